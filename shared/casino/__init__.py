@@ -1,0 +1,1 @@
+"""The coup engine: deals baccarat and blackjack as the regulators' rules require."""

@@ -1,0 +1,59 @@
+"""The ``casino`` command."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from casino import rulesets
+from casino.rules.parsheet import par_sheet
+from casino.rules.ruleset import RulesetError
+
+
+def _print_sheet(sheet: dict[str, Any]) -> None:
+    print(f"{sheet['ruleset']}: {sheet['game']}, {sheet['decks']} decks")
+    if sheet["game"] == "baccarat":
+        print("outcome    probability")
+        for k, p in sheet["outcomes"].items():
+            print(f"{k:<10} {p:.6f}")
+        print("bet          house edge")
+        for k, e in sheet["house_edge"].items():
+            print(f"{k:<12} {100 * e:8.4f}%")
+        return
+    print(f"dealer {'hits' if sheet['dealer_hits_soft_17'] else 'stands on'} soft 17; no peek")
+    cols = list(next(iter(sheet["dealer_final"].values())))
+    print("up   " + "".join(f"{c:>10}" for c in cols))
+    for up, dist in sheet["dealer_final"].items():
+        print(f"{up:<5}" + "".join(f"{dist[c]:10.6f}" for c in cols))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="casino", description="The coup engine's command line.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    ps = sub.add_parser("par-sheet", help="game mathematics of a ruleset, by exact enumeration")
+    ps.add_argument("ruleset", help=f"a ruleset file or a built-in name: {', '.join(rulesets.available())}")
+    ps.add_argument("--json", action="store_true", help="print JSON")
+    sub.add_parser("rulesets", help="list the built-in rulesets")
+    args = parser.parse_args(argv)
+
+    if args.command == "rulesets":
+        print("\n".join(rulesets.available()))
+        return 0
+    try:
+        rules = rulesets.load(args.ruleset)
+    except RulesetError as exc:
+        print(f"casino: {exc}", file=sys.stderr)
+        return 2
+    sheet = par_sheet(rules)
+    if args.json:
+        print(json.dumps(sheet, indent=2))
+    else:
+        _print_sheet(sheet)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Baccarat (punto banco): the tableau, dealing methods and styles, the coup."""

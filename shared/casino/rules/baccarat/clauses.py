@@ -1,0 +1,28 @@
+"""Which clause governs each dealing step under each method (000) or style (001)."""
+
+from __future__ import annotations
+
+_A, _B, _C, _D, _SA, _SB = "method_a", "method_b", "method_c", "method_d", "style_a", "style_b"
+
+CLAUSES: dict[str, dict[str, str]] = {
+    "procedure": {_A: "000 8.2", _B: "000 8.4", _C: "000 8.15", _D: "000 8.25", _SA: "001 8.5", _SB: "001 8.5"},
+    "order": {_B: "000 8.7", _C: "000 8.15", _D: "000 8.25", _SB: "001 8.9(b)"},
+    "refused": {_B: "000 8.8", _C: "000 8.15", _D: "000 8.25", _SB: "001 8.9(c)"},
+    "all_declined": {_B: "000 8.10.2", _C: "000 8.16", _D: "000 8.26", _SB: "001 8.9(d)"},
+    "no_wager": {_B: "000 8.10.1", _C: "000 8.16", _D: "000 8.26", _SB: "001 8.9(d)"},
+    "holder": {_B: "000 8.9", _C: "000 8.21", _D: "000 8.30", _SB: "001 8.11(c)"},
+    "plays_player": {_C: "000 8.17.2", _D: "000 8.27.2"},
+    "deals": {_A: "000 8.1", _B: "000 8.1", _C: "000 8.19", _D: "000 8.28", _SA: "001 8.7", _SB: "001 8.11(b)"},
+    "face": {_A: "000 8.3.1", _B: "000 8.5", _C: "000 8.19", _D: "000 8.28", _SA: "001 8.6", _SB: "001 8.12"},
+    "pass": {_B: "000 8.5", _SB: "001 8.11(b)"},
+    "expose": {_B: "000 8.13", _C: "000 8.23", _D: "000 8.32", _SB: "001 8.11(a)"},
+    "breach": {_B: "000 8.12", _C: "000 8.22", _D: "000 8.31", _SB: "001 8.11(b)"},
+    "turn_over": {_B: "000 8.14.2", _C: "000 8.24.2", _D: "000 8.33.2", _SB: "001 8.11(a)"},
+    "announce": {_A: "000 8.3.2", _B: "000 8.14.3", _C: "000 8.24.3", _D: "000 8.33.3", _SA: "001 8.6", _SB: "001 8.6"},
+    "forfeit": {_C: "000 8.20", _D: "000 8.29"},
+}
+
+
+def clause(step: str, procedure: str) -> str:
+    """The clause for ``step`` under ``procedure``."""
+    return CLAUSES[step].get(procedure, CLAUSES[step].get(_B, "game rules"))

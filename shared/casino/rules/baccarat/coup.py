@@ -1,0 +1,463 @@
+"""The baccarat coup aggregate: ``decide(rules, state, command)`` and ``evolve``.
+
+A coup goes through betting, offers (the shoe under Methods C and D, the roles
+under Style B), the deal, the handling of the cards by players (Methods B, C, D,
+Style B), the dealer's turning over and announcing of the counts, the third-card
+draws of the tableau, and the result. Steps the dealer takes without waiting for
+anyone (making the next offer, announcing, the result and the pick-up) are
+emitted together with the command that makes them due, so every recorded coup
+is a complete, self-explaining sequence of facts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Literal
+
+import msgspec
+
+from casino.rules.baccarat import offers, tableau
+from casino.rules.baccarat.clauses import clause
+from casino.rules.baccarat.messages import (
+    AnswerOffer,
+    AnyBaccaratCommand,
+    AnyBaccaratEvent,
+    Approval,
+    BettingClosed,
+    CardDealt,
+    CardsPassed,
+    CardsPickedUp,
+    CardsReturned,
+    CardsTurnedOver,
+    CloseBetting,
+    CountAnnounced,
+    CoupOpened,
+    CoupResulted,
+    DealCard,
+    ExposeHand,
+    ForfeitShoe,
+    Hand,
+    HandExposed,
+    HandlingBreachReported,
+    HolderAssigned,
+    Offer,
+    OfferAnswered,
+    OfferMade,
+    OfferOrder,
+    OpenCoup,
+    PassCards,
+    PassShoe,
+    ProcedureFellBack,
+    ReportHandlingBreach,
+    ReturnCards,
+    ShoeGivenUp,
+)
+from casino.rules.cards import Card, is_card
+from casino.rules.errors import RuleViolation
+from casino.rules.ruleset import BaccaratRules
+from casino.rules.wagers import Wager, check_book
+
+Phase = Literal["new", "betting", "offers", "dealing", "handling", "drawing", "finished"]
+HANDS: tuple[Hand, Hand] = ("player", "banker")
+SHOE_METHODS = ("method_c", "method_d")
+PASSING = ("method_b", "style_b")
+
+
+class Dealt(msgspec.Struct, frozen=True):
+    """A card on the layout."""
+
+    hand: Hand
+    card: Card
+    position: int
+    face_up: bool
+    by: int | None
+
+
+class BaccaratCoup(msgspec.Struct, frozen=True):
+    """What is known about one baccarat coup from its events."""
+
+    coup_id: str = ""
+    phase: Phase = "new"
+    procedure: str = ""
+    approvals: tuple[Approval, ...] = ()
+    wagers: tuple[Wager, ...] = ()
+    offers_todo: tuple[Offer, ...] = ()
+    offer: Offer | None = None
+    chain: tuple[int, ...] = ()
+    asked: int | None = None
+    refusals: int = 0
+    shoe_holder: int | None = None
+    holder_plays: Hand | None = None
+    player_holder: int | None = None
+    banker_holder: int | None = None
+    decided: tuple[Hand, ...] = ()
+    handle_todo: tuple[Hand, ...] = ()
+    out: Hand | None = None
+    cards: tuple[Dealt, ...] = ()
+    result: CoupResulted | None = None
+    shoe_given_up: bool = False
+
+    def hand(self, hand: Hand) -> tuple[Card, ...]:
+        return tuple(d.card for d in self.cards if d.hand == hand)
+
+    def holder(self, hand: Hand) -> int | None:
+        """The seat handling ``hand``'s cards, None for the dealer."""
+        if self.procedure in SHOE_METHODS:
+            return self.shoe_holder if hand == self.holder_plays else None
+        return self.player_holder if hand == "player" else self.banker_holder
+
+
+class Awaiting(msgspec.Struct, frozen=True):
+    """What the coup waits for: ``close_betting``, ``answer`` (from ``seat``),
+    ``card`` (for ``hand``, drawn by ``seat`` or the dealer), ``pass`` (the dealer
+    passes ``hand`` to ``seat``), ``expose`` (``seat`` exposes or returns
+    ``hand``), or ``nothing`` once the coup is finished."""
+
+    kind: Literal["open", "close_betting", "answer", "card", "pass", "expose", "nothing"]
+    seat: int | None = None
+    hand: Hand | None = None
+    offer: Offer | None = None
+    face_up: bool = True
+
+
+def awaiting(state: BaccaratCoup) -> Awaiting:
+    """The next thing this coup waits for."""
+    s = state
+    if s.phase == "new":
+        return Awaiting("open")
+    if s.phase == "betting":
+        return Awaiting("close_betting")
+    if s.asked is not None:
+        return Awaiting("answer", seat=s.asked, offer=s.offer)
+    if s.phase in ("dealing", "drawing"):
+        due = _card_due(s)
+        if due is not None:
+            return Awaiting("card", seat=_dealer_seat(s), hand=due, face_up=_face_up(s))
+    if s.phase == "handling" and s.handle_todo:
+        h = s.handle_todo[0]
+        seat = s.holder(h)
+        if s.out is None and s.procedure in PASSING:
+            return Awaiting("pass", seat=seat, hand=h)
+        return Awaiting("expose", seat=seat, hand=h)
+    return Awaiting("nothing")
+
+
+def _card_due(s: BaccaratCoup) -> Hand | None:
+    if s.phase == "dealing":
+        return "player" if len(s.cards) % 2 == 0 else "banker"
+    due = tableau.next_hand_to_draw(s.hand("player"), s.hand("banker"))
+    return None if due is None else ("player" if due == "player" else "banker")
+
+
+def _dealer_seat(s: BaccaratCoup) -> int | None:
+    return s.shoe_holder if s.procedure in SHOE_METHODS else None
+
+
+def _face_up(s: BaccaratCoup) -> bool:
+    if s.procedure in SHOE_METHODS:
+        return False  # 000 8.19, 8.28: a player holding the shoe deals face down
+    if s.phase == "drawing":
+        return True  # third cards are dealt face up by the dealer
+    return s.procedure in ("method_a", "style_a")  # 000 8.3.1, 001 8.6; B and 001 8.12 face down
+
+
+# ---- decide ---------------------------------------------------------------
+
+
+def decide(rules: BaccaratRules, state: BaccaratCoup, command: AnyBaccaratCommand) -> list[AnyBaccaratEvent]:
+    """The events ``command`` causes, or ``RuleViolation`` naming the clause."""
+    events = _primary(rules, state, command)
+    s = fold(events, state)
+    while step := _automatic(rules, s):
+        events += step
+        s = fold(step, s)
+    return events
+
+
+def check(rules: BaccaratRules, state: BaccaratCoup, command: AnyBaccaratCommand) -> RuleViolation | None:
+    """Whether ``command`` is allowed now; the violation names the clause."""
+    try:
+        _primary(rules, state, command)
+    except RuleViolation as exc:
+        return exc
+    return None
+
+
+def _primary(rules: BaccaratRules, s: BaccaratCoup, cmd: AnyBaccaratCommand) -> list[AnyBaccaratEvent]:
+    match cmd:
+        case OpenCoup():
+            return _open(rules, s, cmd)
+        case CloseBetting():
+            _expect(s, "close_betting", "betting is not open")
+            return [BettingClosed(check_book(rules.table, rules.limits, cmd.wagers))]
+        case AnswerOffer():
+            return _answer(rules, s, cmd)
+        case DealCard():
+            return _deal(s, cmd)
+        case PassCards():
+            return _pass(s, cmd)
+        case ExposeHand() | ReturnCards():
+            return _give_back(s, cmd)
+        case ReportHandlingBreach():
+            if s.out != cmd.hand or s.holder(cmd.hand) != cmd.seat:
+                raise RuleViolation(clause("breach", s.procedure), f"seat {cmd.seat} is not handling the {cmd.hand}'s cards")
+            return [HandlingBreachReported(cmd.hand, cmd.seat, cmd.note, clause("breach", s.procedure))]
+        case PassShoe() | ForfeitShoe():
+            return _give_up_shoe(rules, s, cmd)
+    raise RuleViolation("protocol", f"unknown baccarat command {type(cmd).__name__}")
+
+
+def _expect(s: BaccaratCoup, kind: str, why: str, clause_: str = "coup") -> Awaiting:
+    a = awaiting(s)
+    if a.kind != kind:
+        raise RuleViolation(clause_, f"{why} (the coup is waiting for: {a.kind})")
+    return a
+
+
+def _has(approvals: Iterable[Approval], rules: BaccaratRules, what: str) -> bool:
+    needed = rules.approvals.get(what)
+    return needed is None or any(a.what == what and a.by == needed for a in approvals)
+
+
+def _open(rules: BaccaratRules, s: BaccaratCoup, cmd: OpenCoup) -> list[AnyBaccaratEvent]:
+    _expect(s, "open", "the coup is already open")
+    procedure = cmd.procedure
+    if procedure == "style_c":
+        if rules.style_c == "refused" or "style_c" not in rules.procedures:
+            raise RuleViolation("001 8.5", "Style C is named but its text is not in our copy; it is refused by this ruleset")
+        procedure = "style_b" if rules.style_c == "as_style_b" else "style_a"
+    elif procedure not in rules.procedures:
+        first = "000 8.2" if procedure.startswith("method") else "001 8.5"
+        raise RuleViolation(first, f"{procedure} is not a procedure this table may use ({', '.join(rules.procedures)})")
+    needs_b = procedure == "method_b" or (procedure in SHOE_METHODS and rules.fallback_method == "method_b")
+    if needs_b and not _has(cmd.approvals, rules, "method_b"):
+        raise RuleViolation("000 8.4", "Method B needs the prior approval of an inspector")
+    if procedure == "style_b" and not _has(cmd.approvals, rules, "style_b"):
+        raise RuleViolation("001 8.5", "Style B needs approval under this ruleset")
+    if cmd.shoe_style is not None and procedure.startswith("style") and cmd.shoe_style != procedure:
+        if rules.shoe.shuffler != "continuous_shuffler":
+            raise RuleViolation("001 8.5", f"a game dealt from a shoe continues in {cmd.shoe_style} until it ends")
+        if not _has(cmd.approvals, rules, "style_change") or "style_change" not in rules.approvals:
+            raise RuleViolation("001 8.5", "on a continuous shuffler the style changes only by approved procedure")
+    holder = cmd.shoe_holder if procedure == "method_c" else None
+    if holder is not None:
+        rules.table.check_seat(holder)
+    return [CoupOpened(cmd.coup_id, procedure, cmd.approvals, holder, clause("procedure", procedure))]
+
+
+def _answer(rules: BaccaratRules, s: BaccaratCoup, cmd: AnswerOffer) -> list[AnyBaccaratEvent]:
+    a = _expect(s, "answer", "nothing is being offered")
+    if cmd.seat != a.seat:
+        raise RuleViolation(clause("order", s.procedure), f"the offer is to seat {a.seat}, not seat {cmd.seat}")
+    offer = s.offer or "shoe"
+    plays: Hand = cmd.plays if offer == "shoe" else ("player" if offer == "player" else "banker")
+    if cmd.accept and offer == "shoe" and plays == "player" and not _has(s.approvals, rules, "holder_plays_player"):
+        raise RuleViolation(clause("plays_player", s.procedure), "playing Player's Hand needs a casino supervisor's prior approval")
+    events: list[AnyBaccaratEvent] = [OfferAnswered(offer, cmd.seat, cmd.accept, plays)]
+    if cmd.accept:
+        events.append(HolderAssigned(offer, cmd.seat, plays, clause("holder", s.procedure)))
+    return events
+
+
+def _deal(s: BaccaratCoup, cmd: DealCard) -> list[AnyBaccaratEvent]:
+    a = _expect(s, "card", "no card is due", "tableau")
+    if not is_card(cmd.card):
+        raise RuleViolation("shoe", f"{cmd.card!r} is not a card")
+    if cmd.by != a.seat:
+        who = "the dealer" if a.seat is None else f"the player in seat {a.seat}"
+        raise RuleViolation(clause("deals", s.procedure), f"this card must be drawn by {who}")
+    assert a.hand is not None
+    events: list[AnyBaccaratEvent] = [CardDealt(a.hand, cmd.card, cmd.position, a.face_up, cmd.by)]
+    if s.phase == "drawing":
+        if not a.face_up:
+            events.append(CardsTurnedOver(a.hand, (cmd.position,), clause("turn_over", s.procedure)))
+        after = tableau.points(s.hand(a.hand) + (cmd.card,))
+        events.append(CountAnnounced(a.hand, after, clause("announce", s.procedure)))
+    return events
+
+
+def _pass(s: BaccaratCoup, cmd: PassCards) -> list[AnyBaccaratEvent]:
+    if s.out is not None:
+        raise RuleViolation("000 8.11", f"only one hand may be handled at a time: the {s.out}'s cards are out")
+    a = awaiting(s)
+    if s.procedure not in PASSING:
+        raise RuleViolation(clause("deals", s.procedure), f"cards are not passed to players under {s.procedure}")
+    if a.kind != "pass" or a.hand != cmd.hand:
+        raise RuleViolation("000 8.11", f"the {cmd.hand}'s cards are not due to be passed now")
+    assert a.seat is not None
+    return [CardsPassed(cmd.hand, a.seat, clause("pass", s.procedure))]
+
+
+def _give_back(s: BaccaratCoup, cmd: ExposeHand | ReturnCards) -> list[AnyBaccaratEvent]:
+    a = awaiting(s)
+    if a.kind != "expose" or a.hand != cmd.hand or a.seat != cmd.seat:
+        raise RuleViolation(clause("expose", s.procedure), f"seat {cmd.seat} is not the player designated to handle the {cmd.hand}'s cards now")
+    if isinstance(cmd, ExposeHand):
+        return [HandExposed(cmd.hand, cmd.seat, clause("expose", s.procedure))]
+    return [CardsReturned(cmd.hand, cmd.seat)]
+
+
+def _give_up_shoe(rules: BaccaratRules, s: BaccaratCoup, cmd: PassShoe | ForfeitShoe) -> list[AnyBaccaratEvent]:
+    forfeit = isinstance(cmd, ForfeitShoe)
+    c = clause("forfeit", s.procedure) if forfeit else "000 8.18"
+    if s.shoe_holder != cmd.seat or s.shoe_given_up:
+        raise RuleViolation(c, f"seat {cmd.seat} does not hold the shoe")
+    if s.phase == "dealing" and not s.cards:
+        return [ShoeGivenUp(cmd.seat, "forfeited" if forfeit else "passed", c),
+                ProcedureFellBack(rules.fallback_method, c)]
+    if s.phase not in ("betting", "finished"):
+        raise RuleViolation(c, "the shoe changes hands between coups or before the first card")
+    return [ShoeGivenUp(cmd.seat, "forfeited" if forfeit else "passed", c)]
+
+
+# ---- automatic steps ------------------------------------------------------
+
+
+def _automatic(rules: BaccaratRules, s: BaccaratCoup) -> list[AnyBaccaratEvent]:
+    """The next step the dealer takes without waiting for anyone, if any."""
+    if s.offer is not None and s.asked is None:
+        if s.chain:
+            return [OfferMade(s.offer, s.chain[0], clause("refused" if s.refusals else "order", s.procedure))]
+        why = "all_declined" if s.refusals else "no_wager"
+        done: list[AnyBaccaratEvent] = [HolderAssigned(s.offer, None, None, clause(why, s.procedure))]
+        if s.offer == "shoe":
+            done.append(ProcedureFellBack(rules.fallback_method, clause(why, s.procedure)))
+        return done
+    if s.phase == "offers" and s.offer is None and s.offers_todo:
+        return _start_offer(rules, s, s.offers_todo[0])
+    if s.phase == "handling" and s.offer is None and s.out is None:
+        if s.handle_todo:
+            h = s.handle_todo[0]
+            if s.procedure == "method_b" and h not in s.decided:
+                return _start_offer(rules, s, h)
+            return []
+        return _turn_over_and_announce(s)
+    if s.phase == "drawing" and _card_due(s) is None:
+        return _result(s)
+    return []
+
+
+def _start_offer(rules: BaccaratRules, s: BaccaratCoup, offer: Offer) -> list[AnyBaccaratEvent]:
+    table, w = rules.table, s.wagers
+    if offer == "shoe":
+        if s.shoe_holder is not None:  # 000 8.18: the holder keeps the shoe
+            return [HolderAssigned("shoe", s.shoe_holder, s.holder_plays or "banker", "000 8.18")]
+        order = offers.method_c_shoe(table, w) if s.procedure == "method_c" else offers.method_d_shoe(table, w)
+    elif s.procedure == "style_b":
+        order = offers.style_b_role(table, w, offer)
+    else:
+        order = offers.method_b_cards(table, w, offer)
+    return [OfferOrder(offer, order, clause("order", s.procedure))]
+
+
+def _turn_over_and_announce(s: BaccaratCoup) -> list[AnyBaccaratEvent]:
+    events: list[AnyBaccaratEvent] = []
+    for h in HANDS:
+        down = tuple(d.position for d in s.cards if d.hand == h and not d.face_up)
+        if down:
+            events.append(CardsTurnedOver(h, down, clause("turn_over", s.procedure)))
+    for h in HANDS:  # Player's count first, then Banker's
+        events.append(CountAnnounced(h, tableau.points(s.hand(h)), clause("announce", s.procedure)))
+    return events
+
+
+def _result(s: BaccaratCoup) -> list[AnyBaccaratEvent]:
+    p, b = s.hand("player"), s.hand("banker")
+    won = tableau.winner(p, b)
+    events: list[AnyBaccaratEvent] = [
+        CoupResulted(won, tableau.points(p), tableau.points(b), tableau.is_natural(p, b),
+                     tableau.is_pair(p), tableau.is_pair(b)),
+        CardsPickedUp(tuple(d.card for d in s.cards)),
+    ]
+    if s.procedure == "method_c" and s.shoe_holder is not None and won not in ("tie", s.holder_plays):
+        events.append(ShoeGivenUp(s.shoe_holder, "lost", "000 8.18"))
+    return events
+
+
+# ---- evolve ---------------------------------------------------------------
+
+
+def evolve(state: BaccaratCoup, event: AnyBaccaratEvent) -> BaccaratCoup:
+    """The coup after ``event``."""
+    r = msgspec.structs.replace
+    s = state
+    match event:
+        case CoupOpened():
+            return BaccaratCoup(coup_id=event.coup_id, phase="betting", procedure=event.procedure,
+                                approvals=event.approvals, shoe_holder=event.shoe_holder,
+                                holder_plays="banker" if event.shoe_holder is not None else None)
+        case BettingClosed():
+            todo: tuple[Offer, ...] = (("shoe",) if s.procedure in SHOE_METHODS
+                                       else ("banker", "player") if s.procedure == "style_b" else ())
+            return r(s, wagers=event.wagers, offers_todo=todo, phase="offers" if todo else "dealing")
+        case OfferOrder():
+            todo = s.offers_todo[1:] if s.offers_todo[:1] == (event.offer,) else s.offers_todo
+            return r(s, offer=event.offer, chain=event.seats, offers_todo=todo, refusals=0)
+        case OfferMade():
+            return r(s, asked=event.seat)
+        case OfferAnswered():
+            if event.accepted:
+                return r(s, asked=None)
+            return r(s, asked=None, chain=s.chain[1:], refusals=s.refusals + 1)
+        case HolderAssigned():
+            return _assigned(s, event)
+        case ProcedureFellBack():
+            return r(s, procedure=event.procedure, shoe_holder=None, holder_plays=None, phase="dealing")
+        case CardDealt():
+            s = r(s, cards=s.cards + (Dealt(event.hand, event.card, event.position, event.face_up, event.by),))
+            if s.phase == "dealing" and len(s.cards) == 4:
+                return r(s, phase="handling", handle_todo=_to_handle(s))
+            return s
+        case CardsPassed():
+            return r(s, out=event.hand)
+        case HandExposed():
+            cards = tuple(r(d, face_up=True) if d.hand == event.hand else d for d in s.cards)
+            return r(s, cards=cards, out=None, handle_todo=s.handle_todo[1:])
+        case CardsReturned():
+            return r(s, out=None, handle_todo=s.handle_todo[1:])
+        case CardsTurnedOver():
+            cards = tuple(r(d, face_up=True) if d.position in event.positions else d for d in s.cards)
+            return r(s, cards=cards)
+        case CountAnnounced():
+            if s.phase == "handling" and event.hand == "banker":
+                return r(s, phase="drawing")
+            return s
+        case CoupResulted():
+            return r(s, result=event, phase="finished")
+        case ShoeGivenUp():
+            return r(s, shoe_given_up=True, shoe_holder=None if s.phase != "finished" else s.shoe_holder)
+    return s
+
+
+def _assigned(s: BaccaratCoup, e: HolderAssigned) -> BaccaratCoup:
+    r = msgspec.structs.replace
+    s = r(s, offer=None, chain=(), asked=None)
+    if e.offer == "shoe":
+        return r(s, shoe_holder=e.seat, holder_plays=e.plays, phase="dealing" if e.seat is not None else s.phase)
+    s = r(s, **{f"{e.offer}_holder": e.seat}, decided=s.decided + (e.offer,))
+    if s.phase == "offers" and not s.offers_todo:
+        return r(s, phase="dealing")
+    if s.phase == "handling" and e.seat is None:
+        return r(s, handle_todo=s.handle_todo[1:])
+    return s
+
+
+def _to_handle(s: BaccaratCoup) -> tuple[Hand, ...]:
+    if s.procedure == "method_b":
+        return HANDS
+    return tuple(h for h in HANDS if s.holder(h) is not None)
+
+
+def fold(events: Iterable[AnyBaccaratEvent], state: BaccaratCoup | None = None) -> BaccaratCoup:
+    """Rebuild a coup from its events (a replay is exactly this fold)."""
+    s = state or BaccaratCoup()
+    for e in events:
+        s = evolve(s, e)
+    return s
+
+
+def shoe_holder_after(state: BaccaratCoup) -> int | None:
+    """Who keeps the shoe into the next coup (000 8.18; Method C only)."""
+    if state.procedure != "method_c" or state.shoe_given_up:
+        return None
+    return state.shoe_holder

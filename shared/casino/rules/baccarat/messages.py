@@ -1,0 +1,228 @@
+"""Commands to and events of a baccarat coup (msgspec, tagged, frozen)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+from casino.rules.cards import Card
+from casino.rules.wagers import Wager
+
+Hand = Literal["player", "banker"]
+Offer = Literal["shoe", "player", "banker"]
+Approver = Literal["inspector", "casino_supervisor"]
+
+
+class Approval(msgspec.Struct, frozen=True):
+    """A prior approval: what was approved, by whom, and their reference."""
+
+    what: str
+    by: Approver
+    reference: str = ""
+
+
+# ---- commands -------------------------------------------------------------
+
+
+class BaccaratCommand(msgspec.Struct, frozen=True, tag_field="type"):
+    """A command to the coup of one baccarat table."""
+
+
+class OpenCoup(BaccaratCommand, frozen=True, tag="baccarat.open_coup"):
+    """Open a coup. ``shoe_style`` is the style in force on this shoe (001 8.5);
+    ``shoe_holder`` the player who kept the shoe from the last coup (000 8.18)."""
+
+    coup_id: str
+    procedure: str
+    approvals: tuple[Approval, ...] = ()
+    shoe_style: str | None = None
+    shoe_holder: int | None = None
+
+
+class CloseBetting(BaccaratCommand, frozen=True, tag="baccarat.close_betting"):
+    wagers: tuple[Wager, ...]
+
+
+class AnswerOffer(BaccaratCommand, frozen=True, tag="baccarat.answer_offer"):
+    """A player's answer to the offer of the cards, a role or the shoe; a shoe
+    holder may ask to play Player's Hand (000 8.17.2, 8.27.2)."""
+
+    seat: int
+    accept: bool
+    plays: Hand = "banker"
+
+
+class DealCard(BaccaratCommand, frozen=True, tag="baccarat.deal_card"):
+    """A card leaves the shoe. ``by`` is the seat of a player holding the shoe,
+    None for the dealer."""
+
+    card: Card
+    position: int
+    by: int | None = None
+
+
+class PassCards(BaccaratCommand, frozen=True, tag="baccarat.pass_cards"):
+    hand: Hand
+
+
+class ExposeHand(BaccaratCommand, frozen=True, tag="baccarat.expose_hand"):
+    seat: int
+    hand: Hand
+
+
+class ReturnCards(BaccaratCommand, frozen=True, tag="baccarat.return_cards"):
+    """The player gives the cards back to the dealer without exposing them."""
+
+    seat: int
+    hand: Hand
+
+
+class ReportHandlingBreach(BaccaratCommand, frozen=True, tag="baccarat.report_handling_breach"):
+    """The dealer or surveillance saw cards leave full view (000 8.12, 8.22, 8.31)."""
+
+    seat: int
+    hand: Hand
+    note: str = ""
+
+
+class PassShoe(BaccaratCommand, frozen=True, tag="baccarat.pass_shoe"):
+    """The holder gives up the shoe (000 8.18)."""
+
+    seat: int
+
+
+class ForfeitShoe(BaccaratCommand, frozen=True, tag="baccarat.forfeit_shoe"):
+    """A casino supervisor directs the holder to give up the shoe (000 8.20, 8.29)."""
+
+    seat: int
+    supervisor: str
+
+
+# ---- events ---------------------------------------------------------------
+
+
+class BaccaratEvent(msgspec.Struct, frozen=True, tag_field="type"):
+    """A fact about one baccarat coup."""
+
+
+class CoupOpened(BaccaratEvent, frozen=True, tag="baccarat.coup_opened"):
+    coup_id: str
+    procedure: str
+    approvals: tuple[Approval, ...]
+    shoe_holder: int | None
+    clause: str
+
+
+class BettingClosed(BaccaratEvent, frozen=True, tag="baccarat.betting_closed"):
+    wagers: tuple[Wager, ...]
+
+
+class OfferOrder(BaccaratEvent, frozen=True, tag="baccarat.offer_order"):
+    """The order in which the cards, a role or the shoe will be offered."""
+
+    offer: Offer
+    seats: tuple[int, ...]
+    clause: str
+
+
+class OfferMade(BaccaratEvent, frozen=True, tag="baccarat.offer_made"):
+    offer: Offer
+    seat: int
+    clause: str
+
+
+class OfferAnswered(BaccaratEvent, frozen=True, tag="baccarat.offer_answered"):
+    offer: Offer
+    seat: int
+    accepted: bool
+    plays: Hand
+
+
+class HolderAssigned(BaccaratEvent, frozen=True, tag="baccarat.holder_assigned"):
+    """Who holds the shoe or a hand's cards; None: the dealer keeps them. The
+    marker or puck goes in front of that seat (000 8.9, 8.21; 001 8.11(c))."""
+
+    offer: Offer
+    seat: int | None
+    plays: Hand | None
+    clause: str
+
+
+class ProcedureFellBack(BaccaratEvent, frozen=True, tag="baccarat.procedure_fell_back"):
+    procedure: str
+    clause: str
+
+
+class CardDealt(BaccaratEvent, frozen=True, tag="baccarat.card_dealt"):
+    hand: Hand
+    card: Card
+    position: int
+    face_up: bool
+    by: int | None
+
+
+class CardsPassed(BaccaratEvent, frozen=True, tag="baccarat.cards_passed"):
+    hand: Hand
+    seat: int
+    clause: str
+
+
+class HandExposed(BaccaratEvent, frozen=True, tag="baccarat.hand_exposed"):
+    hand: Hand
+    seat: int
+    clause: str
+
+
+class CardsReturned(BaccaratEvent, frozen=True, tag="baccarat.cards_returned"):
+    hand: Hand
+    seat: int
+
+
+class HandlingBreachReported(BaccaratEvent, frozen=True, tag="baccarat.handling_breach_reported"):
+    hand: Hand
+    seat: int
+    note: str
+    clause: str
+
+
+class CardsTurnedOver(BaccaratEvent, frozen=True, tag="baccarat.cards_turned_over"):
+    hand: Hand
+    positions: tuple[int, ...]
+    clause: str
+
+
+class CountAnnounced(BaccaratEvent, frozen=True, tag="baccarat.count_announced"):
+    hand: Hand
+    points: int
+    clause: str
+
+
+class CoupResulted(BaccaratEvent, frozen=True, tag="baccarat.coup_resulted"):
+    winner: Literal["player", "banker", "tie"]
+    player_points: int
+    banker_points: int
+    natural: bool
+    player_pair: bool
+    banker_pair: bool
+
+
+class CardsPickedUp(BaccaratEvent, frozen=True, tag="baccarat.cards_picked_up"):
+    cards: tuple[Card, ...]
+
+
+class ShoeGivenUp(BaccaratEvent, frozen=True, tag="baccarat.shoe_given_up"):
+    seat: int
+    reason: Literal["passed", "lost", "forfeited"]
+    clause: str
+
+
+AnyBaccaratCommand = (
+    OpenCoup | CloseBetting | AnswerOffer | DealCard | PassCards | ExposeHand | ReturnCards
+    | ReportHandlingBreach | PassShoe | ForfeitShoe
+)
+AnyBaccaratEvent = (
+    CoupOpened | BettingClosed | OfferOrder | OfferMade | OfferAnswered | HolderAssigned | ProcedureFellBack
+    | CardDealt | CardsPassed | HandExposed | CardsReturned | HandlingBreachReported | CardsTurnedOver
+    | CountAnnounced | CoupResulted | CardsPickedUp | ShoeGivenUp
+)

@@ -1,0 +1,423 @@
+"""The blackjack coup aggregate: ``decide(rules, state, command)`` and ``evolve``.
+
+The deal follows 002 (4) with a hole card the dealer may not look at until all
+players have acted, or 003 7.3 with no hole card (the dealer's second card comes
+after the players, 003 7.6). Players act box by box clockwise from the dealer's
+left (002 (5), 003 7.4); every total is announced (002 (5)-(7), 003 7.4-7.6);
+the cards are picked up in the order of 002 (8) or 003 7.7.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Literal
+
+import msgspec
+
+from casino.rules.blackjack import hand as H
+from casino.rules.blackjack.messages import (
+    AnyBlackjackCommand,
+    AnyBlackjackEvent,
+    BettingClosed,
+    CardDealt,
+    CardsPickedUp,
+    CloseBetting,
+    CoupOpened,
+    CoupResulted,
+    DealCard,
+    Decide,
+    DecisionTaken,
+    HandCompleted,
+    HandResult,
+    HoleCardTurned,
+    OpenCoup,
+    Outcome,
+    TotalAnnounced,
+)
+from casino.rules.cards import Card, is_card, rank
+from casino.rules.errors import RuleViolation
+from casino.rules.ruleset import BlackjackRules
+from casino.rules.wagers import check_book
+
+Phase = Literal["new", "betting", "dealing", "playing", "dealer", "finished"]
+
+
+class Placed(msgspec.Struct, frozen=True):
+    card: Card
+    position: int
+    face_up: bool = True
+
+
+class Hand(msgspec.Struct, frozen=True):
+    """One hand of a box (a box holds more than one after a split)."""
+
+    stake: int
+    original: int
+    cards: tuple[Placed, ...] = ()
+    from_split: bool = False
+    split_aces: bool = False
+    doubled: bool = False
+    draw_due: bool = False
+    announced: bool = False
+    done: bool = False
+
+    @property
+    def codes(self) -> tuple[Card, ...]:
+        return tuple(p.card for p in self.cards)
+
+
+class Box(msgspec.Struct, frozen=True):
+    """A betting box with a wager, its hands and any insurance."""
+
+    seat: int
+    wager: int
+    hands: tuple[Hand, ...]
+    insurance: int = 0
+    acted: bool = False
+
+
+class BlackjackCoup(msgspec.Struct, frozen=True):
+    """What is known about one blackjack coup from its events."""
+
+    coup_id: str = ""
+    phase: Phase = "new"
+    hole_card: bool = True
+    boxes: tuple[Box, ...] = ()
+    dealer: tuple[Placed, ...] = ()
+    turn: int = 0
+    last_position: int = -1
+    result: CoupResulted | None = None
+
+    @property
+    def dealer_cards(self) -> tuple[Card, ...]:
+        return tuple(p.card for p in self.dealer)
+
+    def current(self) -> tuple[int, int] | None:
+        """(box index, hand index) of the hand whose turn it is."""
+        if self.phase != "playing" or self.turn >= len(self.boxes):
+            return None
+        for i, h in enumerate(self.boxes[self.turn].hands):
+            if not h.done:
+                return self.turn, i
+        return None
+
+
+class Awaiting(msgspec.Struct, frozen=True):
+    """What the coup waits for: ``open``, ``close_betting``, ``card`` (to ``seat``'s
+    ``hand``, or the dealer when seat is None), ``decision`` (from ``seat`` for
+    ``hand``) or ``nothing``."""
+
+    kind: Literal["open", "close_betting", "card", "decision", "nothing"]
+    seat: int | None = None
+    hand: int = 0
+    face_up: bool = True
+    clause: str = ""
+
+
+def _c(rules_hole: bool, hole: str, no_hole: str) -> str:
+    return hole if rules_hole else no_hole
+
+
+def awaiting(s: BlackjackCoup, rules: BlackjackRules) -> Awaiting:
+    """The next thing this coup waits for."""
+    if s.phase == "new":
+        return Awaiting("open")
+    if s.phase == "betting":
+        return Awaiting("close_betting")
+    if s.phase == "dealing":
+        return _initial_slot(s)
+    if s.phase == "playing":
+        cur = s.current()
+        if cur is None:
+            return Awaiting("nothing")
+        box, hand = s.boxes[cur[0]], s.boxes[cur[0]].hands[cur[1]]
+        if hand.draw_due or len(hand.cards) < 2:
+            return Awaiting("card", box.seat, cur[1], True, _c(s.hole_card, "002 (6)", "003 7.5"))
+        return Awaiting("decision", box.seat, cur[1], clause=_c(s.hole_card, "002 (5)", "003 7.4"))
+    if s.phase == "dealer":
+        if not s.hole_card and len(s.dealer) == 1:
+            return Awaiting("card", None, 0, True, "003 7.6")
+        if all(p.face_up for p in s.dealer) and H.dealer_must_draw(s.dealer_cards, rules.dealer_hits_soft_17):
+            return Awaiting("card", None, 0, True, _c(s.hole_card, "002 (7)", "003 7.6"))
+    return Awaiting("nothing")
+
+
+def _initial_slot(s: BlackjackCoup) -> Awaiting:
+    n = len(s.boxes)
+    dealt = len(s.dealer) + sum(len(b.hands[0].cards) for b in s.boxes)
+    hole = "002 (4)" if s.hole_card else "003 7.3"
+    if dealt < n:
+        return Awaiting("card", s.boxes[dealt].seat, 0, True, f"{hole}(a)" if s.hole_card else "003 7.3(a)")
+    if dealt == n:
+        return Awaiting("card", None, 0, True, f"{hole}(b)")
+    if dealt <= 2 * n:
+        return Awaiting("card", s.boxes[dealt - n - 1].seat, 0, True, f"{hole}(c)")
+    return Awaiting("card", None, 0, False, "002 (4)(d)")
+
+
+def initial_cards(s: BlackjackCoup) -> int:
+    """How many cards the initial deal gives (002 (4), 003 7.3)."""
+    return 2 * len(s.boxes) + (2 if s.hole_card else 1)
+
+
+# ---- decide ---------------------------------------------------------------
+
+
+def decide(rules: BlackjackRules, state: BlackjackCoup, command: AnyBlackjackCommand) -> list[AnyBlackjackEvent]:
+    """The events ``command`` causes, or ``RuleViolation`` naming the clause."""
+    events = _primary(rules, state, command)
+    s = fold(events, state)
+    while step := _automatic(rules, s):
+        events += step
+        s = fold(step, s)
+    return events
+
+
+def check(rules: BlackjackRules, state: BlackjackCoup, command: AnyBlackjackCommand) -> RuleViolation | None:
+    """Whether ``command`` is allowed now; the violation names the clause."""
+    try:
+        _primary(rules, state, command)
+    except RuleViolation as exc:
+        return exc
+    return None
+
+
+def _primary(rules: BlackjackRules, s: BlackjackCoup, cmd: AnyBlackjackCommand) -> list[AnyBlackjackEvent]:
+    match cmd:
+        case OpenCoup():
+            if s.phase != "new":
+                raise RuleViolation("coup", "the coup is already open")
+            return [CoupOpened(cmd.coup_id, rules.hole_card, _c(rules.hole_card, "002 (4)", "003 7.3"))]
+        case CloseBetting():
+            if s.phase != "betting":
+                raise RuleViolation("coup", "betting is not open")
+            book = check_book(rules.table, rules.limits, cmd.wagers)
+            if not book:
+                raise RuleViolation(_c(rules.hole_card, "002 (4)(a)", "003 7.3(a)"), "cards go only to boxes containing a wager, and none has one")
+            # 002 (4): boxes in the order they are dealt, clockwise from the dealer's left.
+            return [BettingClosed(tuple(sorted(book, key=lambda w: rules.seats.index(w.seat))))]
+        case DealCard():
+            return _deal(rules, s, cmd)
+        case Decide():
+            return _decide(rules, s, cmd)
+    raise RuleViolation("protocol", f"unknown blackjack command {type(cmd).__name__}")
+
+
+def _deal(rules: BlackjackRules, s: BlackjackCoup, cmd: DealCard) -> list[AnyBlackjackEvent]:
+    if cmd.by is not None:
+        raise RuleViolation("002 (10)", "no player may handle, remove or alter the cards; only the dealer deals")
+    a = awaiting(s, rules)
+    if a.kind != "card":
+        raise RuleViolation(_c(s.hole_card, "002 (6)", "003 7.5"), f"no card is due (the coup is waiting for: {a.kind})")
+    if not is_card(cmd.card):
+        raise RuleViolation("shoe", f"{cmd.card!r} is not a card")
+    if cmd.position <= s.last_position:
+        raise RuleViolation("002 (1)", "cards come from the dealing shoe in order")
+    return [CardDealt(a.seat, a.hand, cmd.card, cmd.position, a.face_up, a.clause)]
+
+
+def _decide(rules: BlackjackRules, s: BlackjackCoup, cmd: Decide) -> list[AnyBlackjackEvent]:
+    turn = _c(s.hole_card, "002 (5)", "003 7.4")
+    a = awaiting(s, rules)
+    if a.kind != "decision":
+        raise RuleViolation(turn, f"no decision is due (the coup is waiting for: {a.kind})")
+    if cmd.seat != a.seat or cmd.hand != a.hand:
+        raise RuleViolation(turn, f"it is the turn of seat {a.seat} hand {a.hand}, not seat {cmd.seat} hand {cmd.hand}")
+    cur = s.current()
+    assert cur is not None
+    box = s.boxes[cur[0]]
+    hand = box.hands[cur[1]]
+    cards = hand.codes
+    if cmd.action == "insurance":
+        if not rules.insurance:
+            raise RuleViolation("ruleset insurance", "insurance is not offered at this table")
+        if rank(s.dealer[0].card) != "A":
+            raise RuleViolation("game rules: insurance", "insurance is offered only when the dealer's face card is an ace")
+        if box.acted or box.insurance or len(box.hands) > 1:
+            raise RuleViolation("game rules: insurance", "insurance is taken once, before any other decision of the box")
+        if not 0 < cmd.amount <= box.wager // 2:
+            raise RuleViolation("game rules: insurance", f"insurance is more than 0 and at most half the wager ({box.wager // 2})")
+        return [DecisionTaken(cmd.seat, cmd.hand, "insurance", cmd.amount)]
+    if cmd.amount:
+        raise RuleViolation("protocol", f"{cmd.action} takes no amount")
+    if cmd.action == "stand":
+        return [DecisionTaken(cmd.seat, cmd.hand, "stand", 0), HandCompleted(cmd.seat, cmd.hand, "stand")]
+    if cmd.action == "hit":
+        return [DecisionTaken(cmd.seat, cmd.hand, "hit", 0)]
+    if len(cards) != 2:
+        raise RuleViolation(f"game rules: {cmd.action}", f"{cmd.action} only on the first two cards of a hand")
+    if cmd.action == "double":
+        t = H.total(cards)[0]
+        allowed = {"any_two": True, "9_10_11": 9 <= t <= 11, "10_11": 10 <= t <= 11}[rules.double_on]
+        if not allowed:
+            raise RuleViolation("ruleset double_on", f"doubling is allowed on {rules.double_on}, not on {t}")
+        if hand.from_split and not rules.double_after_split:
+            raise RuleViolation("ruleset double_after_split", "no doubling after a split at this table")
+        return [DecisionTaken(cmd.seat, cmd.hand, "double", hand.stake)]
+    if not H.is_pair(cards, rules.split_by_value):
+        raise RuleViolation("game rules: split", "only a pair may be split")
+    if len(box.hands) >= rules.max_hands:
+        raise RuleViolation("ruleset max_hands", f"a box may hold at most {rules.max_hands} hands")
+    if hand.split_aces and not rules.resplit_aces:
+        raise RuleViolation("ruleset resplit_aces", "split aces may not be split again")
+    return [DecisionTaken(cmd.seat, cmd.hand, "split", hand.original)]
+
+
+# ---- automatic steps ------------------------------------------------------
+
+
+def _automatic(rules: BlackjackRules, s: BlackjackCoup) -> list[AnyBlackjackEvent]:
+    if s.phase == "playing":
+        cur = s.current()
+        if cur is None:
+            return []
+        box = s.boxes[cur[0]]
+        hand = box.hands[cur[1]]
+        if hand.draw_due or len(hand.cards) < 2:
+            return []
+        cards = hand.codes
+        if not hand.announced:
+            first = len(cards) == 2 and not hand.from_split and not hand.draw_due
+            t, soft = H.total(cards)
+            clause = _c(s.hole_card, "002 (5)" if first else "002 (6)", "003 7.4" if first else "003 7.5")
+            return [TotalAnnounced(box.seat, cur[1], t, soft, clause)]
+        reason = _finished(hand)
+        return [HandCompleted(box.seat, cur[1], reason)] if reason else []
+    if s.phase == "dealer":
+        if s.hole_card and not s.dealer[1].face_up:
+            # 002 (4)(d), (7): the hold card is turned only after all players have acted.
+            return [HoleCardTurned(s.dealer[1].card, s.dealer[1].position, "002 (7)")]
+        if awaiting(s, rules).kind == "card":
+            return []
+        t, soft = H.total(s.dealer_cards)
+        clause = _c(s.hole_card, "002 (7)", "003 7.6")
+        return [TotalAnnounced(None, 0, t, soft, clause), _result(rules, s), _pickup(rules, s)]
+    return []
+
+
+def _finished(hand: Hand) -> Literal["bust", "doubled", "split_aces", "blackjack", "twenty_one"] | None:
+    cards = hand.codes
+    if H.is_bust(cards):
+        return "bust"
+    if hand.doubled:
+        return "doubled"
+    if hand.split_aces:
+        return "split_aces"  # split aces take one card each
+    if H.is_blackjack(cards, hand.from_split):
+        return "blackjack"
+    if H.total(cards)[0] == 21:
+        return "twenty_one"
+    return None
+
+
+def outcome(hand: Hand, dealer: tuple[Card, ...]) -> Outcome:
+    """How one hand fares against the dealer's finished hand."""
+    cards = hand.codes
+    dealer_bj = H.is_blackjack(dealer)
+    if H.is_blackjack(cards, hand.from_split):
+        return "push" if dealer_bj else "blackjack"
+    if dealer_bj or H.is_bust(cards):
+        return "lose"
+    p, d = H.total(cards)[0], H.total(dealer)[0]
+    if d > 21 or p > d:
+        return "win"
+    return "push" if p == d else "lose"
+
+
+def _result(rules: BlackjackRules, s: BlackjackCoup) -> CoupResulted:
+    dealer = s.dealer_cards
+    hands = tuple(
+        HandResult(b.seat, i, outcome(h, dealer), H.total(h.codes)[0], h.stake, h.original)
+        for b in s.boxes for i, h in enumerate(b.hands)
+    )
+    insured = tuple((b.seat, b.insurance) for b in s.boxes if b.insurance)
+    return CoupResulted(H.total(dealer)[0], H.is_blackjack(dealer), hands, insured)
+
+
+def _pickup(rules: BlackjackRules, s: BlackjackCoup) -> CardsPickedUp:
+    players = tuple(p.card for b in reversed(s.boxes) for h in b.hands for p in h.cards)
+    if rules.pickup == "dealer_first":
+        return CardsPickedUp(s.dealer_cards + players, "002 (8)")
+    return CardsPickedUp(players + s.dealer_cards, "003 7.7")
+
+
+# ---- evolve ---------------------------------------------------------------
+
+
+def evolve(state: BlackjackCoup, event: AnyBlackjackEvent) -> BlackjackCoup:
+    """The coup after ``event``."""
+    r = msgspec.structs.replace
+    s = state
+    match event:
+        case CoupOpened():
+            return BlackjackCoup(coup_id=event.coup_id, phase="betting", hole_card=event.hole_card)
+        case BettingClosed():
+            boxes = tuple(Box(w.seat, w.amount, (Hand(w.amount, w.amount),)) for w in event.wagers)
+            return r(s, boxes=boxes, phase="dealing")
+        case CardDealt():
+            placed = Placed(event.card, event.position, event.face_up)
+            s = r(s, last_position=event.position)
+            if event.seat is None:
+                s = r(s, dealer=s.dealer + (placed,))
+            else:
+                s = _with_hand(s, event.seat, event.hand, lambda h: r(
+                    h, cards=h.cards + (placed,), draw_due=False,
+                    announced=h.announced and s.phase == "dealing"))
+            if s.phase == "dealing" and len(s.dealer) + sum(len(b.hands[0].cards) for b in s.boxes) == initial_cards(s):
+                return r(s, phase="playing", turn=0)
+            return s
+        case TotalAnnounced():
+            if event.seat is None:
+                return s
+            return _with_hand(s, event.seat, event.hand, lambda h: r(h, announced=True))
+        case DecisionTaken():
+            return _taken(s, event)
+        case HandCompleted():
+            s = _with_hand(s, event.seat, event.hand, lambda h: r(h, done=True))
+            while s.turn < len(s.boxes) and all(h.done for h in s.boxes[s.turn].hands):
+                s = r(s, turn=s.turn + 1)
+            return r(s, phase="dealer") if s.turn >= len(s.boxes) else s
+        case HoleCardTurned():
+            return r(s, dealer=tuple(r(p, face_up=True) for p in s.dealer))
+        case CoupResulted():
+            return r(s, result=event, phase="finished")
+    return s
+
+
+def _taken(s: BlackjackCoup, e: DecisionTaken) -> BlackjackCoup:
+    r = msgspec.structs.replace
+    i = _box_index(s, e.seat)
+    box = r(s.boxes[i], acted=True) if e.action != "insurance" else r(s.boxes[i], insurance=e.amount)
+    hands = list(box.hands)
+    h = hands[e.hand]
+    if e.action == "hit":
+        hands[e.hand] = r(h, draw_due=True)
+    elif e.action == "double":
+        hands[e.hand] = r(h, stake=h.stake + e.amount, doubled=True, draw_due=True)
+    elif e.action == "split":
+        aces = rank(h.cards[0].card) == "A"
+        first = r(h, cards=h.cards[:1], from_split=True, split_aces=aces, announced=False)
+        second = Hand(h.original, h.original, h.cards[1:], from_split=True, split_aces=aces)
+        hands[e.hand : e.hand + 1] = [first, second]
+    return r(s, boxes=s.boxes[:i] + (r(box, hands=tuple(hands)),) + s.boxes[i + 1 :])
+
+
+def _box_index(s: BlackjackCoup, seat: int) -> int:
+    return next(i for i, b in enumerate(s.boxes) if b.seat == seat)
+
+
+def _with_hand(s: BlackjackCoup, seat: int, index: int, change: Callable[[Hand], Hand]) -> BlackjackCoup:
+    r = msgspec.structs.replace
+    i = _box_index(s, seat)
+    box = s.boxes[i]
+    hands = list(box.hands)
+    hands[index] = change(hands[index])
+    return r(s, boxes=s.boxes[:i] + (r(box, hands=tuple(hands)),) + s.boxes[i + 1 :])
+
+
+def fold(events: Iterable[AnyBlackjackEvent], state: BlackjackCoup | None = None) -> BlackjackCoup:
+    """Rebuild a coup from its events (a replay is exactly this fold)."""
+    s = state or BlackjackCoup()
+    for e in events:
+        s = evolve(s, e)
+    return s

@@ -1,0 +1,43 @@
+"""Blackjack hand totals and the dealer's drawing rule."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from casino.rules.cards import Card, blackjack_value, rank
+
+
+def total(cards: Sequence[Card]) -> tuple[int, bool]:
+    """The best total of a hand and whether it is soft (an ace counted as 11)."""
+    hard = sum(blackjack_value(c) for c in cards)
+    if hard <= 11 and any(rank(c) == "A" for c in cards):
+        return hard + 10, True
+    return hard, False
+
+
+def is_blackjack(cards: Sequence[Card], from_split: bool = False) -> bool:
+    """An ace and a ten-value card as the first two cards of an unsplit hand."""
+    return len(cards) == 2 and not from_split and total(cards)[0] == 21
+
+
+def is_bust(cards: Sequence[Card]) -> bool:
+    return total(cards)[0] > 21
+
+
+def dealer_must_draw(cards: Sequence[Card], hits_soft_17: bool) -> bool:
+    """The dealer draws to 16 and stands on 17; on soft 17 as the ruleset says.
+
+    002 (7) refers to "regulation 23(2)" for the dealer's additional cards; the
+    ruleset's ``dealer_hits_soft_17`` stands in for it.
+    """
+    t, soft = total(cards)
+    return t < 17 or (t == 17 and soft and hits_soft_17)
+
+
+def is_pair(cards: Sequence[Card], by_value: bool) -> bool:
+    """Two cards that may be split: the same rank (or the same value if allowed)."""
+    if len(cards) != 2:
+        return False
+    if by_value:
+        return blackjack_value(cards[0]) == blackjack_value(cards[1])
+    return rank(cards[0]) == rank(cards[1])

@@ -1,0 +1,350 @@
+"""The shoe: shuffle commitment, burn, cut card, draw, pick-up and reshuffle.
+
+The shoe service shuffles and keeps the order secret; this model consumes the
+recorded cards as they leave the shoe. At the shuffle only a commitment (a hash
+of the order and a salt) is published; when the shoe ends the order and salt are
+revealed and checked against every card that was burned or drawn. Card
+conservation holds at every step: each card of the set is still in the shoe, on
+the layout, or in the discard rack (or back in a continuous shuffler).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Sequence
+from typing import Literal
+
+import msgspec
+
+from casino.rules.cards import Card, baccarat_value, full_set, is_card, same_cards
+from casino.rules.errors import RuleViolation
+from casino.rules.ruleset import ShoeRules
+
+
+def commitment(order: Sequence[Card], salt: str) -> str:
+    """The published hash of a shuffled order: sha256 of ``salt:card card ...``."""
+    return hashlib.sha256(f"{salt}:{' '.join(order)}".encode()).hexdigest()
+
+
+def cut_index(rules: ShoeRules, cards: int) -> int | None:
+    """Position of the first card behind the cut card (None: no cut card)."""
+    if rules.shuffler == "continuous_shuffler":
+        return None
+    return round(cards * rules.penetration)
+
+
+# ---- commands -------------------------------------------------------------
+
+
+class ShoeCommand(msgspec.Struct, frozen=True, tag_field="type"):
+    """A command to the shoe of one table."""
+
+
+class Shuffle(ShoeCommand, frozen=True, tag="shoe.shuffle"):
+    shoe_id: str
+    commitment: str
+
+
+class Burn(ShoeCommand, frozen=True, tag="shoe.burn"):
+    card: Card
+
+
+class StartRound(ShoeCommand, frozen=True, tag="shoe.start_round"):
+    coup_id: str
+
+
+class Draw(ShoeCommand, frozen=True, tag="shoe.draw"):
+    coup_id: str
+    card: Card
+
+
+class EndRound(ShoeCommand, frozen=True, tag="shoe.end_round"):
+    coup_id: str
+    pickup: tuple[Card, ...]
+
+
+class EndShoe(ShoeCommand, frozen=True, tag="shoe.end_shoe"):
+    order: tuple[Card, ...]
+    salt: str
+
+
+# ---- events ---------------------------------------------------------------
+
+
+class ShoeEvent(msgspec.Struct, frozen=True, tag_field="type"):
+    """A fact about the shoe of one table."""
+
+    shoe_id: str
+
+
+class ShoeShuffled(ShoeEvent, frozen=True, tag="shoe.shuffled"):
+    decks: int
+    cards: int
+    cut_index: int | None
+    commitment: str
+    burns_due: int
+    burn_by_value: bool
+
+
+class CardBurned(ShoeEvent, frozen=True, tag="shoe.card_burned"):
+    position: int
+    card: Card
+    face_up: bool
+
+
+class RoundStarted(ShoeEvent, frozen=True, tag="shoe.round_started"):
+    coup_id: str
+
+
+class CutCardReached(ShoeEvent, frozen=True, tag="shoe.cut_card_reached"):
+    position: int
+    first_of_round: bool
+    clause: str
+
+
+class CardDrawn(ShoeEvent, frozen=True, tag="shoe.card_drawn"):
+    coup_id: str
+    position: int
+    card: Card
+
+
+class RoundEnded(ShoeEvent, frozen=True, tag="shoe.round_ended"):
+    coup_id: str
+    pickup: tuple[Card, ...]
+
+
+class ReshuffleRequired(ShoeEvent, frozen=True, tag="shoe.reshuffle_required"):
+    when: Literal["now", "after_round", "before_next_round"]
+    clause: str
+
+
+class ShoeEnded(ShoeEvent, frozen=True, tag="shoe.ended"):
+    order: tuple[Card, ...]
+    salt: str
+
+
+AnyShoeCommand = Shuffle | Burn | StartRound | Draw | EndRound | EndShoe
+AnyShoeEvent = (
+    ShoeShuffled | CardBurned | RoundStarted | CutCardReached | CardDrawn | RoundEnded | ReshuffleRequired | ShoeEnded
+)
+
+
+# ---- state ----------------------------------------------------------------
+
+
+class ShoeState(msgspec.Struct, frozen=True):
+    """What is known about a table's shoe from its events."""
+
+    shoe_id: str | None = None
+    decks: int = 0
+    cards: int = 0
+    cut_index: int | None = None
+    commitment: str = ""
+    drawn: tuple[Card, ...] = ()
+    layout: tuple[Card, ...] = ()
+    discard: tuple[Card, ...] = ()
+    returned: tuple[Card, ...] = ()
+    burns_due: int = 0
+    burn_by_value: bool = False
+    round: str | None = None
+    round_cards: int = 0
+    cut_reached: bool = False
+    reshuffle: Literal["", "now", "after_round", "before_next_round"] = ""
+
+    @property
+    def active(self) -> bool:
+        return self.shoe_id is not None
+
+    @property
+    def position(self) -> int:
+        """Index in the order of the next card to leave the shoe."""
+        return len(self.drawn)
+
+    @property
+    def remaining(self) -> int:
+        return self.cards - len(self.drawn)
+
+    @property
+    def penetration(self) -> float:
+        return len(self.drawn) / self.cards if self.cards else 0.0
+
+    @property
+    def ready_for_round(self) -> bool:
+        return self.active and self.burns_due == 0 and self.reshuffle == "" and self.round is None
+
+
+def _burns_for(rules: ShoeRules) -> int:
+    # 002 (3): the first card after each shuffle goes to the discard rack.
+    return 0 if rules.burn == "none" else 1
+
+
+# ---- decide ---------------------------------------------------------------
+
+
+def decide(rules: ShoeRules, state: ShoeState, command: AnyShoeCommand) -> list[AnyShoeEvent]:
+    """The events that ``command`` causes, or ``RuleViolation`` if it is not allowed."""
+    match command:
+        case Shuffle():
+            return _shuffle(rules, state, command)
+        case Burn():
+            return _burn(state, command)
+        case StartRound():
+            return _start_round(state, command)
+        case Draw():
+            return _draw(rules, state, command)
+        case EndRound():
+            return _end_round(rules, state, command)
+        case EndShoe():
+            return _end_shoe(state, command)
+    raise RuleViolation("protocol", f"unknown shoe command {type(command).__name__}")
+
+
+def check(rules: ShoeRules, state: ShoeState, command: AnyShoeCommand) -> RuleViolation | None:
+    """Whether ``command`` is allowed now; the violation says why not."""
+    try:
+        decide(rules, state, command)
+    except RuleViolation as exc:
+        return exc
+    return None
+
+
+def _shuffle(rules: ShoeRules, state: ShoeState, cmd: Shuffle) -> list[AnyShoeEvent]:
+    if state.active:
+        raise RuleViolation("shoe", "the current shoe must end (and be revealed) before a new shuffle")
+    if state.round is not None and state.round_cards:
+        raise RuleViolation("002 (9)", "a round in progress is completed before the cards are reshuffled")
+    n = rules.decks * 52
+    return [
+        ShoeShuffled(cmd.shoe_id, rules.decks, n, cut_index(rules, n), cmd.commitment,
+                     _burns_for(rules), rules.burn == "by_first_card_value"),
+    ]
+
+
+def _burn(state: ShoeState, cmd: Burn) -> list[AnyShoeEvent]:
+    if not state.active or state.burns_due == 0:
+        raise RuleViolation("002 (3)", "no burn card is due")
+    _check_card(state, cmd.card)
+    # The first burn card is turned face up where its value sets further burns.
+    first = state.position == 0
+    return [CardBurned(state.shoe_id or "", state.position, cmd.card, face_up=first)]
+
+
+def _start_round(state: ShoeState, cmd: StartRound) -> list[AnyShoeEvent]:
+    if not state.active:
+        raise RuleViolation("shoe", "no shoe is in play")
+    if state.round is not None:
+        raise RuleViolation("shoe", f"round {state.round} has not ended")
+    if state.burns_due:
+        raise RuleViolation("002 (3)", "the burn card must go to the discard rack before the deal")
+    if state.reshuffle:
+        raise RuleViolation(_reshuffle_clause(state), "the cards must be reshuffled before the next round")
+    return [RoundStarted(state.shoe_id or "", cmd.coup_id)]
+
+
+def _draw(rules: ShoeRules, state: ShoeState, cmd: Draw) -> list[AnyShoeEvent]:
+    if state.round != cmd.coup_id:
+        raise RuleViolation("shoe", f"coup {cmd.coup_id} is not the round being dealt")
+    if not state.active:
+        raise RuleViolation("003 7.9", "the cards must be reshuffled before this round is dealt")
+    if state.burns_due:
+        raise RuleViolation("002 (3)", "the burn card must go to the discard rack before the deal")
+    if state.reshuffle == "now":
+        raise RuleViolation("003 7.9", "the cut card came out first in this round: reshuffle immediately")
+    _check_card(state, cmd.card)
+    shoe_id, pos = state.shoe_id or "", state.position
+    events: list[AnyShoeEvent] = []
+    if state.cut_index is not None and pos >= state.cut_index and not state.cut_reached:
+        first = state.round_cards == 0
+        if first and rules.cut_card_first_of_round == "reshuffle_now":
+            # 003 7.9: cut card as the first card of a new round -> reshuffle now.
+            return [
+                CutCardReached(shoe_id, pos, True, "003 7.9"),
+                ReshuffleRequired(shoe_id, "now", "003 7.9"),
+            ]
+        # 002 (9), 003 7.8: finish the round, then reshuffle.
+        events.append(CutCardReached(shoe_id, pos, first, "003 7.8" if rules.cut_card_first_of_round == "reshuffle_now" else "002 (9)"))
+    events.append(CardDrawn(shoe_id, cmd.coup_id, pos, cmd.card))
+    return events
+
+
+def _end_round(rules: ShoeRules, state: ShoeState, cmd: EndRound) -> list[AnyShoeEvent]:
+    if state.round != cmd.coup_id:
+        raise RuleViolation("shoe", f"coup {cmd.coup_id} is not the round being dealt")
+    if not same_cards(cmd.pickup, state.layout):
+        raise RuleViolation("002 (8)", "the cards picked up must be exactly the cards on the layout")
+    shoe_id = state.shoe_id or ""
+    events: list[AnyShoeEvent] = [RoundEnded(shoe_id, cmd.coup_id, cmd.pickup)]
+    if state.cut_reached:
+        clause = "002 (9)" if rules.cut_card_first_of_round == "deal_round" else "003 7.8"
+        events.append(ReshuffleRequired(shoe_id, "after_round", clause))
+    elif rules.shuffler == "continuous_shuffler":
+        events.append(ReshuffleRequired(shoe_id, "before_next_round", "continuous shuffler"))
+    return events
+
+
+def _end_shoe(state: ShoeState, cmd: EndShoe) -> list[AnyShoeEvent]:
+    if not state.active:
+        raise RuleViolation("shoe", "no shoe is in play")
+    if state.round is not None and state.round_cards:
+        raise RuleViolation("002 (9)", "a round in progress is completed before the cards are reshuffled")
+    if commitment(cmd.order, cmd.salt) != state.commitment:
+        raise RuleViolation("commitment", "the revealed order and salt do not match the shuffle's commitment")
+    if not same_cards(cmd.order, full_set(state.decks)):
+        raise RuleViolation("commitment", "the revealed order is not one full set of cards")
+    if tuple(cmd.order[: state.position]) != state.drawn:
+        raise RuleViolation("commitment", "the cards dealt are not the revealed order")
+    return [ShoeEnded(state.shoe_id or "", tuple(cmd.order), cmd.salt)]
+
+
+def _check_card(state: ShoeState, card: Card) -> None:
+    if not is_card(card):
+        raise RuleViolation("shoe", f"{card!r} is not a card")
+    if Counter(state.drawn)[card] >= state.decks:
+        raise RuleViolation("shoe", f"every {card} of a {state.decks}-deck shoe has already been dealt")
+    if state.remaining == 0:
+        raise RuleViolation("shoe", "the shoe is empty")
+
+
+def _reshuffle_clause(state: ShoeState) -> str:
+    return {"now": "003 7.9", "after_round": "003 7.8", "before_next_round": "continuous shuffler"}.get(
+        state.reshuffle, "shoe"
+    )
+
+
+# ---- evolve ---------------------------------------------------------------
+
+
+def evolve(state: ShoeState, event: AnyShoeEvent) -> ShoeState:
+    """The shoe after ``event``."""
+    r = msgspec.structs.replace
+    match event:
+        case ShoeShuffled():
+            return ShoeState(
+                shoe_id=event.shoe_id, decks=event.decks, cards=event.cards, cut_index=event.cut_index,
+                commitment=event.commitment, burns_due=event.burns_due, burn_by_value=event.burn_by_value,
+                round=state.round,
+            )
+        case CardBurned():
+            due = state.burns_due - 1
+            if state.burn_by_value and event.position == 0:
+                # The first card is shown and as many more are burned as its value (tens count ten).
+                due = baccarat_value(event.card) or 10
+            return r(state, drawn=state.drawn + (event.card,), discard=state.discard + (event.card,), burns_due=due)
+        case RoundStarted():
+            return r(state, round=event.coup_id, round_cards=0)
+        case CutCardReached():
+            return r(state, cut_reached=True)
+        case CardDrawn():
+            return r(state, drawn=state.drawn + (event.card,), layout=state.layout + (event.card,),
+                     round_cards=state.round_cards + 1)
+        case RoundEnded():
+            if state.cut_index is None:
+                return r(state, round=None, round_cards=0, layout=(), returned=state.returned + event.pickup)
+            return r(state, round=None, round_cards=0, layout=(), discard=state.discard + event.pickup)
+        case ReshuffleRequired():
+            return r(state, reshuffle=event.when)
+        case ShoeEnded():
+            return ShoeState(round=state.round)
+    return state
+

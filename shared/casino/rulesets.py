@@ -1,0 +1,32 @@
+"""Reading ruleset files: the I/O beside the pure ``casino.rules.ruleset``."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+from casino.rules.ruleset import Ruleset, RulesetError, parse_ruleset
+
+BUILT_IN = Path(__file__).parent / "rulesets"
+
+
+def available() -> list[str]:
+    """Names of the rulesets shipped with the product."""
+    return sorted(p.stem for p in BUILT_IN.glob("*.toml"))
+
+
+def load(name_or_path: str) -> Ruleset:
+    """Load a ruleset by built-in name or from a TOML file path."""
+    path = Path(name_or_path)
+    if not path.suffix:
+        path = BUILT_IN / f"{name_or_path}.toml"
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise RulesetError(f"no ruleset {name_or_path!r} (built in: {', '.join(available())})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise RulesetError(f"{path}: not valid TOML: {exc}") from None
+    try:
+        return parse_ruleset(data)
+    except RulesetError as exc:
+        raise RulesetError(f"{path.name}: {exc}") from None
