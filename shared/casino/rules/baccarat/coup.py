@@ -79,6 +79,7 @@ class BaccaratCoup(msgspec.Struct, frozen=True):
     coup_id: str = ""
     phase: Phase = "new"
     procedure: str = ""
+    opened_as: str = ""
     approvals: tuple[Approval, ...] = ()
     wagers: tuple[Wager, ...] = ()
     offers_todo: tuple[Offer, ...] = ()
@@ -199,8 +200,7 @@ def _primary(rules: BaccaratRules, s: BaccaratCoup, cmd: AnyBaccaratCommand) -> 
         case ExposeHand() | ReturnCards():
             return _give_back(s, cmd)
         case ReportHandlingBreach():
-            if s.out != cmd.hand or s.holder(cmd.hand) != cmd.seat:
-                raise RuleViolation(clause("breach", s.procedure), f"seat {cmd.seat} is not handling the {cmd.hand}'s cards")
+            _check_handler(s, cmd.seat, cmd.hand, "breach")
             return [HandlingBreachReported(cmd.hand, cmd.seat, cmd.note, clause("breach", s.procedure))]
         case PassShoe() | ForfeitShoe():
             return _give_up_shoe(rules, s, cmd)
@@ -288,10 +288,14 @@ def _pass(s: BaccaratCoup, cmd: PassCards) -> list[AnyBaccaratEvent]:
     return [CardsPassed(cmd.hand, a.seat, clause("pass", s.procedure))]
 
 
-def _give_back(s: BaccaratCoup, cmd: ExposeHand | ReturnCards) -> list[AnyBaccaratEvent]:
+def _check_handler(s: BaccaratCoup, seat: int, hand: Hand, step: str) -> None:
     a = awaiting(s)
-    if a.kind != "expose" or a.hand != cmd.hand or a.seat != cmd.seat:
-        raise RuleViolation(clause("expose", s.procedure), f"seat {cmd.seat} is not the player designated to handle the {cmd.hand}'s cards now")
+    if a.kind != "expose" or a.hand != hand or a.seat != seat:
+        raise RuleViolation(clause(step, s.procedure), f"seat {seat} is not the player designated to handle the {hand}'s cards now")
+
+
+def _give_back(s: BaccaratCoup, cmd: ExposeHand | ReturnCards) -> list[AnyBaccaratEvent]:
+    _check_handler(s, cmd.seat, cmd.hand, "expose")
     if isinstance(cmd, ExposeHand):
         return [HandExposed(cmd.hand, cmd.seat, clause("expose", s.procedure))]
     return [CardsReturned(cmd.hand, cmd.seat)]
@@ -299,7 +303,7 @@ def _give_back(s: BaccaratCoup, cmd: ExposeHand | ReturnCards) -> list[AnyBaccar
 
 def _give_up_shoe(rules: BaccaratRules, s: BaccaratCoup, cmd: PassShoe | ForfeitShoe) -> list[AnyBaccaratEvent]:
     forfeit = isinstance(cmd, ForfeitShoe)
-    c = clause("forfeit", s.procedure) if forfeit else "000 8.18"
+    c = clause("forfeit", s.opened_as) if forfeit else "000 8.18"
     if s.shoe_holder != cmd.seat or s.shoe_given_up:
         raise RuleViolation(c, f"seat {cmd.seat} does not hold the shoe")
     if s.phase == "dealing" and not s.cards:
@@ -384,6 +388,7 @@ def evolve(state: BaccaratCoup, event: AnyBaccaratEvent) -> BaccaratCoup:
     match event:
         case CoupOpened():
             return BaccaratCoup(coup_id=event.coup_id, phase="betting", procedure=event.procedure,
+                                opened_as=event.procedure,
                                 approvals=event.approvals, shoe_holder=event.shoe_holder,
                                 holder_plays="banker" if event.shoe_holder is not None else None)
         case BettingClosed():

@@ -281,7 +281,7 @@ def _automatic(rules: BlackjackRules, s: BlackjackCoup) -> list[AnyBlackjackEven
             t, soft = H.total(cards)
             clause = _c(s.hole_card, "002 (5)" if first else "002 (6)", "003 7.4" if first else "003 7.5")
             return [TotalAnnounced(box.seat, cur[1], t, soft, clause)]
-        reason = _finished(hand)
+        reason = _finished(rules, hand, len(box.hands))
         return [HandCompleted(box.seat, cur[1], reason)] if reason else []
     if s.phase == "dealer":
         if s.hole_card and not s.dealer[1].face_up:
@@ -295,14 +295,18 @@ def _automatic(rules: BlackjackRules, s: BlackjackCoup) -> list[AnyBlackjackEven
     return []
 
 
-def _finished(hand: Hand) -> Literal["bust", "doubled", "split_aces", "blackjack", "twenty_one"] | None:
+def _finished(
+    rules: BlackjackRules, hand: Hand, hands_in_box: int
+) -> Literal["bust", "doubled", "split_aces", "blackjack", "twenty_one"] | None:
     cards = hand.codes
     if H.is_bust(cards):
         return "bust"
     if hand.doubled:
         return "doubled"
     if hand.split_aces:
-        return "split_aces"  # split aces take one card each
+        # Split aces take one card each, unless a new pair of aces may be split again.
+        may_resplit = rules.resplit_aces and H.is_pair(cards, False) and hands_in_box < rules.max_hands
+        return None if may_resplit else "split_aces"
     if H.is_blackjack(cards, hand.from_split):
         return "blackjack"
     if H.total(cards)[0] == 21:

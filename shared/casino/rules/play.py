@@ -1,0 +1,179 @@
+"""Dealing a whole coup from a shoe: the shoe and coup aggregates side by side.
+
+This is the loop a dealer follows, with the players' answers and decisions
+coming from a ``Players`` policy and each card from the shoe's recorded order.
+Tests use it with stacked shoes; the simulator and the benchmarks with shuffled
+ones. It is pure: the order of the cards is an input.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+import msgspec
+
+from casino.rules import settlement, shoe
+from casino.rules.baccarat import coup as bac
+from casino.rules.baccarat import messages as bm
+from casino.rules.blackjack import coup as bj
+from casino.rules.blackjack import messages as jm
+from casino.rules.cards import Card
+from casino.rules.errors import RuleViolation
+from casino.rules.ruleset import BaccaratRules, BlackjackRules, ShoeRules
+from casino.rules.settlement import Payout
+from casino.rules.wagers import Wager
+
+
+class BaccaratPlayers(Protocol):
+    """How the seated players answer offers and handle the cards they receive."""
+
+    def answer(self, coup: bac.BaccaratCoup, waiting: bac.Awaiting) -> bm.AnswerOffer: ...
+
+    def give_back(self, coup: bac.BaccaratCoup, waiting: bac.Awaiting) -> bm.ExposeHand | bm.ReturnCards: ...
+
+
+class BlackjackPlayers(Protocol):
+    """How the players decide each hand."""
+
+    def decide(self, coup: bj.BlackjackCoup, waiting: bj.Awaiting) -> jm.Decide: ...
+
+
+class Shoe(msgspec.Struct):
+    """A table's shoe with the orders it will be filled with, in turn.
+
+    ``orders`` stands in for the shoe service's secret shuffles: each is a full
+    order of cards and the salt of its commitment.
+    """
+
+    rules: ShoeRules
+    orders: list[tuple[tuple[Card, ...], str]]
+    state: shoe.ShoeState = shoe.ShoeState()
+    current: tuple[tuple[Card, ...], str] | None = None
+    events: list[shoe.AnyShoeEvent] = []
+    shuffles: int = 0
+
+    def do(self, command: shoe.AnyShoeCommand) -> list[shoe.AnyShoeEvent]:
+        evs = shoe.decide(self.rules, self.state, command)
+        for e in evs:
+            self.state = shoe.evolve(self.state, e)
+        self.events.extend(evs)
+        return evs
+
+    def _next_card(self) -> Card:
+        assert self.current is not None
+        return self.current[0][self.state.position]
+
+    def reshuffle(self) -> None:
+        """End the shoe in play (revealing its order) and load the next order."""
+        if self.state.active and self.current is not None:
+            self.do(shoe.EndShoe(*self.current))
+        if not self.orders:
+            raise RuleViolation("shoe", "no shuffled order is left to fill the shoe")
+        self.current = self.orders.pop(0)
+        self.shuffles += 1
+        self.do(shoe.Shuffle(f"shoe-{self.shuffles}", shoe.commitment(*self.current)))
+        while self.state.burns_due:
+            self.do(shoe.Burn(self._next_card()))
+
+    def start_round(self, coup_id: str) -> None:
+        if not self.state.ready_for_round:
+            self.reshuffle()
+        self.do(shoe.StartRound(coup_id))
+
+    def draw(self, coup_id: str) -> tuple[Card, int]:
+        """The next card of the round, reshuffling first where 003 7.9 says so."""
+        while True:
+            evs = self.do(shoe.Draw(coup_id, self._next_card()))
+            drawn = [e for e in evs if isinstance(e, shoe.CardDrawn)]
+            if drawn:
+                return drawn[0].card, drawn[0].position
+            self.reshuffle()
+
+    def end_round(self, coup_id: str, pickup: tuple[Card, ...]) -> None:
+        self.do(shoe.EndRound(coup_id, pickup))
+
+
+class BaccaratCoupRecord(msgspec.Struct):
+    coup: bac.BaccaratCoup
+    events: list[bm.AnyBaccaratEvent]
+    payouts: tuple[Payout, ...]
+
+
+def play_baccarat(
+    rules: BaccaratRules,
+    table_shoe: Shoe,
+    opening: bm.OpenCoup,
+    wagers: Sequence[Wager],
+    players: BaccaratPlayers,
+) -> BaccaratCoupRecord:
+    """Deal one baccarat coup to the end and settle it."""
+    state = bac.BaccaratCoup()
+    events: list[bm.AnyBaccaratEvent] = []
+
+    def do(command: bm.AnyBaccaratCommand) -> None:
+        nonlocal state
+        evs = bac.decide(rules, state, command)
+        state = bac.fold(evs, state)
+        events.extend(evs)
+
+    do(opening)
+    table_shoe.start_round(opening.coup_id)
+    do(bm.CloseBetting(tuple(wagers)))
+    while (w := bac.awaiting(state)).kind != "nothing":
+        if w.kind == "card":
+            card, position = table_shoe.draw(opening.coup_id)
+            do(bm.DealCard(card, position, w.seat))
+        elif w.kind == "answer":
+            do(players.answer(state, w))
+        elif w.kind == "pass":
+            assert w.hand is not None
+            do(bm.PassCards(w.hand))
+        elif w.kind == "expose":
+            do(players.give_back(state, w))
+        else:
+            raise RuleViolation("coup", f"cannot continue from {w.kind}")
+    picked = next(e for e in events if isinstance(e, bm.CardsPickedUp))
+    table_shoe.end_round(opening.coup_id, picked.cards)
+    assert state.result is not None
+    return BaccaratCoupRecord(state, events, settlement.settle_baccarat(rules, state.wagers, state.result))
+
+
+class BlackjackCoupRecord(msgspec.Struct):
+    coup: bj.BlackjackCoup
+    events: list[jm.AnyBlackjackEvent]
+    payouts: tuple[Payout, ...]
+
+
+def play_blackjack(
+    rules: BlackjackRules,
+    table_shoe: Shoe,
+    coup_id: str,
+    wagers: Sequence[Wager],
+    players: BlackjackPlayers,
+) -> BlackjackCoupRecord:
+    """Deal one blackjack coup to the end and settle it."""
+    state = bj.BlackjackCoup()
+    events: list[jm.AnyBlackjackEvent] = []
+
+    def do(command: jm.AnyBlackjackCommand) -> None:
+        nonlocal state
+        evs = bj.decide(rules, state, command)
+        state = bj.fold(evs, state)
+        events.extend(evs)
+
+    do(jm.OpenCoup(coup_id))
+    table_shoe.start_round(coup_id)
+    do(jm.CloseBetting(tuple(wagers)))
+    while (w := bj.awaiting(state, rules)).kind != "nothing":
+        if w.kind == "card":
+            card, position = table_shoe.draw(coup_id)
+            do(jm.DealCard(card, position))
+        elif w.kind == "decision":
+            do(players.decide(state, w))
+        else:
+            raise RuleViolation("coup", f"cannot continue from {w.kind}")
+    picked = next(e for e in events if isinstance(e, jm.CardsPickedUp))
+    table_shoe.end_round(coup_id, picked.cards)
+    assert state.result is not None
+    return BlackjackCoupRecord(state, events, settlement.settle_blackjack(rules, state.result))
