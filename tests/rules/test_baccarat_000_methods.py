@@ -93,17 +93,16 @@ def test_000_8_5_cards_go_face_down_to_the_highest_wager_on_each_hand() -> None:
 def test_000_8_6_a_refusal_passes_the_cards_to_the_next_highest_wager() -> None:
     book = wagers((3, "player", 5000), (5, "player", 9000), (6, "banker", 7000))
     rec = play_bac(R, NATURAL, "method_b", book, Scripted({("player", 5): False}), (inspector(),))
-    offers = [(o.offer, o.seat) for o in of(rec.events, bm.OfferMade)]
-    assert offers == [("player", 5), ("player", 3), ("banker", 6)]
+    offers = [(o.offer, o.seat, o.clause) for o in of(rec.events, bm.OfferMade)]
+    assert offers == [("player", 5, "000 8.5"), ("player", 3, "000 8.6"), ("banker", 6, "000 8.5")]
     assert bac.fold(rec.events).player_holder == 3
 
 
 def test_000_8_7_equal_highest_wagers_go_first_to_the_seat_nearest_the_dealers_right() -> None:
     book = wagers((7, "player", 5000), (3, "player", 5000), (10, "player", 5000), (1, "player", 3000))
     rec = play_bac(R, NATURAL, "method_b", book, approvals=(inspector(),))
-    order = of(rec.events, bm.OfferOrder)[0]
-    assert order.clause == "000 8.7"
-    assert order.seats == (3, 7, 10, 1)  # seat 3 is nearest the dealer's right among the tied
+    assert of(rec.events, bm.OfferOrder)[0].seats == (3, 7, 10, 1)
+    assert of(rec.events, bm.OfferMade)[0].clause == "000 8.7"  # seat 3 is nearest the dealer's right among the tied
     assert bac.fold(rec.events).player_holder == 3
 
 

@@ -9,6 +9,7 @@ every sequence of dealer draws through the same drawing rule
 from __future__ import annotations
 
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 from casino.rules.baccarat import tableau
@@ -26,6 +27,12 @@ def _value_counts(decks: int) -> list[int]:
 
 def baccarat_outcomes(decks: int) -> dict[str, Fraction]:
     """Exact probabilities of Banker, Player and Tie from a full shoe of ``decks``."""
+    banker, player, tie, ways = _baccarat_counts(decks)
+    return {"banker": Fraction(banker, ways), "player": Fraction(player, ways), "tie": Fraction(tie, ways)}
+
+
+@lru_cache(maxsize=8)
+def _baccarat_counts(decks: int) -> tuple[int, int, int, int]:
     counts = _value_counts(decks)
     n = sum(counts)
     # tail[k]: ways to draw the cards after the k-th, up to six, so every leaf
@@ -35,7 +42,7 @@ def baccarat_outcomes(decks: int) -> dict[str, Fraction]:
         tail[k] = tail[k + 1] * (n - k)
     totals = {"banker": 0, "player": 0, "tie": 0}
 
-    def walk(player: list[str], banker: list[str], left: int, weight: int) -> None:
+    def walk(player: list[str], banker: list[str], weight: int) -> None:
         due = tableau.next_hand_to_draw(player, banker)
         if due is None:
             totals[tableau.winner(player, banker)] += weight * tail[len(player) + len(banker)]
@@ -45,12 +52,12 @@ def baccarat_outcomes(decks: int) -> dict[str, Fraction]:
             if c:
                 counts[v] -= 1
                 hand.append(_VALUE_CARDS[v])
-                walk(player, banker, left - 1, weight * c)
+                walk(player, banker, weight * c)
                 hand.pop()
                 counts[v] += 1
 
-    walk([], [], n, 1)
-    return {k: Fraction(v, tail[0]) for k, v in totals.items()}
+    walk([], [], 1)
+    return totals["banker"], totals["player"], totals["tie"], tail[0]
 
 
 def pair_probability(decks: int) -> Fraction:

@@ -62,6 +62,8 @@ class Shoe(msgspec.Struct):
 
     def _next_card(self) -> Card:
         assert self.current is not None
+        if self.state.remaining == 0:
+            raise RuleViolation("shoe", "the shoe is empty: the cut card leaves too few cards for a round")
         return self.current[0][self.state.position]
 
     def reshuffle(self) -> None:

@@ -55,7 +55,7 @@ from casino.rules.baccarat.messages import (
 from casino.rules.cards import Card, is_card
 from casino.rules.errors import RuleViolation
 from casino.rules.ruleset import BaccaratRules
-from casino.rules.wagers import Wager, check_book
+from casino.rules.wagers import Wager, amount_on, check_book
 
 Phase = Literal["new", "betting", "offers", "dealing", "handling", "drawing", "finished"]
 HANDS: tuple[Hand, Hand] = ("player", "banker")
@@ -84,6 +84,7 @@ class BaccaratCoup(msgspec.Struct, frozen=True):
     wagers: tuple[Wager, ...] = ()
     offers_todo: tuple[Offer, ...] = ()
     offer: Offer | None = None
+    order: tuple[int, ...] = ()
     chain: tuple[int, ...] = ()
     asked: int | None = None
     refusals: int = 0
@@ -321,7 +322,7 @@ def _automatic(rules: BaccaratRules, s: BaccaratCoup) -> list[AnyBaccaratEvent]:
     """The next step the dealer takes without waiting for anyone, if any."""
     if s.offer is not None and s.asked is None:
         if s.chain:
-            return [OfferMade(s.offer, s.chain[0], clause("refused" if s.refusals else "order", s.procedure))]
+            return [OfferMade(s.offer, s.chain[0], _offer_clause(s))]
         why = "all_declined" if s.refusals else "no_wager"
         done: list[AnyBaccaratEvent] = [HolderAssigned(s.offer, None, None, clause(why, s.procedure))]
         if s.offer == "shoe":
@@ -339,6 +340,21 @@ def _automatic(rules: BaccaratRules, s: BaccaratCoup) -> list[AnyBaccaratEvent]:
     if s.phase == "drawing" and _card_due(s) is None:
         return _result(s)
     return []
+
+
+def _offer_clause(s: BaccaratCoup) -> str:
+    """Why the offer goes to the next seat: the highest stake (000 8.5, 001 8.9(a)),
+    equal stakes in seat order (000 8.7-8.8, 001 8.9(b)), or the next highest
+    stake after refusals (000 8.6, 001 8.9(c))."""
+    if s.offer == "shoe":
+        return clause("order", s.procedure)
+    stake = {seat: amount_on(s.wagers, seat, s.offer or "") for seat in s.order}
+    seat = s.chain[0]
+    if s.refusals == 0:
+        tied = sum(1 for a in stake.values() if a == stake[seat]) > 1
+        return clause("first_tied" if tied else "first", s.procedure)
+    before = s.order[s.refusals - 1]
+    return clause("next_equal" if stake[before] == stake[seat] else "next_lower", s.procedure)
 
 
 def _start_offer(rules: BaccaratRules, s: BaccaratCoup, offer: Offer) -> list[AnyBaccaratEvent]:
@@ -397,7 +413,7 @@ def evolve(state: BaccaratCoup, event: AnyBaccaratEvent) -> BaccaratCoup:
             return r(s, wagers=event.wagers, offers_todo=todo, phase="offers" if todo else "dealing")
         case OfferOrder():
             todo = s.offers_todo[1:] if s.offers_todo[:1] == (event.offer,) else s.offers_todo
-            return r(s, offer=event.offer, chain=event.seats, offers_todo=todo, refusals=0)
+            return r(s, offer=event.offer, order=event.seats, chain=event.seats, offers_todo=todo, refusals=0)
         case OfferMade():
             return r(s, asked=event.seat)
         case OfferAnswered():

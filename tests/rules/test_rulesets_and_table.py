@@ -1,0 +1,87 @@
+"""Rulesets as data (validated, refused with the field named) and seat geometry."""
+
+from __future__ import annotations
+
+import pytest
+
+from casino import rulesets
+from casino.rules.errors import RuleViolation
+from casino.rules.ruleset import BaccaratRules, BlackjackRules, RulesetError
+from casino.rules.table import Table
+
+GOOD = rulesets.BUILT_IN / "blackjack-002-hole-card.toml"
+
+
+def test_one_built_in_ruleset_per_seed_document() -> None:
+    loaded = {name: rulesets.load(name) for name in rulesets.available()}
+    assert {r.document for r in loaded.values()} == {"000", "001", "002", "003"}
+    assert isinstance(loaded["baccarat-000-methods"], BaccaratRules)
+    assert isinstance(loaded["blackjack-003-no-hole-card"], BlackjackRules)
+
+
+@pytest.mark.parametrize(
+    "change,field",
+    [
+        (("decks = 6", "decks = 9"), "decks"),
+        (("decks = 6", 'decks = "six"'), "$.shoe.decks"),
+        (("max_hands = 4", "max_hands = 0"), "max_hands"),
+        (("hole_card = true ", "hole_kard = true "), "hole_kard"),
+        (('pickup = "dealer_first"', 'pickup = "whenever"'), "$.pickup"),
+        (("box = { min = 1000, max = 500000 }", "box = { min = 1000, max = 10 }"), "min"),
+        (("seats = [1, 2, 3, 4, 5, 6, 7]", "seats = [1, 1, 2]"), "seats"),
+    ],
+)
+def test_a_bad_ruleset_file_is_refused_with_a_message_naming_the_field(
+    tmp_path: object, change: tuple[str, str], field: str
+) -> None:
+    text = GOOD.read_text()
+    assert change[0] in text
+    path = tmp_path / "bad.toml"  # type: ignore[operator]
+    path.write_text(text.replace(change[0], change[1]))
+    with pytest.raises(RulesetError) as err:
+        rulesets.load(str(path))
+    assert field in str(err.value)
+
+
+def test_an_unknown_ruleset_name_lists_the_built_in_ones() -> None:
+    with pytest.raises(RulesetError) as err:
+        rulesets.load("punto-banco-99")
+    assert "baccarat-000-methods" in str(err.value)
+
+
+def test_methods_and_styles_do_not_mix_in_one_ruleset(tmp_path: object) -> None:
+    text = (rulesets.BUILT_IN / "baccarat-001-styles.toml").read_text()
+    path = tmp_path / "mixed.toml"  # type: ignore[operator]
+    path.write_text(text.replace('procedures = ["style_a", "style_b"]', 'procedures = ["style_a", "method_b"]'))
+    with pytest.raises(RulesetError) as err:
+        rulesets.load(str(path))
+    assert "procedures" in str(err.value)
+
+
+# Seats listed from the dealer's left to the dealer's right; numbers skip 4 and 13.
+T = Table((14, 12, 11, 10, 9, 8, 7, 6, 5, 3, 2, 1))
+
+
+def test_clockwise_runs_from_the_dealers_left_to_right_and_counter_clockwise_back() -> None:
+    assert T.clockwise({1, 5, 12}) == [12, 5, 1]
+    assert T.counter_clockwise({1, 5, 12}) == [1, 5, 12]
+
+
+def test_nearest_the_dealers_right_is_not_the_lowest_numbered_seat_in_general() -> None:
+    left_numbered = Table((1, 2, 3, 5, 6, 7))  # seat 1 at the dealer's left
+    assert left_numbered.nearest_dealers_right({1, 3, 6}) == 6
+    assert left_numbered.lowest_numbered({1, 3, 6}) == 1
+    assert T.nearest_dealers_right({3, 10}) == 3
+
+
+def test_counter_clockwise_from_a_seat_wraps_past_the_dealer() -> None:
+    left_numbered = Table((1, 2, 3, 5, 6, 7))
+    assert left_numbered.counter_clockwise_from(3, {1, 3, 6, 7}) == [3, 1, 7, 6]
+
+
+def test_a_seat_that_does_not_exist_is_refused() -> None:
+    with pytest.raises(RuleViolation) as err:
+        T.check_seat(4)
+    assert err.value.clause == "ruleset seats"
+    with pytest.raises(ValueError):
+        Table((1, 1))
