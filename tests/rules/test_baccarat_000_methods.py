@@ -285,24 +285,45 @@ def test_000_8_20_and_8_29_a_supervisor_may_direct_the_holder_to_forfeit_the_sho
     refused(s, bm.ForfeitShoe(2, "SUP-7"), clause)
 
 
-@pytest.mark.parametrize(
-    "procedure,clauses",
-    [("method_c", ("000 8.22", "000 8.23", "000 8.24.2", "000 8.24.3")),
-     ("method_d", ("000 8.31", "000 8.32", "000 8.33.2", "000 8.33.3"))],
-)
-def test_000_8_22_to_8_24_and_8_31_to_8_33_handling_exposing_turning_over_announcing(
-    procedure: str, clauses: tuple[str, str, str, str]
-) -> None:
-    breach, expose, turn, announce = clauses
+def holding(procedure: str) -> bac.BaccaratCoup:
+    """A coup where seat 2 holds the shoe and has dealt the four cards."""
     s = step(opened(procedure, wagers((2, "banker", 5000))), bm.AnswerOffer(2, True))
     for i, card in enumerate(NATURAL):
         s = step(s, bm.DealCard(card, i, by=2))
-    assert of(bac.decide(R, s, bm.ReportHandlingBreach(2, "banker")), bm.HandlingBreachReported)[0].clause == breach
-    refused(s, bm.ExposeHand(5, "banker"), expose)
-    events = bac.decide(R, s, bm.ExposeHand(2, "banker"))
-    assert of(events, bm.HandExposed)[0].clause == expose
-    assert [(t.hand, t.clause) for t in of(events, bm.CardsTurnedOver)] == [("player", turn)]
-    assert [(c.hand, c.clause) for c in of(events, bm.CountAnnounced)] == [("player", announce), ("banker", announce)]
+    return s
+
+
+@pytest.mark.parametrize("procedure,clause", [("method_c", "000 8.22"), ("method_d", "000 8.31")])
+def test_000_8_22_and_8_31_cards_leaving_full_view_are_reported_against_the_holder(procedure: str, clause: str) -> None:
+    s = holding(procedure)
+    assert of(bac.decide(R, s, bm.ReportHandlingBreach(2, "banker")), bm.HandlingBreachReported)[0].clause == clause
+    refused(s, bm.ReportHandlingBreach(5, "banker"), clause)
+
+
+@pytest.mark.parametrize("procedure,clause", [("method_c", "000 8.23"), ("method_d", "000 8.32")])
+def test_000_8_23_and_8_32_having_checked_the_cards_the_holder_may_expose_the_hand(procedure: str, clause: str) -> None:
+    s = holding(procedure)
+    refused(s, bm.ExposeHand(5, "banker"), clause)
+    refused(s, bm.ExposeHand(2, "player"), clause)  # the dealer's hand is not the holder's to expose
+    assert of(bac.decide(R, s, bm.ExposeHand(2, "banker")), bm.HandExposed)[0].clause == clause
+    assert not of(bac.decide(R, s, bm.ReturnCards(2, "banker")), bm.HandExposed)  # may, not must
+
+
+@pytest.mark.parametrize("procedure,clause", [("method_c", "000 8.24.2"), ("method_d", "000 8.33.2")])
+def test_000_8_24_1_8_24_2_and_8_33_1_8_33_2_dealer_collects_and_turns_over_unexposed_cards(
+    procedure: str, clause: str
+) -> None:
+    events = bac.decide(R, holding(procedure), bm.ReturnCards(2, "banker"))
+    assert [(t.hand, t.positions, t.clause) for t in of(events, bm.CardsTurnedOver)] == [
+        ("player", (0, 2), clause), ("banker", (1, 3), clause)]
+    assert all(d.face_up for d in bac.fold(events, holding(procedure)).cards)
+
+
+@pytest.mark.parametrize("procedure,clause", [("method_c", "000 8.24.3"), ("method_d", "000 8.33.3")])
+def test_000_8_24_3_and_8_33_3_dealer_announces_players_count_then_bankers(procedure: str, clause: str) -> None:
+    events = bac.decide(R, holding(procedure), bm.ExposeHand(2, "banker"))
+    assert [(c.hand, c.points, c.clause) for c in of(events, bm.CountAnnounced)] == [
+        ("player", 6, clause), ("banker", 8, clause)]
 
 
 @pytest.mark.parametrize("procedure", ["method_c", "method_d"])

@@ -115,7 +115,7 @@ def test_001_8_10_player_is_determined_the_same_way_on_players_hand() -> None:
     assert bac.fold(rec.events).player_holder == 2
 
 
-def test_001_8_11_a_and_b_roles_receive_cards_at_the_dealers_instruction_and_only_expose() -> None:
+def test_001_8_11_a_and_8_11_b_roles_receive_cards_at_the_dealers_instruction_and_only_expose() -> None:
     book = wagers((4, "player", 5000), (5, "banker", 5000))
     rec = play_bac(R, NATURAL, "style_b", book)
     assert [(p.hand, p.seat, p.clause) for p in of(rec.events, bm.CardsPassed)] == [

@@ -98,7 +98,7 @@ def test_baccarat_conserves_cards_and_money_and_replays(seed: int, name: str, de
         hands = Counter(d.hand for d in rec.coup.cards)
         assert 2 <= hands["player"] <= 3 and 2 <= hands["banker"] <= 3  # never a fourth card
         assert all(d.face_up for d in rec.coup.cards)  # every card exposed before the result
-        picked = [e for e in rec.events if isinstance(e, bm.CardsPickedUp)][0]
+        picked = next(e for e in rec.events if isinstance(e, bm.CardsPickedUp))
         assert Counter(picked.cards) == Counter(d.card for d in rec.coup.cards)
         check_money(rec.payouts, sum(w.amount for w in book))
         check_shoe(table_shoe)
@@ -119,7 +119,7 @@ def test_blackjack_conserves_cards_and_money_and_replays(seed: int, name: str, r
         rec = play.play_blackjack(rules, table_shoe, f"c{n}", book, RandomPlayers(rnd, rules))
         assert bj.fold(rec.events) == rec.coup
         on_layout = [p.card for b in rec.coup.boxes for h in b.hands for p in h.cards] + list(rec.coup.dealer_cards)
-        picked = [e for e in rec.events if isinstance(e, jm.CardsPickedUp)][0]
+        picked = next(e for e in rec.events if isinstance(e, jm.CardsPickedUp))
         assert Counter(picked.cards) == Counter(on_layout)
         staked = sum(h.stake for b in rec.coup.boxes for h in b.hands) + sum(b.insurance for b in rec.coup.boxes)
         check_money(rec.payouts, staked)
