@@ -18,7 +18,7 @@ from casino.rules.blackjack import coup as bj
 from casino.rules.blackjack import messages as jm
 from casino.rules.cards import full_set
 from casino.rules.ruleset import BaccaratRules, BlackjackRules
-from casino.rules.settlement import Payout
+from casino.rules.settlement import Ledger, Payout, SettleCoup, decide_settlement, evolve_ledger
 from casino.rules.wagers import Wager
 from tests.rules.stacking import baccarat, blackjack, shoe_rules
 
@@ -57,11 +57,18 @@ def shuffled_orders(rnd: random.Random, decks: int, n: int) -> list[tuple[tuple[
     return orders
 
 
-def check_money(payouts: tuple[Payout, ...], staked: int) -> None:
-    assert sum(p.stake for p in payouts) == staked
+def check_money(ledger: Ledger, coup_id: str, payouts: tuple[Payout, ...], staked: Counter[int]) -> Ledger:
+    """Every unit staked, per seat, has exactly one payout; the ledger balances."""
+    paid: Counter[int] = Counter()
     for p in payouts:
         assert p.returned >= 0
-        assert p.returned == 0 or p.returned >= p.stake or p.bet == "box"  # a box may get its extras back
+        paid[p.seat] += p.stake
+    assert paid == staked
+    before = ledger.house_net
+    [settled] = decide_settlement(ledger, SettleCoup(coup_id, payouts))
+    ledger = evolve_ledger(ledger, settled)
+    assert ledger.house_net - before == sum(p.stake - p.returned for p in payouts)
+    return ledger
 
 
 def check_shoe(table_shoe: play.Shoe) -> None:
@@ -88,6 +95,7 @@ def test_baccarat_conserves_cards_and_money_and_replays(seed: int, name: str, de
     rules = msgspec.structs.replace(rules, shoe=shoe_rules(rules, decks=decks))
     table_shoe = play.Shoe(rules.shoe, shuffled_orders(rnd, decks, 4))
     holder: int | None = None
+    ledger = Ledger()
     for n in range(12):
         procedure = rnd.choice(rules.procedures)
         opening = bm.OpenCoup(f"c{n}", procedure, APPROVALS, shoe_holder=holder)
@@ -100,7 +108,10 @@ def test_baccarat_conserves_cards_and_money_and_replays(seed: int, name: str, de
         assert all(d.face_up for d in rec.coup.cards)  # every card exposed before the result
         picked = next(e for e in rec.events if isinstance(e, bm.CardsPickedUp))
         assert Counter(picked.cards) == Counter(d.card for d in rec.coup.cards)
-        check_money(rec.payouts, sum(w.amount for w in book))
+        staked: Counter[int] = Counter()
+        for w in book:
+            staked[w.seat] += w.amount
+        ledger = check_money(ledger, f"c{n}", rec.payouts, staked)
         check_shoe(table_shoe)
     if table_shoe.state.active and table_shoe.state.round is None and table_shoe.current:
         table_shoe.do(S.EndShoe(*table_shoe.current))  # the commitment holds for every card dealt
@@ -113,6 +124,7 @@ def test_blackjack_conserves_cards_and_money_and_replays(seed: int, name: str, r
     shoe = shoe_rules(blackjack(name), decks=2, penetration=0.6)  # enough cards behind the cut card for 7 boxes
     rules = msgspec.structs.replace(blackjack(name), resplit_aces=resplit, shoe=shoe)
     table_shoe = play.Shoe(rules.shoe, shuffled_orders(rnd, 2, 6))
+    ledger = Ledger()
     for n in range(10):
         seats = rnd.sample(rules.seats, rnd.randint(1, 7))
         book = tuple(Wager(s, "box", rnd.choice([1000, 1500, 2001, 5000])) for s in seats)
@@ -121,8 +133,11 @@ def test_blackjack_conserves_cards_and_money_and_replays(seed: int, name: str, r
         on_layout = [p.card for b in rec.coup.boxes for h in b.hands for p in h.cards] + list(rec.coup.dealer_cards)
         picked = next(e for e in rec.events if isinstance(e, jm.CardsPickedUp))
         assert Counter(picked.cards) == Counter(on_layout)
-        staked = sum(h.stake for b in rec.coup.boxes for h in b.hands) + sum(b.insurance for b in rec.coup.boxes)
-        check_money(rec.payouts, staked)
+        staked: Counter[int] = Counter({w.seat: w.amount for w in book})
+        for d in rec.events:
+            if isinstance(d, jm.DecisionTaken):
+                staked[d.seat] += d.amount  # a double, a split or insurance stakes more
+        ledger = check_money(ledger, f"c{n}", rec.payouts, staked)
         check_shoe(table_shoe)
 
 
