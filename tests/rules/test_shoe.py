@@ -54,6 +54,16 @@ def fresh(rules: ShoeRules = ONE_DECK, cards: tuple[str, ...] | None = None) -> 
     return d
 
 
+def up_to_the_cut_card(first_of_round: str) -> Dealer:
+    """A one-deck shoe whose first round (four cards) ends just before the cut card."""
+    d = fresh(ShoeRules(decks=1, penetration=0.1, burn="first_card", cut_card_first_of_round=first_of_round))
+    d.burn()
+    d.do(S.StartRound("c1"))
+    for _ in range(4):
+        d.draw("c1")
+    return d
+
+
 def test_002_3_first_card_after_each_shuffle_goes_to_the_discard_rack() -> None:
     d = fresh()
     assert d.refused(S.StartRound("c1")).clause == "002 (3)"
@@ -75,12 +85,7 @@ def test_burn_by_first_card_value_burns_as_many_more_as_the_first_cards_value() 
 
 
 def test_002_9_cut_card_reached_during_a_round_finishes_the_round_then_reshuffles() -> None:
-    rules = ShoeRules(decks=1, penetration=0.1, burn="first_card", cut_card_first_of_round="deal_round")
-    d = fresh(rules)
-    d.burn()
-    d.do(S.StartRound("c1"))
-    for _ in range(4):
-        d.draw("c1")
+    d = up_to_the_cut_card("deal_round")
     evs = d.draw("c1")  # position 5: the cut card is encountered
     assert [type(e).__name__ for e in evs] == ["CutCardReached", "CardDrawn"]
     assert evs[0].clause == "002 (9)"  # type: ignore[union-attr]
@@ -95,12 +100,7 @@ def test_002_9_cut_card_reached_during_a_round_finishes_the_round_then_reshuffle
 
 
 def test_003_7_8_cut_card_reached_during_a_round_the_round_is_completed_first() -> None:
-    rules = ShoeRules(decks=1, penetration=0.1, burn="first_card", cut_card_first_of_round="reshuffle_now")
-    d = fresh(rules)
-    d.burn()
-    d.do(S.StartRound("c1"))
-    for _ in range(4):
-        d.draw("c1")
+    d = up_to_the_cut_card("reshuffle_now")
     evs = d.draw("c1")
     assert [(e.clause, e.first_of_round) for e in evs if isinstance(e, S.CutCardReached)] == [("003 7.8", False)]
     assert any(isinstance(e, S.CardDrawn) for e in evs)
@@ -109,12 +109,7 @@ def test_003_7_8_cut_card_reached_during_a_round_the_round_is_completed_first() 
 
 
 def test_003_7_9_cut_card_drawn_as_first_card_of_a_new_round_reshuffles_immediately() -> None:
-    rules = ShoeRules(decks=1, penetration=0.1, burn="first_card", cut_card_first_of_round="reshuffle_now")
-    d = fresh(rules)
-    d.burn()
-    d.do(S.StartRound("c1"))
-    for _ in range(4):
-        d.draw("c1")
+    d = up_to_the_cut_card("reshuffle_now")
     d.do(S.EndRound("c1", d.state.layout))
     d.do(S.StartRound("c2"))
     evs = d.draw("c2")  # the first card of round c2 would be behind the cut card
@@ -130,12 +125,7 @@ def test_003_7_9_cut_card_drawn_as_first_card_of_a_new_round_reshuffles_immediat
 
 
 def test_002_9_cut_card_first_of_a_round_under_002_deals_that_round_then_reshuffles() -> None:
-    rules = ShoeRules(decks=1, penetration=0.1, burn="first_card", cut_card_first_of_round="deal_round")
-    d = fresh(rules)
-    d.burn()
-    d.do(S.StartRound("c1"))
-    for _ in range(4):
-        d.draw("c1")
+    d = up_to_the_cut_card("deal_round")
     d.do(S.EndRound("c1", d.state.layout))
     d.do(S.StartRound("c2"))
     evs = d.draw("c2")

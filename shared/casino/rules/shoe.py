@@ -17,6 +17,7 @@ from typing import Literal
 
 import msgspec
 
+from casino.rules.aggregate import violation
 from casino.rules.cards import Card, baccarat_value, full_set, is_card, same_cards
 from casino.rules.errors import RuleViolation
 from casino.rules.ruleset import ShoeRules
@@ -202,11 +203,7 @@ def decide(rules: ShoeRules, state: ShoeState, command: AnyShoeCommand) -> list[
 
 def check(rules: ShoeRules, state: ShoeState, command: AnyShoeCommand) -> RuleViolation | None:
     """Whether ``command`` is allowed now; the violation says why not."""
-    try:
-        decide(rules, state, command)
-    except RuleViolation as exc:
-        return exc
-    return None
+    return violation(lambda: decide(rules, state, command))
 
 
 def _shuffle(rules: ShoeRules, state: ShoeState, cmd: Shuffle) -> list[AnyShoeEvent]:

@@ -16,6 +16,7 @@ from typing import Literal
 
 import msgspec
 
+from casino.rules.aggregate import violation, with_follow_ups
 from casino.rules.baccarat import offers, tableau
 from casino.rules.baccarat.clauses import clause
 from casino.rules.baccarat.messages import (
@@ -168,21 +169,12 @@ def _face_up(s: BaccaratCoup) -> bool:
 
 def decide(rules: BaccaratRules, state: BaccaratCoup, command: AnyBaccaratCommand) -> list[AnyBaccaratEvent]:
     """The events ``command`` causes, or ``RuleViolation`` naming the clause."""
-    events = _primary(rules, state, command)
-    s = fold(events, state)
-    while step := _automatic(rules, s):
-        events += step
-        s = fold(step, s)
-    return events
+    return with_follow_ups(_primary(rules, state, command), state, evolve, lambda s: _automatic(rules, s))
 
 
 def check(rules: BaccaratRules, state: BaccaratCoup, command: AnyBaccaratCommand) -> RuleViolation | None:
     """Whether ``command`` is allowed now; the violation names the clause."""
-    try:
-        _primary(rules, state, command)
-    except RuleViolation as exc:
-        return exc
-    return None
+    return violation(lambda: _primary(rules, state, command))
 
 
 def _primary(rules: BaccaratRules, s: BaccaratCoup, cmd: AnyBaccaratCommand) -> list[AnyBaccaratEvent]:

@@ -14,6 +14,7 @@ from typing import Literal
 
 import msgspec
 
+from casino.rules.aggregate import violation, with_follow_ups
 from casino.rules.blackjack import hand as H
 from casino.rules.blackjack.messages import (
     AnyBlackjackCommand,
@@ -165,21 +166,12 @@ def initial_cards(s: BlackjackCoup) -> int:
 
 def decide(rules: BlackjackRules, state: BlackjackCoup, command: AnyBlackjackCommand) -> list[AnyBlackjackEvent]:
     """The events ``command`` causes, or ``RuleViolation`` naming the clause."""
-    events = _primary(rules, state, command)
-    s = fold(events, state)
-    while step := _automatic(rules, s):
-        events += step
-        s = fold(step, s)
-    return events
+    return with_follow_ups(_primary(rules, state, command), state, evolve, lambda s: _automatic(rules, s))
 
 
 def check(rules: BlackjackRules, state: BlackjackCoup, command: AnyBlackjackCommand) -> RuleViolation | None:
     """Whether ``command`` is allowed now; the violation names the clause."""
-    try:
-        _primary(rules, state, command)
-    except RuleViolation as exc:
-        return exc
-    return None
+    return violation(lambda: _primary(rules, state, command))
 
 
 def _primary(rules: BlackjackRules, s: BlackjackCoup, cmd: AnyBlackjackCommand) -> list[AnyBlackjackEvent]:
