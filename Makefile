@@ -17,7 +17,7 @@ $(STAMP): requirements-dev.txt pyproject.toml
 	touch $(STAMP)
 
 lint: setup
-	$(BIN)/ruff check shared tests
+	$(BIN)/ruff check shared services tests
 
 typecheck: setup
 	$(BIN)/mypy

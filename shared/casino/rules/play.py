@@ -52,6 +52,7 @@ class Shoe(msgspec.Struct):
     current: tuple[tuple[Card, ...], str] | None = None
     events: list[shoe.AnyShoeEvent] = []
     shuffles: int = 0
+    prefix: str = "shoe-"
 
     def do(self, command: shoe.AnyShoeCommand) -> list[shoe.AnyShoeEvent]:
         evs = shoe.decide(self.rules, self.state, command)
@@ -74,7 +75,7 @@ class Shoe(msgspec.Struct):
             raise RuleViolation("shoe", "no shuffled order is left to fill the shoe")
         self.current = self.orders.pop(0)
         self.shuffles += 1
-        self.do(shoe.Shuffle(f"shoe-{self.shuffles}", shoe.commitment(*self.current)))
+        self.do(shoe.Shuffle(f"{self.prefix}{self.shuffles}", shoe.commitment(*self.current)))
         while self.state.burns_due:
             self.do(shoe.Burn(self._next_card()))
 

@@ -98,6 +98,7 @@ class BaccaratCoup(msgspec.Struct, frozen=True):
     out: Hand | None = None
     cards: tuple[Dealt, ...] = ()
     result: CoupResulted | None = None
+    pickup: tuple[Card, ...] = ()
     shoe_given_up: bool = False
 
     def hand(self, hand: Hand) -> tuple[Card, ...]:
@@ -437,6 +438,8 @@ def evolve(state: BaccaratCoup, event: AnyBaccaratEvent) -> BaccaratCoup:
             return s
         case CoupResulted():
             return r(s, result=event, phase="finished")
+        case CardsPickedUp():
+            return r(s, pickup=event.cards)
         case ShoeGivenUp():
             return r(s, shoe_given_up=True, shoe_holder=None if s.phase != "finished" else s.shoe_holder)
     return s

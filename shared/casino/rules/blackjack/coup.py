@@ -88,6 +88,7 @@ class BlackjackCoup(msgspec.Struct, frozen=True):
     turn: int = 0
     last_position: int = -1
     result: CoupResulted | None = None
+    pickup: tuple[Card, ...] = ()
 
     @property
     def dealer_cards(self) -> tuple[Card, ...]:
@@ -377,6 +378,8 @@ def evolve(state: BlackjackCoup, event: AnyBlackjackEvent) -> BlackjackCoup:
             return r(s, dealer=tuple(r(p, face_up=True) for p in s.dealer))
         case CoupResulted():
             return r(s, result=event, phase="finished")
+        case CardsPickedUp():
+            return r(s, pickup=event.cards)
     return s
 
 

@@ -1,0 +1,1 @@
+"""The four services: shoe, dealer-policy, wager and settlement."""

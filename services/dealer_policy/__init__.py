@@ -1,0 +1,1 @@
+"""The dealer-policy service: runs each coup by the rules."""

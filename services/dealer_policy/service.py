@@ -1,0 +1,267 @@
+"""The dealer-policy service's handlers: it opens each coup, has the wager
+service close betting, makes the offers, draws cards from the shoe service,
+applies the tableau or the blackjack flow, and records the result."""
+
+from __future__ import annotations
+
+import msgspec
+
+from casino import commands as c
+from casino import rulesets
+from casino.rules.baccarat import coup as bac
+from casino.rules.baccarat import messages as bm
+from casino.rules.blackjack import coup as bj
+from casino.rules.blackjack import messages as jm
+from casino.rules.errors import RuleViolation
+from casino.rules.ruleset import BaccaratRules, BlackjackRules, Ruleset
+from casino.service import Clock, Peer, Recorder, digest, utc_now
+from casino.store import subjects
+from casino.store.envelope import AnyEvent, CoupConfigured
+from casino.store.eventstore import EventStore
+from casino.tables import TableConfig
+
+Coup = bac.BaccaratCoup | bj.BlackjackCoup
+
+
+class TableCoup(msgspec.Struct):
+    """The table's current (latest) coup and what carries over to the next."""
+
+    name: str
+    config: TableConfig
+    rules: Ruleset
+    number: int = 0
+    coup: str = ""
+    shoe: str = ""
+    state: Coup | None = None
+    last_seq: int = 0
+    applied: frozenset[str] = frozenset()
+    carried_holder: int | None = None
+    style: str = ""
+    style_shoe: str = ""
+
+    @property
+    def finished(self) -> bool:
+        return self.state is None or self.state.phase == "finished"
+
+
+class DealerPolicyService:
+    producer = "dealer-policy"
+
+    def __init__(self, store: EventStore, peer: Peer, tables: dict[str, TableConfig], clock: Clock = utc_now) -> None:
+        self.store, self.peer, self.config = store, peer, tables
+        self.recorder = Recorder(store, self.producer, clock)
+        self.tables: dict[str, TableCoup] = {}
+
+    # ---- state ----------------------------------------------------------
+
+    def _new_table(self, name: str) -> TableCoup:
+        if name not in self.config:
+            raise RuleViolation("tables", f"table {name} is not configured")
+        cfg = self.config[name]
+        return TableCoup(name, cfg, rulesets.load(cfg.ruleset))
+
+    async def rebuild(self, table: str | None = None) -> None:
+        """Fold each table's coups from the stream; keep the latest."""
+        names = [table] if table else list(self.config)
+        for name in names:
+            t = self._new_table(name)
+            for msg in await self.store.read(subjects.aggregate_filter("coup", name)):
+                _, shoe, coup, _ = subjects.tokens(msg.subject)
+                if coup != t.coup:
+                    self._next_coup(t)
+                    t.coup, t.shoe = coup, shoe
+                for env in msg.batch.events:
+                    self._apply(t, env.data, env.causation)
+                t.last_seq = msg.seq
+            self.tables[name] = t
+
+    def _next_coup(self, t: TableCoup) -> None:
+        """What the finished coup leaves to the next: the shoe holder (000 8.18),
+        the style in force on the shoe (001 8.5)."""
+        if isinstance(t.state, bac.BaccaratCoup):
+            t.carried_holder = bac.shoe_holder_after(t.state)
+            if t.state.opened_as.startswith("style"):
+                t.style, t.style_shoe = t.state.opened_as, t.shoe
+        t.state, t.applied, t.last_seq = None, frozenset(), 0
+
+    def _apply(self, t: TableCoup, event: AnyEvent, causation: str) -> None:
+        if isinstance(event, CoupConfigured):
+            t.number = event.coup_number
+            t.state = bac.BaccaratCoup() if event.game == "baccarat" else bj.BlackjackCoup()
+        elif isinstance(t.state, bac.BaccaratCoup):
+            t.state = bac.evolve(t.state, event)  # type: ignore[arg-type]
+        elif isinstance(t.state, bj.BlackjackCoup):
+            t.state = bj.evolve(t.state, event)  # type: ignore[arg-type]
+        t.applied = t.applied | {causation}
+
+    def table(self, name: str) -> TableCoup:
+        if name not in self.tables:
+            self.tables[name] = self._new_table(name)
+        return self.tables[name]
+
+    async def reload(self, cmd: c.CoupCommand) -> None:
+        await self.rebuild(cmd.table)
+
+    async def _commit(self, t: TableCoup, events: list[AnyEvent], msg_id: str, causation: str) -> None:
+        ack = await self.recorder.record(
+            subjects.event(t.name, t.shoe, t.coup, "coup"), events, expected=t.last_seq, msg_id=msg_id,
+            table=t.name, shoe=t.shoe, coup=t.coup, causation=causation)
+        for e in events:
+            self._apply(t, e, causation)
+        t.last_seq = ack.seq
+
+    # ---- deciding -------------------------------------------------------
+
+    def _decide(self, t: TableCoup, command: object) -> list[AnyEvent]:
+        if isinstance(t.rules, BaccaratRules) and isinstance(t.state, bac.BaccaratCoup):
+            return list(bac.decide(t.rules, t.state, command))  # type: ignore[arg-type]
+        if isinstance(t.rules, BlackjackRules) and isinstance(t.state, bj.BlackjackCoup):
+            return list(bj.decide(t.rules, t.state, command))  # type: ignore[arg-type]
+        raise RuleViolation("coup", "no coup is open at this table")
+
+    def waiting(self, t: TableCoup) -> c.Waiting:
+        s = t.state
+        if s is None:
+            return c.Waiting("open")
+        if isinstance(s, bac.BaccaratCoup):
+            a = bac.awaiting(s)
+            kind = {"nothing": "finished", "open": "open"}.get(a.kind, a.kind)
+            return c.Waiting(kind, a.seat, a.hand, offer=a.offer)
+        assert isinstance(t.rules, BlackjackRules)
+        b = bj.awaiting(s, t.rules)
+        return c.Waiting({"nothing": "finished"}.get(b.kind, b.kind), b.seat, box_hand=b.hand)
+
+    def _reply(self, t: TableCoup) -> c.Reply:
+        return c.Reply(True, coup=t.coup, shoe=t.shoe, waiting=self.waiting(t))
+
+    async def handle(self, cmd: c.CoupCommand) -> c.Reply:
+        t = self.table(cmd.table)
+        if isinstance(cmd, c.Status):
+            return self._reply(t)
+        if isinstance(cmd, c.OpenCoup):
+            if t.state is not None and not t.finished:
+                if cmd.id in t.applied:
+                    return self._reply(t)
+                raise RuleViolation("coup", f"coup {t.coup} is still being dealt")
+            await self._open(t, cmd)
+            return self._reply(t)
+        if cmd.coup != t.coup or t.state is None:
+            raise RuleViolation("coup", f"coup {cmd.coup} is not the coup being dealt at {cmd.table}")
+        if cmd.id in t.applied:
+            return self._reply(t)
+        await self._command(t, cmd)
+        await self.advance(t)
+        return self._reply(t)
+
+    async def _open(self, t: TableCoup, cmd: c.OpenCoup) -> None:
+        number = t.number + 1
+        coup = f"{t.name}-{number:06d}"
+        start = await self.peer.must(subjects.command(t.name, "shoe"),
+                                     c.StartRound(f"{coup}:start", t.name, coup, t.config.ruleset))
+        self._next_coup(t)
+        t.coup, t.shoe = coup, start.shoe
+        game = "baccarat" if isinstance(t.rules, BaccaratRules) else "blackjack"
+        configured = CoupConfigured(t.name, game, t.config.ruleset, _ruleset_digest(t.rules), number)
+        events: list[AnyEvent] = [configured]
+        t.state = bac.BaccaratCoup() if game == "baccarat" else bj.BlackjackCoup()
+        if isinstance(t.rules, BaccaratRules):
+            shoe_style = t.style if t.style_shoe == t.shoe else None
+            procedure = cmd.procedure or shoe_style or t.config.procedure or t.rules.procedures[0]
+            opening = bm.OpenCoup(coup, procedure, t.config.approvals + cmd.approvals, shoe_style, t.carried_holder)
+            events += bac.decide(t.rules, bac.BaccaratCoup(), opening)
+        else:
+            events += bj.decide(t.rules, bj.BlackjackCoup(), jm.OpenCoup(coup))
+        t.state = None
+        await self._commit(t, events, f"{coup}:open", cmd.id)
+        await self.peer.must(subjects.command(t.name, "wager"),
+                             c.OpenBook(f"{coup}:open-book", t.name, coup, t.shoe, t.config.ruleset))
+
+    async def _command(self, t: TableCoup, cmd: c.CoupCommand) -> None:
+        rule_cmd: object
+        match cmd:
+            case c.CloseBetting():
+                book = await self.peer.must(subjects.command(t.name, "wager"),
+                                            c.CloseBook(f"{t.coup}:close-book", t.name, t.coup))
+                closing = bm.CloseBetting(book.wagers) if isinstance(t.state, bac.BaccaratCoup) else \
+                    jm.CloseBetting(book.wagers)
+                await self._commit(t, self._decide(t, closing), f"{t.coup}:close", cmd.id)
+                return
+            case c.AnswerOffer():
+                rule_cmd = bm.AnswerOffer(cmd.seat, cmd.accept, cmd.plays)
+            case c.ExposeHand():
+                rule_cmd = bm.ExposeHand(cmd.seat, cmd.hand)
+            case c.ReturnCards():
+                rule_cmd = bm.ReturnCards(cmd.seat, cmd.hand)
+            case c.ReportHandlingBreach():
+                rule_cmd = bm.ReportHandlingBreach(cmd.seat, cmd.hand, cmd.note)
+            case c.PassShoe():
+                rule_cmd = bm.PassShoe(cmd.seat)
+            case c.ForfeitShoe():
+                rule_cmd = bm.ForfeitShoe(cmd.seat, cmd.supervisor)
+            case c.Decide():
+                rule_cmd = jm.Decide(cmd.seat, cmd.hand, cmd.action, cmd.amount)
+                events = self._decide(t, rule_cmd)  # checked before the stake is recorded
+                await self._extra_stake(t, cmd, events)
+                await self._commit(t, events, cmd.id, cmd.id)
+                return
+            case _:
+                raise RuleViolation("protocol", f"{type(cmd).__name__} is not a coup command")
+        await self._commit(t, self._decide(t, rule_cmd), cmd.id, cmd.id)
+
+    async def _extra_stake(self, t: TableCoup, cmd: c.Decide, events: list[AnyEvent]) -> None:
+        for e in events:
+            if isinstance(e, jm.DecisionTaken) and e.action in ("double", "split", "insurance"):
+                await self.peer.must(subjects.command(t.name, "wager"), c.PlaceExtra(
+                    cmd.id, t.name, t.coup, e.seat, e.hand, e.action, e.amount))
+
+    async def advance(self, t: TableCoup) -> None:
+        """Take every step the dealer takes without waiting for a player: draw the
+        cards due, pass the cards due, and end the round at the shoe."""
+        while True:
+            w = self.waiting(t)
+            if w.kind == "card":
+                index = _cards_dealt(t.state)
+                drawn = await self.peer.must(subjects.command(t.name, "shoe"),
+                                             c.DrawCard(f"{t.coup}:draw:{index}", t.name, t.coup, index))
+                deal: object = (bm.DealCard(drawn.card, drawn.position, w.seat)
+                                if isinstance(t.state, bac.BaccaratCoup) else jm.DealCard(drawn.card, drawn.position))
+                await self._commit(t, self._decide(t, deal), f"{t.coup}:card:{index}", f"{t.coup}:draw:{index}")
+            elif w.kind == "pass" and w.hand is not None:
+                passing = bm.PassCards("player" if w.hand == "player" else "banker")
+                await self._commit(t, self._decide(t, passing), f"{t.coup}:pass:{w.hand}", f"{t.coup}:pass")
+            elif w.kind == "finished":
+                await self.peer.must(subjects.command(t.name, "shoe"),
+                                     c.EndRound(f"{t.coup}:end", t.name, t.coup, _pickup(t.state)))
+                return
+            else:
+                return
+
+    async def resume(self) -> None:
+        """After a restart: finish every step a coup was in the middle of."""
+        for t in self.tables.values():
+            if t.state is None:
+                continue
+            await self.peer.must(subjects.command(t.name, "shoe"),
+                                 c.StartRound(f"{t.coup}:start", t.name, t.coup, t.config.ruleset))
+            if t.state.phase == "betting":
+                await self.peer.must(subjects.command(t.name, "wager"),
+                                     c.OpenBook(f"{t.coup}:open-book", t.name, t.coup, t.shoe, t.config.ruleset))
+            else:
+                await self.advance(t)
+
+
+def _cards_dealt(state: Coup | None) -> int:
+    if isinstance(state, bac.BaccaratCoup):
+        return len(state.cards)
+    assert state is not None
+    return len(state.dealer) + sum(len(h.cards) for b in state.boxes for h in b.hands)
+
+
+def _pickup(state: Coup | None) -> tuple[str, ...]:
+    """The cards in the order they were picked up (002 (8), 003 7.7)."""
+    assert state is not None
+    return state.pickup
+
+
+def _ruleset_digest(rules: Ruleset) -> str:
+    return digest(msgspec.json.encode(rules))

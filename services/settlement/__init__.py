@@ -1,0 +1,1 @@
+"""The settlement service: pays every wager of a coup and closes it."""

@@ -1,0 +1,1 @@
+"""The shoe service: shuffles, burns, draws and reshuffles each table's shoe."""

@@ -1,0 +1,191 @@
+"""The shoe service's handlers, reaching the world only through its ports: the
+event store, the secret store of shuffled orders, the shuffle source, the clock."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from typing import Protocol
+
+import msgspec
+
+from casino import rulesets
+from casino.commands import DrawCard, EndRound, Reply, ShoeCommand, StartRound
+from casino.rules import shoe as S
+from casino.rules.cards import Card, full_set
+from casino.rules.errors import RuleViolation
+from casino.rules.ruleset import ShoeRules
+from casino.service import Clock, Recorder, utc_now
+from casino.store import subjects
+from casino.store.envelope import AnyEvent
+from casino.store.eventstore import EventStore
+
+Order = tuple[tuple[Card, ...], str]
+ShuffleSource = Callable[[str, int], Order]
+
+
+def secure_shuffle(table: str, decks: int) -> Order:
+    """A cryptographically secure shuffle of a full shoe, and a fresh salt."""
+    cards = list(full_set(decks))
+    secrets.SystemRandom().shuffle(cards)
+    return tuple(cards), secrets.token_hex(16)
+
+
+class SecretStore(Protocol):
+    """Where shuffled orders wait, out of the public stream, until revealed."""
+
+    async def put(self, table: str, shoe: str, order: Order) -> None: ...
+
+    async def get(self, table: str, shoe: str) -> Order | None: ...
+
+
+class MemorySecrets:
+    def __init__(self) -> None:
+        self.orders: dict[tuple[str, str], Order] = {}
+
+    async def put(self, table: str, shoe: str, order: Order) -> None:
+        self.orders.setdefault((table, shoe), order)
+
+    async def get(self, table: str, shoe: str) -> Order | None:
+        return self.orders.get((table, shoe))
+
+
+class TableShoe(msgspec.Struct):
+    rules: ShoeRules
+    state: S.ShoeState = S.ShoeState()
+    order: Order | None = None
+    last_seq: int = 0
+    shuffles: int = 0
+    last_round: str = ""
+
+
+def shoe_id(table: str, n: int) -> str:
+    return f"{table}-shoe-{n}"
+
+
+class ShoeService:
+    producer = "shoe"
+
+    def __init__(self, store: EventStore, secrets_: SecretStore, shuffle: ShuffleSource = secure_shuffle,
+                 clock: Clock = utc_now) -> None:
+        self.store, self.secrets, self.shuffle = store, secrets_, shuffle
+        self.recorder = Recorder(store, self.producer, clock)
+        self.tables: dict[str, TableShoe] = {}
+        self.rules_of: dict[str, ShoeRules] = {}
+
+    # ---- state ----------------------------------------------------------
+
+    async def rebuild(self, table: str | None = None) -> None:
+        """Fold the shoe events of every table (or one) from the stream."""
+        stored = await self.store.read(subjects.aggregate_filter("shoe", table or "*"))
+        fresh: dict[str, TableShoe] = {}
+        for msg in stored:
+            for env in msg.batch.events:
+                t = fresh.get(env.table) or self.tables.get(env.table)
+                if t is None:
+                    continue  # a table whose ruleset we learn at its next round
+                if env.table not in fresh:
+                    t = fresh[env.table] = TableShoe(t.rules)
+                self._apply(t, env.data)  # type: ignore[arg-type]
+                t.last_seq = msg.seq
+        for name, t in fresh.items():
+            if t.state.active and t.state.shoe_id:
+                t.order = await self.secrets.get(name, t.state.shoe_id)
+            self.tables[name] = t
+
+    def _apply(self, t: TableShoe, event: S.AnyShoeEvent) -> None:
+        t.state = S.evolve(t.state, event)
+        if isinstance(event, S.ShoeShuffled):
+            t.shuffles += 1
+        elif isinstance(event, S.RoundEnded):
+            t.last_round = event.coup_id
+
+    async def _table(self, table: str, ruleset: str) -> TableShoe:
+        if table not in self.tables:
+            rules = rulesets.load(ruleset).shoe
+            self.tables[table] = TableShoe(rules)
+            await self.rebuild(table)
+        return self.tables[table]
+
+    async def _commit(self, table: str, t: TableShoe, events: list[S.AnyShoeEvent], coup: str, msg_id: str,
+                      causation: str) -> None:
+        shoe = t.state.shoe_id or next((e.shoe_id for e in events), "")
+        out: list[AnyEvent] = list(events)
+        ack = await self.recorder.record(
+            subjects.event(table, shoe, coup, "shoe"), out, expected=t.last_seq, msg_id=msg_id, table=table,
+            shoe=shoe, coup=coup, causation=causation, guard=subjects.aggregate_filter("shoe", table))
+        for e in events:
+            self._apply(t, e)
+        t.last_seq = ack.seq
+
+    async def _reshuffle(self, table: str, t: TableShoe, coup: str, causation: str) -> None:
+        """End the shoe in play (revealing it) and fill a new one: shuffle and burn."""
+        if t.state.active and t.order is not None:
+            ended = S.decide(t.rules, t.state, S.EndShoe(*t.order))
+            await self._commit(table, t, ended, coup, f"{t.state.shoe_id}:end", causation)
+        new = shoe_id(table, t.shuffles + 1)
+        order = await self.secrets.get(table, new)
+        if order is None:
+            order = self.shuffle(table, t.rules.decks)
+            await self.secrets.put(table, new, order)
+        t.order = order
+        state = t.state
+        events = S.decide(t.rules, state, S.Shuffle(new, S.commitment(*order)))
+        for e in events:
+            state = S.evolve(state, e)
+        while state.burns_due:
+            burned = S.decide(t.rules, state, S.Burn(order[0][state.position]))
+            state = S.evolve(state, burned[0])
+            events += burned
+        await self._commit(table, t, events, coup, f"{new}:shuffle", causation)
+
+    # ---- commands -------------------------------------------------------
+
+    async def handle(self, cmd: ShoeCommand) -> Reply:
+        match cmd:
+            case StartRound():
+                t = await self._table(cmd.table, cmd.ruleset)
+                if t.state.round == cmd.coup:
+                    return Reply(True, coup=cmd.coup, shoe=t.state.shoe_id or "")
+                if t.state.round is not None:
+                    raise RuleViolation("shoe", f"round {t.state.round} has not ended")
+                if not t.state.ready_for_round:
+                    await self._reshuffle(cmd.table, t, subjects.NO_COUP, cmd.id)
+                events = S.decide(t.rules, t.state, S.StartRound(cmd.coup))
+                await self._commit(cmd.table, t, events, cmd.coup, f"{cmd.coup}:start", cmd.id)
+                return Reply(True, coup=cmd.coup, shoe=t.state.shoe_id or "")
+            case DrawCard():
+                return await self._draw(cmd)
+            case EndRound():
+                t = self._known(cmd.table)
+                if t.state.round is None and t.last_round == cmd.coup:
+                    return Reply(True, coup=cmd.coup)
+                events = S.decide(t.rules, t.state, S.EndRound(cmd.coup, cmd.pickup))
+                await self._commit(cmd.table, t, events, cmd.coup, f"{cmd.coup}:end", cmd.id)
+                return Reply(True, coup=cmd.coup, shoe=t.state.shoe_id or "")
+        raise RuleViolation("protocol", f"unknown shoe command {type(cmd).__name__}")
+
+    def _known(self, table: str) -> TableShoe:
+        if table not in self.tables:
+            raise RuleViolation("shoe", f"table {table} has no shoe in play")
+        return self.tables[table]
+
+    async def _draw(self, cmd: DrawCard) -> Reply:
+        t = self._known(cmd.table)
+        if t.state.round != cmd.coup:
+            raise RuleViolation("shoe", f"coup {cmd.coup} is not the round being dealt")
+        while True:
+            layout = t.state.layout
+            if cmd.index < len(layout):  # asked again: the same card
+                position = t.state.position - len(layout) + cmd.index
+                return Reply(True, coup=cmd.coup, shoe=t.state.shoe_id or "", card=layout[cmd.index],
+                             position=position)
+            if cmd.index > len(layout) or t.order is None:
+                raise RuleViolation("shoe", f"card {cmd.index} of coup {cmd.coup} is not the next card")
+            card = t.order[0][t.state.position]
+            events = S.decide(t.rules, t.state, S.Draw(cmd.coup, card))
+            drawn = any(isinstance(e, S.CardDrawn) for e in events)
+            msg_id = f"{cmd.coup}:draw:{cmd.index}" if drawn else f"{cmd.coup}:cut:{t.state.shoe_id}"
+            await self._commit(cmd.table, t, events, cmd.coup, msg_id, cmd.id)
+            if not drawn:  # 003 7.9: the cut card came out first: reshuffle now
+                await self._reshuffle(cmd.table, t, cmd.coup, cmd.id)

@@ -1,0 +1,1 @@
+"""The wager service: the wager book of each coup."""

@@ -1,0 +1,112 @@
+"""The wager service's handlers: betting window, limits and extra wagers."""
+
+from __future__ import annotations
+
+import msgspec
+
+from casino import rulesets
+from casino.commands import CancelWager, CloseBook, OpenBook, PlaceExtra, PlaceWager, Reply, WagerCommand
+from casino.rules import wagerbook as W
+from casino.rules.errors import RuleViolation
+from casino.rules.ruleset import Ruleset
+from casino.service import Clock, Recorder, utc_now
+from casino.store import subjects
+from casino.store.envelope import AnyEvent
+from casino.store.eventstore import EventStore
+
+
+class CoupBook(msgspec.Struct):
+    table: str
+    shoe: str
+    ruleset: str
+    book: W.Book = W.Book()
+    last_seq: int = 0
+    extra_refs: frozenset[str] = frozenset()
+
+
+class WagerService:
+    producer = "wager"
+
+    def __init__(self, store: EventStore, clock: Clock = utc_now) -> None:
+        self.store = store
+        self.recorder = Recorder(store, self.producer, clock)
+        self.books: dict[str, CoupBook] = {}
+        self._rules: dict[str, Ruleset] = {}
+
+    def rules(self, name: str) -> Ruleset:
+        if name not in self._rules:
+            self._rules[name] = rulesets.load(name)
+        return self._rules[name]
+
+    async def rebuild(self, coup: str | None = None) -> None:
+        """Fold the books of every coup (or one) from the stream."""
+        flt = subjects.coup_filter(coup) if coup else subjects.aggregate_filter("wager")
+        for msg in await self.store.read(flt):
+            table, shoe, coup_id, aggregate = subjects.tokens(msg.subject)
+            if aggregate != "wager":
+                continue
+            for env in msg.batch.events:
+                data = env.data
+                if isinstance(data, W.BookOpened):
+                    self.books[coup_id] = CoupBook(table, shoe, data.ruleset)
+                b = self.books.get(coup_id)
+                if b is None:
+                    continue
+                b.book = W.evolve(b.book, data)  # type: ignore[arg-type]
+                if isinstance(data, W.ExtraPlaced):
+                    b.extra_refs = b.extra_refs | {env.causation}
+            if coup_id in self.books:
+                self.books[coup_id].last_seq = msg.seq
+
+    async def _commit(self, cb: CoupBook, coup: str, events: list[W.AnyBookEvent], msg_id: str,
+                      causation: str) -> None:
+        out: list[AnyEvent] = list(events)
+        ack = await self.recorder.record(
+            subjects.event(cb.table, cb.shoe, coup, "wager"), out, expected=cb.last_seq, msg_id=msg_id,
+            table=cb.table, shoe=cb.shoe, coup=coup, causation=causation)
+        for e in events:
+            cb.book = W.evolve(cb.book, e)
+            if isinstance(e, W.ExtraPlaced):
+                cb.extra_refs = cb.extra_refs | {causation}
+        cb.last_seq = ack.seq
+
+    def _book(self, coup: str) -> CoupBook:
+        if coup not in self.books:
+            raise RuleViolation("wager book", f"there is no book for coup {coup}")
+        return self.books[coup]
+
+    async def reload(self, cmd: WagerCommand) -> None:
+        await self.rebuild(cmd.coup)
+
+    async def handle(self, cmd: WagerCommand) -> Reply:
+        match cmd:
+            case OpenBook():
+                cb = self.books.get(cmd.coup)
+                if cb is not None and cb.book.status != "new":
+                    return Reply(True, coup=cmd.coup)
+                cb = self.books[cmd.coup] = CoupBook(cmd.table, cmd.shoe, cmd.ruleset)
+                await self._decide(cb, cmd, W.OpenBook(cmd.coup, cmd.ruleset), f"{cmd.coup}:open-book")
+                return Reply(True, coup=cmd.coup)
+            case PlaceWager():
+                cb = self._book(cmd.coup)
+                await self._decide(cb, cmd, W.PlaceWager(cmd.seat, cmd.bet, cmd.amount), cmd.id)
+                return Reply(True, coup=cmd.coup)
+            case CancelWager():
+                cb = self._book(cmd.coup)
+                await self._decide(cb, cmd, W.CancelWager(cmd.seat, cmd.bet), cmd.id)
+                return Reply(True, coup=cmd.coup)
+            case CloseBook():
+                cb = self._book(cmd.coup)
+                if cb.book.status != "closed":
+                    await self._decide(cb, cmd, W.CloseBook(), f"{cmd.coup}:close-book")
+                return Reply(True, coup=cmd.coup, wagers=cb.book.wagers)
+            case PlaceExtra():
+                cb = self._book(cmd.coup)
+                if cmd.id not in cb.extra_refs:
+                    await self._decide(cb, cmd, W.PlaceExtra(cmd.seat, cmd.hand, cmd.kind, cmd.amount), cmd.id)
+                return Reply(True, coup=cmd.coup)
+        raise RuleViolation("protocol", f"unknown wager command {type(cmd).__name__}")
+
+    async def _decide(self, cb: CoupBook, cmd: WagerCommand, command: W.AnyBookCommand, msg_id: str) -> None:
+        events = W.decide(self.rules(cb.ruleset), cb.book, command)
+        await self._commit(cb, cmd.coup, events, msg_id, cmd.id)

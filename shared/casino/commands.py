@@ -1,0 +1,198 @@
+"""The command interface: what a table terminal (the dealer's screen, a
+card-reading shoe, the simulator) and the services send each other.
+
+Every command is a msgspec Struct with a stable tag, sent as JSON by NATS
+request/reply to ``casino.cmd.<table>.<service>``; every reply is a ``Reply``.
+``id`` identifies the command: a retried command carries the same id and is
+applied once.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+from casino.rules.baccarat.messages import Approval
+from casino.rules.cards import Card
+from casino.rules.wagers import Wager
+
+Hand = Literal["player", "banker"]
+
+
+class Command(msgspec.Struct, frozen=True, tag_field="type", forbid_unknown_fields=True):
+    id: str
+    table: str
+
+
+# ---- to the dealer-policy service (casino.cmd.<table>.coup) -----------------
+
+
+class OpenCoup(Command, frozen=True, tag="table.open_coup"):
+    """Open the next coup; ``procedure`` is a baccarat method or style (the
+    ruleset's first when empty); ``approvals`` are the approvals in force."""
+
+    procedure: str = ""
+    approvals: tuple[Approval, ...] = ()
+
+
+class CloseBetting(Command, frozen=True, tag="table.close_betting"):
+    coup: str
+
+
+class AnswerOffer(Command, frozen=True, tag="table.answer_offer"):
+    coup: str
+    seat: int
+    accept: bool
+    plays: Hand = "banker"
+
+
+class ExposeHand(Command, frozen=True, tag="table.expose_hand"):
+    coup: str
+    seat: int
+    hand: Hand
+
+
+class ReturnCards(Command, frozen=True, tag="table.return_cards"):
+    coup: str
+    seat: int
+    hand: Hand
+
+
+class ReportHandlingBreach(Command, frozen=True, tag="table.report_handling_breach"):
+    coup: str
+    seat: int
+    hand: Hand
+    note: str = ""
+
+
+class PassShoe(Command, frozen=True, tag="table.pass_shoe"):
+    coup: str
+    seat: int
+
+
+class ForfeitShoe(Command, frozen=True, tag="table.forfeit_shoe"):
+    coup: str
+    seat: int
+    supervisor: str
+
+
+class Decide(Command, frozen=True, tag="table.decide"):
+    """A blackjack player's decision: stand, hit, double, split or insurance."""
+
+    coup: str
+    seat: int
+    hand: int
+    action: Literal["stand", "hit", "double", "split", "insurance"]
+    amount: int = 0
+
+
+class Status(Command, frozen=True, tag="table.status"):
+    """What the table's current coup waits for (a query; writes nothing)."""
+
+
+CoupCommand = (
+    OpenCoup | CloseBetting | AnswerOffer | ExposeHand | ReturnCards | ReportHandlingBreach | PassShoe
+    | ForfeitShoe | Decide | Status
+)
+
+
+# ---- to the wager service (casino.cmd.<table>.wager) -----------------------
+
+
+class PlaceWager(Command, frozen=True, tag="table.place_wager"):
+    coup: str
+    seat: int
+    bet: str
+    amount: int
+
+
+class CancelWager(Command, frozen=True, tag="table.cancel_wager"):
+    coup: str
+    seat: int
+    bet: str
+
+
+class OpenBook(Command, frozen=True, tag="wager.open_book"):
+    coup: str
+    shoe: str
+    ruleset: str
+
+
+class CloseBook(Command, frozen=True, tag="wager.close_book"):
+    coup: str
+
+
+class PlaceExtra(Command, frozen=True, tag="wager.place_extra"):
+    coup: str
+    seat: int
+    hand: int
+    kind: Literal["double", "split", "insurance"]
+    amount: int
+
+
+WagerCommand = PlaceWager | CancelWager | OpenBook | CloseBook | PlaceExtra
+
+
+# ---- to the shoe service (casino.cmd.<table>.shoe) --------------------------
+
+
+class StartRound(Command, frozen=True, tag="shoe.start_round"):
+    coup: str
+    ruleset: str
+
+
+class DrawCard(Command, frozen=True, tag="shoe.draw_card"):
+    """The ``index``-th card of the coup (0 first): asking again for the same
+    index returns the same card, so a retried draw never takes a second card."""
+
+    coup: str
+    index: int
+
+
+class EndRound(Command, frozen=True, tag="shoe.end_round"):
+    coup: str
+    pickup: tuple[Card, ...]
+
+
+ShoeCommand = StartRound | DrawCard | EndRound
+
+
+# ---- replies ----------------------------------------------------------------
+
+
+class Waiting(msgspec.Struct, frozen=True):
+    """What a coup waits for next: ``open`` (no coup), ``close_betting``,
+    ``answer`` (from ``seat``, about ``offer``), ``expose`` (``seat``'s ``hand``),
+    ``decision`` (``seat``, blackjack ``box_hand``), or ``finished``."""
+
+    kind: str
+    seat: int | None = None
+    hand: str | None = None
+    box_hand: int = 0
+    offer: str | None = None
+
+
+class Reply(msgspec.Struct, frozen=True, omit_defaults=True):
+    """``ok`` or a refusal with the ``reason`` and the ``clause`` that refuses."""
+
+    ok: bool
+    reason: str = ""
+    clause: str = ""
+    coup: str = ""
+    shoe: str = ""
+    waiting: Waiting | None = None
+    card: Card = ""
+    position: int = -1
+    wagers: tuple[Wager, ...] = ()
+
+
+def refused(reason: str, clause: str) -> Reply:
+    return Reply(False, reason=reason, clause=clause)
+
+
+coup_decoder = msgspec.json.Decoder(CoupCommand)
+wager_decoder = msgspec.json.Decoder(WagerCommand)
+shoe_decoder = msgspec.json.Decoder(ShoeCommand)
+reply_decoder = msgspec.json.Decoder(Reply)
+encoder = msgspec.json.Encoder()

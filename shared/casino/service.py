@@ -1,0 +1,111 @@
+"""What every service shares: recording events with their envelopes, answering
+commands with a reply or a refusal, and asking other services."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+import msgspec
+from nats.aio.client import Client
+from nats.errors import NoRespondersError
+from nats.errors import TimeoutError as NatsTimeout
+
+from casino.commands import Command, Reply, encoder, refused, reply_decoder
+from casino.rules.errors import RuleViolation
+from casino.store.envelope import SCHEMA_VERSION, AnyEvent, Batch, Envelope, type_of
+from casino.store.eventstore import Appended, Conflict, EventStore
+
+log = logging.getLogger("casino")
+
+Clock = Callable[[], datetime]
+C = TypeVar("C", bound=Command)
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class Recorder:
+    """Appends the events of one decision as one batch, each with its envelope."""
+
+    def __init__(self, store: EventStore, producer: str, clock: Clock = utc_now) -> None:
+        self.store, self.producer, self.clock = store, producer, clock
+
+    async def record(
+        self, subject: str, events: Sequence[AnyEvent], *, expected: int, msg_id: str, table: str, shoe: str,
+        coup: str, causation: str, correlation: str = "", guard: str | None = None,
+    ) -> Appended:
+        at = self.clock()
+        msg_id = f"{self.producer}:{msg_id}"  # one command may cause writes by several services
+        batch = Batch(tuple(
+            Envelope(f"{msg_id}/{i}", type_of(e), SCHEMA_VERSION, table, shoe, coup, causation,
+                     correlation or coup or causation, self.producer, at, e)
+            for i, e in enumerate(events)
+        ))
+        return await self.store.append(subject, batch, expected=expected, msg_id=msg_id, guard=guard)
+
+
+async def answer(data: bytes, decoder: msgspec.json.Decoder[Any], handler: Callable[[Any], Awaitable[Reply]],
+                 reload: Callable[[Any], Awaitable[None]] | None = None) -> bytes:
+    """Decode a command, run its handler, and encode the reply. A malformed or
+    unknown command, or a step the rules forbid, is refused with its reason; a
+    concurrency conflict reloads the aggregate and tries again."""
+    try:
+        command = decoder.decode(data)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        return encoder.encode(refused(f"malformed or unknown command: {exc}", "protocol"))
+    for _ in range(5):
+        try:
+            return encoder.encode(await handler(command))
+        except RuleViolation as exc:
+            return encoder.encode(refused(exc.reason, exc.clause))
+        except Conflict as exc:
+            log.warning("%s %s: concurrency conflict (%s); reloading", type(command).__name__, command.id, exc)
+            if reload is None:
+                break
+            await reload(command)
+    return encoder.encode(refused("the table is busy: another writer keeps winning; try again", "concurrency"))
+
+
+class Peer:
+    """Asks another service by request/reply, retrying with the same command id."""
+
+    def __init__(self, nc: Client, timeout: float = 5.0, attempts: int = 5) -> None:
+        self.nc, self.timeout, self.attempts = nc, timeout, attempts
+
+    async def ask(self, subject: str, command: Command) -> Reply:
+        payload = encoder.encode(command)
+        for attempt in range(self.attempts):
+            try:
+                msg = await self.nc.request(subject, payload, timeout=self.timeout)
+                return reply_decoder.decode(msg.data)
+            except (TimeoutError, NatsTimeout, NoRespondersError):
+                await asyncio.sleep(0.05 * 2**attempt)
+        raise RuntimeError(f"no answer from {subject} after {self.attempts} attempts")
+
+    async def must(self, subject: str, command: Command) -> Reply:
+        """Ask, and turn a refusal into a ``RuleViolation`` for our own caller."""
+        reply = await self.ask(subject, command)
+        if not reply.ok:
+            raise RuleViolation(reply.clause, reply.reason)
+        return reply
+
+
+def digest(text: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha256(text).hexdigest()[:16]
+
+
+class TableLocks:
+    """One lock per table: a table's commands are decided one at a time."""
+
+    def __init__(self) -> None:
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    def __call__(self, table: str) -> asyncio.Lock:
+        return self._locks.setdefault(table, asyncio.Lock())

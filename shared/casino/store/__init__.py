@@ -1,0 +1,1 @@
+"""The event store: JetStream, and an in-memory fake with the same contract."""

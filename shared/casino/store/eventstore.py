@@ -1,0 +1,66 @@
+"""The event store contract and its in-memory fake.
+
+``append`` writes one batch under optimistic concurrency: ``expected`` is the
+last stream sequence of any message matching ``guard`` (the aggregate's
+subject filter), 0 when there is none. A different last sequence raises
+``Conflict`` and writes nothing. ``msg_id`` is derived from the cause, so a
+retried append is acknowledged as a duplicate and written once, even when the
+aggregate has moved on since the first attempt.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import msgspec
+
+from casino.store.envelope import Batch, decode, encode
+from casino.store.subjects import matches
+
+
+class Conflict(Exception):
+    """Another writer appended to the aggregate first."""
+
+
+class Appended(msgspec.Struct, frozen=True):
+    seq: int
+    duplicate: bool = False
+
+
+class Stored(msgspec.Struct, frozen=True):
+    seq: int
+    subject: str
+    batch: Batch
+    msg_id: str = ""
+
+
+class EventStore(Protocol):
+    async def append(self, subject: str, batch: Batch, *, expected: int, msg_id: str,
+                     guard: str | None = None) -> Appended: ...
+
+    async def read(self, filter_: str, after: int = 0) -> list[Stored]: ...
+
+
+class InMemoryEventStore:
+    """The fake: the same contract, in a list."""
+
+    def __init__(self) -> None:
+        self.messages: list[tuple[int, str, bytes]] = []
+        self.ids: dict[str, int] = {}
+
+    async def append(self, subject: str, batch: Batch, *, expected: int, msg_id: str,
+                     guard: str | None = None) -> Appended:
+        if msg_id in self.ids:
+            return Appended(self.ids[msg_id], duplicate=True)
+        last = max((seq for seq, subj, _ in self.messages if matches(guard or subject, subj)), default=0)
+        if last != expected:
+            raise Conflict(f"wrong last sequence: {last}")
+        seq = len(self.messages) + 1
+        self.messages.append((seq, subject, encode(batch)))
+        self.ids[msg_id] = seq
+        return Appended(seq)
+
+    async def read(self, filter_: str, after: int = 0) -> list[Stored]:
+        ids = {seq: msg_id for msg_id, seq in self.ids.items()}
+        return [Stored(seq, subj, decode(data), ids.get(seq, "")) for seq, subj, data in self.messages
+                if seq > after and matches(filter_, subj)]

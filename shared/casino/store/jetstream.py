@@ -1,0 +1,94 @@
+"""The event store on NATS JetStream (nats-py, where faststream has no API)."""
+
+from __future__ import annotations
+
+from nats.aio.client import Client
+from nats.js import JetStreamContext
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, StorageType, StreamConfig
+from nats.js.errors import APIError, BadRequestError, NotFoundError
+
+from casino.store.envelope import Batch, decode, encode
+from casino.store.eventstore import Appended, Conflict, Stored
+from casino.store.subjects import EVENTS, SECRETS
+
+STREAM = "CASINO"
+SECRETS_STREAM = "CASINO_SHOE_SECRETS"
+WRONG_LAST_SEQUENCE = 10071
+
+
+def stream_config(replicas: int = 1, duplicate_window_s: float = 120.0) -> StreamConfig:
+    """The one event stream: file storage, nothing deleted or purged, a duplicate window."""
+    return StreamConfig(
+        name=STREAM, subjects=[f"{EVENTS}.>"], storage=StorageType.FILE, num_replicas=replicas,
+        deny_delete=True, deny_purge=True, allow_direct=True, duplicate_window=duplicate_window_s,
+    )
+
+
+def secrets_config(replicas: int = 1) -> StreamConfig:
+    """The shoe service's shuffled orders, kept out of the public stream."""
+    return StreamConfig(
+        name=SECRETS_STREAM, subjects=[f"{SECRETS}.>"], storage=StorageType.FILE, num_replicas=replicas,
+        deny_delete=True, deny_purge=True, allow_direct=True,
+    )
+
+
+async def ensure_streams(js: JetStreamContext, replicas: int = 1) -> None:
+    """Create the streams if they do not exist (idempotent)."""
+    for config in (stream_config(replicas), secrets_config(replicas)):
+        try:
+            await js.stream_info(config.name or "")
+        except NotFoundError:
+            await js.add_stream(config)
+
+
+class JetStreamEventStore:
+    """Appends with ``Nats-Expected-Last-Subject-Sequence`` (and its ``-Subject``
+    filter for aggregates spread over several subjects) and ``Nats-Msg-Id``."""
+
+    def __init__(self, nc: Client, stream: str = STREAM) -> None:
+        self.nc = nc
+        self.js = nc.jetstream()
+        self.stream = stream
+
+    async def append(self, subject: str, batch: Batch, *, expected: int, msg_id: str,
+                     guard: str | None = None) -> Appended:
+        headers = {"Nats-Expected-Last-Subject-Sequence": str(expected), "Nats-Msg-Id": msg_id}
+        if guard is not None and guard != subject:
+            headers["Nats-Expected-Last-Subject-Sequence-Subject"] = guard
+        try:
+            ack = await self.js.publish(subject, encode(batch), stream=self.stream, headers=headers)
+        except (BadRequestError, APIError) as exc:
+            if getattr(exc, "err_code", None) != WRONG_LAST_SEQUENCE:
+                raise
+            # The server checks the expected sequence before the duplicate window:
+            # a retry of an append that was written shows up here. Find it.
+            for m in await self.read(guard or subject, after=expected):
+                if m.msg_id == msg_id:
+                    return Appended(m.seq, duplicate=True)
+            raise Conflict(str(exc.description)) from None
+        return Appended(ack.seq, bool(ack.duplicate))
+
+    async def read(self, filter_: str, after: int = 0) -> list[Stored]:
+        """Every message on ``filter_`` with a sequence above ``after``, in order."""
+        config = ConsumerConfig(
+            filter_subject=filter_, ack_policy=AckPolicy.NONE, inactive_threshold=30.0,
+            deliver_policy=DeliverPolicy.BY_START_SEQUENCE if after else DeliverPolicy.ALL,
+            opt_start_seq=after + 1 if after else None,
+        )
+        sub = await self.js.pull_subscribe(filter_, stream=self.stream, config=config)
+        out: list[Stored] = []
+        try:
+            info = await sub.consumer_info()
+            pending = info.num_pending or 0
+            while pending > 0:
+                try:
+                    msgs = await sub.fetch(batch=min(pending, 512), timeout=5)
+                except TimeoutError:
+                    break
+                for m in msgs:
+                    msg_id = (m.headers or {}).get("Nats-Msg-Id", "")
+                    out.append(Stored(m.metadata.sequence.stream, m.subject, decode(m.data), msg_id))
+                    pending = m.metadata.num_pending
+        finally:
+            await sub.unsubscribe()
+        return out

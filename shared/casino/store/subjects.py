@@ -1,0 +1,65 @@
+"""Subjects of the event store and of the command interface.
+
+Events:   casino.ev.<table>.<shoe>.<coup>.<aggregate>
+  one coup, from every service:   casino.ev.*.*.<coup>.>
+  one table's whole history:      casino.ev.<table>.>
+  one shoe:                       casino.ev.<table>.<shoe>.>
+  (shoe events between coups use "-" for the coup; a coup is filed under the shoe
+  in play when it opened.)
+Commands: casino.cmd.<table>.<service>  (request/reply)
+Secrets:  casino.secret.<table>.<shoe>  (the shoe service's shuffled orders, kept
+  apart from the public stream until the shoe ends and its order is revealed)
+"""
+
+from __future__ import annotations
+
+EVENTS = "casino.ev"
+COMMANDS = "casino.cmd"
+SECRETS = "casino.secret"
+NO_COUP = "-"
+
+
+def event(table: str, shoe: str, coup: str, aggregate: str) -> str:
+    return f"{EVENTS}.{table}.{shoe or NO_COUP}.{coup or NO_COUP}.{aggregate}"
+
+
+def coup_filter(coup: str) -> str:
+    return f"{EVENTS}.*.*.{coup}.>"
+
+
+def table_filter(table: str) -> str:
+    return f"{EVENTS}.{table}.>"
+
+
+def shoe_filter(table: str, shoe: str) -> str:
+    return f"{EVENTS}.{table}.{shoe}.>"
+
+
+def aggregate_filter(aggregate: str, table: str = "*") -> str:
+    """Every event of one aggregate kind (``coup``, ``shoe``, ``wager``, ``settle``)."""
+    return f"{EVENTS}.{table}.*.*.{aggregate}"
+
+
+def command(table: str, service: str) -> str:
+    return f"{COMMANDS}.{table}.{service}"
+
+
+def secret(table: str, shoe: str) -> str:
+    return f"{SECRETS}.{table}.{shoe}"
+
+
+def matches(filter_: str, subject: str) -> bool:
+    """NATS subject matching: ``*`` one token, ``>`` the rest."""
+    f, s = filter_.split("."), subject.split(".")
+    for i, token in enumerate(f):
+        if token == ">":
+            return len(s) > i
+        if i >= len(s) or (token != "*" and token != s[i]):
+            return False
+    return len(f) == len(s)
+
+
+def tokens(subject: str) -> tuple[str, str, str, str]:
+    """(table, shoe, coup, aggregate) of an event subject."""
+    _, _, table, shoe, coup, aggregate = subject.split(".")
+    return table, shoe, coup, aggregate

@@ -1,0 +1,48 @@
+"""The casino's tables: which ruleset each deals, and the approvals in force.
+
+A TOML file the operator keeps (``deploy/tables.toml`` is an example)::
+
+    [tables.BAC1]
+    ruleset = "baccarat-000-methods"
+    approvals = [{ what = "method_b", by = "inspector", reference = "INS-2026-114" }]
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import msgspec
+
+from casino.rules.baccarat.messages import Approval
+
+
+class TableConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    ruleset: str
+    procedure: str = ""
+    approvals: tuple[Approval, ...] = ()
+
+
+class Tables(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    tables: dict[str, TableConfig]
+
+
+def load_tables(path: str | Path) -> dict[str, TableConfig]:
+    """Read and validate a tables file; a bad file is refused naming the field."""
+    data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    return msgspec.convert(data, Tables).tables
+
+
+def dump_tables(tables: dict[str, TableConfig]) -> str:
+    """The TOML text of a tables file."""
+    lines = []
+    for name, t in tables.items():
+        lines.append(f"[tables.{name}]")
+        lines.append(f'ruleset = "{t.ruleset}"')
+        if t.procedure:
+            lines.append(f'procedure = "{t.procedure}"')
+        if t.approvals:
+            items = ", ".join(f'{{ what = "{a.what}", by = "{a.by}", reference = "{a.reference}" }}' for a in t.approvals)
+            lines.append(f"approvals = [{items}]")
+        lines.append("")
+    return "\n".join(lines)

@@ -1,0 +1,76 @@
+"""The four services started in the test's event loop on a real nats-server,
+with stacked shoes, and a terminal that talks to them through the command
+interface."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Sequence
+
+import nats
+from nats.aio.client import Client
+from services import runner
+from services.shoe.service import Order
+
+from casino import commands as c
+from casino.rules import settlement
+from casino.rules.cards import Card
+from casino.service import Peer
+from casino.store import subjects
+from casino.store.envelope import AnyEvent
+from casino.store.jetstream import JetStreamEventStore
+from casino.tables import TableConfig
+
+_ids = itertools.count()
+
+
+class Stacked:
+    """The shuffle source of the tests: each table's shoes in a known order."""
+
+    def __init__(self, orders: dict[str, list[Order]]) -> None:
+        self.orders = orders
+
+    def __call__(self, table: str, decks: int) -> Order:
+        return self.orders[table].pop(0)
+
+
+class Casino:
+    def __init__(self, url: str, tables: dict[str, TableConfig], shoes: dict[str, list[Order]]) -> None:
+        self.url, self.tables, self.shuffle = url, tables, Stacked(shoes)
+        self.running: list[runner.Running] = []
+        self.nc: Client | None = None
+
+    async def __aenter__(self) -> Casino:
+        for kind in runner.KINDS:
+            self.running.append(await runner.start(kind, self.url, tables=self.tables, shuffle=self.shuffle))
+        self.nc = await nats.connect(self.url)
+        self.peer = Peer(self.nc, timeout=10)
+        self.store = JetStreamEventStore(self.nc)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        for r in reversed(self.running):
+            await r.stop()
+        if self.nc:
+            await self.nc.close()
+
+    async def ask(self, table: str, service: str, command: type[c.Command], **fields: object) -> c.Reply:
+        cmd = command(id=f"t-{next(_ids)}", table=table, **fields)  # type: ignore[call-arg]
+        return await self.peer.ask(subjects.command(table, service), cmd)
+
+    async def events(self, flt: str) -> list[tuple[str, AnyEvent]]:
+        return [(subjects.tokens(m.subject)[3], e.data) for m in await self.store.read(flt) for e in m.batch.events]
+
+    async def settled(self, coup: str, timeout: float = 10.0) -> settlement.CoupSettled:
+        deadline = asyncio.get_running_loop().time() + timeout
+        while asyncio.get_running_loop().time() < deadline:
+            for _, e in await self.events(subjects.coup_filter(coup)):
+                if isinstance(e, settlement.CoupSettled):
+                    return e
+            await asyncio.sleep(0.05)
+        raise TimeoutError(f"coup {coup} was not settled")
+
+
+def order_of(cards: Sequence[Card]) -> Order:
+    return tuple(cards), "stacked"

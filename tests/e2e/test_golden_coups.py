@@ -1,0 +1,133 @@
+"""Full coups through all four services on real NATS: for each baccarat method
+and style and each blackjack procedure, the recorded events are exactly those
+of the rules library's golden coup for the same stacked shoe, and the
+settlement pays exactly the library's payouts."""
+
+from __future__ import annotations
+
+import pytest
+
+from casino import commands as c
+from casino.rules import play
+from casino.rules.baccarat import messages as bm
+from casino.rules.blackjack import messages as jm
+from casino.rules.wagers import Wager
+from casino.store import subjects
+from casino.store.envelope import CoupConfigured
+from casino.tables import TableConfig
+from tests.e2e.casino import Casino, order_of
+from tests.rules.stacking import Scripted, baccarat, blackjack, burn_cards, order
+
+pytestmark = pytest.mark.anyio
+
+APPROVALS = (bm.Approval("method_b", "inspector", "INS-1"), bm.Approval("holder_plays_player", "casino_supervisor", "SUP-1"))
+TABLES = {
+    "BAC000": TableConfig("baccarat-000-methods", approvals=APPROVALS),
+    "BAC001": TableConfig("baccarat-001-styles"),
+    "BJ002": TableConfig("blackjack-002-hole-card"),
+    "BJ003": TableConfig("blackjack-003-no-hole-card"),
+}
+DRAWS = ["2S", "3H", "2D", "3C", "6H", "9D"]  # both hands draw a third card
+
+
+async def drive(casino: Casino, table: str, procedure: str, book: tuple[Wager, ...], players: Scripted) -> str:
+    """Deal one coup as a table terminal would, answering as ``players``."""
+    reply = await casino.ask(table, "coup", c.OpenCoup, procedure=procedure)
+    assert reply.ok, reply
+    coup = reply.coup
+    for w in book:
+        placed = await casino.ask(table, "wager", c.PlaceWager, coup=coup, seat=w.seat, bet=w.bet, amount=w.amount)
+        assert placed.ok, placed
+    reply = await casino.ask(table, "coup", c.CloseBetting, coup=coup)
+    while reply.ok and reply.waiting and reply.waiting.kind != "finished":
+        w = reply.waiting
+        assert w.seat is not None, w
+        if w.kind == "answer":
+            a = players.answers.get((w.offer or "", w.seat), True)
+            reply = await casino.ask(table, "coup", c.AnswerOffer, coup=coup, seat=w.seat, accept=bool(a),
+                                     plays="player" if a == "player" else "banker")
+        elif w.kind == "expose":
+            kind = c.ReturnCards if w.seat in players.returns else c.ExposeHand
+            reply = await casino.ask(table, "coup", kind, coup=coup, seat=w.seat, hand=w.hand)
+        elif w.kind == "decision":
+            d = players.decide(None, jm_awaiting(w))  # type: ignore[arg-type]
+            reply = await casino.ask(table, "coup", c.Decide, coup=coup, seat=d.seat, hand=d.hand,
+                                     action=d.action, amount=d.amount)
+        else:
+            raise AssertionError(f"unexpected wait {w}")
+    assert reply.ok, reply
+    return coup
+
+
+def jm_awaiting(w: c.Waiting) -> object:
+    from casino.rules.blackjack.coup import Awaiting
+
+    return Awaiting("decision", w.seat, w.box_hand)
+
+
+async def recorded(casino: Casino, table: str, coup: str) -> tuple[list[object], list[object], object]:
+    events = await casino.events(subjects.coup_filter(coup))
+    coup_events = [e for agg, e in events if agg == "coup" and not isinstance(e, CoupConfigured)]
+    shoe_events = [e for agg, e in await casino.events(subjects.aggregate_filter("shoe", table)) if agg == "shoe"]
+    return coup_events, shoe_events, await casino.settled(coup)
+
+
+BACCARAT = [
+    ("method_a", "BAC000", Scripted()),
+    ("method_b", "BAC000", Scripted({("player", 3): False}, returns={6})),
+    ("method_c", "BAC000", Scripted({("shoe", 2): False})),
+    ("method_d", "BAC000", Scripted({("shoe", 6): "player"})),
+    ("style_a", "BAC001", Scripted()),
+    ("style_b", "BAC001", Scripted({("banker", 6): False}, returns={2})),
+]
+
+
+@pytest.mark.parametrize("procedure,table,players", BACCARAT, ids=[p for p, _, _ in BACCARAT])
+async def test_a_baccarat_coup_through_all_four_services_equals_the_golden_coup(
+    nats_url: str, procedure: str, table: str, players: Scripted
+) -> None:
+    rules = baccarat(TABLES[table].ruleset)
+    stacked = order(rules.shoe.decks, DRAWS, burn_cards(rules.shoe))
+    book = (Wager(2, "banker", 5000), Wager(3, "player", 5000), Wager(6, "banker", 5000), Wager(5, "tie", 1000))
+    book = tuple(w for w in book if w.bet in rules.limits)
+    async with Casino(nats_url, TABLES, {table: [order_of(stacked)]}) as casino:
+        coup = await drive(casino, table, procedure, book, players)
+        coup_events, shoe_events, settled = await recorded(casino, table, coup)
+
+    golden_shoe = play.Shoe(rules.shoe, [order_of(stacked)], prefix=f"{table}-shoe-")
+    golden = play.play_baccarat(rules, golden_shoe, bm.OpenCoup(coup, procedure, TABLES[table].approvals),
+                                book, Scripted(dict(players.answers), set(players.returns)))
+    assert coup_events == golden.events
+    assert shoe_events == golden_shoe.events
+    assert settled.payouts == golden.payouts  # type: ignore[attr-defined]
+
+
+# Boxes 1, 3, 6 and the dealer's ace: box 1 insures, box 3 splits its eights, box 6 doubles on 11.
+BLACKJACK = [
+    ("BJ002", ["TS", "8H", "5D", "AS", "9C", "8C", "6D", "7H", "2S", "3S", "KD", "9S"]),
+    ("BJ003", ["TS", "8H", "5D", "AS", "9C", "8C", "6D", "2S", "3S", "KD", "9S", "7H"]),
+]
+
+
+@pytest.mark.parametrize("table,cards", BLACKJACK, ids=[t for t, _ in BLACKJACK])
+async def test_a_blackjack_coup_through_all_four_services_equals_the_golden_coup(
+    nats_url: str, table: str, cards: list[str]
+) -> None:
+    rules = blackjack(TABLES[table].ruleset)
+    stacked = order(rules.shoe.decks, cards, burn_cards(rules.shoe))
+    book = (Wager(1, "box", 2000), Wager(3, "box", 4000), Wager(6, "box", 1000))
+
+    def players() -> Scripted:
+        return Scripted(decisions={(3, 0): ["split"], (3, 1): ["hit", "stand"], (6, 0): ["double"]},
+                        insurance={1: 1000})
+
+    async with Casino(nats_url, TABLES, {table: [order_of(stacked)]}) as casino:
+        coup = await drive(casino, table, "", book, players())
+        coup_events, shoe_events, settled = await recorded(casino, table, coup)
+
+    golden_shoe = play.Shoe(rules.shoe, [order_of(stacked)], prefix=f"{table}-shoe-")
+    golden = play.play_blackjack(rules, golden_shoe, coup, book, players())
+    assert any(isinstance(e, jm.DecisionTaken) and e.action == "split" for e in golden.events)
+    assert coup_events == golden.events
+    assert shoe_events == golden_shoe.events
+    assert settled.payouts == golden.payouts  # type: ignore[attr-defined]

@@ -1,0 +1,108 @@
+"""One contract, two adapters: the in-memory fake and real JetStream."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+
+import nats
+import pytest
+
+from casino.rules.baccarat import messages as bm
+from casino.rules.shoe import CardDrawn
+from casino.store import subjects
+from casino.store.envelope import Batch, Envelope, type_of
+from casino.store.eventstore import Conflict, EventStore, InMemoryEventStore
+from casino.store.jetstream import JetStreamEventStore, ensure_streams
+
+pytestmark = pytest.mark.anyio
+AT = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture(params=["memory", "jetstream"])
+async def store(request: pytest.FixtureRequest) -> AsyncIterator[EventStore]:
+    if request.param == "memory":
+        yield InMemoryEventStore()
+        return
+    url = request.getfixturevalue("nats_url")
+    nc = await nats.connect(url)
+    await ensure_streams(nc.jetstream())
+    yield JetStreamEventStore(nc)
+    await nc.close()
+
+
+def batch(*events: object, table: str = "T1", shoe: str = "T1-shoe-1", coup: str = "T1-000001") -> Batch:
+    return Batch(tuple(
+        Envelope(f"e{i}", type_of(e), 1, table, shoe, coup, "cmd-1", coup, "test", AT, e)  # type: ignore[arg-type]
+        for i, e in enumerate(events)))
+
+
+DEALT = bm.CardDealt("player", "AS", 1, True, None)
+COUP = subjects.event("T1", "T1-shoe-1", "T1-000001", "coup")
+
+
+async def test_an_appended_batch_reads_back_whole_with_its_envelopes(store: EventStore) -> None:
+    b = batch(DEALT, bm.CountAnnounced("player", 1, "000 8.3.2"))
+    ack = await store.append(COUP, b, expected=0, msg_id="m1")
+    [got] = await store.read(COUP)
+    assert (got.seq, got.subject, got.batch) == (ack.seq, COUP, b)
+
+
+async def test_a_stale_expected_sequence_is_a_conflict_and_writes_nothing(store: EventStore) -> None:
+    first = await store.append(COUP, batch(DEALT), expected=0, msg_id="m1")
+    with pytest.raises(Conflict):
+        await store.append(COUP, batch(DEALT), expected=0, msg_id="m2")
+    assert [m.seq for m in await store.read(COUP)] == [first.seq]
+
+
+async def test_two_writers_racing_for_one_aggregate_exactly_one_wins(store: EventStore) -> None:
+    await store.append(COUP, batch(DEALT), expected=0, msg_id="m0")
+    [last] = await store.read(COUP)
+    results = await asyncio.gather(
+        *(store.append(COUP, batch(DEALT), expected=last.seq, msg_id=f"writer-{i}") for i in range(2)),
+        return_exceptions=True)
+    assert sorted(type(r).__name__ for r in results) == ["Appended", "Conflict"]
+    assert len(await store.read(COUP)) == 2
+
+
+async def test_a_retried_append_is_written_once(store: EventStore) -> None:
+    a = await store.append(COUP, batch(DEALT), expected=0, msg_id="cmd-42")
+    b = await store.append(COUP, batch(DEALT), expected=0, msg_id="cmd-42")
+    assert (b.seq, b.duplicate, a.duplicate) == (a.seq, True, False)
+    assert len(await store.read(COUP)) == 1
+
+
+async def test_the_guard_covers_every_subject_of_an_aggregate(store: EventStore) -> None:
+    guard = subjects.aggregate_filter("shoe", "T1")
+    one = subjects.event("T1", "T1-shoe-1", "-", "shoe")
+    two = subjects.event("T1", "T1-shoe-1", "T1-000001", "shoe")
+    drawn = CardDrawn("T1-shoe-1", "T1-000001", 1, "AS")
+    a = await store.append(one, batch(drawn), expected=0, msg_id="s1", guard=guard)
+    with pytest.raises(Conflict):  # a writer that missed the message on the other subject
+        await store.append(two, batch(drawn), expected=0, msg_id="s2", guard=guard)
+    await store.append(two, batch(drawn), expected=a.seq, msg_id="s3", guard=guard)
+
+
+async def test_one_filter_per_coup_per_table_per_shoe(store: EventStore) -> None:
+    writes = [("T1", "T1-shoe-1", "T1-000001", "coup"), ("T1", "T1-shoe-1", "T1-000001", "wager"),
+              ("T1", "T1-shoe-1", "T1-000001", "shoe"), ("T1", "T1-shoe-1", "T1-000002", "coup"),
+              ("T1", "T1-shoe-2", "T1-000003", "coup"), ("T2", "T2-shoe-1", "T2-000001", "coup")]
+    for i, (table, shoe, coup, agg) in enumerate(writes):
+        await store.append(subjects.event(table, shoe, coup, agg), batch(DEALT), expected=0, msg_id=f"w{i}")
+
+    async def count(flt: str) -> int:
+        return len(await store.read(flt))
+
+    assert await count(subjects.coup_filter("T1-000001")) == 3
+    assert await count(subjects.table_filter("T1")) == 5
+    assert await count(subjects.shoe_filter("T1", "T1-shoe-1")) == 4
+    assert len(await store.read(subjects.table_filter("T1"), after=3)) == 2
+
+
+async def test_a_retry_after_the_aggregate_moved_on_is_still_written_once(store: EventStore) -> None:
+    a = await store.append(COUP, batch(DEALT), expected=0, msg_id="cmd-1")
+    await store.append(COUP, batch(DEALT), expected=a.seq, msg_id="cmd-2")
+    retry = await store.append(COUP, batch(DEALT), expected=0, msg_id="cmd-1")
+    assert (retry.seq, retry.duplicate) == (a.seq, True)
+    assert len(await store.read(COUP)) == 2
