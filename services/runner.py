@@ -63,7 +63,8 @@ async def start(kind: str, url: str, *, tables: dict[str, TableConfig] | None = 
     nc = await nats.connect(url, name=name or kind, max_reconnect_attempts=-1)
     await ensure_streams(nc.jetstream())
     store = JetStreamEventStore(nc)
-    broker = NatsBroker(url, logger=None, name=f"{name or kind}-broker", max_reconnect_attempts=-1)
+    broker = NatsBroker(url, logger=log, log_level=logging.DEBUG, name=f"{name or kind}-broker",
+                        max_reconnect_attempts=-1)
     service: Any
     if kind == "shoe":
         service = ShoeService(store, JetStreamSecrets(nc.jetstream()), shuffle, clock)

@@ -14,7 +14,7 @@ from casino.rules.blackjack import coup as bj
 from casino.rules.blackjack import messages as jm
 from casino.rules.errors import RuleViolation
 from casino.rules.ruleset import BaccaratRules, BlackjackRules, Ruleset
-from casino.service import Clock, Peer, Recorder, digest, utc_now
+from casino.service import Clock, Peer, Recorder, digest, log, utc_now
 from casino.store import subjects
 from casino.store.envelope import AnyEvent, CoupConfigured
 from casino.store.eventstore import EventStore
@@ -75,13 +75,19 @@ class DealerPolicyService:
                 t.last_seq = msg.seq
             self.tables[name] = t
 
-    def _next_coup(self, t: TableCoup) -> None:
+    @staticmethod
+    def _carry(t: TableCoup) -> tuple[int | None, str, str]:
         """What the finished coup leaves to the next: the shoe holder (000 8.18),
         the style in force on the shoe (001 8.5)."""
+        holder, style, style_shoe = t.carried_holder, t.style, t.style_shoe
         if isinstance(t.state, bac.BaccaratCoup):
-            t.carried_holder = bac.shoe_holder_after(t.state)
+            holder = bac.shoe_holder_after(t.state)
             if t.state.opened_as.startswith("style"):
-                t.style, t.style_shoe = t.state.opened_as, t.shoe
+                style, style_shoe = t.state.opened_as, t.shoe
+        return holder, style, style_shoe
+
+    def _next_coup(self, t: TableCoup) -> None:
+        t.carried_holder, t.style, t.style_shoe = self._carry(t)
         t.state, t.applied, t.last_seq = None, frozenset(), 0
 
     def _apply(self, t: TableCoup, event: AnyEvent, causation: str) -> None:
@@ -129,7 +135,14 @@ class DealerPolicyService:
             return c.Waiting(kind, a.seat, a.hand, offer=a.offer)
         assert isinstance(t.rules, BlackjackRules)
         b = bj.awaiting(s, t.rules)
-        return c.Waiting({"nothing": "finished"}.get(b.kind, b.kind), b.seat, box_hand=b.hand)
+        kind = {"nothing": "finished"}.get(b.kind, b.kind)
+        if kind != "decision" or b.seat is None:
+            return c.Waiting(kind, b.seat, box_hand=b.hand)
+        box = next(x for x in s.boxes if x.seat == b.seat)
+        options = tuple(a for a in ("stand", "hit", "double", "split", "insurance")
+                        if bj.check(t.rules, s, jm.Decide(b.seat, b.hand, a, 1 if a == "insurance" else 0)) is None)
+        return c.Waiting(kind, b.seat, box_hand=b.hand, cards=box.hands[b.hand].codes,
+                         dealer=tuple(p.card for p in s.dealer if p.face_up), options=options)
 
     def _reply(self, t: TableCoup) -> c.Reply:
         return c.Reply(True, coup=t.coup, shoe=t.shoe, waiting=self.waiting(t))
@@ -158,20 +171,19 @@ class DealerPolicyService:
         coup = f"{t.name}-{number:06d}"
         start = await self.peer.must(subjects.command(t.name, "shoe"),
                                      c.StartRound(f"{coup}:start", t.name, coup, t.config.ruleset))
-        self._next_coup(t)
-        t.coup, t.shoe = coup, start.shoe
+        holder, style, style_shoe = self._carry(t)
         game = "baccarat" if isinstance(t.rules, BaccaratRules) else "blackjack"
-        configured = CoupConfigured(t.name, game, t.config.ruleset, _ruleset_digest(t.rules), number)
-        events: list[AnyEvent] = [configured]
-        t.state = bac.BaccaratCoup() if game == "baccarat" else bj.BlackjackCoup()
+        events: list[AnyEvent] = [
+            CoupConfigured(t.name, game, t.config.ruleset, _ruleset_digest(t.rules), number)]
         if isinstance(t.rules, BaccaratRules):
-            shoe_style = t.style if t.style_shoe == t.shoe else None
+            shoe_style = style if style_shoe == start.shoe else None
             procedure = cmd.procedure or shoe_style or t.config.procedure or t.rules.procedures[0]
-            opening = bm.OpenCoup(coup, procedure, t.config.approvals + cmd.approvals, shoe_style, t.carried_holder)
-            events += bac.decide(t.rules, bac.BaccaratCoup(), opening)
+            opening = bm.OpenCoup(coup, procedure, t.config.approvals + cmd.approvals, shoe_style, holder)
+            events += bac.decide(t.rules, bac.BaccaratCoup(), opening)  # refused here: nothing has changed
         else:
             events += bj.decide(t.rules, bj.BlackjackCoup(), jm.OpenCoup(coup))
-        t.state = None
+        self._next_coup(t)
+        t.coup, t.shoe = coup, start.shoe
         await self._commit(t, events, f"{coup}:open", cmd.id)
         await self.peer.must(subjects.command(t.name, "wager"),
                              c.OpenBook(f"{coup}:open-book", t.name, coup, t.shoe, t.config.ruleset))
@@ -241,13 +253,20 @@ class DealerPolicyService:
         for t in self.tables.values():
             if t.state is None:
                 continue
-            await self.peer.must(subjects.command(t.name, "shoe"),
-                                 c.StartRound(f"{t.coup}:start", t.name, t.coup, t.config.ruleset))
-            if t.state.phase == "betting":
-                await self.peer.must(subjects.command(t.name, "wager"),
-                                     c.OpenBook(f"{t.coup}:open-book", t.name, t.coup, t.shoe, t.config.ruleset))
-            else:
-                await self.advance(t)
+            try:
+                await self._resume(t)
+            except (RuleViolation, RuntimeError) as exc:
+                log.error("table %s: cannot resume coup %s: %s", t.name, t.coup, exc)
+
+    async def _resume(self, t: TableCoup) -> None:
+        assert t.state is not None
+        await self.peer.must(subjects.command(t.name, "shoe"),
+                             c.StartRound(f"{t.coup}:start", t.name, t.coup, t.config.ruleset))
+        if t.state.phase == "betting":
+            await self.peer.must(subjects.command(t.name, "wager"),
+                                 c.OpenBook(f"{t.coup}:open-book", t.name, t.coup, t.shoe, t.config.ruleset))
+        else:
+            await self.advance(t)
 
 
 def _cards_dealt(state: Coup | None) -> int:

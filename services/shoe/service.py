@@ -145,7 +145,7 @@ class ShoeService:
         match cmd:
             case StartRound():
                 t = await self._table(cmd.table, cmd.ruleset)
-                if t.state.round == cmd.coup:
+                if t.state.round == cmd.coup or t.last_round == cmd.coup:  # asked again
                     return Reply(True, coup=cmd.coup, shoe=t.state.shoe_id or "")
                 if t.state.round is not None:
                     raise RuleViolation("shoe", f"round {t.state.round} has not ended")

@@ -37,8 +37,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ps.add_argument("ruleset", help=f"a ruleset file or a built-in name: {', '.join(rulesets.available())}")
     ps.add_argument("--json", action="store_true", help="print JSON")
     sub.add_parser("rulesets", help="list the built-in rulesets")
+    from casino import launcher
+
+    launcher.add_arguments(sub.add_parser("run", help="the whole casino: NATS, the four services, simulated tables"))
     args = parser.parse_args(argv)
 
+    if args.command == "run":
+        return launcher.run(args)
     if args.command == "rulesets":
         print("\n".join(rulesets.available()))
         return 0

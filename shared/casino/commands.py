@@ -164,13 +164,18 @@ ShoeCommand = StartRound | DrawCard | EndRound
 class Waiting(msgspec.Struct, frozen=True):
     """What a coup waits for next: ``open`` (no coup), ``close_betting``,
     ``answer`` (from ``seat``, about ``offer``), ``expose`` (``seat``'s ``hand``),
-    ``decision`` (``seat``, blackjack ``box_hand``), or ``finished``."""
+    ``decision`` (``seat``, blackjack ``box_hand``), or ``finished``. For a
+    decision it shows the hand's ``cards``, the dealer's face-up ``dealer`` cards
+    and the actions the rules allow now (``options``)."""
 
     kind: str
     seat: int | None = None
     hand: str | None = None
     box_hand: int = 0
     offer: str | None = None
+    cards: tuple[Card, ...] = ()
+    dealer: tuple[Card, ...] = ()
+    options: tuple[str, ...] = ()
 
 
 class Reply(msgspec.Struct, frozen=True, omit_defaults=True):

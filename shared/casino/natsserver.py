@@ -22,10 +22,19 @@ def binary() -> str:
     return found
 
 
+_handed_out: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A free loopback port, never the same twice in one process: a client of
+    a stopped server that reconnects must not find a new server on its port."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        if port not in _handed_out:
+            _handed_out.add(port)
+            return port
 
 
 def port_free(port: int) -> bool:
@@ -43,7 +52,7 @@ class NatsServer:
     def __init__(self, store_dir: str | Path, port: int | None = None, config: str | Path | None = None,
                  log_file: str | Path | None = None) -> None:
         self.store_dir = Path(store_dir)
-        self.port = port if port is not None and port_free(port) else free_port()
+        self.port = port if port and port_free(port) else free_port()
         self.config = config
         self.log_file = Path(log_file) if log_file else self.store_dir / "nats-server.log"
         self.process: subprocess.Popen[bytes] | None = None

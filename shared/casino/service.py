@@ -68,6 +68,9 @@ async def answer(data: bytes, decoder: msgspec.json.Decoder[Any], handler: Calla
             if reload is None:
                 break
             await reload(command)
+        except Exception:
+            log.exception("%s %s failed", type(command).__name__, command.id)
+            return encoder.encode(refused("the service failed on this command; it is logged", "internal"))
     return encoder.encode(refused("the table is busy: another writer keeps winning; try again", "concurrency"))
 
 

@@ -29,7 +29,7 @@ class Stacked:
     """The shuffle source of the tests: each table's shoes in a known order."""
 
     def __init__(self, orders: dict[str, list[Order]]) -> None:
-        self.orders = orders
+        self.orders = {table: list(shoes) for table, shoes in orders.items()}
 
     def __call__(self, table: str, decks: int) -> Order:
         return self.orders[table].pop(0)
@@ -45,7 +45,7 @@ class Casino:
         for kind in runner.KINDS:
             self.running.append(await runner.start(kind, self.url, tables=self.tables, shuffle=self.shuffle))
         self.nc = await nats.connect(self.url)
-        self.peer = Peer(self.nc, timeout=10)
+        self.peer = Peer(self.nc, timeout=5, attempts=2)
         self.store = JetStreamEventStore(self.nc)
         return self
 

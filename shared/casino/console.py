@@ -1,0 +1,87 @@
+"""The live console: each table as its events arrive from the stream."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+
+from casino.rules import settlement, shoe
+from casino.rules.baccarat import messages as bm
+from casino.rules.blackjack import messages as jm
+from casino.store import subjects
+from casino.store.envelope import Batch, CoupConfigured
+
+
+@dataclass
+class TableView:
+    name: str
+    ruleset: str = ""
+    coup: str = ""
+    procedure: str = ""
+    cards: dict[str, list[str]] = field(default_factory=dict)
+    result: str = ""
+    settled: int = 0
+    house_net: int = 0
+    shoe: str = ""
+    shoe_cards: int = 0
+    position: int = 0
+    reshuffles: int = 0
+
+    def line(self) -> str:
+        hands = "  ".join(f"{h}:{' '.join(cs)}" for h, cs in self.cards.items())
+        pen = f"{100 * self.position / self.shoe_cards:4.0f}%" if self.shoe_cards else "   -"
+        return (f"{self.name:<8} {self.coup:<16} {self.procedure:<10} {hands[:58]:<58} {self.result:<22} "
+                f"shoe {pen} reshuffles {self.reshuffles:<3} settled {self.settled:<5} house {self.house_net:>9}")
+
+
+class Console:
+    """Folds the live event stream into one line per table."""
+
+    def __init__(self, tables: list[str], live: bool | None = None) -> None:
+        self.views = {t: TableView(t) for t in tables}
+        self.live = sys.stdout.isatty() if live is None else live
+        self._drawn = 0
+
+    def on_batch(self, subject: str, batch: Batch) -> None:
+        table, _, _, _ = subjects.tokens(subject)
+        v = self.views.get(table)
+        if v is None:
+            return
+        for env in batch.events:
+            self._apply(v, env.coup, env.data)
+
+    def _apply(self, v: TableView, coup: str, e: object) -> None:
+        match e:
+            case CoupConfigured():
+                v.ruleset, v.coup, v.cards, v.result, v.procedure = e.ruleset, coup, {}, "", "blackjack"
+            case bm.CoupOpened():
+                v.procedure = e.procedure
+            case bm.CardDealt():
+                v.cards.setdefault(e.hand[0].upper(), []).append(e.card)
+            case jm.CardDealt():
+                v.cards.setdefault("D" if e.seat is None else f"{e.seat}.{e.hand}", []).append(e.card)
+            case bm.CoupResulted():
+                v.result = f"{e.winner} {e.player_points}-{e.banker_points}"
+            case jm.CoupResulted():
+                v.result = f"dealer {'BJ' if e.dealer_blackjack else e.dealer_total}"
+            case shoe.ShoeShuffled():
+                v.shoe, v.shoe_cards, v.position = e.shoe_id, e.cards, 0
+                v.reshuffles += 1
+            case shoe.CardDrawn() | shoe.CardBurned():
+                v.position = e.position + 1
+            case settlement.CoupSettled():
+                v.settled += 1
+                v.house_net += e.staked - e.returned
+
+    def render(self) -> str:
+        return "\n".join(v.line() for v in self.views.values())
+
+    def draw(self) -> None:
+        if not self.live:
+            return
+        text = self.render()
+        if self._drawn:
+            sys.stdout.write(f"\x1b[{self._drawn}F")
+        sys.stdout.write("\x1b[J" + text + "\n")
+        sys.stdout.flush()
+        self._drawn = text.count("\n") + 1

@@ -1,0 +1,134 @@
+"""``casino run``: the whole casino on this machine. An embedded nats-server with
+JetStream on loopback (data under ``var/``), the four services as separate
+processes, and the simulator dealing at the tables, with a live console."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import itertools
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nats
+
+from casino.console import Console
+from casino.natsserver import NatsServer
+from casino.rules.baccarat.messages import Approval
+from casino.simulator import Simulator
+from casino.store import subjects
+from casino.store.jetstream import JetStreamEventStore
+from casino.tables import TableConfig, dump_tables
+
+SERVICES = ("shoe", "wager", "dealer_policy", "settlement")
+SHORT = {"baccarat-000-methods": "BAC000", "baccarat-001-styles": "BAC001",
+         "blackjack-002-hole-card": "BJ002", "blackjack-003-no-hole-card": "BJ003"}
+APPROVALS = (Approval("method_b", "inspector", "INS-SIM"),
+             Approval("holder_plays_player", "casino_supervisor", "SUP-SIM"))
+
+
+def default_tables(count: int, names: list[str]) -> dict[str, TableConfig]:
+    """``count`` tables dealing the rulesets in turn: BAC000-1, BAC001-1, BJ002-1, ..."""
+    tables = {}
+    for i, ruleset in zip(range(count), itertools.cycle(names), strict=False):
+        name = f"{SHORT.get(ruleset, 'T')}-{i // len(names) + 1}"
+        tables[name] = TableConfig(ruleset, approvals=APPROVALS if ruleset.startswith("baccarat") else ())
+    return tables
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--coups", type=int, default=None, help="deal N coups per table, then exit 0 (default: forever)")
+    p.add_argument("--tables", type=int, default=4, help="number of tables (default 4, one per ruleset)")
+    p.add_argument("--rulesets", default=",".join(SHORT), help="comma-separated rulesets the tables deal, in turn")
+    p.add_argument("--seed", type=int, default=None, help="seed for the simulated players (not the shuffle)")
+    p.add_argument("--port", type=int, default=4222, help="NATS port; a free one if taken (default 4222)")
+    p.add_argument("--var", default="var", help="data directory (default ./var)")
+
+
+async def _wait_ready(url: str, timeout: float = 30.0) -> None:
+    nc = await nats.connect(url)
+    try:
+        for service in ("shoe", "wager", "coup"):
+            deadline = time.monotonic() + timeout
+            while True:
+                try:
+                    await nc.request(subjects.command("-", service), b"{}", timeout=1)
+                    break
+                except Exception:
+                    if time.monotonic() > deadline:
+                        raise TimeoutError(f"the {service} service did not start") from None
+                    await asyncio.sleep(0.2)
+    finally:
+        await nc.close()
+
+
+async def _simulate(url: str, tables: dict[str, TableConfig], coups: int | None, seed: int | None) -> None:
+    console = Console(list(tables))
+    nc = await nats.connect(url)
+    store = JetStreamEventStore(nc)
+    for table in tables:  # a second run continues the same store: show where each table stands
+        for msg in await store.read(subjects.table_filter(table)):
+            console.on_batch(msg.subject, msg.batch)
+
+    async def redraw() -> None:
+        last = 0.0
+        while True:
+            await asyncio.sleep(0.5)
+            if console.live:
+                console.draw()
+            elif time.monotonic() - last > 10:
+                print(console.render(), flush=True)
+                last = time.monotonic()
+
+    painter = asyncio.create_task(redraw())
+    try:
+        await Simulator(nc, tables, seed, console).run(coups)
+    finally:
+        painter.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await painter
+        print(console.render(), flush=True)
+        await nc.close()
+
+
+def run(args: argparse.Namespace) -> int:
+    var = Path(args.var)
+    (var / "logs").mkdir(parents=True, exist_ok=True)
+    tables = default_tables(args.tables, [r.strip() for r in args.rulesets.split(",") if r.strip()])
+    tables_file = var / "tables.toml"
+    tables_file.write_text(dump_tables(tables), encoding="utf-8")
+    server = NatsServer(var / "nats", port=args.port, log_file=var / "logs" / "nats-server.log").start()
+    print(f"nats-server with JetStream on {server.url}, data in {var / 'nats'}; logs in {var / 'logs'}", flush=True)
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        for service in SERVICES:
+            cmd = [sys.executable, "-m", f"services.{service}", "--nats", server.url]
+            if service == "dealer_policy":
+                cmd += ["--tables", str(tables_file)]
+            with (var / "logs" / f"{service}.log").open("ab") as log:
+                # A session of their own: Ctrl-C reaches the launcher, which stops them in order.
+                procs.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
+        asyncio.run(_wait_ready(server.url))
+        print(f"dealing at {', '.join(tables)}" + (f", {args.coups} coups each" if args.coups else "; Ctrl-C stops"),
+              flush=True)
+        asyncio.run(_simulate(server.url, tables, args.coups, args.seed))
+        print("every coup dealt and settled", flush=True)
+        return 0
+    except KeyboardInterrupt:
+        print("\nstopping", flush=True)
+        return 0
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        server.stop()
+
+
+

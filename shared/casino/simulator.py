@@ -1,0 +1,125 @@
+"""Simulated tables: players who wager within the limits, accept or refuse the
+cards and the shoe, and play blackjack by basic strategy, all through the same
+command interface a table terminal uses."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import uuid
+from collections.abc import Callable
+
+from nats.aio.client import Client
+from nats.aio.msg import Msg
+
+from casino import commands as c
+from casino import rulesets
+from casino.console import Console
+from casino.rules.blackjack.strategy import basic_strategy
+from casino.rules.ruleset import BaccaratRules, Ruleset
+from casino.rules.settlement import CoupSettled
+from casino.service import Peer
+from casino.store import envelope, subjects
+from casino.tables import TableConfig
+
+
+class Refused(Exception):
+    pass
+
+
+class SimulatedTable:
+    def __init__(self, name: str, config: TableConfig, peer: Peer, rnd: random.Random,
+                 settled: Callable[[str], asyncio.Event]) -> None:
+        self.name, self.config, self.peer, self.rnd, self.settled = name, config, peer, rnd, settled
+        self.rules: Ruleset = rulesets.load(config.ruleset)
+        self.coups = 0
+
+    async def ask(self, service: str, command: type[c.Command], **fields: object) -> c.Reply:
+        # Command ids are unique everywhere (the seed only steers the players' choices).
+        cmd = command(id=f"sim-{self.name}-{uuid.uuid4().hex}", table=self.name, **fields)
+        return await self.peer.ask(subjects.command(self.name, service), cmd)
+
+    def _procedure(self) -> str:
+        if isinstance(self.rules, BaccaratRules):
+            return self.rnd.choice(self.rules.procedures)
+        return ""
+
+    async def play(self, coups: int | None) -> None:
+        while coups is None or self.coups < coups:
+            await self.one_coup()
+            self.coups += 1
+
+    async def one_coup(self) -> None:
+        opened = await self.ask("coup", c.OpenCoup, procedure=self._procedure())
+        if not opened.ok:  # e.g. 001 8.5: the style in force stays until the shoe ends
+            opened = await self.ask("coup", c.OpenCoup, procedure="")
+        if not opened.ok:
+            raise Refused(f"{self.name}: {opened.clause}: {opened.reason}")
+        coup = opened.coup
+        done = self.settled(coup)
+        for seat, bet, amount in self._wagers():
+            await self.ask("wager", c.PlaceWager, coup=coup, seat=seat, bet=bet, amount=amount)
+        reply = await self.ask("coup", c.CloseBetting, coup=coup)
+        while reply.ok and reply.waiting is not None and reply.waiting.kind not in ("finished", "open"):
+            reply = await self._respond(coup, reply.waiting)
+        if not reply.ok:
+            raise Refused(f"{self.name} {coup}: {reply.clause}: {reply.reason}")
+        await asyncio.wait_for(done.wait(), timeout=30)
+
+    def _wagers(self) -> list[tuple[int, str, int]]:
+        seats = self.rnd.sample(self.rules.seats, self.rnd.randint(1, min(5, len(self.rules.seats))))
+        out = []
+        for seat in seats:
+            bets = ["box"] if not isinstance(self.rules, BaccaratRules) else \
+                [self.rnd.choice(["player", "banker"])] + (["tie"] if "tie" in self.rules.limits and
+                                                           self.rnd.random() < 0.2 else [])
+            for bet in bets:
+                limit = self.rules.limits[bet]  # type: ignore[index]
+                out.append((seat, bet, self.rnd.choice([limit.min, 2 * limit.min, 5 * limit.min])))
+        return out
+
+    async def _respond(self, coup: str, w: c.Waiting) -> c.Reply:
+        assert w.seat is not None
+        if w.kind == "answer":
+            return await self.ask("coup", c.AnswerOffer, coup=coup, seat=w.seat, accept=self.rnd.random() < 0.6)
+        if w.kind == "expose":
+            kind = c.ExposeHand if self.rnd.random() < 0.7 else c.ReturnCards
+            return await self.ask("coup", kind, coup=coup, seat=w.seat, hand=w.hand)
+        if w.kind == "decision":
+            if "insurance" in w.options and self.rnd.random() < 0.1:
+                return await self.ask("coup", c.Decide, coup=coup, seat=w.seat, hand=w.box_hand, action="insurance",
+                                      amount=self.rules.limits["box"].min // 2)  # type: ignore[index]
+            action = basic_strategy(w.cards, w.dealer[0], w.options)
+            return await self.ask("coup", c.Decide, coup=coup, seat=w.seat, hand=w.box_hand, action=action)
+        raise Refused(f"{self.name} {coup}: cannot answer {w.kind}")
+
+
+class Simulator:
+    """Drives tables until each has dealt ``coups`` (forever when None)."""
+
+    def __init__(self, nc: Client, tables: dict[str, TableConfig], seed: int | None = None,
+                 console: Console | None = None) -> None:
+        self.nc, self.tables, self.console = nc, tables, console
+        self.rnd = random.Random(seed)
+        self.waiting: dict[str, asyncio.Event] = {}
+        self.peer = Peer(nc, timeout=10)
+
+    def _settled(self, coup: str) -> asyncio.Event:
+        return self.waiting.setdefault(coup, asyncio.Event())
+
+    async def _on_event(self, msg: Msg) -> None:
+        batch = envelope.decode(msg.data)
+        if self.console:
+            self.console.on_batch(msg.subject, batch)
+        for env in batch.events:
+            if isinstance(env.data, CoupSettled):
+                self._settled(env.data.coup_id).set()
+
+    async def run(self, coups: int | None) -> None:
+        sub = await self.nc.subscribe(f"{subjects.EVENTS}.>", cb=self._on_event)
+        tables = [SimulatedTable(name, cfg, self.peer, random.Random(self.rnd.random()), self._settled)
+                  for name, cfg in self.tables.items()]
+        try:
+            await asyncio.gather(*(t.play(coups) for t in tables))
+        finally:
+            await sub.unsubscribe()

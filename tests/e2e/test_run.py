@@ -1,0 +1,51 @@
+"""`casino run` (what `make run` calls): the embedded server, the four services
+as processes and the simulator; with --coups it exits 0 once every coup of every
+table is settled, and a second run continues the same store."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import nats
+import pytest
+
+from casino.natsserver import NatsServer, free_port
+from casino.rules import settlement
+from casino.rules.baccarat import messages as bm
+from casino.rules.blackjack import messages as jm
+from casino.store import subjects
+from casino.store.envelope import CoupConfigured
+from casino.store.jetstream import JetStreamEventStore
+
+pytestmark = pytest.mark.anyio
+
+
+def run(var: Path, coups: int) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "casino.cli", "run", "--coups", str(coups), "--var", str(var),
+         "--port", str(free_port()), "--seed", "7"],
+        capture_output=True, text=True, timeout=300)
+
+
+async def test_casino_run_deals_every_coup_to_settlement_and_a_second_run_continues(tmp_path: Path) -> None:
+    first = run(tmp_path, 3)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "every coup dealt and settled" in first.stdout
+    second = run(tmp_path, 2)
+    assert second.returncode == 0, second.stdout + second.stderr
+
+    with NatsServer(tmp_path / "nats") as server:
+        nc = await nats.connect(server.url)
+        events = [(m.subject, e.data) for m in await JetStreamEventStore(nc).read(f"{subjects.EVENTS}.>")
+                  for e in m.batch.events]
+        await nc.close()
+    tables = {e.table for _, e in events if isinstance(e, CoupConfigured)}
+    assert tables == {"BAC000-1", "BAC001-1", "BJ002-1", "BJ003-1"}
+    numbers = sorted((e.table, e.coup_number) for _, e in events if isinstance(e, CoupConfigured))
+    assert numbers == sorted((t, n) for t in tables for n in range(1, 6))
+    resulted = [s for s, e in events if isinstance(e, bm.CoupResulted | jm.CoupResulted)]
+    settled = [e for _, e in events if isinstance(e, settlement.CoupSettled)]
+    assert len(resulted) == len(settled) == 20
+    assert {subjects.tokens(s)[2] for s in resulted} == {e.coup_id for e in settled}
