@@ -8,6 +8,7 @@ import argparse
 import asyncio
 import contextlib
 import itertools
+import signal
 import subprocess
 import sys
 import time
@@ -94,7 +95,14 @@ async def _simulate(url: str, tables: dict[str, TableConfig], coups: int | None,
         await nc.close()
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def run(args: argparse.Namespace) -> int:
+    # Ctrl-C (SIGINT) and a polite kill (SIGTERM) both stop everything in order.
+    signal.signal(signal.SIGINT, _interrupt)
+    signal.signal(signal.SIGTERM, _interrupt)
     var = Path(args.var)
     (var / "logs").mkdir(parents=True, exist_ok=True)
     tables = default_tables(args.tables, [r.strip() for r in args.rulesets.split(",") if r.strip()])
