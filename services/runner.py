@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import logging
+import os
+import re
 import signal
+import socket
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -18,6 +22,7 @@ import msgspec
 import nats
 from faststream.nats import JStream, NatsBroker, NatsMessage, PullSub
 from nats.aio.client import Client
+from nats.js.api import ConsumerConfig, DeliverPolicy
 
 from casino import commands as c
 from casino.service import Clock, Peer, TableLocks, answer, utc_now
@@ -69,7 +74,7 @@ async def start(kind: str, url: str, *, tables: dict[str, TableConfig] | None = 
     if kind == "shoe":
         service = ShoeService(store, JetStreamSecrets(nc.jetstream()), shuffle, clock)
         broker.subscriber(subjects.command("*", "shoe"), queue="shoe", max_workers=16)(
-            _command_handler(c.shoe_decoder, service.handle, _no_reload))
+            _command_handler(c.shoe_decoder, service.handle, service.reload))
     elif kind == "wager":
         service = WagerService(store, clock)
         await service.rebuild()
@@ -90,14 +95,30 @@ async def start(kind: str, url: str, *, tables: dict[str, TableConfig] | None = 
                           durable="settlement", pull_sub=PullSub(batch_size=32))(on_coup_events)
     else:
         raise ValueError(f"unknown service {kind!r}; one of {', '.join(KINDS)}")
+    if kind in ("shoe", "wager", "dealer-policy"):
+        _follow(broker, service, kind)
     await broker.start()
     if kind == "dealer-policy":
         await service.resume()
     return Running(kind, service, broker, nc)
 
 
-async def _no_reload(_: object) -> None:
-    return None
+_instances = itertools.count()
+
+
+def _follow(broker: NatsBroker, service: Any, kind: str) -> None:
+    """Keep the service's state current from a durable consumer of its own
+    aggregate's events: what another instance of it appends."""
+    aggregate = {"shoe": "shoe", "wager": "wager", "dealer-policy": "coup"}[kind]
+    name = re.sub(r"[^A-Za-z0-9_-]", "_", f"{kind}-{socket.gethostname()}-{os.getpid()}-{next(_instances)}")
+
+    async def on_event(msg: NatsMessage) -> None:
+        seq = msg.raw_message.metadata.sequence.stream
+        await service.observe(msg.raw_message.subject, seq, envelope.decode(msg.body))
+
+    broker.subscriber(subjects.aggregate_filter(aggregate), stream=JStream(STREAM, declare=False), durable=name,
+                      pull_sub=PullSub(batch_size=64, timeout=1.0), deliver_policy=DeliverPolicy.NEW,
+                      config=ConsumerConfig(inactive_threshold=600.0))(on_event)
 
 
 def main(kind: str) -> None:

@@ -16,7 +16,7 @@ from casino.rules.errors import RuleViolation
 from casino.rules.ruleset import BaccaratRules, BlackjackRules, Ruleset
 from casino.service import Clock, Peer, Recorder, digest, log, utc_now
 from casino.store import subjects
-from casino.store.envelope import AnyEvent, CoupConfigured
+from casino.store.envelope import AnyEvent, Batch, CoupConfigured
 from casino.store.eventstore import EventStore
 from casino.tables import TableConfig
 
@@ -34,6 +34,7 @@ class TableCoup(msgspec.Struct):
     shoe: str = ""
     state: Coup | None = None
     last_seq: int = 0
+    seen: int = 0
     applied: frozenset[str] = frozenset()
     carried_holder: int | None = None
     style: str = ""
@@ -72,7 +73,7 @@ class DealerPolicyService:
                     t.coup, t.shoe = coup, shoe
                 for env in msg.batch.events:
                     self._apply(t, env.data, env.causation)
-                t.last_seq = msg.seq
+                t.last_seq = t.seen = msg.seq
             self.tables[name] = t
 
     @staticmethod
@@ -106,15 +107,39 @@ class DealerPolicyService:
         return self.tables[name]
 
     async def reload(self, cmd: c.CoupCommand) -> None:
-        await self.rebuild(cmd.table)
+        """Catch up with what other instances appended since we last looked."""
+        t = self.tables.get(cmd.table)
+        if t is None:
+            return
+        for msg in await self.store.read(subjects.aggregate_filter("coup", cmd.table), after=t.seen):
+            await self.observe(msg.subject, msg.seq, msg.batch)
 
     async def _commit(self, t: TableCoup, events: list[AnyEvent], msg_id: str, causation: str) -> None:
         ack = await self.recorder.record(
             subjects.event(t.name, t.shoe, t.coup, "coup"), events, expected=t.last_seq, msg_id=msg_id,
             table=t.name, shoe=t.shoe, coup=t.coup, causation=causation)
-        for e in events:
-            self._apply(t, e, causation)
-        t.last_seq = ack.seq
+        if ack.seq > t.last_seq:  # not yet applied from the stream
+            for e in events:
+                self._apply(t, e, causation)
+            t.last_seq = ack.seq
+            t.seen = max(t.seen, ack.seq)
+
+    async def observe(self, subject: str, seq: int, batch: Batch) -> None:
+        """Follow the stream: apply what another instance appended."""
+        table, shoe, coup, _ = subjects.tokens(subject)
+        t = self.tables.get(table)
+        if t is None or coup < t.coup:
+            return
+        t.seen = max(t.seen, seq)
+        if coup != t.coup:
+            self._next_coup(t)
+            t.coup, t.shoe = coup, shoe
+        elif seq <= t.last_seq:
+            return
+        for env in batch.events:
+            self._apply(t, env.data, env.causation)
+        t.last_seq = seq
+        t.seen = max(t.seen, seq)
 
     # ---- deciding -------------------------------------------------------
 
@@ -234,7 +259,7 @@ class DealerPolicyService:
             if w.kind == "card":
                 index = _cards_dealt(t.state)
                 drawn = await self.peer.must(subjects.command(t.name, "shoe"),
-                                             c.DrawCard(f"{t.coup}:draw:{index}", t.name, t.coup, index))
+                                             c.DrawCard(f"{t.coup}:draw:{index}", t.name, t.coup, t.config.ruleset, index))
                 deal: object = (bm.DealCard(drawn.card, drawn.position, w.seat)
                                 if isinstance(t.state, bac.BaccaratCoup) else jm.DealCard(drawn.card, drawn.position))
                 await self._commit(t, self._decide(t, deal), f"{t.coup}:card:{index}", f"{t.coup}:draw:{index}")
@@ -243,7 +268,7 @@ class DealerPolicyService:
                 await self._commit(t, self._decide(t, passing), f"{t.coup}:pass:{w.hand}", f"{t.coup}:pass")
             elif w.kind == "finished":
                 await self.peer.must(subjects.command(t.name, "shoe"),
-                                     c.EndRound(f"{t.coup}:end", t.name, t.coup, _pickup(t.state)))
+                                     c.EndRound(f"{t.coup}:end", t.name, t.coup, t.config.ruleset, _pickup(t.state)))
                 return
             else:
                 return

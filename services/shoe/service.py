@@ -17,7 +17,7 @@ from casino.rules.errors import RuleViolation
 from casino.rules.ruleset import ShoeRules
 from casino.service import Clock, Recorder, utc_now
 from casino.store import subjects
-from casino.store.envelope import AnyEvent
+from casino.store.envelope import AnyEvent, Batch
 from casino.store.eventstore import EventStore
 
 Order = tuple[tuple[Card, ...], str]
@@ -93,6 +93,14 @@ class ShoeService:
                 t.order = await self.secrets.get(name, t.state.shoe_id)
             self.tables[name] = t
 
+    async def reload(self, cmd: ShoeCommand) -> None:
+        """Catch up with what other instances appended since our last event."""
+        t = self.tables.get(cmd.table)
+        if t is None:
+            return
+        for msg in await self.store.read(subjects.aggregate_filter("shoe", cmd.table), after=t.last_seq):
+            await self.observe(msg.subject, msg.seq, msg.batch)
+
     def _apply(self, t: TableShoe, event: S.AnyShoeEvent) -> None:
         t.state = S.evolve(t.state, event)
         if isinstance(event, S.ShoeShuffled):
@@ -114,9 +122,22 @@ class ShoeService:
         ack = await self.recorder.record(
             subjects.event(table, shoe, coup, "shoe"), out, expected=t.last_seq, msg_id=msg_id, table=table,
             shoe=shoe, coup=coup, causation=causation, guard=subjects.aggregate_filter("shoe", table))
-        for e in events:
-            self._apply(t, e)
-        t.last_seq = ack.seq
+        if ack.seq > t.last_seq:  # not yet applied from the stream
+            for e in events:
+                self._apply(t, e)
+            t.last_seq = ack.seq
+
+    async def observe(self, subject: str, seq: int, batch: Batch) -> None:
+        """Follow the stream: apply what another instance appended."""
+        table = subjects.tokens(subject)[0]
+        t = self.tables.get(table)
+        if t is None or seq <= t.last_seq:
+            return
+        for env in batch.events:
+            self._apply(t, env.data)  # type: ignore[arg-type]
+        t.last_seq = seq
+        if any(isinstance(env.data, S.ShoeShuffled) for env in batch.events) and t.state.shoe_id:
+            t.order = await self.secrets.get(table, t.state.shoe_id)
 
     async def _reshuffle(self, table: str, t: TableShoe, coup: str, causation: str) -> None:
         """End the shoe in play (revealing it) and fill a new one: shuffle and burn."""
@@ -157,7 +178,7 @@ class ShoeService:
             case DrawCard():
                 return await self._draw(cmd)
             case EndRound():
-                t = self._known(cmd.table)
+                t = await self._table(cmd.table, cmd.ruleset)
                 if t.state.round is None and t.last_round == cmd.coup:
                     return Reply(True, coup=cmd.coup)
                 events = S.decide(t.rules, t.state, S.EndRound(cmd.coup, cmd.pickup))
@@ -165,13 +186,8 @@ class ShoeService:
                 return Reply(True, coup=cmd.coup, shoe=t.state.shoe_id or "")
         raise RuleViolation("protocol", f"unknown shoe command {type(cmd).__name__}")
 
-    def _known(self, table: str) -> TableShoe:
-        if table not in self.tables:
-            raise RuleViolation("shoe", f"table {table} has no shoe in play")
-        return self.tables[table]
-
     async def _draw(self, cmd: DrawCard) -> Reply:
-        t = self._known(cmd.table)
+        t = await self._table(cmd.table, cmd.ruleset)
         if t.state.round != cmd.coup:
             raise RuleViolation("shoe", f"coup {cmd.coup} is not the round being dealt")
         while True:

@@ -11,7 +11,7 @@ from casino.rules.errors import RuleViolation
 from casino.rules.ruleset import Ruleset
 from casino.service import Clock, Recorder, utc_now
 from casino.store import subjects
-from casino.store.envelope import AnyEvent
+from casino.store.envelope import AnyEvent, Batch
 from casino.store.eventstore import EventStore
 
 
@@ -50,11 +50,8 @@ class WagerService:
                 if isinstance(data, W.BookOpened):
                     self.books[coup_id] = CoupBook(table, shoe, data.ruleset)
                 b = self.books.get(coup_id)
-                if b is None:
-                    continue
-                b.book = W.evolve(b.book, data)  # type: ignore[arg-type]
-                if isinstance(data, W.ExtraPlaced):
-                    b.extra_refs = b.extra_refs | {env.causation}
+                if b is not None:
+                    self._apply(b, data, env.causation)  # type: ignore[arg-type]
             if coup_id in self.books:
                 self.books[coup_id].last_seq = msg.seq
 
@@ -64,11 +61,29 @@ class WagerService:
         ack = await self.recorder.record(
             subjects.event(cb.table, cb.shoe, coup, "wager"), out, expected=cb.last_seq, msg_id=msg_id,
             table=cb.table, shoe=cb.shoe, coup=coup, causation=causation)
-        for e in events:
-            cb.book = W.evolve(cb.book, e)
-            if isinstance(e, W.ExtraPlaced):
-                cb.extra_refs = cb.extra_refs | {causation}
-        cb.last_seq = ack.seq
+        if ack.seq > cb.last_seq:  # not yet applied from the stream
+            for e in events:
+                self._apply(cb, e, causation)
+            cb.last_seq = ack.seq
+
+    @staticmethod
+    def _apply(cb: CoupBook, event: W.AnyBookEvent, causation: str) -> None:
+        cb.book = W.evolve(cb.book, event)
+        if isinstance(event, W.ExtraPlaced):
+            cb.extra_refs = cb.extra_refs | {causation}
+
+    async def observe(self, subject: str, seq: int, batch: Batch) -> None:
+        """Follow the stream: apply what another instance appended."""
+        table, shoe, coup, _ = subjects.tokens(subject)
+        for env in batch.events:
+            if isinstance(env.data, W.BookOpened) and coup not in self.books:
+                self.books[coup] = CoupBook(table, shoe, env.data.ruleset)
+        cb = self.books.get(coup)
+        if cb is None or seq <= cb.last_seq:
+            return
+        for env in batch.events:
+            self._apply(cb, env.data, env.causation)  # type: ignore[arg-type]
+        cb.last_seq = seq
 
     def _book(self, coup: str) -> CoupBook:
         if coup not in self.books:

@@ -147,11 +147,13 @@ class DrawCard(Command, frozen=True, tag="shoe.draw_card"):
     index returns the same card, so a retried draw never takes a second card."""
 
     coup: str
+    ruleset: str
     index: int
 
 
 class EndRound(Command, frozen=True, tag="shoe.end_round"):
     coup: str
+    ruleset: str
     pickup: tuple[Card, ...]
 
 

@@ -53,21 +53,28 @@ async def answer(data: bytes, decoder: msgspec.json.Decoder[Any], handler: Calla
                  reload: Callable[[Any], Awaitable[None]] | None = None) -> bytes:
     """Decode a command, run its handler, and encode the reply. A malformed or
     unknown command, or a step the rules forbid, is refused with its reason; a
-    concurrency conflict reloads the aggregate and tries again."""
+    concurrency conflict reloads the aggregate and tries again. A refusal is
+    only given on current state: if another instance may have moved the
+    aggregate on, it is reloaded and the command decided once more."""
     try:
         command = decoder.decode(data)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         return encoder.encode(refused(f"malformed or unknown command: {exc}", "protocol"))
+    reloaded = False
     for _ in range(5):
         try:
             return encoder.encode(await handler(command))
         except RuleViolation as exc:
-            return encoder.encode(refused(exc.reason, exc.clause))
+            if reload is None or reloaded:
+                return encoder.encode(refused(exc.reason, exc.clause))
+            await reload(command)
+            reloaded = True
         except Conflict as exc:
             log.warning("%s %s: concurrency conflict (%s); reloading", type(command).__name__, command.id, exc)
             if reload is None:
                 break
             await reload(command)
+            reloaded = True
         except Exception:
             log.exception("%s %s failed", type(command).__name__, command.id)
             return encoder.encode(refused("the service failed on this command; it is logged", "internal"))

@@ -111,3 +111,23 @@ async def test_no_responders_when_no_service_runs(nats_url: str) -> None:
     with pytest.raises(nats.errors.NoRespondersError):
         await nc.request(subjects.command("BAC000", "coup"), b"{}", timeout=1)
     await nc.close()
+
+
+async def test_two_instances_of_every_service_deal_the_golden_coup(nats_url: str) -> None:
+    from casino.rules import play
+    from casino.rules.baccarat import messages as bm
+    from tests.e2e.test_golden_coups import drive, recorded
+    from tests.rules.stacking import Scripted
+
+    book = (bm.Wager(2, "banker", 5000), bm.Wager(3, "player", 5000), bm.Wager(5, "banker", 7500))
+    players = Scripted({("shoe", 5): False})
+    async with Casino(nats_url, TABLES, SHOES) as one, Casino(nats_url, TABLES, SHOES):
+        coups = [await drive(one, "BAC000", "method_d", book, players) for _ in range(3)]
+        got = [await recorded(one, "BAC000", coup) for coup in coups]
+    golden_shoe = play.Shoe(BAC.shoe, list(SHOES["BAC000"]), prefix="BAC000-shoe-")
+    for coup, (coup_events, _, settled) in zip(coups, got, strict=True):
+        golden = play.play_baccarat(BAC, golden_shoe, bm.OpenCoup(coup, "method_d", TABLES["BAC000"].approvals),
+                                    book, Scripted({("shoe", 5): False}))
+        assert coup_events == golden.events
+        assert settled.payouts == golden.payouts  # type: ignore[attr-defined]
+    assert got[-1][1] == golden_shoe.events
