@@ -63,18 +63,10 @@ class DealerPolicyService:
 
     async def rebuild(self, table: str | None = None) -> None:
         """Fold each table's coups from the stream; keep the latest."""
-        names = [table] if table else list(self.config)
-        for name in names:
-            t = self._new_table(name)
+        for name in [table] if table else list(self.config):
+            self.tables[name] = self._new_table(name)
             for msg in await self.store.read(subjects.aggregate_filter("coup", name)):
-                _, shoe, coup, _ = subjects.tokens(msg.subject)
-                if coup != t.coup:
-                    self._next_coup(t)
-                    t.coup, t.shoe = coup, shoe
-                for env in msg.batch.events:
-                    self._apply(t, env.data, env.causation)
-                t.last_seq = t.seen = msg.seq
-            self.tables[name] = t
+                await self.observe(msg.subject, msg.seq, msg.batch)
 
     @staticmethod
     def _carry(t: TableCoup) -> tuple[int | None, str, str]:

@@ -75,23 +75,11 @@ class ShoeService:
 
     # ---- state ----------------------------------------------------------
 
-    async def rebuild(self, table: str | None = None) -> None:
-        """Fold the shoe events of every table (or one) from the stream."""
-        stored = await self.store.read(subjects.aggregate_filter("shoe", table or "*"))
-        fresh: dict[str, TableShoe] = {}
-        for msg in stored:
-            for env in msg.batch.events:
-                t = fresh.get(env.table) or self.tables.get(env.table)
-                if t is None:
-                    continue  # a table whose ruleset we learn at its next round
-                if env.table not in fresh:
-                    t = fresh[env.table] = TableShoe(t.rules)
-                self._apply(t, env.data)  # type: ignore[arg-type]
-                t.last_seq = msg.seq
-        for name, t in fresh.items():
-            if t.state.active and t.state.shoe_id:
-                t.order = await self.secrets.get(name, t.state.shoe_id)
-            self.tables[name] = t
+    async def rebuild(self, table: str) -> None:
+        """Fold one table's shoe events from the stream."""
+        self.tables[table] = TableShoe(self.tables[table].rules)
+        for msg in await self.store.read(subjects.aggregate_filter("shoe", table)):
+            await self.observe(msg.subject, msg.seq, msg.batch)
 
     async def reload(self, cmd: ShoeCommand) -> None:
         """Catch up with what other instances appended since our last event."""

@@ -42,18 +42,8 @@ class WagerService:
         """Fold the books of every coup (or one) from the stream."""
         flt = subjects.coup_filter(coup) if coup else subjects.aggregate_filter("wager")
         for msg in await self.store.read(flt):
-            table, shoe, coup_id, aggregate = subjects.tokens(msg.subject)
-            if aggregate != "wager":
-                continue
-            for env in msg.batch.events:
-                data = env.data
-                if isinstance(data, W.BookOpened):
-                    self.books[coup_id] = CoupBook(table, shoe, data.ruleset)
-                b = self.books.get(coup_id)
-                if b is not None:
-                    self._apply(b, data, env.causation)  # type: ignore[arg-type]
-            if coup_id in self.books:
-                self.books[coup_id].last_seq = msg.seq
+            if subjects.tokens(msg.subject)[3] == "wager":
+                await self.observe(msg.subject, msg.seq, msg.batch)
 
     async def _commit(self, cb: CoupBook, coup: str, events: list[W.AnyBookEvent], msg_id: str,
                       causation: str) -> None:
