@@ -71,7 +71,6 @@ class ShoeService:
         self.store, self.secrets, self.shuffle = store, secrets_, shuffle
         self.recorder = Recorder(store, self.producer, clock)
         self.tables: dict[str, TableShoe] = {}
-        self.rules_of: dict[str, ShoeRules] = {}
 
     # ---- state ----------------------------------------------------------
 
