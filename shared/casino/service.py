@@ -16,7 +16,7 @@ from nats.errors import TimeoutError as NatsTimeout
 
 from casino.commands import Command, Reply, encoder, refused, reply_decoder
 from casino.rules.errors import RuleViolation
-from casino.store.envelope import SCHEMA_VERSION, AnyEvent, Batch, Envelope, type_of
+from casino.store.envelope import AnyEvent, Batch, Envelope, type_of, version_of
 from casino.store.eventstore import Appended, Conflict, EventStore
 
 log = logging.getLogger("casino")
@@ -42,7 +42,7 @@ class Recorder:
         at = self.clock()
         msg_id = f"{self.producer}:{msg_id}"  # one command may cause writes by several services
         batch = Batch(tuple(
-            Envelope(f"{msg_id}/{i}", type_of(e), SCHEMA_VERSION, table, shoe, coup, causation,
+            Envelope(f"{msg_id}/{i}", type_of(e), version_of(type_of(e)), table, shoe, coup, causation,
                      correlation or coup or causation, self.producer, at, e)
             for i, e in enumerate(events)
         ))

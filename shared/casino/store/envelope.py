@@ -30,7 +30,16 @@ AnyEvent = (
     | settlement.CoupSettled | CoupConfigured
 )
 
-SCHEMA_VERSION = 1
+# The schema version of each event type now written; a type not listed is at 1.
+VERSIONS: dict[str, int] = {"shoe.shuffled": 2}
+
+
+def version_of(event_type: str) -> int:
+    return VERSIONS.get(event_type, 1)
+
+
+class UnknownVersion(ValueError):
+    """An event written by a newer schema than this code knows."""
 
 
 class Envelope(msgspec.Struct, frozen=True):
@@ -55,8 +64,27 @@ class Batch(msgspec.Struct, frozen=True):
     events: tuple[Envelope, ...]
 
 
+class _RawEnvelope(msgspec.Struct, frozen=True):
+    id: str
+    type: str
+    version: int
+    table: str
+    shoe: str
+    coup: str
+    causation: str
+    correlation: str
+    producer: str
+    at: datetime
+    data: msgspec.Raw
+
+
+class _RawBatch(msgspec.Struct, frozen=True):
+    events: tuple[_RawEnvelope, ...]
+
+
 _encoder = msgspec.json.Encoder()
-_decoder = msgspec.json.Decoder(Batch)
+_raw_decoder = msgspec.json.Decoder(_RawBatch)
+_event_decoder = msgspec.json.Decoder(AnyEvent)
 
 
 def encode(batch: Batch) -> bytes:
@@ -64,7 +92,24 @@ def encode(batch: Batch) -> bytes:
 
 
 def decode(data: bytes) -> Batch:
-    return _decoder.decode(data)
+    """Decode a stored batch; an event of an older schema version is upcast to
+    the current one, step by step (``casino.store.upcast``)."""
+    from casino.store.upcast import upcast
+
+    raw = _raw_decoder.decode(data)
+    events = []
+    for e in raw.events:
+        current = version_of(e.type)
+        if e.version == current:
+            event = _event_decoder.decode(e.data)
+        elif e.version < current:
+            event = upcast(e.type, e.version, current, msgspec.json.decode(e.data))
+        else:
+            raise UnknownVersion(f"{e.type} version {e.version} is newer than this code knows ({current})")
+        # Decoded, the event is in its current shape, and says so.
+        events.append(Envelope(e.id, e.type, current, e.table, e.shoe, e.coup, e.causation, e.correlation,
+                               e.producer, e.at, event))
+    return Batch(tuple(events))
 
 
 def type_of(event: AnyEvent) -> str:

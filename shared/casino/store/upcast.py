@@ -1,0 +1,38 @@
+"""Upcasters: how an event written under an older schema version reads today.
+
+Each entry turns the JSON of ``(type, version)`` into that of ``version + 1``;
+``upcast`` applies them in turn and converts the result to the current struct.
+An event is never rewritten in the store: it is upcast every time it is read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def _shoe_shuffled_1_to_2(data: dict[str, Any]) -> dict[str, Any]:
+    # Version 1 burned only the first card (002 (3)); burning by the first
+    # card's value came with version 2.
+    return {**data, "burn_by_value": False}
+
+
+UPCASTERS: dict[tuple[str, int], Upcaster] = {
+    ("shoe.shuffled", 1): _shoe_shuffled_1_to_2,
+}
+
+
+def upcast(event_type: str, version: int, current: int, data: dict[str, Any]) -> Any:
+    """The current struct for ``data`` recorded as ``event_type`` at ``version``."""
+    from casino.store.envelope import AnyEvent
+
+    for v in range(version, current):
+        step = UPCASTERS.get((event_type, v))
+        if step is None:
+            raise ValueError(f"no upcaster for {event_type} version {v}")
+        data = step(data)
+    return msgspec.convert(data, AnyEvent)
