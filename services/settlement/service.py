@@ -3,16 +3,13 @@ every wager of its closed book by the ruleset it was dealt under."""
 
 from __future__ import annotations
 
-from casino import rulesets
+from casino.payouts import payouts_of
 from casino.rules import settlement as pay
-from casino.rules import wagerbook as W
 from casino.rules.baccarat import messages as bm
 from casino.rules.blackjack import messages as jm
-from casino.rules.errors import RuleViolation
-from casino.rules.ruleset import BaccaratRules, BlackjackRules
 from casino.service import Clock, Recorder, log, utc_now
 from casino.store import subjects
-from casino.store.envelope import AnyEvent, Batch, CoupConfigured
+from casino.store.envelope import AnyEvent, Batch
 from casino.store.eventstore import Conflict, EventStore
 
 
@@ -46,27 +43,3 @@ class SettlementService:
             self.settled += 1
         except Conflict:
             log.info("coup %s was already settled", coup)
-
-
-def payouts_of(events: list[AnyEvent]) -> tuple[pay.Payout, ...]:
-    """The payouts of a coup from its recorded events: ruleset, book and result.
-
-    The stakes the coup played with must be the stakes the wager book holds;
-    otherwise the coup is not settled and the difference is reported.
-    """
-    configured = next(e for e in events if isinstance(e, CoupConfigured))
-    rules = rulesets.load(configured.ruleset)
-    book = W.Book()
-    for e in events:
-        if isinstance(e, W.BookOpened | W.WagerPlaced | W.WagerCancelled | W.BookClosed | W.ExtraPlaced):
-            book = W.evolve(book, e)
-    result = next(e for e in events if isinstance(e, bm.CoupResulted | jm.CoupResulted))
-    if isinstance(result, bm.CoupResulted):
-        assert isinstance(rules, BaccaratRules)
-        return pay.settle_baccarat(rules, book.wagers, result)
-    assert isinstance(rules, BlackjackRules)
-    payouts = pay.settle_blackjack(rules, result)
-    for seat in {p.seat for p in payouts}:
-        if sum(p.stake for p in payouts if p.seat == seat) != book.staked(seat):
-            raise RuleViolation("settlement", f"seat {seat}'s stakes differ from the wager book")
-    return payouts

@@ -41,8 +41,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     from casino import launcher
 
     launcher.add_arguments(sub.add_parser("run", help="the whole casino: NATS, the four services, simulated tables"))
+    from casino import replaycli
+
+    replaycli.add_commands(sub)
     args = parser.parse_args(argv)
 
+    if args.command in ("replay", "verify"):
+        return replaycli.run(args)
     if args.command == "run":
         return launcher.run(args)
     if args.command == "schema":

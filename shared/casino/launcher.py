@@ -22,6 +22,7 @@ from casino.rules.baccarat.messages import Approval
 from casino.simulator import Simulator
 from casino.store import subjects
 from casino.store.jetstream import JetStreamEventStore
+from casino.storeaccess import URL_FILE
 from casino.tables import TableConfig, dump_tables
 
 SERVICES = ("shoe", "wager", "dealer_policy", "settlement")
@@ -109,6 +110,8 @@ def run(args: argparse.Namespace) -> int:
     tables_file = var / "tables.toml"
     tables_file.write_text(dump_tables(tables), encoding="utf-8")
     server = NatsServer(var / "nats", port=args.port, log_file=var / "logs" / "nats-server.log").start()
+    url_file = var / URL_FILE  # where `casino replay` and `casino verify` find the running store
+    url_file.write_text(server.url, encoding="utf-8")
     print(f"nats-server with JetStream on {server.url}, data in {var / 'nats'}; logs in {var / 'logs'}", flush=True)
     procs: list[subprocess.Popen[bytes]] = []
     try:
@@ -137,6 +140,7 @@ def run(args: argparse.Namespace) -> int:
             except subprocess.TimeoutExpired:
                 p.kill()
         server.stop()
+        url_file.unlink(missing_ok=True)
 
 
 

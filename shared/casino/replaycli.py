@@ -1,0 +1,162 @@
+"""``casino replay``, ``casino verify`` and ``casino projections``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections import defaultdict
+from datetime import datetime
+
+import msgspec
+
+from casino import storeaccess
+from casino.replay import render_text, replay_coup
+from casino.rules.shoe import ShoeEnded
+from casino.store import subjects
+from casino.store.envelope import CoupConfigured
+from casino.store.eventstore import EventStore, Stored
+from casino.verify import Finding, verify_coup, verify_shoes
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    replay = sub.add_parser("replay", help="reconstruct coups from the event store")
+    which = replay.add_subparsers(dest="what", required=True)
+    coup = which.add_parser("coup", help="one coup, as a compliance officer reads it")
+    coup.add_argument("table")
+    coup.add_argument("coup", help="the coup id (BAC000-1-000042) or its number (42)")
+    coup.add_argument("--json", action="store_true", help="the stable JSON schema casino.replay.coup/1")
+    coup.add_argument("--svg", metavar="FILE", help="also draw the layout at the end of the coup")
+    table = which.add_parser("table", help="list a table's coups")
+    table.add_argument("table")
+    table.add_argument("--from", dest="first", type=int, help="first coup number")
+    table.add_argument("--to", dest="last", type=int, help="last coup number")
+    table.add_argument("--since", type=datetime.fromisoformat, help="opened at or after (ISO time, UTC)")
+    table.add_argument("--until", type=datetime.fromisoformat, help="opened before (ISO time, UTC)")
+    shoe = which.add_parser("shoe", help="list the coups dealt from one shoe")
+    shoe.add_argument("shoe", help="the shoe id, e.g. BAC000-1-shoe-3")
+    verify = sub.add_parser("verify", help="check every selected coup and ended shoe against the rules")
+    verify.add_argument("--table")
+    verify.add_argument("--coup")
+    verify.add_argument("--shoe")
+    for p in (coup, table, shoe, verify):
+        storeaccess.add_arguments(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    return asyncio.run(_run(args))
+
+
+async def _run(args: argparse.Namespace) -> int:
+    async with storeaccess.open_store(args) as (store, _):
+        if args.command == "verify":
+            return await verify(store, args)
+        if args.what == "coup":
+            return await show_coup(store, args)
+        return await list_coups(store, args)
+
+
+def coup_id(table: str, coup: str) -> str:
+    return f"{table}-{int(coup):06d}" if coup.isdigit() else coup
+
+
+async def show_coup(store: EventStore, args: argparse.Namespace) -> int:
+    stored = await store.read(subjects.coup_filter(coup_id(args.table, args.coup)))
+    try:
+        r = replay_coup(stored)
+    except LookupError:
+        print(f"casino: no coup {args.coup} at table {args.table}", file=sys.stderr)
+        return 2
+    print(msgspec.json.format(msgspec.json.encode(r)).decode() if args.json else render_text(r))
+    if args.svg:
+        from casino.svg import render_svg
+
+        with open(args.svg, "w", encoding="utf-8") as f:
+            f.write(render_svg(r))
+    return 0
+
+
+def by_coup(stored: list[Stored]) -> dict[str, list[Stored]]:
+    coups: dict[str, list[Stored]] = defaultdict(list)
+    for m in stored:
+        coup = subjects.tokens(m.subject)[2]
+        if coup != subjects.NO_COUP:
+            coups[coup].append(m)
+    return coups
+
+
+async def list_coups(store: EventStore, args: argparse.Namespace) -> int:
+    if args.what == "shoe":
+        table = args.shoe.rsplit("-shoe-", 1)[0]
+        coups = sorted(by_coup(await store.read(subjects.shoe_filter(table, args.shoe))))
+        stored = [m for c in coups for m in await store.read(subjects.coup_filter(c))]
+    else:
+        stored = await store.read(subjects.table_filter(args.table))
+    print(f"{'coup':<18} {'opened (UTC)':<20} {'dealt by':<12} {'result':<34} settled")
+    for _, msgs in sorted(by_coup(stored).items()):
+        try:
+            r = replay_coup(msgs)
+        except LookupError:
+            continue
+        number = next(e.data.coup_number for m in msgs for e in m.batch.events if isinstance(e.data, CoupConfigured))
+        opened = r.steps[0].at
+        if (getattr(args, "first", None) and number < args.first) or (getattr(args, "last", None) and number > args.last):
+            continue
+        if (getattr(args, "since", None) and opened < _utc(args.since)) or \
+                (getattr(args, "until", None) and opened >= _utc(args.until)):
+            continue
+        result = next((s.text.removeprefix("result: ") for s in r.steps if s.type.endswith("coup_resulted")), "-")
+        print(f"{r.coup:<18} {opened:%Y-%m-%d %H:%M:%S} {r.procedure or r.game:<12} {result[:34]:<34} "
+              f"{'yes' if r.settled else 'no'}")
+    return 0
+
+
+def _utc(t: datetime) -> datetime:
+    from datetime import UTC
+
+    return t if t.tzinfo else t.replace(tzinfo=UTC)
+
+
+async def verify(store: EventStore, args: argparse.Namespace) -> int:
+    if args.coup:
+        stored = await store.read(subjects.coup_filter(args.coup))
+        shoes: list[Stored] = []
+    elif args.shoe:
+        table = args.shoe.rsplit("-shoe-", 1)[0]
+        shoes = await store.read(subjects.shoe_filter(table, args.shoe))
+        stored = [m for c in sorted(by_coup(shoes)) for m in await store.read(subjects.coup_filter(c))]
+    else:
+        stored = await store.read(subjects.table_filter(args.table) if args.table else f"{subjects.EVENTS}.>")
+        shoes = [m for m in stored if subjects.tokens(m.subject)[3] == "shoe"]
+    report = verify_all(stored, shoes)
+    for f in report.findings:
+        print(f"{f.coup}: event seq {f.seq}: {f.what}")
+    print(f"verified {report.coups} coups and {report.shoes} ended shoes: "
+          + ("every one follows the rules" if not report.findings else f"{len(report.findings)} differences"))
+    return 1 if report.findings else 0
+
+
+class Report(msgspec.Struct):
+    coups: int
+    shoes: int
+    findings: list[Finding]
+
+
+def verify_all(stored: list[Stored], shoe_events: list[Stored]) -> Report:
+    """Verify every coup in ``stored`` (finished ones; one being dealt is skipped)
+    and every ended shoe in ``shoe_events``."""
+    findings: list[Finding] = []
+    coups = 0
+    for _, msgs in sorted(by_coup(stored).items()):
+        if not any(subjects.tokens(m.subject)[3] == "settle" for m in msgs) and _in_play(msgs):
+            continue
+        coups += 1
+        findings += verify_coup(msgs)
+    ended = {e.data.shoe_id for m in shoe_events for e in m.batch.events if isinstance(e.data, ShoeEnded)}
+    findings += verify_shoes(shoe_events)
+    return Report(coups, len(ended), findings)
+
+
+def _in_play(msgs: list[Stored]) -> bool:
+    """The latest coup of a table, not yet finished: not verified until it is."""
+    return not any(e.type.endswith("cards_picked_up") for m in msgs for e in m.batch.events)

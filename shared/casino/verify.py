@@ -1,0 +1,200 @@
+"""Verification: does every recorded coup follow from its recorded inputs?
+
+For each coup, each recorded decision (one stored batch) is turned back into
+the command that caused it (a card dealt, an answer, a decision) and decided
+again through the rules library from the state folded so far; the events the
+rules give must be exactly the events recorded. The wagers the coup dealt to
+must be the wager book's, every card dealt must be the card the shoe drew at
+that position, and the payouts must be what settlement gives. For each ended
+shoe, the revealed order and salt must match the commitment published at the
+shuffle, and every card burned or drawn must be that order's card.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import msgspec
+
+from casino import rulesets
+from casino.payouts import payouts_of
+from casino.rules import settlement as pay
+from casino.rules import shoe, wagerbook
+from casino.rules.baccarat import coup as bac
+from casino.rules.baccarat import messages as bm
+from casino.rules.blackjack import coup as bj
+from casino.rules.blackjack import messages as jm
+from casino.rules.errors import RuleViolation
+from casino.rules.ruleset import BaccaratRules, BlackjackRules
+from casino.rules.wagers import Wager
+from casino.store import subjects
+from casino.store.envelope import AnyEvent, CoupConfigured
+from casino.store.eventstore import Stored
+
+
+class Finding(msgspec.Struct, frozen=True):
+    """A difference between what is recorded and what the rules give."""
+
+    coup: str
+    seq: int
+    what: str
+
+
+def _baccarat_command(e: object) -> bm.AnyBaccaratCommand | None:
+    match e:
+        case bm.CoupOpened():
+            return bm.OpenCoup(e.coup_id, e.procedure, e.approvals, None, e.shoe_holder)
+        case bm.BettingClosed():
+            return bm.CloseBetting(e.wagers)
+        case bm.OfferAnswered():
+            return bm.AnswerOffer(e.seat, e.accepted, e.plays)
+        case bm.CardDealt():
+            return bm.DealCard(e.card, e.position, e.by)
+        case bm.CardsPassed():
+            return bm.PassCards(e.hand)
+        case bm.HandExposed():
+            return bm.ExposeHand(e.seat, e.hand)
+        case bm.CardsReturned():
+            return bm.ReturnCards(e.seat, e.hand)
+        case bm.HandlingBreachReported():
+            return bm.ReportHandlingBreach(e.seat, e.hand, e.note)
+        case bm.ShoeGivenUp():
+            return bm.PassShoe(e.seat) if e.reason == "passed" else bm.ForfeitShoe(e.seat, "")
+    return None
+
+
+def _blackjack_command(e: object) -> jm.AnyBlackjackCommand | None:
+    match e:
+        case jm.CoupOpened():
+            return jm.OpenCoup(e.coup_id)
+        case jm.BettingClosed():
+            return jm.CloseBetting(e.wagers)
+        case jm.CardDealt():
+            return jm.DealCard(e.card, e.position)
+        case jm.DecisionTaken():
+            return jm.Decide(e.seat, e.hand, e.action, e.amount if e.action == "insurance" else 0)
+    return None
+
+
+def verify_coup(stored: list[Stored]) -> list[Finding]:
+    """Every difference in one coup's records (all four services' events)."""
+    msgs = sorted(stored, key=lambda m: m.seq)
+    everything: list[AnyEvent] = [e.data for m in msgs for e in m.batch.events]
+    configured = next((e for e in everything if isinstance(e, CoupConfigured)), None)
+    coup = msgs[0].batch.events[0].coup if msgs else ""
+    if configured is None:
+        return [Finding(coup, msgs[0].seq if msgs else 0, "the coup has no coup.configured event")]
+    findings = _redecide(coup, configured, [m for m in msgs if subjects.tokens(m.subject)[3] == "coup"])
+    findings += _book_and_cards(coup, msgs)
+    findings += _payouts(coup, msgs, everything)
+    return findings
+
+
+def _redecide(coup: str, configured: CoupConfigured, msgs: list[Stored]) -> list[Finding]:
+    rules = rulesets.load(configured.ruleset)
+    state: bac.BaccaratCoup | bj.BlackjackCoup = (
+        bac.BaccaratCoup() if isinstance(rules, BaccaratRules) else bj.BlackjackCoup())
+    for m in msgs:
+        recorded = [e.data for e in m.batch.events if not isinstance(e.data, CoupConfigured)]
+        if not recorded:
+            continue
+        try:
+            if isinstance(rules, BaccaratRules) and isinstance(state, bac.BaccaratCoup):
+                command = _baccarat_command(recorded[0])
+                if command is None:
+                    return [Finding(coup, m.seq, f"{type(recorded[0]).__name__} is not caused by any command")]
+                given: list[AnyEvent] = list(bac.decide(rules, state, command))
+                state = bac.fold(recorded, state)  # type: ignore[arg-type]
+            elif isinstance(rules, BlackjackRules) and isinstance(state, bj.BlackjackCoup):
+                bcommand = _blackjack_command(recorded[0])
+                if bcommand is None:
+                    return [Finding(coup, m.seq, f"{type(recorded[0]).__name__} is not caused by any command")]
+                given = list(bj.decide(rules, state, bcommand))
+                state = bj.fold(recorded, state)  # type: ignore[arg-type]
+            else:
+                return [Finding(coup, m.seq, "the ruleset's game is not the coup's")]
+        except RuleViolation as exc:
+            return [Finding(coup, m.seq, f"the rules refuse the recorded {type(recorded[0]).__name__}: {exc}")]
+        if given != recorded:
+            i = next((i for i, (g, r) in enumerate(zip(given, recorded, strict=False)) if g != r),
+                     min(len(given), len(recorded)))
+            want = given[i] if i < len(given) else "nothing"
+            got = recorded[i] if i < len(recorded) else "nothing"
+            return [Finding(coup, m.seq, f"event {i} of the batch: recorded {got!r}, the rules give {want!r}")]
+    if state.phase != "finished":
+        return [Finding(coup, msgs[-1].seq if msgs else 0, f"the coup is not finished (phase {state.phase})")]
+    return []
+
+
+def _book_and_cards(coup: str, msgs: list[Stored]) -> list[Finding]:
+    findings: list[Finding] = []
+    book = wagerbook.Book()
+    drawn: dict[int, str] = {}
+    closed_seq = 0
+    for m in msgs:
+        for e in (env.data for env in m.batch.events):
+            if isinstance(e, wagerbook.BookOpened | wagerbook.WagerPlaced | wagerbook.WagerCancelled
+                          | wagerbook.BookClosed | wagerbook.ExtraPlaced):
+                book = wagerbook.evolve(book, e)
+            elif isinstance(e, shoe.CardDrawn):
+                drawn[e.position] = e.card
+    for m in msgs:
+        for e in (env.data for env in m.batch.events):
+            if isinstance(e, bm.BettingClosed | jm.BettingClosed):
+                closed_seq = m.seq
+                if sorted(e.wagers, key=_key) != sorted(book.wagers, key=_key):
+                    findings.append(Finding(coup, m.seq, "the coup's wagers are not the wager book's"))
+            elif isinstance(e, bm.CardDealt | jm.CardDealt) and drawn.get(e.position) != e.card:
+                findings.append(Finding(coup, m.seq, f"{e.card} dealt from position {e.position}, "
+                                                     f"but the shoe drew {drawn.get(e.position, 'no card')} there"))
+    if not closed_seq:
+        findings.append(Finding(coup, msgs[-1].seq if msgs else 0, "betting never closed"))
+    return findings
+
+
+def _key(w: Wager) -> tuple[int, str]:
+    return w.seat, w.bet
+
+
+def _payouts(coup: str, msgs: list[Stored], events: list[AnyEvent]) -> list[Finding]:
+    settled = [(m.seq, e.data) for m in msgs for e in m.batch.events if isinstance(e.data, pay.CoupSettled)]
+    if not settled:
+        return [Finding(coup, msgs[-1].seq, "the coup is not settled")]
+    seq, recorded = settled[0]
+    assert isinstance(recorded, pay.CoupSettled)
+    try:
+        payouts = payouts_of(events)
+    except (RuleViolation, StopIteration) as exc:
+        return [Finding(coup, seq, f"settlement cannot be recomputed: {exc}")]
+    findings = []
+    if recorded.payouts != payouts:
+        findings.append(Finding(coup, seq, f"recorded payouts {list(recorded.payouts)}, the rules give {list(payouts)}"))
+    if (recorded.staked, recorded.returned) != (sum(p.stake for p in recorded.payouts),
+                                                sum(p.returned for p in recorded.payouts)):
+        findings.append(Finding(coup, seq, "the settled totals are not the sums of the payouts"))
+    return findings
+
+
+def verify_shoes(stored: list[Stored]) -> list[Finding]:
+    """Every ended shoe among ``stored`` shoe events: commitment and order."""
+    per_shoe: dict[str, list[tuple[int, AnyEvent]]] = defaultdict(list)
+    for m in sorted(stored, key=lambda m: m.seq):
+        for env in m.batch.events:
+            if isinstance(env.data, shoe.ShoeShuffled | shoe.CardBurned | shoe.CardDrawn | shoe.ShoeEnded):
+                per_shoe[env.data.shoe_id].append((m.seq, env.data))
+    findings = []
+    for shoe_id, events in per_shoe.items():
+        shuffled = next((e for _, e in events if isinstance(e, shoe.ShoeShuffled)), None)
+        ended = next(((s, e) for s, e in events if isinstance(e, shoe.ShoeEnded)), None)
+        if shuffled is None or ended is None:
+            continue  # still in play: verified when it ends
+        seq, end = ended
+        assert isinstance(end, shoe.ShoeEnded)
+        if shoe.commitment(end.order, end.salt) != shuffled.commitment:
+            findings.append(Finding(shoe_id, seq, "the revealed order and salt do not match the shuffle's commitment"))
+            continue
+        for s, e in events:
+            if isinstance(e, shoe.CardBurned | shoe.CardDrawn) and end.order[e.position] != e.card:
+                findings.append(Finding(shoe_id, s, f"position {e.position} gave {e.card}, "
+                                                    f"the revealed order has {end.order[e.position]}"))
+    return findings
