@@ -87,7 +87,7 @@ def verify_coup(stored: list[Stored]) -> list[Finding]:
     findings = _redecide(coup, configured, [m for m in msgs if subjects.tokens(m.subject)[3] == "coup"])
     findings += _book_and_cards(coup, msgs)
     findings += _payouts(coup, msgs, everything)
-    return findings
+    return sorted(findings, key=lambda f: f.seq)
 
 
 def _redecide(coup: str, configured: CoupConfigured, msgs: list[Stored]) -> list[Finding]:

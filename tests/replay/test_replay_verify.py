@@ -1,0 +1,173 @@
+"""Replay and verification on a store the simulated casino wrote: every coup
+replays and verifies; a tampered copy of a coup (a card, a payout, a shoe's
+order) is caught with the sequence number of the changed event; an event
+written under an older schema version still replays and verifies."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import msgspec
+import nats
+import pytest
+
+from casino import rulesets
+from casino.launcher import default_tables
+from casino.replay import SCHEMA, render_text, replay_coup
+from casino.replaycli import by_coup, verify_all
+from casino.rules import settlement, shoe
+from casino.rules.baccarat import messages as bm
+from casino.simulator import Simulator
+from casino.store import envelope, subjects
+from casino.store.eventstore import Stored
+from casino.svg import render_svg
+from casino.verify import verify_coup, verify_shoes
+from services import runner
+from tests.natsfixture import nats_server
+
+pytestmark = pytest.mark.anyio
+def small_shoe(tmp: Path) -> str:
+    """Blackjack 002 from a one-deck shoe cut at half: shoes end every round or two."""
+    text = (rulesets.BUILT_IN / "blackjack-002-hole-card.toml").read_text()
+    path = tmp / "blackjack-002-one-deck.toml"
+    path.write_text(text.replace("decks = 6", "decks = 1").replace("penetration = 0.75", "penetration = 0.5"))
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Stored]]:
+    """Every message of a store where four simulated tables dealt 12 coups each."""
+    import anyio
+
+    tables = default_tables(4, ["baccarat-000-methods", "baccarat-001-styles",
+                                small_shoe(tmp_path_factory.mktemp("rulesets")), "blackjack-003-no-hole-card"])
+
+    async def deal(url: str) -> list[Stored]:
+        running = [await runner.start(kind, url, tables=tables) for kind in runner.KINDS]
+        nc = await nats.connect(url)
+        try:
+            await Simulator(nc, tables, seed=11).run(12)
+            from casino.store.jetstream import JetStreamEventStore
+
+            return await JetStreamEventStore(nc).read(f"{subjects.EVENTS}.>")
+        finally:
+            await nc.close()
+            for r in reversed(running):
+                await r.stop()
+
+    with nats_server(tmp_path_factory.mktemp("nats")) as url:
+        yield anyio.run(deal, url)
+
+
+def copy(stored: list[Stored]) -> list[Stored]:
+    """A copy through the wire format, as another store would hold it."""
+    return [Stored(m.seq, m.subject, envelope.decode(envelope.encode(m.batch)), m.msg_id) for m in stored]
+
+
+def test_every_coup_of_the_simulated_casino_replays_and_verifies(recorded: list[Stored]) -> None:
+    coups = by_coup(recorded)
+    assert len(coups) == 48
+    report = verify_all(recorded, [m for m in recorded if subjects.tokens(m.subject)[3] == "shoe"])
+    assert (report.coups, report.findings) == (48, [])
+    for msgs in coups.values():
+        r = replay_coup(msgs)
+        assert r.settled and r.cards and r.announcements and r.pickup and r.payouts
+        assert sorted(c.card for c in r.cards) == sorted(r.pickup)
+
+
+def test_a_baccarat_replay_reads_like_the_rulebook(recorded: list[Stored]) -> None:
+    coups = [replay_coup(m) for m in by_coup(recorded).values()]
+    shoe_coup = next(r for r in coups if r.procedure in ("method_c", "method_d") and any(
+        h.startswith("shoe: seat") for h in r.holders))
+    text = render_text(shoe_coup)
+    assert f"Dealt by {shoe_coup.procedure.replace('_', ' ')} (000 8." in text
+    assert "offered to seat" in text and "announced: player" in text and "Payouts:" in text
+    assert all(c.dealt_by.startswith("seat") and not c.face_up for c in shoe_coup.cards[:4])
+    data = json.loads(msgspec.json.encode(shoe_coup))
+    assert data["schema"] == SCHEMA and [s["seq"] for s in data["steps"]] == sorted(s["seq"] for s in data["steps"])
+    svg = render_svg(shoe_coup)
+    assert svg.startswith("<svg") and "SHOE" in svg and shoe_coup.table in svg
+
+
+def _tamper(stored: list[Stored], change: type, mutate: object) -> tuple[list[Stored], int]:
+    """A copy with the first event of type ``change`` rewritten by ``mutate``."""
+    out, seq = [], 0
+    for m in copy(stored):
+        events = list(m.batch.events)
+        for i, e in enumerate(events):
+            if not seq and isinstance(e.data, change):
+                events[i] = msgspec.structs.replace(e, data=mutate(e.data))  # type: ignore[operator]
+                seq = m.seq
+        out.append(Stored(m.seq, m.subject, envelope.Batch(tuple(events)), m.msg_id))
+    return out, seq
+
+
+def _a_coup(recorded: list[Stored], game: str) -> list[Stored]:
+    return next(ms for ms in by_coup(recorded).values() if replay_coup(ms).game == game)
+
+
+@pytest.mark.parametrize("game", ["baccarat", "blackjack"])
+def test_verify_catches_a_changed_card(recorded: list[Stored], game: str) -> None:
+    coup = _a_coup(recorded, game)
+    dealt = bm.CardDealt if game == "baccarat" else __import__("casino.rules.blackjack.messages", fromlist=["x"]).CardDealt
+    tampered, seq = _tamper(coup, dealt, lambda e: msgspec.structs.replace(e, card="KS" if e.card != "KS" else "QS"))
+    findings = verify_coup(tampered)
+    assert findings and findings[0].seq == seq and "the shoe drew" in findings[0].what, findings
+
+
+def test_verify_catches_a_changed_payout(recorded: list[Stored]) -> None:
+    coup = _a_coup(recorded, "baccarat")
+
+    def richer(e: settlement.CoupSettled) -> settlement.CoupSettled:
+        first = msgspec.structs.replace(e.payouts[0], returned=e.payouts[0].returned + 100)
+        return msgspec.structs.replace(e, payouts=(first, *e.payouts[1:]), returned=e.returned + 100)
+
+    tampered, seq = _tamper(coup, settlement.CoupSettled, richer)
+    findings = verify_coup(tampered)
+    assert [f.seq for f in findings] == [seq] and "payouts" in findings[0].what
+
+
+def test_verify_catches_a_changed_shoe_order(recorded: list[Stored]) -> None:
+    shoes = [m for m in recorded if subjects.tokens(m.subject)[3] == "shoe"]
+    assert verify_shoes(shoes) == []
+    assert any(isinstance(e.data, shoe.ShoeEnded) for m in shoes for e in m.batch.events)
+
+    def swapped(e: shoe.ShoeEnded) -> shoe.ShoeEnded:
+        return msgspec.structs.replace(e, order=(e.order[1], e.order[0], *e.order[2:]))
+
+    tampered, seq = _tamper(shoes, shoe.ShoeEnded, swapped)
+    findings = verify_shoes(tampered)
+    assert [f.seq for f in findings] == [seq] and "commitment" in findings[0].what
+
+
+def test_an_event_written_under_an_older_schema_version_replays_and_verifies(recorded: list[Stored]) -> None:
+    older, rewritten = [], 0
+    for m in recorded:
+        raw = json.loads(envelope.encode(m.batch))
+        for e in raw["events"]:
+            if e["type"] == "shoe.shuffled" and not e["data"]["burn_by_value"]:
+                e["version"] = 1  # as written before burning by value existed
+                del e["data"]["burn_by_value"]
+                rewritten += 1
+        older.append(Stored(m.seq, m.subject, envelope.decode(json.dumps(raw).encode()), m.msg_id))
+    assert rewritten >= 3  # the blackjack tables' shoes
+    upcast = [e for m in older for e in m.batch.events if e.type == "shoe.shuffled"]
+    assert all(e.version == 2 and isinstance(e.data, shoe.ShoeShuffled) for e in upcast)
+    report = verify_all(older, [m for m in older if subjects.tokens(m.subject)[3] == "shoe"])
+    assert report.findings == [] and report.coups == 48
+
+
+def test_an_event_from_a_newer_schema_is_refused_not_guessed() -> None:
+    raw = {"events": [{"id": "x", "type": "shoe.shuffled", "version": 9, "table": "T", "shoe": "S", "coup": "-",
+                       "causation": "c", "correlation": "c", "producer": "shoe", "at": "2026-11-29T12:00:00Z",
+                       "data": {"type": "shoe.shuffled"}}]}
+    with pytest.raises(envelope.UnknownVersion):
+        envelope.decode(json.dumps(raw).encode())
+
+
+def test_replay_schema_is_documented() -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "replay.md").read_text()
+    for field in msgspec.structs.fields(__import__("casino.replay", fromlist=["x"]).CoupReplay):
+        assert f"`{field.name}`" in doc, field.name
