@@ -12,6 +12,7 @@ from pathlib import Path
 import msgspec
 import nats
 import pytest
+from services import runner
 
 from casino import rulesets
 from casino.launcher import default_tables
@@ -24,7 +25,6 @@ from casino.store import envelope, subjects
 from casino.store.eventstore import Stored
 from casino.svg import render_svg
 from casino.verify import verify_coup, verify_shoes
-from services import runner
 from tests.natsfixture import nats_server
 
 pytestmark = pytest.mark.anyio
