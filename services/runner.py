@@ -25,6 +25,7 @@ from nats.aio.client import Client
 from nats.js.api import ConsumerConfig, DeliverPolicy
 
 from casino import commands as c
+from casino.projections import KvProjections, Projector
 from casino.service import Clock, Peer, TableLocks, answer, utc_now
 from casino.store import envelope, subjects
 from casino.store.jetstream import STREAM, JetStreamEventStore, ensure_streams
@@ -93,8 +94,10 @@ async def start(kind: str, url: str, *, tables: dict[str, TableConfig] | None = 
 
         broker.subscriber(subjects.aggregate_filter("coup"), stream=JStream(STREAM, declare=False),
                           durable="settlement", pull_sub=PullSub(batch_size=32))(on_coup_events)
+    elif kind == "projections":
+        service = await _projections(broker, nc, store)
     else:
-        raise ValueError(f"unknown service {kind!r}; one of {', '.join(KINDS)}")
+        raise ValueError(f"unknown service {kind!r}; one of {', '.join(KINDS)}, projections")
     if kind in ("shoe", "wager", "dealer-policy"):
         _follow(broker, service, kind)
     await broker.start()
@@ -104,21 +107,55 @@ async def start(kind: str, url: str, *, tables: dict[str, TableConfig] | None = 
 
 
 _instances = itertools.count()
+# faststream handles the messages of one fetch concurrently; a follower needs
+# them in stream order, so it takes each fetch as one batch.
+ORDERED = PullSub(batch_size=64, timeout=1.0, batch=True)
+
+
+def _in_order(msg: NatsMessage) -> list[Any]:
+    raw = msg.raw_message
+    return sorted(raw if isinstance(raw, list) else [raw], key=lambda m: m.metadata.sequence.stream)
+
+
+def _instance(kind: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]", "_", f"{kind}-{socket.gethostname()}-{os.getpid()}-{next(_instances)}")
+
+
+async def _projections(broker: NatsBroker, nc: Client, store: JetStreamEventStore) -> Projector:
+    """Fold the stream into the read models from the first event, then keep
+    them current from a durable consumer that starts where the fold ended."""
+    kv = await KvProjections(nc.jetstream()).open()
+    projector = Projector()
+    for m in await store.read(f"{subjects.EVENTS}.>"):
+        projector.apply(m.subject, m.seq, m.batch)
+    await kv.put(projector, set(projector.everything()))
+
+    async def on_events(msg: NatsMessage) -> None:
+        changed: set[tuple[str, str]] = set()
+        for m in _in_order(msg):
+            changed |= projector.apply(m.subject, m.metadata.sequence.stream, envelope.decode(m.data))
+        if changed:
+            await kv.put(projector, changed)
+
+    broker.subscriber(f"{subjects.EVENTS}.>", stream=JStream(STREAM, declare=False), durable=_instance("projections"),
+                      pull_sub=ORDERED, deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
+                      config=ConsumerConfig(opt_start_seq=projector.seq + 1, inactive_threshold=600.0))(on_events)
+    return projector
 
 
 def _follow(broker: NatsBroker, service: Any, kind: str) -> None:
     """Keep the service's state current from a durable consumer of its own
     aggregate's events: what another instance of it appends."""
     aggregate = {"shoe": "shoe", "wager": "wager", "dealer-policy": "coup"}[kind]
-    name = re.sub(r"[^A-Za-z0-9_-]", "_", f"{kind}-{socket.gethostname()}-{os.getpid()}-{next(_instances)}")
+    name = _instance(kind)
 
-    async def on_event(msg: NatsMessage) -> None:
-        seq = msg.raw_message.metadata.sequence.stream
-        await service.observe(msg.raw_message.subject, seq, envelope.decode(msg.body))
+    async def on_events(msg: NatsMessage) -> None:
+        for m in _in_order(msg):
+            await service.observe(m.subject, m.metadata.sequence.stream, envelope.decode(m.data))
 
     broker.subscriber(subjects.aggregate_filter(aggregate), stream=JStream(STREAM, declare=False), durable=name,
-                      pull_sub=PullSub(batch_size=64, timeout=1.0), deliver_policy=DeliverPolicy.NEW,
-                      config=ConsumerConfig(inactive_threshold=600.0))(on_event)
+                      pull_sub=ORDERED, deliver_policy=DeliverPolicy.NEW,
+                      config=ConsumerConfig(inactive_threshold=600.0))(on_events)
 
 
 def main(kind: str) -> None:

@@ -46,7 +46,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     replaycli.add_commands(sub)
     args = parser.parse_args(argv)
 
-    if args.command in ("replay", "verify"):
+    if args.command in ("replay", "verify", "projections"):
         return replaycli.run(args)
     if args.command == "run":
         return launcher.run(args)

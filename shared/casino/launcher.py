@@ -25,7 +25,7 @@ from casino.store.jetstream import JetStreamEventStore
 from casino.storeaccess import URL_FILE
 from casino.tables import TableConfig, dump_tables
 
-SERVICES = ("shoe", "wager", "dealer_policy", "settlement")
+SERVICES = ("shoe", "wager", "dealer_policy", "settlement", "projections")
 SHORT = {"baccarat-000-methods": "BAC000", "baccarat-001-styles": "BAC001",
          "blackjack-002-hole-card": "BJ002", "blackjack-003-no-hole-card": "BJ003"}
 APPROVALS = (Approval("method_b", "inspector", "INS-SIM"),

@@ -9,8 +9,10 @@ from collections import defaultdict
 from datetime import datetime
 
 import msgspec
+from nats.aio.client import Client
 
 from casino import storeaccess
+from casino.projections import KvProjections, Projector
 from casino.replay import render_text, replay_coup
 from casino.rules.shoe import ShoeEnded
 from casino.store import subjects
@@ -39,7 +41,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
     verify.add_argument("--table")
     verify.add_argument("--coup")
     verify.add_argument("--shoe")
-    for p in (coup, table, shoe, verify):
+    projections = sub.add_parser("projections", help="the read models in key-value buckets")
+    projections_do = projections.add_subparsers(dest="what", required=True)
+    rebuild = projections_do.add_parser("rebuild", help="fold the stream again from the first event")
+    for p in (coup, table, shoe, verify, rebuild):
         storeaccess.add_arguments(p)
 
 
@@ -48,9 +53,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    async with storeaccess.open_store(args) as (store, _):
+    async with storeaccess.open_store(args) as (store, nc):
         if args.command == "verify":
             return await verify(store, args)
+        if args.command == "projections":
+            return await rebuild_projections(store, nc)
         if args.what == "coup":
             return await show_coup(store, args)
         return await list_coups(store, args)
@@ -160,3 +167,24 @@ def verify_all(stored: list[Stored], shoe_events: list[Stored]) -> Report:
 def _in_play(msgs: list[Stored]) -> bool:
     """The latest coup of a table, not yet finished: not verified until it is."""
     return not any(e.type.endswith("cards_picked_up") for m in msgs for e in m.batch.events)
+
+
+async def rebuild_projections(store: EventStore, nc: Client) -> int:
+    """Rebuild the read models from the first event, compare them with the live
+    ones (once the live projector has caught up), and store the rebuilt ones."""
+    projector = Projector()
+    for m in await store.read(f"{subjects.EVENTS}.>"):
+        projector.apply(m.subject, m.seq, m.batch)
+    kv = await KvProjections(nc.jetstream()).open()
+    for _ in range(100):
+        if await kv.seq() >= projector.seq:
+            break
+        await asyncio.sleep(0.1)
+    live, rebuilt = await kv.everything(), projector.everything()
+    differ = sorted(k for k in set(live) | set(rebuilt) if live.get(k) != rebuilt.get(k))
+    for bucket, key in differ:
+        print(f"{bucket} {key}: live {live.get((bucket, key))!r}, rebuilt {rebuilt.get((bucket, key))!r}")
+    await kv.put(projector, set(rebuilt))
+    print(f"rebuilt {len(rebuilt)} read-model entries up to stream sequence {projector.seq}: "
+          + ("equal to the live ones" if not differ else f"{len(differ)} differed from the live ones"))
+    return 0

@@ -17,12 +17,14 @@ from services import runner
 from casino import rulesets
 from casino.launcher import default_tables
 from casino.replay import SCHEMA, render_text, replay_coup
+from casino.projections import KvProjections, Projector
 from casino.replaycli import by_coup, verify_all
 from casino.rules import settlement, shoe
 from casino.rules.baccarat import messages as bm
 from casino.simulator import Simulator
 from casino.store import envelope, subjects
 from casino.store.eventstore import Stored
+from casino.store.jetstream import JetStreamEventStore
 from casino.svg import render_svg
 from casino.verify import verify_coup, verify_shoes
 from tests.natsfixture import nats_server
@@ -36,22 +38,32 @@ def small_shoe(tmp: Path) -> str:
     return str(path)
 
 
+class Recorded(list[Stored]):
+    """The messages of the store, and the live read models when the run ended."""
+
+    live: dict[tuple[str, str], bytes]
+
+
 @pytest.fixture(scope="module")
-def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Stored]]:
-    """Every message of a store where four simulated tables dealt 12 coups each."""
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recorded]:
+    """Every message of a store where four simulated tables dealt 12 coups each,
+    with the projections service keeping the read models live."""
     import anyio
 
     tables = default_tables(4, ["baccarat-000-methods", "baccarat-001-styles",
                                 small_shoe(tmp_path_factory.mktemp("rulesets")), "blackjack-003-no-hole-card"])
 
-    async def deal(url: str) -> list[Stored]:
-        running = [await runner.start(kind, url, tables=tables) for kind in runner.KINDS]
+    async def deal(url: str) -> Recorded:
+        running = [await runner.start(kind, url, tables=tables) for kind in (*runner.KINDS, "projections")]
         nc = await nats.connect(url)
         try:
             await Simulator(nc, tables, seed=11).run(12)
-            from casino.store.jetstream import JetStreamEventStore
-
-            return await JetStreamEventStore(nc).read(f"{subjects.EVENTS}.>")
+            out = Recorded(await JetStreamEventStore(nc).read(f"{subjects.EVENTS}.>"))
+            kv = await KvProjections(nc.jetstream()).open()
+            while await kv.seq() < out[-1].seq:
+                await anyio.sleep(0.05)
+            out.live = await kv.everything()
+            return out
         finally:
             await nc.close()
             for r in reversed(running):
@@ -171,3 +183,17 @@ def test_replay_schema_is_documented() -> None:
     doc = (Path(__file__).resolve().parents[2] / "docs" / "replay.md").read_text()
     for field in msgspec.structs.fields(__import__("casino.replay", fromlist=["x"]).CoupReplay):
         assert f"`{field.name}`" in doc, field.name
+
+
+def test_projections_rebuilt_from_the_first_event_equal_the_live_ones(recorded: Recorded) -> None:
+    projector = Projector()
+    for m in recorded:
+        projector.apply(m.subject, m.seq, m.batch)
+    rebuilt = projector.everything()
+    assert rebuilt == recorded.live
+    takings = {k: msgspec.json.decode(v) for (b, k), v in rebuilt.items() if b == "takings"}
+    assert {t["coups_settled"] for t in takings.values()} == {12}
+    settled = [e.data for m in recorded for e in m.batch.events if isinstance(e.data, settlement.CoupSettled)]
+    assert sum(t["house_net"] for t in takings.values()) == sum(e.staked - e.returned for e in settled)
+    shoes = [msgspec.json.decode(v) for (b, _), v in rebuilt.items() if b == "shoe_stats"]
+    assert any(s["ended"] for s in shoes) and all(s["drawn"] + s["burned"] <= s["cards"] for s in shoes)

@@ -1,0 +1,1 @@
+"""The projections service: the floor's read models in key-value buckets."""

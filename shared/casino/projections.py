@@ -1,0 +1,191 @@
+"""Read models for the floor: table status, shoe statistics, per-table takings.
+
+``Projector`` is a fold of the event stream (pure); the projections service
+keeps its result in JetStream key-value buckets as events arrive, and
+``casino projections rebuild`` folds the stream again from the first event.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from casino.rules import settlement, shoe
+from casino.rules.baccarat import messages as bm
+from casino.rules.blackjack import messages as jm
+from casino.store import subjects
+from casino.store.envelope import Batch, CoupConfigured
+
+BUCKETS = {"table_status": "casino_table_status", "shoe_stats": "casino_shoe_stats", "takings": "casino_takings"}
+META = "casino_projections"
+
+
+class TableStatus(msgspec.Struct):
+    table: str
+    game: str = ""
+    ruleset: str = ""
+    coup: str = ""
+    coups: int = 0
+    procedure: str = ""
+    phase: str = ""
+    shoe: str = ""
+    last_result: str = ""
+
+
+class ShoeStats(msgspec.Struct):
+    shoe: str
+    table: str
+    decks: int = 0
+    cards: int = 0
+    cut_index: int | None = None
+    burned: int = 0
+    drawn: int = 0
+    rounds: int = 0
+    cut_card_reached: bool = False
+    reshuffle: str = ""
+    ended: bool = False
+
+    @property
+    def penetration(self) -> float:
+        return (self.burned + self.drawn) / self.cards if self.cards else 0.0
+
+
+class Takings(msgspec.Struct):
+    table: str
+    coups_settled: int = 0
+    staked: int = 0
+    returned: int = 0
+    house_net: int = 0
+
+
+class Projector:
+    """The fold: apply each stored batch in stream order."""
+
+    def __init__(self) -> None:
+        self.table_status: dict[str, TableStatus] = {}
+        self.shoe_stats: dict[str, ShoeStats] = {}
+        self.takings: dict[str, Takings] = {}
+        self.seq = 0
+
+    def apply(self, subject: str, seq: int, batch: Batch) -> set[tuple[str, str]]:
+        """Apply one batch; the (bucket, key) pairs it changed. A batch already
+        applied (a redelivery) changes nothing."""
+        if seq <= self.seq:
+            return set()
+        self.seq = seq
+        table, shoe_id, coup, _ = subjects.tokens(subject)
+        changed: set[tuple[str, str]] = set()
+        for env in batch.events:
+            e = env.data
+            if isinstance(e, shoe.ShoeEvent):
+                self._shoe(table, e)
+                changed.add(("shoe_stats", e.shoe_id))
+            elif isinstance(e, settlement.CoupSettled):
+                t = self.takings.setdefault(table, Takings(table))
+                t.coups_settled += 1
+                t.staked += e.staked
+                t.returned += e.returned
+                t.house_net = t.staked - t.returned
+                status = self._status(table)
+                if status.coup == e.coup_id:
+                    status.phase = "settled"
+                changed |= {("takings", table), ("table_status", table)}
+            else:
+                if self._coup(table, shoe_id, coup, e):
+                    changed.add(("table_status", table))
+        return changed
+
+    def _status(self, table: str) -> TableStatus:
+        return self.table_status.setdefault(table, TableStatus(table))
+
+    def _coup(self, table: str, shoe_id: str, coup: str, e: object) -> bool:
+        s = self._status(table)
+        match e:
+            case CoupConfigured():
+                s.game, s.ruleset, s.coup, s.coups, s.shoe = e.game, e.ruleset, coup, e.coup_number, shoe_id
+                s.phase, s.procedure = "betting", ""
+            case bm.CoupOpened():
+                s.procedure = e.procedure
+            case bm.ProcedureFellBack():
+                s.procedure = e.procedure
+            case bm.BettingClosed() | jm.BettingClosed():
+                s.phase = "dealing"
+            case bm.CoupResulted():
+                s.phase, s.last_result = "finished", f"{e.winner} {e.player_points}-{e.banker_points}"
+            case jm.CoupResulted():
+                s.phase = "finished"
+                s.last_result = f"dealer {'blackjack' if e.dealer_blackjack else e.dealer_total}"
+            case _:
+                return False
+        return True
+
+    def _shoe(self, table: str, e: shoe.ShoeEvent) -> None:
+        st = self.shoe_stats.setdefault(e.shoe_id, ShoeStats(e.shoe_id, table))
+        match e:
+            case shoe.ShoeShuffled():
+                st.decks, st.cards, st.cut_index = e.decks, e.cards, e.cut_index
+            case shoe.CardBurned():
+                st.burned += 1
+            case shoe.CardDrawn():
+                st.drawn += 1
+            case shoe.RoundStarted():
+                st.rounds += 1
+            case shoe.CutCardReached():
+                st.cut_card_reached = True
+            case shoe.ReshuffleRequired():
+                st.reshuffle = f"{e.when} ({e.clause})"
+            case shoe.ShoeEnded():
+                st.ended = True
+
+    def value(self, bucket: str, key: str) -> bytes:
+        source: dict[str, Any] = getattr(self, bucket)
+        return msgspec.json.encode(source[key])
+
+    def everything(self) -> dict[tuple[str, str], bytes]:
+        return {(b, k): self.value(b, k) for b in BUCKETS for k in getattr(self, b)}
+
+
+class KvProjections:
+    """The projections in JetStream key-value buckets."""
+
+    def __init__(self, js: Any) -> None:
+        self.js = js
+        self.kv: dict[str, Any] = {}
+
+    async def open(self) -> KvProjections:
+        from nats.js.errors import BucketNotFoundError
+
+        for bucket in [*BUCKETS.values(), META]:
+            try:
+                self.kv[bucket] = await self.js.key_value(bucket)
+            except BucketNotFoundError:
+                self.kv[bucket] = await self.js.create_key_value(bucket=bucket, history=1)
+        return self
+
+    async def put(self, projector: Projector, changed: set[tuple[str, str]]) -> None:
+        for bucket, key in sorted(changed):
+            await self.kv[BUCKETS[bucket]].put(key, projector.value(bucket, key))
+        await self.kv[META].put("seq", str(projector.seq).encode())
+
+    async def seq(self) -> int:
+        from nats.js.errors import KeyNotFoundError
+
+        try:
+            entry = await self.kv[META].get("seq")
+        except KeyNotFoundError:
+            return 0
+        return int(entry.value or b"0")
+
+    async def everything(self) -> dict[tuple[str, str], bytes]:
+        from nats.js.errors import NoKeysError
+
+        out = {}
+        for name, bucket in BUCKETS.items():
+            try:
+                keys = await self.kv[bucket].keys()
+            except NoKeysError:
+                continue
+            for key in keys:
+                out[(name, key)] = (await self.kv[bucket].get(key)).value or b""
+        return out
