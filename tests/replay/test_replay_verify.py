@@ -16,8 +16,8 @@ from services import runner
 
 from casino import rulesets
 from casino.launcher import default_tables
-from casino.replay import SCHEMA, render_text, replay_coup
 from casino.projections import KvProjections, Projector
+from casino.replay import SCHEMA, render_text, replay_coup
 from casino.replaycli import by_coup, verify_all
 from casino.rules import settlement, shoe
 from casino.rules.baccarat import messages as bm
