@@ -15,13 +15,15 @@ import time
 from pathlib import Path
 
 import nats
+from nats.aio.client import Client
 
 from casino.console import Console
 from casino.natsserver import NatsServer
+from casino.projections import KvProjections
 from casino.rules.baccarat.messages import Approval
 from casino.simulator import Simulator
 from casino.store import subjects
-from casino.store.jetstream import JetStreamEventStore
+from casino.store.jetstream import STREAM, JetStreamEventStore
 from casino.storeaccess import URL_FILE
 from casino.tables import TableConfig, dump_tables
 
@@ -88,6 +90,7 @@ async def _simulate(url: str, tables: dict[str, TableConfig], coups: int | None,
     painter = asyncio.create_task(redraw())
     try:
         await Simulator(nc, tables, seed, console).run(coups)
+        await _projections_caught_up(nc)
     finally:
         painter.cancel()
         with contextlib.suppress(asyncio.CancelledError):
@@ -98,6 +101,15 @@ async def _simulate(url: str, tables: dict[str, TableConfig], coups: int | None,
 
 def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
+
+
+async def _projections_caught_up(nc: Client, timeout: float = 10) -> None:
+    """Let the read models reach the end of the stream before stopping."""
+    kv = await KvProjections(nc.jetstream()).open()
+    last = (await nc.jetstream().stream_info(STREAM)).state.last_seq
+    deadline = time.monotonic() + timeout
+    while await kv.seq() < last and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -180,6 +180,10 @@ async def rebuild_projections(store: EventStore, nc: Client) -> int:
         if await kv.seq() >= projector.seq:
             break
         await asyncio.sleep(0.1)
+    live_seq = await kv.seq()
+    if live_seq < projector.seq:
+        print(f"the live read models stop at stream sequence {live_seq} of {projector.seq}: "
+              "the projections service is not running or still catching up")
     live, rebuilt = await kv.everything(), projector.everything()
     differ = sorted(k for k in set(live) | set(rebuilt) if live.get(k) != rebuilt.get(k))
     for bucket, key in differ:
