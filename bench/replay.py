@@ -1,0 +1,85 @@
+"""Replay speed: coups reconstructed and verified per second, against the raw
+rate of reading the same events from the stream with an ordered consumer.
+
+A simulated casino first deals the coups into a fresh store (four tables, one
+per regulation); then each run times (a) reading every message of the stream
+with an ordered consumer, doing nothing with it, and (b) reading, decoding,
+replaying and verifying every coup and shoe. The figure is the median of the
+runs.
+"""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import nats
+from nats.js.api import DeliverPolicy
+from services import runner
+
+from casino.launcher import SHORT, default_tables
+from casino.natsserver import NatsServer
+from casino.replay import replay_coup
+from casino.replaycli import by_coup, verify_all
+from casino.simulator import Simulator
+from casino.store import subjects
+from casino.store.jetstream import STREAM, JetStreamEventStore
+
+
+async def deal(url: str, coups_per_table: int) -> None:
+    tables = default_tables(4, list(SHORT))
+    running = [await runner.start(kind, url, tables=tables) for kind in runner.KINDS]
+    nc = await nats.connect(url)
+    try:
+        await Simulator(nc, tables, seed=1).run(coups_per_table)
+    finally:
+        await nc.close()
+        for r in reversed(running):
+            await r.stop()
+
+
+async def raw_read(nc: Any, total: int) -> float:
+    """Seconds to receive every message of the stream with an ordered consumer."""
+    js = nc.jetstream()
+    start = time.perf_counter()
+    sub = await js.subscribe(f"{subjects.EVENTS}.>", stream=STREAM, ordered_consumer=True,
+                             deliver_policy=DeliverPolicy.ALL)
+    for _ in range(total):
+        await sub.next_msg(timeout=10)
+    elapsed = time.perf_counter() - start
+    await sub.unsubscribe()
+    return elapsed
+
+
+async def replay_and_verify(nc: Any) -> tuple[float, int]:
+    """Seconds to read, decode, replay and verify every coup and shoe; coups."""
+    start = time.perf_counter()
+    stored = await JetStreamEventStore(nc).read(f"{subjects.EVENTS}.>")
+    coups = by_coup(stored)
+    for msgs in coups.values():
+        replay_coup(msgs)
+    report = verify_all(stored, [m for m in stored if subjects.tokens(m.subject)[3] == "shoe"])
+    elapsed = time.perf_counter() - start
+    assert not report.findings, report.findings[:3]
+    return elapsed, len(coups)
+
+
+async def measure(coups_per_table: int = 50, runs: int = 5) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as tmp, NatsServer(Path(tmp) / "nats") as server:
+        await deal(server.url, coups_per_table)
+        nc = await nats.connect(server.url)
+        total = (await nc.jetstream().stream_info(STREAM)).state.messages
+        raw, full = [], []
+        coups = 0
+        for _ in range(runs):
+            raw.append(await raw_read(nc, total))
+            seconds, coups = await replay_and_verify(nc)
+            full.append(seconds)
+        await nc.close()
+    raw_rate = coups / statistics.median(raw)
+    rate = coups / statistics.median(full)
+    return {"coups": coups, "messages": total, "runs": runs, "coups_per_s": rate,
+            "raw_coups_per_s": raw_rate, "ratio": rate / raw_rate}
