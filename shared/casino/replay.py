@@ -160,7 +160,9 @@ def describe(e: object) -> str:
         case bm.BettingClosed() | jm.BettingClosed():
             return "betting closed: " + ", ".join(f"seat {w.seat} {w.bet} {w.amount}" for w in e.wagers)
         case bm.OfferOrder():
-            return f"the {e.offer} will be offered in this order: seats {', '.join(map(str, e.seats)) or 'none'}"
+            if not e.seats:
+                return f"nobody has a wager to be offered the {e.offer}"
+            return f"the {e.offer} will be offered in this order: seats {', '.join(map(str, e.seats))}"
         case bm.OfferMade():
             return f"the {e.offer} offered to seat {e.seat}"
         case bm.OfferAnswered():
@@ -251,9 +253,10 @@ def render_text(r: CoupReplay) -> str:
                    + (f"; fell back to {r.fell_back_to.replace('_', ' ')}" if r.fell_back_to else ""))
     out.append(f"Clauses applied: {', '.join(r.clauses)}")
     out.append("")
-    out.append("  seq  time          by             what                                                           clause")
+    out.append("  seq  time (UTC)    by             what" + " " * 60 + "clause")
     for s in r.steps:
-        out.append(f"{s.seq:>5}  {s.at:%H:%M:%S.%f}"[:21] + f"  {s.producer:<13}  {s.text:<62} {s.clause}")
+        at = f"{s.at:%H:%M:%S.%f}"[:12]
+        out.append(f"{s.seq:>5}  {at}  {s.producer:<13}  {s.text:<63} {s.clause}")
     out.append("")
     if r.wagers:
         out.append("Wagers:   " + "; ".join(f"seat {w.seat} {w.bet} {w.amount}" for w in r.wagers))

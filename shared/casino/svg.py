@@ -37,6 +37,7 @@ def render_svg(r: CoupReplay) -> str:
              f'<path d="M 60 90 A 420 420 0 0 0 {W - 60} 90 Z" fill="#0b6b3a" stroke="#c9a227" stroke-width="6"/>',
              _text(W / 2, 40, f"{r.table}  {r.coup}  ({r.ruleset}, {r.procedure or r.game})", 16),
              _text(W / 2, 75, "dealer", 13, "#c9a227")]
+    spots: dict[int, tuple[float, float]] = {}
     holders: dict[int, list[str]] = {}
     for h in r.holders:
         what, _, who = h.partition(": ")
@@ -46,6 +47,7 @@ def render_svg(r: CoupReplay) -> str:
         # From the dealer's left (viewer's right) round to the dealer's right (viewer's left).
         angle = math.pi * (0.1 + 0.8 * i / max(1, len(seats) - 1))
         x, y = W / 2 + 390 * math.cos(angle), 90 + 390 * math.sin(angle)
+        spots[seat] = (W / 2 + 290 * math.cos(angle), 90 + 290 * math.sin(angle))
         parts.append(f'<circle cx="{x:.0f}" cy="{y:.0f}" r="26" fill="#0f4d2b" stroke="#c9a227"/>')
         parts.append(_text(x, y + 5, str(seat), 15))
         bets = [f"{w.bet} {w.amount}" for w in r.wagers if w.seat == seat]
@@ -58,19 +60,25 @@ def render_svg(r: CoupReplay) -> str:
     for c in r.cards:
         groups.setdefault(c.to, []).append((c.card, True))
     for g, (name, cards) in enumerate(sorted(groups.items(), key=lambda kv: (kv[0] != "dealer", kv[0]))):
-        col, row = g % 4, g // 4
-        x0, y0 = 150 + 175 * col, 130 + 95 * row
-        parts.append(_text(x0, y0 - 6, name, 12, "#ffd", "start"))
+        if name.startswith("seat "):  # a blackjack box: its hands in front of its seat
+            _, seat, _, hand = name.split()
+            sx, sy = spots[int(seat)]
+            x0, y0 = sx - 19 * len(cards) + 30 * int(hand), sy - 60 + 56 * int(hand)
+            label = f"hand {hand}"
+        else:  # the dealer's cards, Player's and Banker's hands, across the middle
+            x0, y0 = 250 + 250 * (g % 3), 120 + 95 * (g // 3)
+            label = name
+        parts.append(_text(x0, y0 - 6, label, 12, "#ffd", "start"))
         for k, (code, up) in enumerate(cards):
-            parts.append(_card(x0 + 22 * k, y0, code, up))
+            parts.append(_card(x0 + 38 * k, y0, code, up))
     result = r.result
     if result:
         if r.game == "baccarat":
             line = f"{result['winner'].upper()} wins: player {result['player_points']}, banker {result['banker_points']}"
         else:
             line = f"dealer {'blackjack' if result['dealer_blackjack'] else result['dealer_total']}"
-        parts.append(_text(W / 2, 330, line, 18, "#ffd"))
+        parts.append(_text(W / 2, 330 if r.game == "baccarat" else 205, line, 18, "#ffd"))
     net = sum(p.returned - p.stake for p in r.payouts)
-    parts.append(_text(W / 2, 355, f"players {net:+d}" if r.payouts else "not settled", 14))
+    parts.append(_text(W / 2, 355 if r.game == "baccarat" else 230, f"players {net:+d}" if r.payouts else "not settled", 14))
     parts.append("</svg>")
     return "\n".join(parts) + "\n"
