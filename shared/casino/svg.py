@@ -61,8 +61,8 @@ def render_svg(r: CoupReplay) -> str:
         groups.setdefault(c.to, []).append((c.card, True))
     for g, (name, cards) in enumerate(sorted(groups.items(), key=lambda kv: (kv[0] != "dealer", kv[0]))):
         if name.startswith("seat "):  # a blackjack box: its hands in front of its seat
-            _, seat, _, hand = name.split()
-            sx, sy = spots[int(seat)]
+            _, box, _, hand = name.split()
+            sx, sy = spots[int(box)]
             x0, y0 = sx - 19 * len(cards) + 30 * int(hand), sy - 60 + 56 * int(hand)
             label = f"hand {hand}"
         else:  # the dealer's cards, Player's and Banker's hands, across the middle
