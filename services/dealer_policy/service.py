@@ -201,7 +201,9 @@ class DealerPolicyService:
             events += bj.decide(t.rules, bj.BlackjackCoup(), jm.OpenCoup(coup))
         self._next_coup(t)
         t.coup, t.shoe = coup, start.shoe
-        await self._commit(t, events, f"{coup}:open", cmd.id)
+        # The id names the command: another instance opening this number for another
+        # command must lose the race, not be taken for a duplicate of it.
+        await self._commit(t, events, f"{coup}:open:{cmd.id}", cmd.id)
         await self.peer.must(subjects.command(t.name, "wager"),
                              c.OpenBook(f"{coup}:open-book", t.name, coup, t.shoe, t.config.ruleset))
 

@@ -122,7 +122,7 @@ async def test_two_instances_of_every_service_deal_the_golden_coup(nats_url: str
     book = (bm.Wager(2, "banker", 5000), bm.Wager(3, "player", 5000), bm.Wager(5, "banker", 7500))
     players = Scripted({("shoe", 5): False})
     async with Casino(nats_url, TABLES, SHOES) as one, Casino(nats_url, TABLES, SHOES):
-        coups = [await drive(one, "BAC000", "method_d", book, players) for _ in range(3)]
+        coups = [await drive(one, "BAC000", "method_d", book, players) for _ in range(8)]
         got = [await recorded(one, "BAC000", coup) for coup in coups]
     golden_shoe = play.Shoe(BAC.shoe, list(SHOES["BAC000"]), prefix="BAC000-shoe-")
     for coup, (coup_events, _, settled) in zip(coups, got, strict=True):
