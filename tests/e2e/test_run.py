@@ -4,6 +4,7 @@ table is settled, and a second run continues the same store."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -49,3 +50,20 @@ async def test_casino_run_deals_every_coup_to_settlement_and_a_second_run_contin
     settled = [e for _, e in events if isinstance(e, settlement.CoupSettled)]
     assert len(resulted) == len(settled) == 20
     assert {subjects.tokens(s)[2] for s in resulted} == {e.coup_id for e in settled}
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "casino.cli", *args, "--var", str(tmp_path)],
+                              capture_output=True, text=True, timeout=120)
+
+    verified = cli("verify")
+    assert verified.returncode == 0 and "verified 20 coups" in verified.stdout, verified.stdout + verified.stderr
+    shown = cli("replay", "coup", "BJ002-1", "2", "--json", "--svg", str(tmp_path / "c.svg"))
+    replay = json.loads(shown.stdout)
+    assert (replay["schema"], replay["coup"], replay["settled"]) == ("casino.replay.coup/1", "BJ002-1-000002", True)
+    assert (tmp_path / "c.svg").read_text().startswith("<svg")
+    listed = cli("replay", "table", "BAC000-1", "--from", "2", "--to", "4")
+    assert [line.split()[0] for line in listed.stdout.splitlines()[1:]] == [f"BAC000-1-00000{n}" for n in (2, 3, 4)]
+    shoe = cli("replay", "shoe", "BAC001-1-shoe-1")
+    assert len(shoe.stdout.splitlines()) == 6
+    rebuilt = cli("projections", "rebuild")
+    assert "equal to the live ones" in rebuilt.stdout, rebuilt.stdout
