@@ -21,10 +21,12 @@ from typing import Any
 import msgspec
 import nats
 from faststream.nats import JStream, NatsBroker, NatsMessage, PullSub
+from faststream.nats.prometheus import NatsPrometheusMiddleware
 from nats.aio.client import Client
 from nats.js.api import ConsumerConfig, DeliverPolicy
 
 from casino import commands as c
+from casino.metrics import Metrics, serve_http
 from casino.projections import KvProjections, Projector
 from casino.service import Clock, Peer, TableLocks, answer, utc_now
 from casino.store import envelope, subjects
@@ -41,69 +43,110 @@ log = logging.getLogger("casino")
 
 
 class Running:
-    """A started service: its handler object, broker and connection."""
+    """A started service: its handler object, broker, connection and metrics."""
 
-    def __init__(self, kind: str, service: Any, broker: NatsBroker, nc: Client) -> None:
-        self.kind, self.service, self.broker, self.nc = kind, service, broker, nc
+    def __init__(self, kind: str, service: Any, broker: NatsBroker, nc: Client, metrics: Metrics) -> None:
+        self.kind, self.service, self.broker, self.nc, self.metrics = kind, service, broker, nc, metrics
+        self.tasks: list[asyncio.Task[None]] = []
+        self.http: asyncio.AbstractServer | None = None
 
     async def stop(self) -> None:
+        for task in self.tasks:
+            task.cancel()
+        if self.http:
+            self.http.close()
         await self.broker.stop()
         await self.nc.drain()
 
 
 def _command_handler(decoder: msgspec.json.Decoder[Any], handle: Callable[[Any], Awaitable[c.Reply]],
-                     reload: Callable[[Any], Awaitable[None]]) -> Callable[[NatsMessage], Awaitable[bytes]]:
+                     reload: Callable[[Any], Awaitable[None]], metrics: Metrics,
+                     ) -> Callable[[NatsMessage], Awaitable[bytes]]:
     locks = TableLocks()
+
+    def refused_by(clause: str) -> None:
+        metrics.refused.labels(metrics.service, clause).inc()
 
     async def on_command(msg: NatsMessage) -> bytes:
         table = msg.raw_message.subject.split(".")[2]
         async with locks(table):
-            return await answer(msg.body, decoder, handle, reload)
+            return await answer(msg.body, decoder, handle, reload, refused_by)
 
     return on_command
 
 
 async def start(kind: str, url: str, *, tables: dict[str, TableConfig] | None = None,
-                shuffle: ShuffleSource = secure_shuffle, clock: Clock = utc_now, name: str = "") -> Running:
-    """Build and start one service."""
+                shuffle: ShuffleSource = secure_shuffle, clock: Clock = utc_now, name: str = "",
+                http_port: int | None = None) -> Running:
+    """Build and start one service; with ``http_port``, serve its metrics and health."""
     nc = await nats.connect(url, name=name or kind, max_reconnect_attempts=-1)
     await ensure_streams(nc.jetstream())
     store = JetStreamEventStore(nc)
+    metrics = Metrics(kind)
     broker = NatsBroker(url, logger=log, log_level=logging.DEBUG, name=f"{name or kind}-broker",
-                        max_reconnect_attempts=-1)
+                        max_reconnect_attempts=-1,
+                        middlewares=[NatsPrometheusMiddleware(registry=metrics.registry, app_name=kind)])
+    durables: list[str] = []
     service: Any
     if kind == "shoe":
         service = ShoeService(store, JetStreamSecrets(nc.jetstream()), shuffle, clock)
         broker.subscriber(subjects.command("*", "shoe"), queue="shoe", max_workers=16)(
-            _command_handler(c.shoe_decoder, service.handle, service.reload))
+            _command_handler(c.shoe_decoder, service.handle, service.reload, metrics))
     elif kind == "wager":
         service = WagerService(store, clock)
         await service.rebuild()
         broker.subscriber(subjects.command("*", "wager"), queue="wager", max_workers=16)(
-            _command_handler(c.wager_decoder, service.handle, service.reload))
+            _command_handler(c.wager_decoder, service.handle, service.reload, metrics))
     elif kind == "dealer-policy":
         service = DealerPolicyService(store, Peer(nc), tables or {}, clock)
         await service.rebuild()
         broker.subscriber(subjects.command("*", "coup"), queue="coup", max_workers=16)(
-            _command_handler(c.coup_decoder, service.handle, service.reload))
+            _command_handler(c.coup_decoder, service.handle, service.reload, metrics))
     elif kind == "settlement":
         service = SettlementService(store, clock)
 
         async def on_coup_events(msg: NatsMessage) -> None:
-            await service.on_coup_events(msg.raw_message.subject, envelope.decode(msg.body))
+            with metrics.handling.labels(kind).time():
+                await service.on_coup_events(msg.raw_message.subject, envelope.decode(msg.body))
 
         broker.subscriber(subjects.aggregate_filter("coup"), stream=JStream(STREAM, declare=False),
                           durable="settlement", pull_sub=PullSub(batch_size=32))(on_coup_events)
+        durables.append("settlement")
     elif kind == "projections":
-        service = await _projections(broker, nc, store)
+        service = await _projections(broker, nc, store, metrics, durables)
     else:
         raise ValueError(f"unknown service {kind!r}; one of {', '.join(KINDS)}, projections")
     if kind in ("shoe", "wager", "dealer-policy"):
-        _follow(broker, service, kind)
+        durables.append(_follow(broker, service, kind, metrics))
+    service.metrics = metrics
     await broker.start()
     if kind == "dealer-policy":
         await service.resume()
-    return Running(kind, service, broker, nc)
+    running = Running(kind, service, broker, nc, metrics)
+    running.tasks.append(asyncio.create_task(_watch_consumers(nc, durables, metrics)))
+    if http_port is not None:
+        running.http = await serve_http(metrics, http_port)
+    return running
+
+
+async def _watch_consumers(nc: Client, durables: list[str], metrics: Metrics, every: float = 2.0) -> None:
+    """Consumer lag from consumer info; ready once every consumer has caught up."""
+    js = nc.jetstream()
+    while True:
+        caught_up = True
+        for durable in durables:
+            try:
+                info = await js.consumer_info(STREAM, durable)
+            except Exception:  # the consumer is being created, or the server is away
+                caught_up = False
+                continue
+            metrics.pending.labels(durable).set(info.num_pending or 0)
+            metrics.ack_pending.labels(durable).set(info.num_ack_pending or 0)
+            metrics.redelivered.labels(durable).set(info.num_redelivered or 0)
+            caught_up = caught_up and not info.num_pending
+        if caught_up and not metrics.is_ready:
+            metrics.set_ready(True)
+        await asyncio.sleep(every)
 
 
 _instances = itertools.count()
@@ -117,11 +160,22 @@ def _in_order(msg: NatsMessage) -> list[Any]:
     return sorted(raw if isinstance(raw, list) else [raw], key=lambda m: m.metadata.sequence.stream)
 
 
+def _gauges(projector: Projector, metrics: Metrics) -> None:
+    """The floor's figures that only the whole history gives: house net, penetration."""
+    for table, takings in projector.takings.items():
+        metrics.house_net.labels(table).set(takings.house_net)
+    for table, status in projector.table_status.items():
+        shoe = projector.shoe_stats.get(status.shoe)
+        if shoe is not None:
+            metrics.penetration.labels(table).set(shoe.penetration)
+
+
 def _instance(kind: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "_", f"{kind}-{socket.gethostname()}-{os.getpid()}-{next(_instances)}")
 
 
-async def _projections(broker: NatsBroker, nc: Client, store: JetStreamEventStore) -> Projector:
+async def _projections(broker: NatsBroker, nc: Client, store: JetStreamEventStore, metrics: Metrics,
+                       durables: list[str]) -> Projector:
     """Fold the stream into the read models from the first event, then keep
     them current from a durable consumer that starts where the fold ended."""
     kv = await KvProjections(nc.jetstream()).open()
@@ -129,33 +183,40 @@ async def _projections(broker: NatsBroker, nc: Client, store: JetStreamEventStor
     for m in await store.read(f"{subjects.EVENTS}.>"):
         projector.apply(m.subject, m.seq, m.batch)
     await kv.put(projector, set(projector.everything()))
+    _gauges(projector, metrics)
 
     async def on_events(msg: NatsMessage) -> None:
-        changed: set[tuple[str, str]] = set()
-        for m in _in_order(msg):
-            changed |= projector.apply(m.subject, m.metadata.sequence.stream, envelope.decode(m.data))
-        if changed:
-            await kv.put(projector, changed)
+        with metrics.handling.labels("projections").time():
+            changed: set[tuple[str, str]] = set()
+            for m in _in_order(msg):
+                changed |= projector.apply(m.subject, m.metadata.sequence.stream, envelope.decode(m.data))
+            if changed:
+                await kv.put(projector, changed)
+                _gauges(projector, metrics)
 
-    broker.subscriber(f"{subjects.EVENTS}.>", stream=JStream(STREAM, declare=False), durable=_instance("projections"),
+    name = _instance("projections")
+    durables.append(name)
+    broker.subscriber(f"{subjects.EVENTS}.>", stream=JStream(STREAM, declare=False), durable=name,
                       pull_sub=ORDERED, deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
                       config=ConsumerConfig(opt_start_seq=projector.seq + 1, inactive_threshold=600.0))(on_events)
     return projector
 
 
-def _follow(broker: NatsBroker, service: Any, kind: str) -> None:
+def _follow(broker: NatsBroker, service: Any, kind: str, metrics: Metrics) -> str:
     """Keep the service's state current from a durable consumer of its own
     aggregate's events: what another instance of it appends."""
     aggregate = {"shoe": "shoe", "wager": "wager", "dealer-policy": "coup"}[kind]
     name = _instance(kind)
 
     async def on_events(msg: NatsMessage) -> None:
-        for m in _in_order(msg):
-            await service.observe(m.subject, m.metadata.sequence.stream, envelope.decode(m.data))
+        with metrics.handling.labels(kind).time():
+            for m in _in_order(msg):
+                await service.observe(m.subject, m.metadata.sequence.stream, envelope.decode(m.data))
 
     broker.subscriber(subjects.aggregate_filter(aggregate), stream=JStream(STREAM, declare=False), durable=name,
                       pull_sub=ORDERED, deliver_policy=DeliverPolicy.NEW,
                       config=ConsumerConfig(inactive_threshold=600.0))(on_events)
+    return name
 
 
 def main(kind: str) -> None:
@@ -163,6 +224,7 @@ def main(kind: str) -> None:
     parser = argparse.ArgumentParser(prog=f"python -m services.{kind.replace('-', '_')}")
     parser.add_argument("--nats", default="nats://127.0.0.1:4222", help="NATS server URL")
     parser.add_argument("--tables", help="tables file (dealer-policy)")
+    parser.add_argument("--http-port", type=int, default=None, help="serve /metrics, /healthz, /readyz here")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {kind} %(levelname)s %(message)s")
     tables = load_tables(args.tables) if args.tables else None
@@ -172,7 +234,7 @@ def main(kind: str) -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        running = await start(kind, args.nats, tables=tables)
+        running = await start(kind, args.nats, tables=tables, http_port=args.http_port)
         log.info("%s ready", kind)
         await stop.wait()
         await running.stop()

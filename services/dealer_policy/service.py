@@ -8,6 +8,7 @@ import msgspec
 
 from casino import commands as c
 from casino import rulesets
+from casino.metrics import Metrics, count_recorded
 from casino.rules.baccarat import coup as bac
 from casino.rules.baccarat import messages as bm
 from casino.rules.blackjack import coup as bj
@@ -52,6 +53,7 @@ class DealerPolicyService:
         self.store, self.peer, self.config = store, peer, tables
         self.recorder = Recorder(store, self.producer, clock)
         self.tables: dict[str, TableCoup] = {}
+        self.metrics: Metrics | None = None
 
     # ---- state ----------------------------------------------------------
 
@@ -110,6 +112,9 @@ class DealerPolicyService:
         ack = await self.recorder.record(
             subjects.event(t.name, t.shoe, t.coup, "coup"), events, expected=t.last_seq, msg_id=msg_id,
             table=t.name, shoe=t.shoe, coup=t.coup, causation=causation)
+        if not ack.duplicate:
+            procedure = t.state.procedure if isinstance(t.state, bac.BaccaratCoup) else ""
+            count_recorded(self.metrics, t.name, list(events), procedure)
         if ack.seq > t.last_seq:  # not yet applied from the stream
             for e in events:
                 self._apply(t, e, causation)

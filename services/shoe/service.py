@@ -11,6 +11,7 @@ import msgspec
 
 from casino import rulesets
 from casino.commands import DrawCard, EndRound, Reply, ShoeCommand, StartRound
+from casino.metrics import Metrics, count_recorded
 from casino.rules import shoe as S
 from casino.rules.cards import Card, full_set
 from casino.rules.errors import RuleViolation
@@ -71,6 +72,7 @@ class ShoeService:
         self.store, self.secrets, self.shuffle = store, secrets_, shuffle
         self.recorder = Recorder(store, self.producer, clock)
         self.tables: dict[str, TableShoe] = {}
+        self.metrics: Metrics | None = None
 
     # ---- state ----------------------------------------------------------
 
@@ -109,6 +111,8 @@ class ShoeService:
         ack = await self.recorder.record(
             subjects.event(table, shoe, coup, "shoe"), out, expected=t.last_seq, msg_id=msg_id, table=table,
             shoe=shoe, coup=coup, causation=causation, guard=subjects.aggregate_filter("shoe", table))
+        if not ack.duplicate:
+            count_recorded(self.metrics, table, list(events))
         if ack.seq > t.last_seq:  # not yet applied from the stream
             for e in events:
                 self._apply(t, e)

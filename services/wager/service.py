@@ -6,6 +6,7 @@ import msgspec
 
 from casino import rulesets
 from casino.commands import CancelWager, CloseBook, OpenBook, PlaceExtra, PlaceWager, Reply, WagerCommand
+from casino.metrics import Metrics, count_recorded
 from casino.rules import wagerbook as W
 from casino.rules.errors import RuleViolation
 from casino.rules.ruleset import Ruleset
@@ -31,6 +32,7 @@ class WagerService:
         self.store = store
         self.recorder = Recorder(store, self.producer, clock)
         self.books: dict[str, CoupBook] = {}
+        self.metrics: Metrics | None = None
         self._rules: dict[str, Ruleset] = {}
 
     def rules(self, name: str) -> Ruleset:
@@ -51,6 +53,8 @@ class WagerService:
         ack = await self.recorder.record(
             subjects.event(cb.table, cb.shoe, coup, "wager"), out, expected=cb.last_seq, msg_id=msg_id,
             table=cb.table, shoe=cb.shoe, coup=coup, causation=causation)
+        if not ack.duplicate:
+            count_recorded(self.metrics, cb.table, list(events))
         if ack.seq > cb.last_seq:  # not yet applied from the stream
             for e in events:
                 self._apply(cb, e, causation)

@@ -50,23 +50,32 @@ class Recorder:
 
 
 async def answer(data: bytes, decoder: msgspec.json.Decoder[Any], handler: Callable[[Any], Awaitable[Reply]],
-                 reload: Callable[[Any], Awaitable[None]] | None = None) -> bytes:
+                 reload: Callable[[Any], Awaitable[None]] | None = None,
+                 refused_by: Callable[[str], None] | None = None) -> bytes:
     """Decode a command, run its handler, and encode the reply. A malformed or
     unknown command, or a step the rules forbid, is refused with its reason; a
     concurrency conflict reloads the aggregate and tries again. A refusal is
     only given on current state: if another instance may have moved the
     aggregate on, it is reloaded and the command decided once more."""
+    reply = await _answer(data, decoder, handler, reload)
+    if not reply.ok and refused_by is not None:
+        refused_by(reply.clause)
+    return encoder.encode(reply)
+
+
+async def _answer(data: bytes, decoder: msgspec.json.Decoder[Any], handler: Callable[[Any], Awaitable[Reply]],
+                  reload: Callable[[Any], Awaitable[None]] | None) -> Reply:
     try:
         command = decoder.decode(data)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        return encoder.encode(refused(f"malformed or unknown command: {exc}", "protocol"))
+        return refused(f"malformed or unknown command: {exc}", "protocol")
     reloaded = False
     for _ in range(5):
         try:
-            return encoder.encode(await handler(command))
+            return await handler(command)
         except RuleViolation as exc:
             if reload is None or reloaded:
-                return encoder.encode(refused(exc.reason, exc.clause))
+                return refused(exc.reason, exc.clause)
             await reload(command)
             reloaded = True
         except Conflict as exc:
@@ -77,8 +86,8 @@ async def answer(data: bytes, decoder: msgspec.json.Decoder[Any], handler: Calla
             reloaded = True
         except Exception:
             log.exception("%s %s failed", type(command).__name__, command.id)
-            return encoder.encode(refused("the service failed on this command; it is logged", "internal"))
-    return encoder.encode(refused("the table is busy: another writer keeps winning; try again", "concurrency"))
+            return refused("the service failed on this command; it is logged", "internal")
+    return refused("the table is busy: another writer keeps winning; try again", "concurrency")
 
 
 class Peer:

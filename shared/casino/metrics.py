@@ -1,0 +1,116 @@
+"""Prometheus metrics and health endpoints of a service.
+
+Names follow Prometheus conventions: base units (seconds), ``_total`` for
+counters; money is in the table's minor unit, said in the name. Each service
+serves ``/metrics``, ``/healthz`` (alive) and ``/readyz`` (caught up with the
+stream) on its HTTP port.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+
+class Metrics:
+    """Every metric the services export, in one registry per process."""
+
+    def __init__(self, service: str) -> None:
+        self.service = service
+        self.registry = r = CollectorRegistry()
+        self.coups_dealt = Counter("casino_coups_dealt_total", "Coups dealt to a result.",
+                                   ["table", "game", "procedure"], registry=r)
+        self.cards_dealt = Counter("casino_cards_dealt_total", "Cards dealt to hands.", ["table", "game"], registry=r)
+        self.reshuffles = Counter("casino_reshuffles_total", "Reshuffles required, by reason (clause).",
+                                  ["table", "reason"], registry=r)
+        self.refused = Counter("casino_commands_refused_total", "Commands refused, by the clause that refused them.",
+                               ["service", "clause"], registry=r)
+        self.wagered = Counter("casino_wagered_minor_units_total", "Stakes accepted, in minor units.",
+                               ["table", "bet"], registry=r)
+        self.paid = Counter("casino_paid_out_minor_units_total", "Returned to players at settlement, in minor units.",
+                            ["table"], registry=r)
+        self.house_net = Gauge("casino_house_net_minor_units", "House net per table since the first event.",
+                               ["table"], registry=r)
+        self.penetration = Gauge("casino_shoe_penetration_ratio", "Share of the shoe in play already dealt.",
+                                 ["table"], registry=r)
+        self.coup_duration = Histogram("casino_coup_duration_seconds", "From opening a coup to its settlement.",
+                                       ["game"], buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300),
+                                       registry=r)
+        self.handling = Histogram("casino_event_handling_seconds", "Time to handle one delivery of events.",
+                                  ["service"], registry=r)
+        self.pending = Gauge("casino_consumer_pending_messages", "Messages the consumer has not yet received.",
+                             ["consumer"], registry=r)
+        self.redelivered = Gauge("casino_consumer_redelivered_messages", "Messages delivered more than once.",
+                                 ["consumer"], registry=r)
+        self.ack_pending = Gauge("casino_consumer_ack_pending_messages", "Messages delivered and not yet acknowledged.",
+                                 ["consumer"], registry=r)
+        self.verification_failures = Counter("casino_verification_failures_total",
+                                             "Coups or shoes whose records differ from the rules.", ["table"],
+                                             registry=r)
+        self.ready = Gauge("casino_ready", "1 once the service has caught up with the stream.", ["service"],
+                           registry=r)
+        self.ready.labels(service).set(0)
+        self.is_ready = False
+
+    def set_ready(self, ready: bool) -> None:
+        self.is_ready = ready
+        self.ready.labels(self.service).set(1 if ready else 0)
+
+
+async def serve_http(metrics: Metrics, port: int, host: str = "0.0.0.0") -> asyncio.AbstractServer:
+    """``/metrics``, ``/healthz`` and ``/readyz`` on ``port``."""
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(Exception):
+            request = await asyncio.wait_for(reader.readline(), 5)
+            while (await reader.readline()) not in (b"\r\n", b"\n", b""):
+                pass
+            path = request.split()[1].decode() if len(request.split()) > 1 else "/"
+            if path.startswith("/metrics"):
+                status, body, ctype = "200 OK", generate_latest(metrics.registry), CONTENT_TYPE_LATEST
+            elif path.startswith("/healthz"):
+                status, body, ctype = "200 OK", b"alive\n", "text/plain"
+            elif path.startswith("/readyz"):
+                ok = metrics.is_ready
+                status, body, ctype = ("200 OK" if ok else "503 Service Unavailable",
+                                       b"ready\n" if ok else b"catching up\n", "text/plain")
+            else:
+                status, body, ctype = "404 Not Found", b"not found\n", "text/plain"
+            writer.write(f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\n"
+                         "Connection: close\r\n\r\n".encode() + body)
+            await writer.drain()
+        writer.close()
+
+    return await asyncio.start_server(handle, host, port)
+
+
+def count_recorded(metrics: Metrics | None, table: str, events: list[object], procedure: str = "") -> None:
+    """Count the facts a service has just recorded (its own appends only, so two
+    instances never count one fact twice)."""
+    from casino.rules import settlement, shoe, wagerbook
+    from casino.rules.baccarat import messages as bm
+    from casino.rules.blackjack import messages as jm
+
+    if metrics is None:
+        return
+    for e in events:
+        match e:
+            case bm.CoupResulted():
+                metrics.coups_dealt.labels(table, "baccarat", procedure).inc()
+            case jm.CoupResulted():
+                metrics.coups_dealt.labels(table, "blackjack", "blackjack").inc()
+            case bm.CardDealt():
+                metrics.cards_dealt.labels(table, "baccarat").inc()
+            case jm.CardDealt():
+                metrics.cards_dealt.labels(table, "blackjack").inc()
+            case shoe.ReshuffleRequired():
+                metrics.reshuffles.labels(table, e.clause).inc()
+            case wagerbook.WagerPlaced():
+                metrics.wagered.labels(table, e.wager.bet).inc(e.wager.amount)
+            case wagerbook.ExtraPlaced():
+                metrics.wagered.labels(table, e.kind).inc(e.amount)
+            case settlement.CoupSettled():
+                metrics.paid.labels(table).inc(e.returned)

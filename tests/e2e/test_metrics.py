@@ -1,0 +1,80 @@
+"""Each service serves /metrics, /healthz and /readyz; the figures a pit boss
+and an operator watch are there and count what happened."""
+
+from __future__ import annotations
+
+import asyncio
+import urllib.request
+
+import nats
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from casino import commands as c
+from casino.launcher import default_tables
+from casino.natsserver import free_port
+from casino.simulator import Simulator
+from casino.store import subjects
+from services import runner
+
+pytestmark = pytest.mark.anyio
+TABLES = default_tables(4, ["baccarat-000-methods", "baccarat-001-styles", "blackjack-002-hole-card",
+                            "blackjack-003-no-hole-card"])
+
+
+def get(port: int, path: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    out = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            out[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return out
+
+
+def total(text: str, name: str, **labels: str) -> float:
+    return sum(v for (n, ls), v in samples(text).items()
+               if n == name and all(dict(ls).get(k) == want for k, want in labels.items()))
+
+
+async def test_metrics_health_and_readiness_of_every_service(nats_url: str) -> None:
+    ports = {kind: free_port() for kind in (*runner.KINDS, "projections")}
+    running = [await runner.start(kind, nats_url, tables=TABLES, http_port=port) for kind, port in ports.items()]
+    nc = await nats.connect(nats_url)
+    try:
+        for port in ports.values():
+            assert await asyncio.to_thread(get, port, "/healthz") == (200, "alive\n")
+        await Simulator(nc, TABLES, seed=3).run(3)
+        refused = c.PlaceWager(id="x", table="BAC000-1", coup="BAC000-1-000001", seat=99, bet="banker", amount=5)
+        await nc.request(subjects.command("BAC000-1", "wager"), c.encoder.encode(refused), timeout=5)
+        await asyncio.sleep(4.5)  # two rounds of the consumer watch
+        text = {kind: (await asyncio.to_thread(get, port, "/metrics"))[1] for kind, port in ports.items()}
+        for kind, port in ports.items():
+            assert await asyncio.to_thread(get, port, "/readyz") == (200, "ready\n"), kind
+    finally:
+        await nc.close()
+        for r in reversed(running):
+            await r.stop()
+
+    dealer, shoe, wager = text["dealer-policy"], text["shoe"], text["wager"]
+    settlement, projections = text["settlement"], text["projections"]
+    assert total(dealer, "casino_coups_dealt_total") == 12
+    assert total(dealer, "casino_coups_dealt_total", table="BJ002-1", game="blackjack") == 3
+    assert total(dealer, "casino_cards_dealt_total") >= 12 * 4
+    assert total(wager, "casino_commands_refused_total", clause="wager book") == 1  # betting closed
+    assert total(wager, "casino_wagered_minor_units_total") > 0
+    assert total(settlement, "casino_paid_out_minor_units_total") >= 0
+    assert total(settlement, "casino_coup_duration_seconds_count") == 12
+    assert total(shoe, "casino_reshuffles_total") >= 0 and "casino_reshuffles_total" in shoe
+    assert {dict(ls)["table"] for (n, ls) in samples(projections) if n == "casino_house_net_minor_units"} == set(TABLES)
+    assert 0 < total(projections, "casino_shoe_penetration_ratio", table="BAC000-1") < 1
+    assert total(settlement, "casino_consumer_pending_messages", consumer="settlement") == 0
+    assert total(dealer, "casino_ready", service="dealer-policy") == 1
+    assert "casino_event_handling_seconds_count" in settlement
+    assert "faststream_received_messages_total" in dealer  # faststream's NATS middleware
