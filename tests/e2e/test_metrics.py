@@ -9,13 +9,13 @@ import urllib.request
 import nats
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
+from services import runner
 
 from casino import commands as c
 from casino.launcher import default_tables
 from casino.natsserver import free_port
 from casino.simulator import Simulator
 from casino.store import subjects
-from services import runner
 
 pytestmark = pytest.mark.anyio
 TABLES = default_tables(4, ["baccarat-000-methods", "baccarat-001-styles", "blackjack-002-hole-card",
