@@ -28,6 +28,8 @@ from nats.js.api import ConsumerConfig, DeliverPolicy
 from casino import commands as c
 from casino.metrics import Metrics, serve_http
 from casino.projections import KvProjections, Projector
+from casino.rules.settlement import CoupSettled
+from casino.verify import verify_coup
 from casino.service import Clock, Peer, TableLocks, answer, utc_now
 from casino.store import envelope, subjects
 from casino.store.jetstream import STREAM, JetStreamEventStore, ensure_streams
@@ -160,11 +162,23 @@ def _in_order(msg: NatsMessage) -> list[Any]:
     return sorted(raw if isinstance(raw, list) else [raw], key=lambda m: m.metadata.sequence.stream)
 
 
+async def _verify(store: JetStreamEventStore, coup: str, metrics: Metrics) -> None:
+    table = coup.rsplit("-", 1)[0]
+    findings = verify_coup(await store.read(subjects.coup_filter(coup)))
+    metrics.verified.labels(table).inc()
+    if findings:
+        metrics.verification_failures.labels(table).inc()
+        for f in findings:
+            log.error("verification: %s event seq %d: %s", f.coup, f.seq, f.what)
+
+
 def _gauges(projector: Projector, metrics: Metrics) -> None:
     """The floor's figures that only the whole history gives: house net, penetration."""
     for table, takings in projector.takings.items():
         metrics.house_net.labels(table).set(takings.house_net)
     for table, status in projector.table_status.items():
+        metrics.coup_open.labels(table).set(1 if status.phase in ("betting", "dealing", "finished") else 0)
+        metrics.last_event.labels(table).set(status.last_event_at)
         shoe = projector.shoe_stats.get(status.shoe)
         if shoe is not None:
             metrics.penetration.labels(table).set(shoe.penetration)
@@ -188,11 +202,16 @@ async def _projections(broker: NatsBroker, nc: Client, store: JetStreamEventStor
     async def on_events(msg: NatsMessage) -> None:
         with metrics.handling.labels("projections").time():
             changed: set[tuple[str, str]] = set()
+            settled = []
             for m in _in_order(msg):
-                changed |= projector.apply(m.subject, m.metadata.sequence.stream, envelope.decode(m.data))
+                batch = envelope.decode(m.data)
+                changed |= projector.apply(m.subject, m.metadata.sequence.stream, batch)
+                settled += [e.data.coup_id for e in batch.events if isinstance(e.data, CoupSettled)]
             if changed:
                 await kv.put(projector, changed)
                 _gauges(projector, metrics)
+            for coup in settled:  # every settled coup is verified as it closes
+                await _verify(store, coup, metrics)
 
     name = _instance("projections")
     durables.append(name)

@@ -31,6 +31,7 @@ class TableStatus(msgspec.Struct):
     phase: str = ""
     shoe: str = ""
     last_result: str = ""
+    last_event_at: float = 0.0
 
 
 class ShoeStats(msgspec.Struct):
@@ -75,7 +76,9 @@ class Projector:
             return set()
         self.seq = seq
         table, shoe_id, coup, _ = subjects.tokens(subject)
-        changed: set[tuple[str, str]] = set()
+        changed: set[tuple[str, str]] = {("table_status", table)}
+        self._status(table).last_event_at = max(self._status(table).last_event_at,
+                                                max(env.at.timestamp() for env in batch.events))
         for env in batch.events:
             e = env.data
             if isinstance(e, shoe.ShoeEvent):
