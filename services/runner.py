@@ -29,11 +29,11 @@ from casino import commands as c
 from casino.metrics import Metrics, serve_http
 from casino.projections import KvProjections, Projector
 from casino.rules.settlement import CoupSettled
-from casino.verify import verify_coup
 from casino.service import Clock, Peer, TableLocks, answer, utc_now
 from casino.store import envelope, subjects
 from casino.store.jetstream import STREAM, JetStreamEventStore, ensure_streams
 from casino.tables import TableConfig, load_tables
+from casino.verify import verify_coup
 from services.dealer_policy.service import DealerPolicyService
 from services.settlement.service import SettlementService
 from services.shoe.secrets import JetStreamSecrets
@@ -241,7 +241,8 @@ def _follow(broker: NatsBroker, service: Any, kind: str, metrics: Metrics) -> st
 def main(kind: str) -> None:
     """Run one service until SIGINT or SIGTERM."""
     parser = argparse.ArgumentParser(prog=f"python -m services.{kind.replace('-', '_')}")
-    parser.add_argument("--nats", default="nats://127.0.0.1:4222", help="NATS server URL")
+    parser.add_argument("--nats", default=os.environ.get("CASINO_NATS_URL", "nats://127.0.0.1:4222"),
+                        help="NATS server URL, with this service's user (default: $CASINO_NATS_URL)")
     parser.add_argument("--tables", help="tables file (dealer-policy)")
     parser.add_argument("--http-port", type=int, default=None, help="serve /metrics, /healthz, /readyz here")
     args = parser.parse_args()

@@ -8,6 +8,7 @@ import argparse
 import asyncio
 import contextlib
 import itertools
+import os
 import signal
 import subprocess
 import sys
@@ -17,13 +18,14 @@ from pathlib import Path
 import nats
 from nats.aio.client import Client
 
+from casino import natsauth
 from casino.console import Console
 from casino.natsserver import NatsServer
 from casino.projections import KvProjections
 from casino.rules.baccarat.messages import Approval
 from casino.simulator import Simulator
 from casino.store import subjects
-from casino.store.jetstream import STREAM, JetStreamEventStore
+from casino.store.jetstream import STREAM, JetStreamEventStore, ensure_streams
 from casino.storeaccess import URL_FILE
 from casino.tables import TableConfig, dump_tables
 
@@ -50,6 +52,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=None, help="seed for the simulated players (not the shuffle)")
     p.add_argument("--port", type=int, default=4222, help="NATS port; a free one if taken (default 4222)")
     p.add_argument("--var", default="var", help="data directory (default ./var)")
+
+
+async def _provision(url: str) -> None:
+    """The streams, created by the administrator: the services may not."""
+    nc = await nats.connect(url)
+    await ensure_streams(nc.jetstream())
+    await nc.close()
 
 
 async def _wait_ready(url: str, timeout: float = 30.0) -> None:
@@ -121,23 +130,32 @@ def run(args: argparse.Namespace) -> int:
     tables = default_tables(args.tables, [r.strip() for r in args.rulesets.split(",") if r.strip()])
     tables_file = var / "tables.toml"
     tables_file.write_text(dump_tables(tables), encoding="utf-8")
-    server = NatsServer(var / "nats", port=args.port, log_file=var / "logs" / "nats-server.log").start()
+    pw = natsauth.local_auth(var, tables)  # every service its own user; no anonymous access
+    server = NatsServer(var / "nats", port=args.port, config=var / natsauth.CONFIG_FILE,
+                        log_file=var / "logs" / "nats-server.log").start()
+
+    def url(user: str) -> str:
+        return natsauth.with_credentials(server.url, user, pw[user])
+
     url_file = var / URL_FILE  # where `casino replay` and `casino verify` find the running store
     url_file.write_text(server.url, encoding="utf-8")
     print(f"nats-server with JetStream on {server.url}, data in {var / 'nats'}; logs in {var / 'logs'}", flush=True)
     procs: list[subprocess.Popen[bytes]] = []
     try:
+        asyncio.run(_provision(url("admin")))
         for service in SERVICES:
-            cmd = [sys.executable, "-m", f"services.{service}", "--nats", server.url]
+            cmd = [sys.executable, "-m", f"services.{service}"]
             if service == "dealer_policy":
                 cmd += ["--tables", str(tables_file)]
+            env = {**os.environ, "CASINO_NATS_URL": url(service.replace("_", "-"))}  # not on the command line
             with (var / "logs" / f"{service}.log").open("ab") as log:
                 # A session of their own: Ctrl-C reaches the launcher, which stops them in order.
-                procs.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
-        asyncio.run(_wait_ready(server.url))
+                procs.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                              env=env))
+        asyncio.run(_wait_ready(url("admin")))
         print(f"dealing at {', '.join(tables)}" + (f", {args.coups} coups each" if args.coups else "; Ctrl-C stops"),
               flush=True)
-        asyncio.run(_simulate(server.url, tables, args.coups, args.seed))
+        asyncio.run(_simulate(url("floor"), tables, args.coups, args.seed))
         print("every coup dealt and settled", flush=True)
         return 0
     except KeyboardInterrupt:

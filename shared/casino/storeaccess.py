@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import nats
 from nats.aio.client import Client
 
+from casino import natsauth
 from casino.natsserver import NatsServer
-from casino.store.jetstream import JetStreamEventStore, ensure_streams
+from casino.store.jetstream import JetStreamEventStore
 
 URL_FILE = "nats.url"
 
@@ -28,22 +30,31 @@ async def open_store(args: argparse.Namespace) -> AsyncIterator[tuple[JetStreamE
     """The event store the arguments name, and its connection."""
     url: str | None = args.nats
     server: NatsServer | None = None
+    var = Path(args.var)
+    auth = var / natsauth.AUTH_FILE
+    password = json.loads(auth.read_text()).get("compliance", "") if auth.exists() else ""
+
+    def as_compliance(u: str) -> str:
+        return natsauth.with_credentials(u, "compliance", password) if password else u
+
     if url is None:
-        running = Path(args.var) / URL_FILE
+        running = var / URL_FILE
         if running.exists():
             with contextlib.suppress(Exception):
-                nc = await nats.connect(running.read_text().strip(), connect_timeout=1, max_reconnect_attempts=0)
+                candidate = as_compliance(running.read_text().strip())
+                nc = await nats.connect(candidate, connect_timeout=1, max_reconnect_attempts=0)
                 await nc.close()
-                url = running.read_text().strip()
+                url = candidate
         if url is None:
-            store_dir = Path(args.var) / "nats"
+            store_dir = var / "nats"
             if not store_dir.exists():
                 raise FileNotFoundError(f"no event store under {store_dir}: run `make run` first, or give --nats")
-            server = NatsServer(store_dir, log_file=Path(args.var) / "nats-replay.log").start()
-            url = server.url
+            config = var / natsauth.CONFIG_FILE
+            server = NatsServer(store_dir, config=config if config.exists() else None,
+                                log_file=var / "nats-replay.log").start()
+            url = as_compliance(server.url)
     nc = await nats.connect(url)
     try:
-        await ensure_streams(nc.jetstream())
         yield JetStreamEventStore(nc), nc
     finally:
         await nc.close()

@@ -40,7 +40,7 @@ def metric_names(expr: str) -> set[str]:
     expr = re.sub(r"\{[^}]*\}", "", re.sub(r'"[^"]*"', "", expr))
     expr = re.sub(r"\b(by|on|without|ignoring)\s*\([^)]*\)", "", expr)
     words = set(re.findall(r"[a-zA-Z_:][a-zA-Z0-9_:]*", expr))
-    return {w for w in words if w not in PROMQL_WORDS and "_" in w or w == "up"} - {"table", "service"}
+    return {w for w in words if (w not in PROMQL_WORDS and "_" in w) or w == "up"} - {"table", "service"}
 
 
 def test_the_alert_rules_pass_their_unit_tests() -> None:

@@ -1,0 +1,103 @@
+"""The NATS permission model: each service its own user, allowed to publish
+only its own events and replies and to subscribe only to what it consumes; a
+table terminal may command only its own table; anonymous clients are refused.
+
+``server_config`` writes it as nats-server configuration (used by `make run`
+and the tests); the Kubernetes overlays carry the same model in the NATS Helm
+values (k8s/nats/values.yaml).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Iterable
+from pathlib import Path
+from urllib.parse import quote, urlsplit, urlunsplit
+
+from casino.projections import BUCKETS, META
+
+STREAMS = ("CASINO",)
+# What any JetStream client of ours needs to read the event stream and follow it.
+_READ_EVENTS = [
+    "$JS.API.INFO", "$JS.API.STREAM.INFO.CASINO", "$JS.API.CONSUMER.*.CASINO", "$JS.API.CONSUMER.*.CASINO.>",
+    "$JS.API.CONSUMER.DURABLE.CREATE.CASINO.>", "$JS.API.CONSUMER.MSG.NEXT.CASINO.>",
+    "$JS.API.DIRECT.GET.CASINO.>", "$JS.API.STREAM.MSG.GET.CASINO", "$JS.ACK.CASINO.>", "$JS.FC.>",
+    "$JS.API.STREAM.INFO.CASINO_SHOE_SECRETS",
+]
+_COMMANDS = "casino.cmd.*.{}"
+
+
+def _events(aggregate: str) -> str:
+    return f"casino.ev.*.*.*.{aggregate}"
+
+
+def permissions(tables: Iterable[str]) -> dict[str, dict[str, object]]:
+    """Publish and subscribe permissions of every user."""
+    kv = ["$JS.API.STREAM.NAMES"]
+    for bucket in (*BUCKETS.values(), META):  # a wildcard is a whole token, so each bucket by name
+        stream = f"KV_{bucket}"
+        kv += [f"$KV.{bucket}.>", f"$JS.API.STREAM.INFO.{stream}", f"$JS.API.STREAM.CREATE.{stream}",
+               f"$JS.API.DIRECT.GET.{stream}.>", f"$JS.API.STREAM.MSG.GET.{stream}", f"$JS.API.CONSUMER.*.{stream}",
+               f"$JS.API.CONSUMER.*.{stream}.>", f"$JS.API.CONSUMER.MSG.NEXT.{stream}.>"]
+    perms: dict[str, dict[str, object]] = {
+        "shoe": {"publish": [_events("shoe"), "casino.secret.>", *_READ_EVENTS,
+                             "$JS.API.DIRECT.GET.CASINO_SHOE_SECRETS.>", "$JS.API.STREAM.MSG.GET.CASINO_SHOE_SECRETS"],
+                 "subscribe": [_COMMANDS.format("shoe"), "_INBOX.>"]},
+        "wager": {"publish": [_events("wager"), *_READ_EVENTS], "subscribe": [_COMMANDS.format("wager"), "_INBOX.>"]},
+        "dealer-policy": {"publish": [_events("coup"), _COMMANDS.format("shoe"), _COMMANDS.format("wager"),
+                                      *_READ_EVENTS],
+                          "subscribe": [_COMMANDS.format("coup"), "_INBOX.>"]},
+        "settlement": {"publish": [_events("settle"), *_READ_EVENTS], "subscribe": ["_INBOX.>"]},
+        "projections": {"publish": [*_READ_EVENTS, *kv], "subscribe": ["_INBOX.>"]},
+        # The floor's simulator and console: every table's terminal commands, and the live events.
+        "floor": {"publish": [_COMMANDS.format("coup"), _COMMANDS.format("wager"), *_READ_EVENTS, *kv],
+                  "subscribe": ["_INBOX.>", "casino.ev.>"]},
+        # Compliance: replay and verification read everything and write nothing but their read models.
+        "compliance": {"publish": [*_READ_EVENTS, *kv], "subscribe": ["_INBOX.>"]},
+        "admin": {"publish": [">"], "subscribe": [">"]},
+    }
+    for table in tables:
+        perms[f"terminal-{table}"] = {"publish": [f"casino.cmd.{table}.coup", f"casino.cmd.{table}.wager"],
+                                      "subscribe": ["_INBOX.>"]}
+    return perms
+
+
+def passwords(users: Iterable[str]) -> dict[str, str]:
+    return {u: secrets.token_urlsafe(18) for u in users}
+
+
+def server_config(perms: dict[str, dict[str, object]], passwords_: dict[str, str]) -> str:
+    """nats-server configuration: users with passwords and permissions, no anonymous access."""
+    users = []
+    for user, p in perms.items():
+        allow = {"publish": {"allow": p["publish"]}, "subscribe": {"allow": p["subscribe"]}}
+        if user in ("shoe", "wager", "dealer-policy"):
+            allow["allow_responses"] = True  # type: ignore[assignment]
+        users.append({"user": user, "password": passwords_[user], "permissions": allow})
+    return "authorization " + json.dumps({"users": users}, indent=2) + "\n"
+
+
+def with_credentials(url: str, user: str, password: str) -> str:
+    parts = urlsplit(url)
+    netloc = f"{quote(user, safe='')}:{quote(password, safe='')}@{parts.hostname}:{parts.port}"
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+AUTH_FILE = "nats-auth.json"
+CONFIG_FILE = "nats.conf"
+
+
+def local_auth(var: Path, tables: Iterable[str]) -> dict[str, str]:
+    """The users and passwords of the embedded server under ``var`` (made once,
+    kept with owner-only access), and its configuration file written anew."""
+    path = var / AUTH_FILE
+    perms = permissions(tables)
+    known: dict[str, str] = json.loads(path.read_text()) if path.exists() else {}
+    pw = {**passwords(u for u in perms if u not in known), **known}
+    path.write_text(json.dumps(pw))
+    path.chmod(0o600)
+    conf = var / CONFIG_FILE
+    conf.write_text(server_config(perms, pw))
+    conf.chmod(0o600)
+    return pw
