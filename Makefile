@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup test lint typecheck unit par-sheets run bench clean
+.PHONY: setup tools test lint typecheck unit par-sheets run bench clean
 
 setup: $(STAMP)
 
@@ -25,7 +25,16 @@ typecheck: setup
 unit: setup
 	$(BIN)/pytest
 
-test: lint typecheck unit
+# promtool (for the alert rules' unit tests) comes from Debian's prometheus package.
+tools:
+	@command -v promtool >/dev/null 2>&1 || { \
+	  echo "installing promtool (Debian's prometheus package)"; \
+	  apt-get install -y -q --no-install-recommends prometheus >/dev/null 2>&1 || \
+	  { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q --no-install-recommends prometheus >/dev/null 2>&1; } || true; }
+	@command -v promtool >/dev/null 2>&1 || { \
+	  echo "promtool is missing and could not be installed: apt-get install prometheus" >&2; exit 1; }
+
+test: lint typecheck tools unit
 
 par-sheets: setup
 	@for r in $$($(BIN)/casino rulesets); do $(BIN)/casino par-sheet $$r; echo; done

@@ -15,6 +15,7 @@ import os
 import re
 import signal
 import socket
+import ssl
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -22,6 +23,7 @@ import msgspec
 import nats
 from faststream.nats import JStream, NatsBroker, NatsMessage, PullSub
 from faststream.nats.prometheus import NatsPrometheusMiddleware
+from faststream.security import BaseSecurity
 from nats.aio.client import Client
 from nats.js.api import ConsumerConfig, DeliverPolicy
 
@@ -81,12 +83,13 @@ async def start(kind: str, url: str, *, tables: dict[str, TableConfig] | None = 
                 shuffle: ShuffleSource = secure_shuffle, clock: Clock = utc_now, name: str = "",
                 http_port: int | None = None) -> Running:
     """Build and start one service; with ``http_port``, serve its metrics and health."""
-    nc = await nats.connect(url, name=name or kind, max_reconnect_attempts=-1)
+    tls = _tls()
+    nc = await nats.connect(url, name=name or kind, max_reconnect_attempts=-1, tls=tls)
     await ensure_streams(nc.jetstream())
     store = JetStreamEventStore(nc)
     metrics = Metrics(kind)
     broker = NatsBroker(url, logger=log, log_level=logging.DEBUG, name=f"{name or kind}-broker",
-                        max_reconnect_attempts=-1,
+                        max_reconnect_attempts=-1, security=BaseSecurity(ssl_context=tls) if tls else None,
                         middlewares=[NatsPrometheusMiddleware(registry=metrics.registry, app_name=kind)])
     durables: list[str] = []
     service: Any
@@ -182,6 +185,12 @@ def _gauges(projector: Projector, metrics: Metrics) -> None:
         shoe = projector.shoe_stats.get(status.shoe)
         if shoe is not None:
             metrics.penetration.labels(table).set(shoe.penetration)
+
+
+def _tls() -> ssl.SSLContext | None:
+    """TLS to NATS when $CASINO_NATS_CA names the CA that signed the server's certificate."""
+    ca = os.environ.get("CASINO_NATS_CA")
+    return ssl.create_default_context(cafile=ca) if ca else None
 
 
 def _instance(kind: str) -> str:

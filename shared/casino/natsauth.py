@@ -101,3 +101,31 @@ def local_auth(var: Path, tables: Iterable[str]) -> dict[str, str]:
     conf.write_text(server_config(perms, pw))
     conf.chmod(0o600)
     return pw
+
+
+def helm_values(tables: Iterable[str]) -> dict[str, object]:
+    """Values for the official NATS Helm chart: a 3-node JetStream cluster with
+    TLS, the Prometheus exporter, and this permission model, each password
+    taken from the environment of the NATS pods (``$CASINO_<USER>_PASSWORD``,
+    from a Secret)."""
+    users = []
+    for user, p in permissions(tables).items():
+        allow: dict[str, object] = {"publish": {"allow": p["publish"]}, "subscribe": {"allow": p["subscribe"]}}
+        if user in ("shoe", "wager", "dealer-policy"):
+            allow["allow_responses"] = True
+        env = "CASINO_" + user.upper().replace("-", "_") + "_PASSWORD"
+        users.append({"user": user, "password": f"<< ${env} >>", "permissions": allow})
+    return {
+        "config": {
+            "cluster": {"enabled": True, "replicas": 3},
+            "jetstream": {"enabled": True, "fileStore": {"enabled": True, "pvc": {"size": "50Gi"}}},
+            "nats": {"tls": {"enabled": True, "secretName": "nats-server-tls"}},
+            "merge": {"authorization": {"users": users}},
+        },
+        "container": {"env": {
+            "CASINO_" + u.upper().replace("-", "_") + "_PASSWORD": {
+                "valueFrom": {"secretKeyRef": {"name": "nats-users", "key": u}}} for u in permissions(tables)}},
+        "promExporter": {"enabled": True, "podMonitor": {"enabled": True}},
+        "podTemplate": {"topologySpreadConstraints": {"kubernetes.io/hostname": {
+            "maxSkew": 1, "whenUnsatisfiable": "DoNotSchedule"}}},
+    }

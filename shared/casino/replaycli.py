@@ -44,7 +44,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
     projections = sub.add_parser("projections", help="the read models in key-value buckets")
     projections_do = projections.add_subparsers(dest="what", required=True)
     rebuild = projections_do.add_parser("rebuild", help="fold the stream again from the first event")
-    for p in (coup, table, shoe, verify, rebuild):
+    floor = projections_do.add_parser("floor", help="draw the floor's figures from the live read models")
+    floor.add_argument("--svg", metavar="FILE", required=True)
+    for p in (coup, table, shoe, verify, rebuild, floor):
         storeaccess.add_arguments(p)
 
 
@@ -56,6 +58,8 @@ async def _run(args: argparse.Namespace) -> int:
     async with storeaccess.open_store(args) as (store, nc):
         if args.command == "verify":
             return await verify(store, args)
+        if args.command == "projections" and args.what == "floor":
+            return await draw_floor(nc, args.svg)
         if args.command == "projections":
             return await rebuild_projections(store, nc)
         if args.what == "coup":
@@ -191,4 +195,19 @@ async def rebuild_projections(store: EventStore, nc: Client) -> int:
     await kv.put(projector, set(rebuilt))
     print(f"rebuilt {len(rebuilt)} read-model entries up to stream sequence {projector.seq}: "
           + ("equal to the live ones" if not differ else f"{len(differ)} differed from the live ones"))
+    return 0
+
+
+async def draw_floor(nc: Client, path: str) -> int:
+    """The floor's figures, from the live key-value buckets, as SVG."""
+    from casino.floor import render_floor
+    from casino.projections import ShoeStats, TableStatus, Takings
+
+    live = await (await KvProjections(nc.jetstream()).open()).everything()
+    status = [msgspec.json.decode(v, type=TableStatus) for (b, _), v in live.items() if b == "table_status"]
+    shoes = {k: msgspec.json.decode(v, type=ShoeStats) for (b, k), v in live.items() if b == "shoe_stats"}
+    takings = {k: msgspec.json.decode(v, type=Takings) for (b, k), v in live.items() if b == "takings"}
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(render_floor(status, shoes, takings))
+    print(f"{len(status)} tables drawn to {path}")
     return 0

@@ -116,6 +116,7 @@ async def test_no_responders_when_no_service_runs(nats_url: str) -> None:
 async def test_two_instances_of_every_service_deal_the_golden_coup(nats_url: str) -> None:
     from casino.rules import play
     from casino.rules.baccarat import messages as bm
+    from casino.verify import verify_coup
     from tests.e2e.test_golden_coups import drive, recorded
     from tests.rules.stacking import Scripted
 
@@ -124,6 +125,7 @@ async def test_two_instances_of_every_service_deal_the_golden_coup(nats_url: str
     async with Casino(nats_url, TABLES, SHOES) as one, Casino(nats_url, TABLES, SHOES):
         coups = [await drive(one, "BAC000", "method_d", book, players) for _ in range(8)]
         got = [await recorded(one, "BAC000", coup) for coup in coups]
+        stored = {coup: await one.store.read(subjects.coup_filter(coup)) for coup in coups}
     golden_shoe = play.Shoe(BAC.shoe, list(SHOES["BAC000"]), prefix="BAC000-shoe-")
     for coup, (coup_events, _, settled) in zip(coups, got, strict=True):
         golden = play.play_baccarat(BAC, golden_shoe, bm.OpenCoup(coup, "method_d", TABLES["BAC000"].approvals),
@@ -131,3 +133,8 @@ async def test_two_instances_of_every_service_deal_the_golden_coup(nats_url: str
         assert coup_events == golden.events
         assert settled.payouts == golden.payouts  # type: ignore[attr-defined]
     assert got[-1][1] == golden_shoe.events
+    for coup in coups:  # none handled twice, none lost, every one verifiable
+        assert verify_coup(stored[coup]) == []
+        events = [e.data for m in stored[coup] for e in m.batch.events]
+        assert sum(type(e).__name__ == "CoupSettled" for e in events) == 1
+        assert sum(type(e).__name__ == "CoupResulted" for e in events) == 1

