@@ -9,6 +9,7 @@ from pathlib import Path
 
 import nats
 import pytest
+from services import runner
 
 from casino import commands as c
 from casino import natsauth
@@ -18,7 +19,6 @@ from casino.store import subjects
 from casino.store.jetstream import JetStreamEventStore, ensure_streams
 from casino.tables import TableConfig
 from casino.verify import verify_coup
-from services import runner
 
 pytestmark = pytest.mark.anyio
 TABLES = {"BAC000-1": TableConfig("baccarat-000-methods"), "BJ003-1": TableConfig("blackjack-003-no-hole-card")}
