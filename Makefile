@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup tools test lint typecheck unit par-sheets run bench clean
+.PHONY: setup tools test lint typecheck unit par-sheets run bench soak clean
 
 setup: $(STAMP)
 
@@ -41,6 +41,11 @@ par-sheets: setup
 
 run: setup
 	$(BIN)/casino run $(ARGS)
+
+# The long fault tests: 25 kill -9s of each service over 100 coups per table.
+soak: setup
+	CASINO_SOAK_KILLS=$${CASINO_SOAK_KILLS:-25} CASINO_SOAK_COUPS=$${CASINO_SOAK_COUPS:-100} \
+	  $(BIN)/pytest -s tests/faults
 
 bench: setup
 	$(BIN)/python -m bench $(ARGS)

@@ -103,7 +103,8 @@ async def start(kind: str, url: str, *, tables: dict[str, TableConfig] | None = 
         broker.subscriber(subjects.command("*", "wager"), queue="wager", max_workers=16)(
             _command_handler(c.wager_decoder, service.handle, service.reload, metrics))
     elif kind == "dealer-policy":
-        service = DealerPolicyService(store, Peer(nc), tables or {}, clock)
+        # Patient with the shoe and wager services: one may be restarting.
+        service = DealerPolicyService(store, Peer(nc, attempts=25), tables or {}, clock)
         await service.rebuild()
         broker.subscriber(subjects.command("*", "coup"), queue="coup", max_workers=16)(
             _command_handler(c.coup_decoder, service.handle, service.reload, metrics))
@@ -114,8 +115,10 @@ async def start(kind: str, url: str, *, tables: dict[str, TableConfig] | None = 
             with metrics.handling.labels(kind).time():
                 await service.on_coup_events(msg.raw_message.subject, envelope.decode(msg.body))
 
+        # A short ack wait: what a killed instance had in hand is redelivered within seconds.
         broker.subscriber(subjects.aggregate_filter("coup"), stream=JStream(STREAM, declare=False),
-                          durable="settlement", pull_sub=PullSub(batch_size=32))(on_coup_events)
+                          durable="settlement", pull_sub=PullSub(batch_size=32),
+                          config=ConsumerConfig(ack_wait=5.0))(on_coup_events)
         durables.append("settlement")
     elif kind == "projections":
         service = await _projections(broker, nc, store, metrics, durables)
@@ -124,9 +127,9 @@ async def start(kind: str, url: str, *, tables: dict[str, TableConfig] | None = 
     if kind in ("shoe", "wager", "dealer-policy"):
         durables.append(_follow(broker, service, kind, metrics))
     service.metrics = metrics
-    await broker.start()
     if kind == "dealer-policy":
-        await service.resume()
+        await service.resume()  # before any command arrives: a coup is finished by one hand at a time
+    await broker.start()
     running = Running(kind, service, broker, nc, metrics)
     running.tasks.append(asyncio.create_task(_watch_consumers(nc, durables, metrics)))
     if http_port is not None:

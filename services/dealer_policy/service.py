@@ -182,10 +182,9 @@ class DealerPolicyService:
             return self._reply(t)
         if cmd.coup != t.coup or t.state is None:
             raise RuleViolation("coup", f"coup {cmd.coup} is not the coup being dealt at {cmd.table}")
-        if cmd.id in t.applied:
-            return self._reply(t)
-        await self._command(t, cmd)
-        await self.advance(t)
+        if cmd.id not in t.applied:  # a retried command was recorded once already
+            await self._command(t, cmd)
+        await self.advance(t)  # and the dealer's own steps are finished either way
         return self._reply(t)
 
     async def _open(self, t: TableCoup, cmd: c.OpenCoup) -> None:

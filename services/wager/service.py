@@ -22,7 +22,7 @@ class CoupBook(msgspec.Struct):
     ruleset: str
     book: W.Book = W.Book()
     last_seq: int = 0
-    extra_refs: frozenset[str] = frozenset()
+    applied: frozenset[str] = frozenset()  # the commands already recorded (causation ids)
 
 
 class WagerService:
@@ -63,8 +63,7 @@ class WagerService:
     @staticmethod
     def _apply(cb: CoupBook, event: W.AnyBookEvent, causation: str) -> None:
         cb.book = W.evolve(cb.book, event)
-        if isinstance(event, W.ExtraPlaced):
-            cb.extra_refs = cb.extra_refs | {causation}
+        cb.applied = cb.applied | {causation}
 
     async def observe(self, subject: str, seq: int, batch: Batch) -> None:
         """Follow the stream: apply what another instance appended."""
@@ -88,6 +87,8 @@ class WagerService:
         await self.rebuild(cmd.coup)
 
     async def handle(self, cmd: WagerCommand) -> Reply:
+        if isinstance(cmd, PlaceWager | CancelWager | PlaceExtra) and cmd.id in self._book(cmd.coup).applied:
+            return Reply(True, coup=cmd.coup)  # a retried command: recorded once already
         match cmd:
             case OpenBook():
                 cb = self.books.get(cmd.coup)
@@ -111,8 +112,7 @@ class WagerService:
                 return Reply(True, coup=cmd.coup, wagers=cb.book.wagers)
             case PlaceExtra():
                 cb = self._book(cmd.coup)
-                if cmd.id not in cb.extra_refs:
-                    await self._decide(cb, cmd, W.PlaceExtra(cmd.seat, cmd.hand, cmd.kind, cmd.amount), cmd.id)
+                await self._decide(cb, cmd, W.PlaceExtra(cmd.seat, cmd.hand, cmd.kind, cmd.amount), cmd.id)
                 return Reply(True, coup=cmd.coup)
         raise RuleViolation("protocol", f"unknown wager command {type(cmd).__name__}")
 

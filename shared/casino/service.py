@@ -103,7 +103,7 @@ class Peer:
                 msg = await self.nc.request(subject, payload, timeout=self.timeout)
                 return reply_decoder.decode(msg.data)
             except (TimeoutError, NatsTimeout, NoRespondersError):
-                await asyncio.sleep(0.05 * 2**attempt)
+                await asyncio.sleep(min(1.0, 0.05 * 2**attempt))
         raise RuntimeError(f"no answer from {subject} after {self.attempts} attempts")
 
     async def must(self, subject: str, command: Command) -> Reply:

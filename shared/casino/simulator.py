@@ -64,7 +64,7 @@ class SimulatedTable:
             reply = await self._respond(coup, reply.waiting)
         if not reply.ok:
             raise Refused(f"{self.name} {coup}: {reply.clause}: {reply.reason}")
-        await asyncio.wait_for(done.wait(), timeout=30)
+        await asyncio.wait_for(done.wait(), timeout=120)
 
     def _wagers(self) -> list[tuple[int, str, int]]:
         seats = self.rnd.sample(self.rules.seats, self.rnd.randint(1, min(5, len(self.rules.seats))))
@@ -98,11 +98,11 @@ class Simulator:
     """Drives tables until each has dealt ``coups`` (forever when None)."""
 
     def __init__(self, nc: Client, tables: dict[str, TableConfig], seed: int | None = None,
-                 console: Console | None = None) -> None:
+                 console: Console | None = None, patience: int = 5) -> None:
         self.nc, self.tables, self.console = nc, tables, console
         self.rnd = random.Random(seed)
         self.waiting: dict[str, asyncio.Event] = {}
-        self.peer = Peer(nc, timeout=10)
+        self.peer = Peer(nc, timeout=10, attempts=patience)
 
     def _settled(self, coup: str) -> asyncio.Event:
         return self.waiting.setdefault(coup, asyncio.Event())

@@ -1,0 +1,107 @@
+"""The casino as separate processes, with a hand on each one's power switch."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import signal
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import msgspec
+
+from casino.rules import settlement
+from casino.rules.baccarat import messages as bm
+from casino.rules.blackjack import messages as jm
+from casino.store import subjects
+from casino.store.envelope import CoupConfigured
+from casino.store.eventstore import Stored
+from casino.tables import TableConfig, dump_tables
+
+SERVICES = ("shoe", "wager", "dealer_policy", "settlement")
+
+
+class Processes:
+    """The four services, each a process that can be killed and started again."""
+
+    def __init__(self, url: str, var: Path, tables: dict[str, TableConfig]) -> None:
+        self.url, self.var = url, var
+        var.mkdir(parents=True, exist_ok=True)
+        self.tables_file = var / "tables.toml"
+        self.tables_file.write_text(dump_tables(tables))
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.kills: Counter[str] = Counter()
+
+    def start(self, service: str) -> None:
+        cmd = [sys.executable, "-m", f"services.{service}", "--nats", self.url]
+        if service == "dealer_policy":
+            cmd += ["--tables", str(self.tables_file)]
+        with (self.var / f"{service}.log").open("ab") as log:
+            self.procs[service] = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def start_all(self) -> None:
+        for s in SERVICES:
+            self.start(s)
+
+    def kill(self, service: str) -> None:
+        """kill -9, as a node that loses power."""
+        p = self.procs[service]
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait()
+        self.kills[service] += 1
+
+    def stop_all(self) -> None:
+        for p in self.procs.values():
+            if p.poll() is None:
+                p.terminate()
+        for p in self.procs.values():
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+    async def chaos(self, kills_per_service: int, seed: int, stop: asyncio.Event) -> None:
+        """Kill a random service at a random moment, then start it again, until
+        every service has been killed ``kills_per_service`` times."""
+        rnd = random.Random(seed)
+        plan = [s for s in SERVICES for _ in range(kills_per_service)]
+        rnd.shuffle(plan)
+        for service in plan:
+            await asyncio.sleep(rnd.uniform(0.3, 1.5))
+            if stop.is_set():
+                return
+            self.kill(service)
+            await asyncio.sleep(rnd.uniform(0.0, 0.8))
+            self.start(service)
+
+
+def audit(stored: list[Stored], tables: dict[str, TableConfig], coups_per_table: int) -> list[str]:
+    """Nothing lost and nothing twice: every table's coups numbered 1..N without
+    a gap, each with one result and one settlement, and no event id twice."""
+    problems = []
+    ids = Counter(e.id for m in stored for e in m.batch.events)
+    problems += [f"event {i} recorded {n} times" for i, n in ids.items() if n > 1]
+    numbers: dict[str, list[int]] = {t: [] for t in tables}
+    per_coup: dict[str, Counter[str]] = {}
+    for m in stored:
+        coup = subjects.tokens(m.subject)[2]
+        for e in m.batch.events:
+            if isinstance(e.data, CoupConfigured):
+                numbers[e.data.table].append(e.data.coup_number)
+            kind = ("result" if isinstance(e.data, bm.CoupResulted | jm.CoupResulted)
+                    else "settled" if isinstance(e.data, settlement.CoupSettled) else "")
+            if kind:
+                per_coup.setdefault(coup, Counter())[kind] += 1
+    for table, got in numbers.items():
+        if sorted(got) != list(range(1, coups_per_table + 1)):
+            problems.append(f"{table}: coups {sorted(got)}")
+    for coup, counts in per_coup.items():
+        if counts != Counter(result=1, settled=1):
+            problems.append(f"{coup}: {dict(counts)}")
+    return problems
+
+
+__all__ = ["Processes", "audit", "msgspec"]
