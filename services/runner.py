@@ -33,7 +33,7 @@ from casino.projections import KvProjections, Projector
 from casino.rules.settlement import CoupSettled
 from casino.service import Clock, Peer, TableLocks, answer, utc_now
 from casino.store import envelope, subjects
-from casino.store.jetstream import STREAM, JetStreamEventStore, ensure_streams
+from casino.store.jetstream import MAX_DELIVERIES, STREAM, JetStreamEventStore, dead_letter, ensure_streams
 from casino.tables import TableConfig, load_tables
 from casino.verify import verify_coup
 from services.dealer_policy.service import DealerPolicyService
@@ -113,7 +113,8 @@ async def start(kind: str, url: str, *, tables: dict[str, TableConfig] | None = 
 
         async def on_coup_events(msg: NatsMessage) -> None:
             with metrics.handling.labels(kind).time():
-                await service.on_coup_events(msg.raw_message.subject, envelope.decode(msg.body))
+                await _or_dead_letter(nc, "settlement", msg, metrics, lambda: service.on_coup_events(
+                    msg.raw_message.subject, envelope.decode(msg.body)))
 
         # A short ack wait: what a killed instance had in hand is redelivered within seconds.
         broker.subscriber(subjects.aggregate_filter("coup"), stream=JStream(STREAM, declare=False),
@@ -125,7 +126,7 @@ async def start(kind: str, url: str, *, tables: dict[str, TableConfig] | None = 
     else:
         raise ValueError(f"unknown service {kind!r}; one of {', '.join(KINDS)}, projections")
     if kind in ("shoe", "wager", "dealer-policy"):
-        durables.append(_follow(broker, service, kind, metrics))
+        durables.append(_follow(broker, nc, service, kind, metrics))
     service.metrics = metrics
     if kind == "dealer-policy":
         await service.resume()  # before any command arrives: a coup is finished by one hand at a time
@@ -163,6 +164,16 @@ _instances = itertools.count()
 ORDERED = PullSub(batch_size=64, timeout=1.0, batch=True)
 
 
+async def _decoded(nc: Client, consumer: str, m: Any, metrics: Metrics) -> envelope.Batch | None:
+    """A follower cannot wait on a message it cannot read: it is filed at once."""
+    try:
+        return envelope.decode(m.data)
+    except (msgspec.DecodeError, msgspec.ValidationError, ValueError) as exc:
+        await _file_dead_letter(nc, consumer, m.subject, m.metadata.sequence.stream, m.data,
+                                f"{type(exc).__name__}: {exc}", metrics)
+        return None
+
+
 def _in_order(msg: NatsMessage) -> list[Any]:
     raw = msg.raw_message
     return sorted(raw if isinstance(raw, list) else [raw], key=lambda m: m.metadata.sequence.stream)
@@ -176,6 +187,29 @@ async def _verify(store: JetStreamEventStore, coup: str, metrics: Metrics) -> No
         metrics.verification_failures.labels(table).inc()
         for f in findings:
             log.error("verification: %s event seq %d: %s", f.coup, f.seq, f.what)
+
+
+async def _or_dead_letter(nc: Client, consumer: str, msg: NatsMessage, metrics: Metrics,
+                          handle: Callable[[], Awaitable[None]]) -> None:
+    """Handle one delivery; if it fails, let it be redelivered a few times, then
+    file it as a dead letter with the reason and go on with the next."""
+    try:
+        await handle()
+    except Exception as exc:
+        meta = msg.raw_message.metadata
+        if meta.num_delivered < MAX_DELIVERIES:
+            log.warning("%s: delivery %d of seq %d failed: %s", consumer, meta.num_delivered, meta.sequence.stream, exc)
+            await msg.nack(delay=0.2)
+            return
+        await _file_dead_letter(nc, consumer, msg.raw_message.subject, meta.sequence.stream, msg.body,
+                                f"{type(exc).__name__}: {exc}", metrics)
+
+
+async def _file_dead_letter(nc: Client, consumer: str, subject: str, seq: int, data: bytes, reason: str,
+                            metrics: Metrics) -> None:
+    log.error("%s: seq %d goes to the dead letters: %s", consumer, seq, reason)
+    await dead_letter(nc.jetstream(), consumer, subject, seq, data, reason)
+    metrics.dead_letters.labels(consumer).inc()
 
 
 def _gauges(projector: Projector, metrics: Metrics) -> None:
@@ -205,6 +239,7 @@ async def _projections(broker: NatsBroker, nc: Client, store: JetStreamEventStor
     """Fold the stream into the read models from the first event, then keep
     them current from a durable consumer that starts where the fold ended."""
     kv = await KvProjections(nc.jetstream()).open()
+    name = _instance("projections")
     projector = Projector()
     for m in await store.read(f"{subjects.EVENTS}.>"):
         projector.apply(m.subject, m.seq, m.batch)
@@ -216,7 +251,9 @@ async def _projections(broker: NatsBroker, nc: Client, store: JetStreamEventStor
             changed: set[tuple[str, str]] = set()
             settled = []
             for m in _in_order(msg):
-                batch = envelope.decode(m.data)
+                batch = await _decoded(nc, name, m, metrics)
+                if batch is None:
+                    continue
                 changed |= projector.apply(m.subject, m.metadata.sequence.stream, batch)
                 settled += [e.data.coup_id for e in batch.events if isinstance(e.data, CoupSettled)]
             if changed:
@@ -225,7 +262,6 @@ async def _projections(broker: NatsBroker, nc: Client, store: JetStreamEventStor
             for coup in settled:  # every settled coup is verified as it closes
                 await _verify(store, coup, metrics)
 
-    name = _instance("projections")
     durables.append(name)
     broker.subscriber(f"{subjects.EVENTS}.>", stream=JStream(STREAM, declare=False), durable=name,
                       pull_sub=ORDERED, deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
@@ -233,7 +269,7 @@ async def _projections(broker: NatsBroker, nc: Client, store: JetStreamEventStor
     return projector
 
 
-def _follow(broker: NatsBroker, service: Any, kind: str, metrics: Metrics) -> str:
+def _follow(broker: NatsBroker, nc: Client, service: Any, kind: str, metrics: Metrics) -> str:
     """Keep the service's state current from a durable consumer of its own
     aggregate's events: what another instance of it appends."""
     aggregate = {"shoe": "shoe", "wager": "wager", "dealer-policy": "coup"}[kind]
@@ -242,7 +278,9 @@ def _follow(broker: NatsBroker, service: Any, kind: str, metrics: Metrics) -> st
     async def on_events(msg: NatsMessage) -> None:
         with metrics.handling.labels(kind).time():
             for m in _in_order(msg):
-                await service.observe(m.subject, m.metadata.sequence.stream, envelope.decode(m.data))
+                batch = await _decoded(nc, name, m, metrics)
+                if batch is not None:
+                    await service.observe(m.subject, m.metadata.sequence.stream, batch)
 
     broker.subscriber(subjects.aggregate_filter(aggregate), stream=JStream(STREAM, declare=False), durable=name,
                       pull_sub=ORDERED, deliver_policy=DeliverPolicy.NEW,

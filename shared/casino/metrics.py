@@ -47,6 +47,8 @@ class Metrics:
                                  ["consumer"], registry=r)
         self.ack_pending = Gauge("casino_consumer_ack_pending_messages", "Messages delivered and not yet acknowledged.",
                                  ["consumer"], registry=r)
+        self.dead_letters = Counter("casino_dead_letters_total", "Events a consumer filed as dead letters.",
+                                    ["consumer"], registry=r)
         self.coup_open = Gauge("casino_table_coup_open", "1 while a coup is open at the table (not yet settled).",
                                ["table"], registry=r)
         self.last_event = Gauge("casino_table_last_event_timestamp_seconds", "Time of the table's latest event.",

@@ -26,6 +26,8 @@ _READ_EVENTS = [
     "$JS.API.STREAM.INFO.CASINO_SHOE_SECRETS",
 ]
 _COMMANDS = "casino.cmd.*.{}"
+# Every consumer may file what it cannot handle as a dead letter.
+_READ_EVENTS += ["casino.dlq.>", "$JS.API.STREAM.INFO.CASINO_DLQ"]
 
 
 def _events(aggregate: str) -> str:

@@ -46,3 +46,34 @@ async def test_kill_minus_nine_any_service_at_any_moment_loses_and_duplicates_no
     assert audit(stored, tables, COUPS) == []
     report = verify_all(stored, [m for m in stored if subjects.tokens(m.subject)[3] == "shoe"])
     assert report.findings == [] and report.coups == 4 * COUPS
+
+
+async def test_a_poison_event_goes_to_the_dead_letters_and_the_consumers_go_on(nats_url: str) -> None:
+    from casino import commands as c
+    from casino.store.jetstream import DLQ_STREAM
+    from tests.e2e.casino import Casino
+    from tests.e2e.test_command_interface import SHOES
+    from tests.e2e.test_golden_coups import TABLES
+
+    async with Casino(nats_url, TABLES, SHOES) as casino:
+        assert casino.nc is not None
+        poison = subjects.event("BAC000", "BAC000-shoe-1", "BAC000-000099", "coup")
+        await casino.nc.jetstream().publish(poison, b"\x00 not an event batch")
+        reply = await casino.ask("BAC000", "coup", c.OpenCoup, procedure="method_a")  # the casino goes on
+        coup = reply.coup
+        await casino.ask("BAC000", "wager", c.PlaceWager, coup=coup, seat=2, bet="banker", amount=5000)
+        assert (await casino.ask("BAC000", "coup", c.CloseBetting, coup=coup)).ok
+        await casino.settled(coup, timeout=30)
+        js = casino.nc.jetstream()
+        for _ in range(200):  # until the work consumer and the dealer's follower have both filed it
+            count = (await js.stream_info(DLQ_STREAM)).state.messages
+            dead = [await js.get_msg(DLQ_STREAM, seq) for seq in range(1, count + 1)]
+            consumers = {m.subject.split(".")[-1].split("-")[0] for m in dead}
+            if {"settlement", "dealer"} <= consumers:
+                break
+            await asyncio.sleep(0.1)
+        assert {"settlement", "dealer"} <= consumers, consumers
+        for m in dead:
+            assert m.headers and m.headers["Casino-Original-Subject"] == poison and m.headers["Casino-Reason"]
+        settlement = next(r for r in casino.running if r.kind == "settlement")
+        assert settlement.metrics.dead_letters.labels("settlement")._value.get() == 1

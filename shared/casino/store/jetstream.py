@@ -13,6 +13,9 @@ from casino.store.subjects import EVENTS, SECRETS
 
 STREAM = "CASINO"
 SECRETS_STREAM = "CASINO_SHOE_SECRETS"
+DLQ_STREAM = "CASINO_DLQ"
+DLQ_SUBJECTS = "casino.dlq"
+MAX_DELIVERIES = 5
 WRONG_LAST_SEQUENCE = 10071
 
 
@@ -32,9 +35,22 @@ def secrets_config(replicas: int = 1) -> StreamConfig:
     )
 
 
+def dlq_config(replicas: int = 1) -> StreamConfig:
+    """Dead letters: events a consumer could not handle, with the reason."""
+    return StreamConfig(name=DLQ_STREAM, subjects=[f"{DLQ_SUBJECTS}.>"], storage=StorageType.FILE,
+                        num_replicas=replicas, deny_delete=True, deny_purge=True)
+
+
+async def dead_letter(js: JetStreamContext, consumer: str, subject: str, seq: int, data: bytes, reason: str) -> None:
+    """File an event that ``consumer`` cannot handle, so it can go on with the next."""
+    await js.publish(f"{DLQ_SUBJECTS}.{consumer}", data, stream=DLQ_STREAM, headers={
+        "Casino-Original-Subject": subject, "Casino-Original-Sequence": str(seq),
+        "Casino-Reason": reason[:1000], "Nats-Msg-Id": f"dlq:{consumer}:{seq}"})
+
+
 async def ensure_streams(js: JetStreamContext, replicas: int = 1) -> None:
     """Create the streams if they do not exist (idempotent)."""
-    for config in (stream_config(replicas), secrets_config(replicas)):
+    for config in (stream_config(replicas), secrets_config(replicas), dlq_config(replicas)):
         try:
             await js.stream_info(config.name or "")
         except NotFoundError:
