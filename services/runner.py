@@ -84,11 +84,12 @@ async def start(kind: str, url: str, *, tables: dict[str, TableConfig] | None = 
                 http_port: int | None = None) -> Running:
     """Build and start one service; with ``http_port``, serve its metrics and health."""
     tls = _tls()
-    nc = await nats.connect(url, name=name or kind, max_reconnect_attempts=-1, tls=tls)
+    servers = url.split(",")  # one server, or the nodes of a cluster
+    nc = await nats.connect(servers=servers, name=name or kind, max_reconnect_attempts=-1, tls=tls)
     await ensure_streams(nc.jetstream())
     store = JetStreamEventStore(nc)
     metrics = Metrics(kind)
-    broker = NatsBroker(url, logger=log, log_level=logging.DEBUG, name=f"{name or kind}-broker",
+    broker = NatsBroker(servers, logger=log, log_level=logging.DEBUG, name=f"{name or kind}-broker",
                         max_reconnect_attempts=-1, security=BaseSecurity(ssl_context=tls) if tls else None,
                         middlewares=[NatsPrometheusMiddleware(registry=metrics.registry, app_name=kind)])
     durables: list[str] = []
@@ -197,6 +198,9 @@ async def _or_dead_letter(nc: Client, consumer: str, msg: NatsMessage, metrics: 
         await handle()
     except Exception as exc:
         meta = msg.raw_message.metadata
+        if isinstance(exc, nats.errors.Error | TimeoutError | ConnectionError | OSError | RuntimeError):
+            await msg.nack(delay=1.0)  # the broker or a peer is away: not the event's fault
+            return
         if meta.num_delivered < MAX_DELIVERIES:
             log.warning("%s: delivery %d of seq %d failed: %s", consumer, meta.num_delivered, meta.sequence.stream, exc)
             await msg.nack(delay=0.2)

@@ -4,6 +4,7 @@ package puts in the virtual environment, on loopback, with its own store."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import socket
@@ -50,9 +51,10 @@ class NatsServer:
     """A nats-server process; ``url`` once started."""
 
     def __init__(self, store_dir: str | Path, port: int | None = None, config: str | Path | None = None,
-                 log_file: str | Path | None = None) -> None:
+                 log_file: str | Path | None = None, fixed_port: bool = False) -> None:
         self.store_dir = Path(store_dir)
-        self.port = port if port and port_free(port) else free_port()
+        # A port that is taken falls back to a free one, unless the port is the node's identity.
+        self.port = port if port and (fixed_port or port_free(port)) else free_port()
         self.config = config
         self.log_file = Path(log_file) if log_file else self.store_dir / "nats-server.log"
         self.process: subprocess.Popen[bytes] | None = None
@@ -97,3 +99,43 @@ class NatsServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class NatsCluster:
+    """Nodes of one JetStream cluster on loopback, each with its own store."""
+
+    def __init__(self, store_dir: str | Path, size: int = 3) -> None:
+        self.store_dir = Path(store_dir)
+        self.client_ports = [free_port() for _ in range(size)]
+        self.route_ports = [free_port() for _ in range(size)]
+        self.nodes: list[NatsServer | None] = [None] * size
+
+    @property
+    def url(self) -> str:
+        return ",".join(f"nats://127.0.0.1:{p}" for p in self.client_ports)
+
+    def start_node(self, i: int) -> None:
+        routes = [f"nats://127.0.0.1:{p}" for j, p in enumerate(self.route_ports) if j != i]
+        conf = self.store_dir / f"node-{i}.conf"
+        conf.parent.mkdir(parents=True, exist_ok=True)
+        conf.write_text(
+            f'server_name: "node-{i}"\n'
+            f'cluster {{ name: "casino", listen: "127.0.0.1:{self.route_ports[i]}", routes: {json.dumps(routes)} }}\n'
+        )
+        node = NatsServer(self.store_dir / f"node-{i}", port=self.client_ports[i], config=conf, fixed_port=True)
+        self.nodes[i] = node.start()
+
+    def stop_node(self, i: int) -> None:
+        node = self.nodes[i]
+        if node is not None:
+            node.stop()
+            self.nodes[i] = None
+
+    def start(self) -> NatsCluster:
+        for i in range(len(self.nodes)):
+            self.start_node(i)
+        return self
+
+    def stop(self) -> None:
+        for i in range(len(self.nodes)):
+            self.stop_node(i)

@@ -5,6 +5,7 @@ command interface a table terminal uses."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import uuid
 from collections.abc import Callable
@@ -20,6 +21,7 @@ from casino.rules.ruleset import BaccaratRules, Ruleset
 from casino.rules.settlement import CoupSettled
 from casino.service import Peer
 from casino.store import envelope, subjects
+from casino.store.jetstream import JetStreamEventStore
 from casino.tables import TableConfig
 
 
@@ -29,15 +31,21 @@ class Refused(Exception):
 
 class SimulatedTable:
     def __init__(self, name: str, config: TableConfig, peer: Peer, rnd: random.Random,
-                 settled: Callable[[str], asyncio.Event]) -> None:
+                 settled: Callable[[str], asyncio.Event], store: JetStreamEventStore) -> None:
         self.name, self.config, self.peer, self.rnd, self.settled = name, config, peer, rnd, settled
+        self.store = store
         self.rules: Ruleset = rulesets.load(config.ruleset)
         self.coups = 0
 
     async def ask(self, service: str, command: type[c.Command], **fields: object) -> c.Reply:
         # Command ids are unique everywhere (the seed only steers the players' choices).
         cmd = command(id=f"sim-{self.name}-{uuid.uuid4().hex}", table=self.name, **fields)
-        return await self.peer.ask(subjects.command(self.name, service), cmd)
+        for _ in range(60):
+            reply = await self.peer.ask(subjects.command(self.name, service), cmd)
+            if reply.ok or reply.clause not in ("internal", "concurrency"):
+                return reply
+            await asyncio.sleep(0.5)  # the service could not finish (a broker or peer away): the same command again
+        return reply
 
     def _procedure(self) -> str:
         if isinstance(self.rules, BaccaratRules):
@@ -64,7 +72,22 @@ class SimulatedTable:
             reply = await self._respond(coup, reply.waiting)
         if not reply.ok:
             raise Refused(f"{self.name} {coup}: {reply.clause}: {reply.reason}")
-        await asyncio.wait_for(done.wait(), timeout=120)
+        await self.settlement(coup, done)
+
+    async def settlement(self, coup: str, done: asyncio.Event, timeout: float = 300) -> None:
+        """Until the coup is settled: the live event, or (if the connection was
+        away when it passed) the stream itself."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while not done.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(done.wait(), timeout=2)
+            if done.is_set():
+                return
+            with contextlib.suppress(Exception):
+                if await self.store.read(f"{subjects.EVENTS}.*.*.{coup}.settle"):
+                    return
+            if asyncio.get_running_loop().time() > deadline:
+                raise Refused(f"{self.name} {coup}: not settled within {timeout:.0f} s")
 
     def _wagers(self) -> list[tuple[int, str, int]]:
         seats = self.rnd.sample(self.rules.seats, self.rnd.randint(1, min(5, len(self.rules.seats))))
@@ -117,7 +140,8 @@ class Simulator:
 
     async def run(self, coups: int | None) -> None:
         sub = await self.nc.subscribe(f"{subjects.EVENTS}.>", cb=self._on_event)
-        tables = [SimulatedTable(name, cfg, self.peer, random.Random(self.rnd.random()), self._settled)
+        store = JetStreamEventStore(self.nc)
+        tables = [SimulatedTable(name, cfg, self.peer, random.Random(self.rnd.random()), self._settled, store)
                   for name, cfg in self.tables.items()]
         try:
             await asyncio.gather(*(t.play(coups) for t in tables))

@@ -1,0 +1,82 @@
+"""Broker faults: a 3-node JetStream cluster with the stream replicated three
+times. Stop one node in the middle of a run: dealing goes on with nothing
+lost; start it again: it catches up. Stop the whole cluster and start it
+again: the services reconnect and resume by themselves."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import nats
+import pytest
+from services import runner
+
+from casino.launcher import SHORT, default_tables
+from casino.natsserver import NatsCluster
+from casino.replaycli import verify_all
+from casino.simulator import Simulator
+from casino.store import subjects
+from casino.store.jetstream import STREAM, JetStreamEventStore, ensure_streams
+from tests.faults.harness import audit
+
+pytestmark = pytest.mark.anyio
+COUPS = int(os.environ.get("CASINO_SOAK_COUPS", "12"))
+
+
+async def stream_last(url: str) -> int:
+    nc = await nats.connect(url)
+    try:
+        return (await nc.jetstream().stream_info(STREAM)).state.last_seq
+    finally:
+        await nc.close()
+
+
+async def test_a_node_lost_and_the_whole_cluster_restarted_lose_nothing(tmp_path: Path) -> None:
+    cluster = NatsCluster(tmp_path / "cluster").start()
+    tables = default_tables(4, list(SHORT))
+    try:
+        nc = await nats.connect(servers=cluster.url.split(","), max_reconnect_attempts=-1)
+        for _ in range(50):  # the cluster elects a JetStream leader
+            try:
+                await ensure_streams(nc.jetstream(), replicas=3)
+                break
+            except Exception:
+                await asyncio.sleep(0.2)
+        running = [await runner.start(kind, cluster.url, tables=tables) for kind in runner.KINDS]
+        sim = asyncio.create_task(Simulator(nc, tables, seed=8, patience=60).run(COUPS))
+
+        async def settled() -> int:
+            return len([m for m in await JetStreamEventStore(nc).read(subjects.aggregate_filter("settle"))])
+
+        while await settled() < 8:
+            await asyncio.sleep(0.2)
+        cluster.stop_node(1)  # one node down in the middle of the run
+        mark = await settled()
+        while await settled() < mark + 8:  # dealing goes on
+            await asyncio.sleep(0.2)
+        cluster.start_node(1)
+        while await settled() < mark + 16:
+            await asyncio.sleep(0.2)
+        cluster.stop()  # the whole cluster down ...
+        await asyncio.sleep(1.0)
+        cluster.start()  # ... and back: the services reconnect by themselves
+        await asyncio.wait_for(sim, timeout=300)
+
+        stored = await JetStreamEventStore(nc).read(f"{subjects.EVENTS}.>")
+        last = stored[-1].seq
+        for i in range(3):  # every node, the restarted one too, holds the whole stream
+            for _ in range(100):
+                if await stream_last(f"nats://127.0.0.1:{cluster.client_ports[i]}") >= last:
+                    break
+                await asyncio.sleep(0.2)
+            assert await stream_last(f"nats://127.0.0.1:{cluster.client_ports[i]}") >= last
+        for r in reversed(running):
+            await r.stop()
+        await nc.close()
+    finally:
+        cluster.stop()
+    assert audit(stored, tables, COUPS) == []
+    report = verify_all(stored, [m for m in stored if subjects.tokens(m.subject)[3] == "shoe"])
+    assert report.findings == [] and report.coups == 4 * COUPS
