@@ -22,6 +22,7 @@ from casino.store.eventstore import Appended, Conflict, EventStore
 log = logging.getLogger("casino")
 
 Clock = Callable[[], datetime]
+MAX_COMMAND_BYTES = 64 * 1024  # a table command is a few hundred bytes
 C = TypeVar("C", bound=Command)
 
 
@@ -65,6 +66,8 @@ async def answer(data: bytes, decoder: msgspec.json.Decoder[Any], handler: Calla
 
 async def _answer(data: bytes, decoder: msgspec.json.Decoder[Any], handler: Callable[[Any], Awaitable[Reply]],
                   reload: Callable[[Any], Awaitable[None]] | None) -> Reply:
+    if len(data) > MAX_COMMAND_BYTES:
+        return refused(f"command too large: {len(data)} bytes, at most {MAX_COMMAND_BYTES}", "protocol")
     try:
         command = decoder.decode(data)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:

@@ -1,0 +1,155 @@
+"""Random command sequences, hostile ones among them, driven at the four
+services (wired in memory through their real command decoding): nothing
+crashes, a refused command writes nothing, and every finished coup verifies
+with its cards and its money accounted for."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import msgspec
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from services.dealer_policy.service import DealerPolicyService
+from services.settlement.service import SettlementService
+from services.shoe.service import MemorySecrets, ShoeService
+from services.wager.service import WagerService
+
+from casino import commands as c
+from casino.launcher import APPROVALS
+from casino.replaycli import by_coup
+from casino.service import answer
+from casino.store import subjects
+from casino.store.eventstore import InMemoryEventStore
+from casino.tables import TableConfig
+from casino.verify import verify_coup
+
+TABLES = {"B": TableConfig("baccarat-000-methods", approvals=APPROVALS), "J": TableConfig("blackjack-002-hole-card")}
+
+
+class LocalPeer:
+    """Request/reply between the services in memory, through the same decoding
+    and refusal path as on NATS."""
+
+    def __init__(self) -> None:
+        self.routes: dict[str, tuple[Any, Any, Any]] = {}
+
+    async def ask(self, subject: str, command: c.Command) -> c.Reply:
+        return c.reply_decoder.decode(await self.raw(subject, c.encoder.encode(command)))
+
+    async def raw(self, subject: str, data: bytes) -> bytes:
+        decoder, handle, reload = self.routes[subject.split(".")[-1]]
+        return await answer(data, decoder, handle, reload)
+
+    async def must(self, subject: str, command: c.Command) -> c.Reply:
+        from casino.rules.errors import RuleViolation
+
+        reply = await self.ask(subject, command)
+        if not reply.ok:
+            raise RuleViolation(reply.clause, reply.reason)
+        return reply
+
+
+seats = st.sampled_from([1, 2, 3, 5, 7, 14, 99, 0, -1])
+amounts = st.one_of(st.sampled_from([2500, 5000, 1000, 500000]), st.integers(-10, 2_000_000))
+garbage = st.one_of(st.binary(max_size=64), st.just(b'{"type":"table.open_coup"}'),
+                    st.just(b'{"type":"table.place_wager","id":"x","table":"B","coup":"B-000001","seat":2,'
+                            b'"bet":"banker","amount":12.5}'), st.just(b"{" * 10000))
+step = st.one_of(
+    st.tuples(st.just("open"), st.sampled_from(["", "method_a", "method_b", "method_c", "method_d", "style_a"])),
+    st.tuples(st.just("wager"), seats, st.sampled_from(["banker", "player", "tie", "box", "dragon"]), amounts),
+    st.tuples(st.just("close")),
+    st.tuples(st.just("answer"), seats, st.booleans()),
+    st.tuples(st.just("expose"), seats, st.sampled_from(["player", "banker"]), st.booleans()),
+    st.tuples(st.just("decide"), seats, st.integers(0, 2),
+              st.sampled_from(["stand", "hit", "double", "split", "insurance"]), st.integers(0, 3000)),
+    st.tuples(st.just("garbage"), garbage),
+    st.tuples(st.just("follow")),  # do what the coup waits for, sensibly
+)
+
+
+async def run(steps: list[tuple[Any, ...]]) -> None:
+    store = InMemoryEventStore()
+    peer = LocalPeer()
+    shoe, wager = ShoeService(store, MemorySecrets()), WagerService(store)
+    dealer, settle = DealerPolicyService(store, peer, TABLES), SettlementService(store)  # type: ignore[arg-type]
+    peer.routes = {"shoe": (c.shoe_decoder, shoe.handle, shoe.reload),
+                   "wager": (c.wager_decoder, wager.handle, wager.reload),
+                   "coup": (c.coup_decoder, dealer.handle, dealer.reload)}
+    ids = iter(range(10**6))
+    for table in TABLES:
+        for s in steps:
+            status = await peer.ask(f"casino.cmd.{table}.coup", c.Status(id="s", table=table))
+            coup, w = status.coup, status.waiting or c.Waiting("open")
+            kind = s[0]
+            if kind == "follow":
+                s = _follow(w)
+                kind = s[0]
+            cid = f"h{next(ids)}"
+            if kind == "garbage":
+                raw = await peer.raw(f"casino.cmd.{table}.coup", s[1])
+                reply = c.reply_decoder.decode(raw)
+                assert not reply.ok and reply.clause == "protocol"
+                continue
+            cmd: c.Command
+            if kind == "open":
+                cmd = c.OpenCoup(id=cid, table=table, procedure=s[1] if table == "B" else "")
+            elif kind == "wager":
+                cmd = c.PlaceWager(id=cid, table=table, coup=coup, seat=s[1], bet=s[2], amount=s[3])
+            elif kind == "close":
+                cmd = c.CloseBetting(id=cid, table=table, coup=coup)
+            elif kind == "answer":
+                cmd = c.AnswerOffer(id=cid, table=table, coup=coup, seat=s[1], accept=s[2])
+            elif kind == "expose":
+                kind_ = c.ExposeHand if s[3] else c.ReturnCards
+                cmd = kind_(id=cid, table=table, coup=coup, seat=s[1], hand=s[2])
+            else:
+                cmd = c.Decide(id=cid, table=table, coup=coup, seat=s[1], hand=s[2], action=s[3], amount=s[4])
+            service = "wager" if isinstance(cmd, c.PlaceWager) else "coup"
+            before = len(store.messages)
+            reply = await peer.ask(f"casino.cmd.{table}.{service}", cmd)
+            assert reply.clause != "internal", reply
+            if not reply.ok and service == "wager":
+                assert len(store.messages) == before  # a refused command writes nothing
+        # settle what finished, then check every finished coup
+        for msg in await store.read(subjects.aggregate_filter("coup", table)):
+            await settle.on_coup_events(msg.subject, msg.batch)
+    stored = await store.read(f"{subjects.EVENTS}.>")
+    for coup, msgs in by_coup(stored).items():
+        finished = any(e.type.endswith("cards_picked_up") for m in msgs for e in m.batch.events)
+        if finished:
+            assert verify_coup(msgs) == [], coup
+
+
+def _follow(w: c.Waiting) -> tuple[Any, ...]:
+    if w.kind in ("open", "finished"):
+        return ("open", "")
+    if w.kind == "close_betting":
+        return ("close",)
+    if w.kind == "answer":
+        return ("answer", w.seat, True)
+    if w.kind == "expose":
+        return ("expose", w.seat, w.hand, True)
+    if w.kind == "decision":
+        return ("decide", w.seat, w.box_hand, "stand", 0)
+    return ("close",)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(step, min_size=5, max_size=40))
+def test_hostile_command_sequences_never_break_the_rules_or_the_records(steps: list[tuple[Any, ...]]) -> None:
+    asyncio.run(run(steps))
+
+
+def test_a_command_of_absurd_size_is_refused() -> None:
+    async def go() -> c.Reply:
+        peer = LocalPeer()
+        store = InMemoryEventStore()
+        dealer = DealerPolicyService(store, peer, TABLES)  # type: ignore[arg-type]
+        peer.routes = {"coup": (c.coup_decoder, dealer.handle, dealer.reload)}
+        big = msgspec.json.encode({"type": "table.open_coup", "id": "x" * 200_000, "table": "B"})
+        return c.reply_decoder.decode(await peer.raw("casino.cmd.B.coup", big))
+
+    reply = asyncio.run(go())
+    assert (reply.ok, reply.clause) == (False, "protocol") and "too large" in reply.reason
