@@ -42,10 +42,12 @@ par-sheets: setup
 run: setup
 	$(BIN)/casino run $(ARGS)
 
-# The long fault tests: 25 kill -9s of each service over 100 coups per table.
+# The long fault tests (25 kill -9s of each service over 100 coups per table,
+# the cluster faults over 100 coups per table), then 16 tables flat out for a minute.
 soak: setup
 	CASINO_SOAK_KILLS=$${CASINO_SOAK_KILLS:-25} CASINO_SOAK_COUPS=$${CASINO_SOAK_COUPS:-100} \
 	  $(BIN)/pytest -s tests/faults
+	$(BIN)/python -m bench.load --tables 16 --seconds 60
 
 bench: setup
 	$(BIN)/python -m bench $(ARGS)

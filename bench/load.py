@@ -1,0 +1,84 @@
+"""Load: many tables dealing flat out for a bounded time, the services as
+separate processes on one local nats-server. Reports coups per second, p50
+and p99 coup latency (opening to settlement, as the table sees it), and each
+service's resident memory; then audits and verifies every coup."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import nats
+
+from casino.launcher import SHORT, default_tables
+from casino.natsserver import NatsServer
+from casino.replaycli import verify_all
+from casino.simulator import SimulatedTable, Simulator
+from casino.store import subjects
+from casino.store.jetstream import JetStreamEventStore, ensure_streams
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+async def measure(tables_count: int, seconds: float) -> dict[str, Any]:
+    from tests.faults.harness import Processes
+
+    tables = default_tables(tables_count, list(SHORT))
+    with tempfile.TemporaryDirectory() as tmp, NatsServer(Path(tmp) / "nats") as server:
+        nc = await nats.connect(server.url)
+        await ensure_streams(nc.jetstream())
+        procs = Processes(server.url, Path(tmp) / "procs", tables)
+        procs.start_all()
+        latencies: list[float] = []
+        original = SimulatedTable.one_coup
+
+        async def timed(self: SimulatedTable) -> None:
+            start = time.perf_counter()
+            await original(self)
+            latencies.append(time.perf_counter() - start)
+
+        SimulatedTable.one_coup = timed  # type: ignore[method-assign]
+        sim = Simulator(nc, tables, seed=1, patience=40)
+        task = asyncio.create_task(sim.run(None))
+        await asyncio.sleep(3)  # the services start
+        latencies.clear()
+        start = time.perf_counter()
+        await asyncio.sleep(seconds)
+        memory = {name: round(rss_mib(p.pid), 1) for name, p in procs.procs.items()}
+        done, elapsed = len(latencies), time.perf_counter() - start
+        task.cancel()
+        SimulatedTable.one_coup = original  # type: ignore[method-assign]
+        await asyncio.sleep(3)  # let the last settlements land
+        stored = await JetStreamEventStore(nc).read(f"{subjects.EVENTS}.>")
+        report = verify_all(stored, [m for m in stored if subjects.tokens(m.subject)[3] == "shoe"])
+        procs.stop_all()
+        await nc.close()
+    ordered = sorted(latencies)
+    return {"tables": tables_count, "seconds": round(elapsed, 1), "coups": done,
+            "coups_per_s": done / elapsed, "p50_ms": 1000 * statistics.median(ordered),
+            "p99_ms": 1000 * ordered[int(0.99 * (len(ordered) - 1))], "rss_mib": memory,
+            "verified_coups": report.coups, "differences": len(report.findings)}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(prog="python -m bench.load")
+    p.add_argument("--tables", type=int, default=16)
+    p.add_argument("--seconds", type=float, default=30)
+    args = p.parse_args()
+    r = asyncio.run(measure(args.tables, args.seconds))
+    print(json.dumps(r, indent=2))
+
+
+if __name__ == "__main__":
+    main()
