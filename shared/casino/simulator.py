@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import time
 import uuid
 from collections.abc import Callable
 
@@ -34,6 +35,7 @@ class SimulatedTable:
                  settled: Callable[[str], asyncio.Event], store: JetStreamEventStore) -> None:
         self.name, self.config, self.peer, self.rnd, self.settled = name, config, peer, rnd, settled
         self.store = store
+        self.close_to_settled: list[float] = []  # seconds from closing the betting to settlement, per coup
         self.rules: Ruleset = rulesets.load(config.ruleset)
         self.coups = 0
 
@@ -67,12 +69,14 @@ class SimulatedTable:
         done = self.settled(coup)
         for seat, bet, amount in self._wagers():
             await self.ask("wager", c.PlaceWager, coup=coup, seat=seat, bet=bet, amount=amount)
+        closing = time.perf_counter()
         reply = await self.ask("coup", c.CloseBetting, coup=coup)
         while reply.ok and reply.waiting is not None and reply.waiting.kind not in ("finished", "open"):
             reply = await self._respond(coup, reply.waiting)
         if not reply.ok:
             raise Refused(f"{self.name} {coup}: {reply.clause}: {reply.reason}")
         await self.settlement(coup, done)
+        self.close_to_settled.append(time.perf_counter() - closing)
 
     async def settlement(self, coup: str, done: asyncio.Event, timeout: float = 300) -> None:
         """Until the coup is settled: the live event, or (if the connection was
@@ -126,6 +130,7 @@ class Simulator:
         self.rnd = random.Random(seed)
         self.waiting: dict[str, asyncio.Event] = {}
         self.peer = Peer(nc, timeout=10, attempts=patience)
+        self.playing: list[SimulatedTable] = []
 
     def _settled(self, coup: str) -> asyncio.Event:
         return self.waiting.setdefault(coup, asyncio.Event())
@@ -143,6 +148,7 @@ class Simulator:
         store = JetStreamEventStore(self.nc)
         tables = [SimulatedTable(name, cfg, self.peer, random.Random(self.rnd.random()), self._settled, store)
                   for name, cfg in self.tables.items()]
+        self.playing = tables
         try:
             await asyncio.gather(*(t.play(coups) for t in tables))
         finally:

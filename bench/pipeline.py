@@ -1,0 +1,87 @@
+"""Pipeline speed: baccarat coups per second through all four services (as
+processes) on one local nats-server, with simulated wagers, at 16 tables;
+against the ceiling of nats-py appending the same events (same count, same
+sizes) with acks, pipelined, to the same kind of stream; with p50 and p99 from
+the close of betting to settlement."""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import nats
+from nats.js.api import StorageType, StreamConfig
+
+from casino.launcher import APPROVALS
+from casino.natsserver import NatsServer
+from casino.simulator import Simulator
+from casino.store import subjects
+from casino.store.jetstream import JetStreamEventStore, ensure_streams
+from casino.tables import TableConfig
+
+
+async def one_run(tables_count: int, seconds: float) -> dict[str, Any]:
+    from tests.faults.harness import Processes
+
+    tables = {f"BAC-{i + 1}": TableConfig("baccarat-000-methods", "method_a", APPROVALS) for i in range(tables_count)}
+    with tempfile.TemporaryDirectory() as tmp, NatsServer(Path(tmp) / "nats") as server:
+        nc = await nats.connect(server.url)
+        await ensure_streams(nc.jetstream())
+        procs = Processes(server.url, Path(tmp) / "procs", tables)
+        procs.start_all()
+        sim = Simulator(nc, tables, seed=2, patience=40)
+        task = asyncio.create_task(sim.run(None))
+        await asyncio.sleep(4)  # the services start and warm up
+        store = JetStreamEventStore(nc)
+        first = (await nc.jetstream().stream_info("CASINO")).state.last_seq
+        for t in sim.playing:
+            t.close_to_settled.clear()
+        start = time.perf_counter()
+        await asyncio.sleep(seconds)
+        elapsed = time.perf_counter() - start
+        latencies = sorted(x for t in sim.playing for x in t.close_to_settled)
+        task.cancel()
+        last = (await nc.jetstream().stream_info("CASINO")).state.last_seq
+        window = [m for m in await store.read(f"{subjects.EVENTS}.>", after=first) if m.seq <= last]
+        procs.stop_all()
+        sizes = [len(m.subject) + len(await _raw(nc, m.seq)) for m in window]
+        ceiling_s = await _ceiling(nc, sizes)
+        await nc.close()
+    coups = len(latencies)
+    return {"coups": coups, "coups_per_s": coups / elapsed, "messages": len(sizes),
+            "ceiling_coups_per_s": coups / ceiling_s if ceiling_s else 0.0,
+            "p50_ms": 1000 * statistics.median(latencies), "p99_ms": 1000 * latencies[int(0.99 * (coups - 1))]}
+
+
+async def _raw(nc: Any, seq: int) -> bytes:
+    msg = await nc.jetstream().get_msg("CASINO", seq)
+    return msg.data or b""
+
+
+async def _ceiling(nc: Any, sizes: list[int]) -> float:
+    """Seconds for nats-py to append messages of these sizes, with acks, pipelined."""
+    js = nc.jetstream()
+    await js.add_stream(StreamConfig(name="CEILING", subjects=["ceiling.>"], storage=StorageType.FILE,
+                                     duplicate_window=120))
+    payloads = [b"x" * max(1, s - 20) for s in sizes]
+    start = time.perf_counter()
+    window = 256
+    for i in range(0, len(payloads), window):
+        await asyncio.gather(*(js.publish(f"ceiling.t.s.c.{k % 4}", p, headers={"Nats-Msg-Id": f"m{i + k}"})
+                               for k, p in enumerate(payloads[i:i + window])))
+    return time.perf_counter() - start
+
+
+async def measure(tables: int = 16, seconds: float = 20, runs: int = 3) -> dict[str, Any]:
+    results = [await one_run(tables, seconds) for _ in range(runs)]
+
+    def med(key: str) -> float:
+        return float(statistics.median(r[key] for r in results))
+
+    rate, ceiling = med("coups_per_s"), med("ceiling_coups_per_s")
+    return {"tables": tables, "seconds": seconds, "runs": runs, "coups_per_s": rate, "ceiling_coups_per_s": ceiling,
+            "ratio": rate / ceiling if ceiling else 0.0, "p50_ms": med("p50_ms"), "p99_ms": med("p99_ms")}

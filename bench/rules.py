@@ -1,0 +1,80 @@
+"""Rules speed: baccarat coups per second through the pure library (deal,
+decide, settle, with every event) against a minimal straight-line dealer
+written here, on the same shuffled shoes."""
+
+from __future__ import annotations
+
+import random
+import statistics
+import time
+from typing import Any
+
+from casino import rulesets
+from casino.rules import play
+from casino.rules.baccarat import messages as bm
+from casino.rules.cards import full_set
+from casino.rules.ruleset import BaccaratRules
+from casino.rules.wagers import Wager
+
+VALUE = {r: min(i + 1, 10) % 10 for i, r in enumerate("A23456789TJQK")}
+BOOK = (Wager(1, "banker", 5000), Wager(2, "player", 2500), Wager(3, "tie", 500))
+
+
+class Dealer:
+    """Players who never answer: Method A needs no answers."""
+
+    def answer(self, coup: Any, w: Any) -> bm.AnswerOffer:
+        raise AssertionError("Method A makes no offers")
+
+    def give_back(self, coup: Any, w: Any) -> Any:
+        raise AssertionError("Method A passes no cards")
+
+
+def straight_line(cards: list[str], coups: int) -> int:
+    """The baseline: deal, draw by the tableau, pay; no events, no checks."""
+    total, i = 0, 0
+    for _ in range(coups):
+        p = [cards[i], cards[i + 2]]
+        b = [cards[i + 1], cards[i + 3]]
+        i += 4
+        pp = (VALUE[p[0][0]] + VALUE[p[1][0]]) % 10
+        bp = (VALUE[b[0][0]] + VALUE[b[1][0]]) % 10
+        third = None
+        if pp < 8 and bp < 8:
+            if pp <= 5:
+                third = cards[i]
+                i += 1
+                pp = (pp + VALUE[third[0]]) % 10
+            t = None if third is None else VALUE[third[0]]
+            draw = bp <= 5 if t is None else (bp <= 2 or (bp == 3 and t != 8) or (bp == 4 and 2 <= t <= 7)
+                                               or (bp == 5 and 4 <= t <= 7) or (bp == 6 and 6 <= t <= 7))
+            if draw:
+                bp = (bp + VALUE[cards[i][0]]) % 10
+                i += 1
+        total += 5000 + 5000 * 95 // 100 if bp > pp else 5000 * 2 if pp > bp else 500 * 9
+    return total
+
+
+def measure(coups: int = 2000, runs: int = 5) -> dict[str, Any]:
+    rules = rulesets.load("baccarat-000-methods")
+    assert isinstance(rules, BaccaratRules)
+    rnd = random.Random(7)
+    orders = []
+    for n in range(coups // 60 + 2):
+        cards = list(full_set(rules.shoe.decks))
+        rnd.shuffle(cards)
+        orders.append((tuple(cards), f"s{n}"))
+    lib, base = [], []
+    for _ in range(runs):
+        shoe = play.Shoe(rules.shoe, list(orders))
+        start = time.perf_counter()
+        for n in range(coups):
+            play.play_baccarat(rules, shoe, bm.OpenCoup(f"c{n}", "method_a"), BOOK, Dealer())
+        lib.append(time.perf_counter() - start)
+        flat = [c for order, _ in orders for c in order]
+        start = time.perf_counter()
+        straight_line(flat, coups)
+        base.append(time.perf_counter() - start)
+    rate, baseline = coups / statistics.median(lib), coups / statistics.median(base)
+    return {"coups": coups, "runs": runs, "coups_per_s": rate, "baseline_coups_per_s": baseline,
+            "ratio": rate / baseline}
