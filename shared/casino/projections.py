@@ -7,6 +7,7 @@ keeps its result in JetStream key-value buckets as events arrive, and
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import msgspec
@@ -180,7 +181,21 @@ class KvProjections:
             return 0
         return int(entry.value or b"0")
 
-    async def everything(self) -> dict[tuple[str, str], bytes]:
+    async def values(self, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], bytes | None]:
+        """The live value of each (bucket, key), None where there is none. Read
+        key by key: a listing of keys is a watcher that may stop short under load."""
+        from nats.js.errors import KeyNotFoundError
+
+        out: dict[tuple[str, str], bytes | None] = {}
+        for bucket, key in keys:
+            try:
+                out[(bucket, key)] = (await self.kv[BUCKETS[bucket]].get(key)).value
+            except KeyNotFoundError:
+                out[(bucket, key)] = None
+        return out
+
+    async def everything_listed(self) -> dict[tuple[str, str], bytes]:
+        """Every key of every bucket, as listed (for drawing; comparisons read by key)."""
         from nats.js.errors import NoKeysError
 
         out = {}

@@ -188,8 +188,9 @@ async def rebuild_projections(store: EventStore, nc: Client) -> int:
     if live_seq < projector.seq:
         print(f"the live read models stop at stream sequence {live_seq} of {projector.seq}: "
               "the projections service is not running or still catching up")
-    live, rebuilt = await kv.everything(), projector.everything()
-    differ = sorted(k for k in set(live) | set(rebuilt) if live.get(k) != rebuilt.get(k))
+    rebuilt = projector.everything()
+    live = await kv.values(rebuilt)
+    differ = sorted(k for k in rebuilt if live.get(k) != rebuilt[k])
     for bucket, key in differ:
         print(f"{bucket} {key}: live {live.get((bucket, key))!r}, rebuilt {rebuilt.get((bucket, key))!r}")
     await kv.put(projector, set(rebuilt))
@@ -203,7 +204,8 @@ async def draw_floor(nc: Client, path: str) -> int:
     from casino.floor import render_floor
     from casino.projections import ShoeStats, TableStatus, Takings
 
-    live = await (await KvProjections(nc.jetstream()).open()).everything()
+    kv = await KvProjections(nc.jetstream()).open()
+    live = await kv.everything_listed()
     status = [msgspec.json.decode(v, type=TableStatus) for (b, _), v in live.items() if b == "table_status"]
     shoes = {k: msgspec.json.decode(v, type=ShoeStats) for (b, k), v in live.items() if b == "shoe_stats"}
     takings = {k: msgspec.json.decode(v, type=Takings) for (b, k), v in live.items() if b == "takings"}

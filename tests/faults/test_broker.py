@@ -48,7 +48,11 @@ async def test_a_node_lost_and_the_whole_cluster_restarted_lose_nothing(tmp_path
         sim = asyncio.create_task(Simulator(nc, tables, seed=8, patience=60).run(COUPS))
 
         async def settled() -> int:
-            return len([m for m in await JetStreamEventStore(nc).read(subjects.aggregate_filter("settle"))])
+            while True:  # the test's own reads wait out the outage too
+                try:
+                    return len(await JetStreamEventStore(nc).read(subjects.aggregate_filter("settle")))
+                except (nats.errors.Error, TimeoutError):
+                    await asyncio.sleep(0.5)
 
         while await settled() < 8:
             await asyncio.sleep(0.2)

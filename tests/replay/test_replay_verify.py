@@ -62,7 +62,10 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recorded]:
             kv = await KvProjections(nc.jetstream()).open()
             while await kv.seq() < out[-1].seq:
                 await anyio.sleep(0.05)
-            out.live = await kv.everything()
+            projector = Projector()
+            for m in out:
+                projector.apply(m.subject, m.seq, m.batch)
+            out.live = {k: v for k, v in (await kv.values(projector.everything())).items() if v is not None}
             return out
         finally:
             await nc.close()
