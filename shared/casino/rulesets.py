@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tomllib
+from functools import lru_cache
 from pathlib import Path
 
 from casino.rules.ruleset import Ruleset, RulesetError, parse_ruleset
@@ -16,10 +17,20 @@ def available() -> list[str]:
 
 
 def load(name_or_path: str) -> Ruleset:
-    """Load a ruleset by built-in name or from a TOML file path."""
+    """Load a ruleset by built-in name or from a TOML file path (read again
+    only when the file changes)."""
     path = Path(name_or_path)
     if not path.suffix:
         path = BUILT_IN / f"{name_or_path}.toml"
+    try:
+        stamp = path.stat().st_mtime_ns
+    except FileNotFoundError:
+        raise RulesetError(f"no ruleset {name_or_path!r} (built in: {', '.join(available())})") from None
+    return _load(path, stamp, name_or_path)
+
+
+@lru_cache(maxsize=64)
+def _load(path: Path, stamp: int, name_or_path: str) -> Ruleset:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:

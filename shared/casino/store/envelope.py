@@ -6,6 +6,7 @@ store never holds half of a decision. Each event has its own envelope.
 
 from __future__ import annotations
 
+import contextlib
 from datetime import datetime
 
 import msgspec
@@ -84,6 +85,7 @@ class _RawBatch(msgspec.Struct, frozen=True):
 
 _encoder = msgspec.json.Encoder()
 _raw_decoder = msgspec.json.Decoder(_RawBatch)
+_batch_decoder = msgspec.json.Decoder(Batch)
 _event_decoder = msgspec.json.Decoder(AnyEvent)
 
 
@@ -96,6 +98,10 @@ def decode(data: bytes) -> Batch:
     the current one, step by step (``casino.store.upcast``)."""
     from casino.store.upcast import upcast
 
+    with contextlib.suppress(msgspec.ValidationError):  # the usual case: every event is current
+        batch = _batch_decoder.decode(data)
+        if all(e.version == version_of(e.type) for e in batch.events):
+            return batch
     raw = _raw_decoder.decode(data)
     events = []
     for e in raw.events:
