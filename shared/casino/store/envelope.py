@@ -43,8 +43,8 @@ class UnknownVersion(ValueError):
     """An event written by a newer schema than this code knows."""
 
 
-class Envelope(msgspec.Struct, frozen=True):
-    """One event with its metadata."""
+class _Metadata(msgspec.Struct, frozen=True):
+    """Who, when, why and where: what every event carries besides itself."""
 
     id: str
     type: str
@@ -56,6 +56,11 @@ class Envelope(msgspec.Struct, frozen=True):
     correlation: str
     producer: str
     at: datetime
+
+
+class Envelope(_Metadata, frozen=True):
+    """One event with its metadata."""
+
     data: AnyEvent
 
 
@@ -65,17 +70,7 @@ class Batch(msgspec.Struct, frozen=True):
     events: tuple[Envelope, ...]
 
 
-class _RawEnvelope(msgspec.Struct, frozen=True):
-    id: str
-    type: str
-    version: int
-    table: str
-    shoe: str
-    coup: str
-    causation: str
-    correlation: str
-    producer: str
-    at: datetime
+class _RawEnvelope(_Metadata, frozen=True):
     data: msgspec.Raw
 
 
