@@ -10,6 +10,7 @@ runs.
 
 from __future__ import annotations
 
+import asyncio
 import statistics
 import tempfile
 import time
@@ -42,13 +43,22 @@ async def deal(url: str, coups_per_table: int) -> None:
 
 
 async def raw_read(nc: Any, total: int) -> float:
-    """Seconds to receive every message of the stream with an ordered consumer."""
+    """Seconds to receive every message of the stream with an ordered consumer,
+    each handed to a callback that does nothing with it (the way the store reads)."""
     js = nc.jetstream()
+    received = 0
+    done = asyncio.Event()
+
+    async def count(msg: Any) -> None:
+        nonlocal received
+        received += 1
+        if received == total:
+            done.set()
+
     start = time.perf_counter()
-    sub = await js.subscribe(f"{subjects.EVENTS}.>", stream=STREAM, ordered_consumer=True,
+    sub = await js.subscribe(f"{subjects.EVENTS}.>", stream=STREAM, cb=count, ordered_consumer=True,
                              deliver_policy=DeliverPolicy.ALL)
-    for _ in range(total):
-        await sub.next_msg(timeout=10)
+    await asyncio.wait_for(done.wait(), timeout=60)
     elapsed = time.perf_counter() - start
     await sub.unsubscribe()
     return elapsed

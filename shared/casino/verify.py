@@ -94,6 +94,8 @@ def _redecide(coup: str, configured: CoupConfigured, msgs: list[Stored]) -> list
     rules = rulesets.load(configured.ruleset)
     state: bac.BaccaratCoup | bj.BlackjackCoup = (
         bac.BaccaratCoup() if isinstance(rules, BaccaratRules) else bj.BlackjackCoup())
+    given: list[AnyEvent]
+    after: bac.BaccaratCoup | bj.BlackjackCoup
     for m in msgs:
         recorded = [e.data for e in m.batch.events if not isinstance(e.data, CoupConfigured)]
         if not recorded:
@@ -103,14 +105,14 @@ def _redecide(coup: str, configured: CoupConfigured, msgs: list[Stored]) -> list
                 command = _baccarat_command(recorded[0])
                 if command is None:
                     return [Finding(coup, m.seq, f"{type(recorded[0]).__name__} is not caused by any command")]
-                given: list[AnyEvent] = list(bac.decide(rules, state, command))
-                state = bac.fold(recorded, state)  # type: ignore[arg-type]
+                events, after = bac.step(rules, state, command)
+                given = list(events)
             elif isinstance(rules, BlackjackRules) and isinstance(state, bj.BlackjackCoup):
                 bcommand = _blackjack_command(recorded[0])
                 if bcommand is None:
                     return [Finding(coup, m.seq, f"{type(recorded[0]).__name__} is not caused by any command")]
-                given = list(bj.decide(rules, state, bcommand))
-                state = bj.fold(recorded, state)  # type: ignore[arg-type]
+                bj_events, after = bj.step(rules, state, bcommand)
+                given = list(bj_events)
             else:
                 return [Finding(coup, m.seq, "the ruleset's game is not the coup's")]
         except RuleViolation as exc:
@@ -121,6 +123,7 @@ def _redecide(coup: str, configured: CoupConfigured, msgs: list[Stored]) -> list
             want = given[i] if i < len(given) else "nothing"
             got = recorded[i] if i < len(recorded) else "nothing"
             return [Finding(coup, m.seq, f"event {i} of the batch: recorded {got!r}, the rules give {want!r}")]
+        state = after  # the recorded events are the rules' own: the state they lead to is the same
     if state.phase != "finished":
         return [Finding(coup, msgs[-1].seq if msgs else 0, f"the coup is not finished (phase {state.phase})")]
     return []

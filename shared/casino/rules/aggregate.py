@@ -26,8 +26,9 @@ def with_follow_ups(
     state: S,
     evolve: Callable[[S, E], S],
     follow_up: Callable[[S], list[E]],
-) -> list[E]:
-    """``events`` and then every automatic step they make due, in order."""
+) -> tuple[list[E], S]:
+    """``events`` and then every automatic step they make due, in order; and the
+    state after all of them (so the caller need not fold them again)."""
     for e in events:
         state = evolve(state, e)
     out = list(events)
@@ -35,4 +36,4 @@ def with_follow_ups(
         for e in step:
             state = evolve(state, e)
         out += step
-    return out
+    return out, state

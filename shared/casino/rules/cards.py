@@ -16,7 +16,7 @@ RANKS = "A23456789TJQK"
 SUITS = "SHDC"
 DECK: tuple[Card, ...] = tuple(r + s for s in SUITS for r in RANKS)
 
-_BACCARAT_VALUE = {r: min(i + 1, 10) % 10 for i, r in enumerate(RANKS)}
+BACCARAT_VALUE = {r: min(i + 1, 10) % 10 for i, r in enumerate(RANKS)}
 _BLACKJACK_VALUE = {r: min(i + 1, 10) for i, r in enumerate(RANKS)}
 
 
@@ -32,7 +32,7 @@ def rank(card: Card) -> str:
 
 def baccarat_value(card: Card) -> int:
     """Baccarat point value: ace 1, two to nine at face value, tens and pictures 0."""
-    return _BACCARAT_VALUE[card[0]]
+    return BACCARAT_VALUE[card[0]]
 
 
 def blackjack_value(card: Card) -> int:

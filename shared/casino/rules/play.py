@@ -116,8 +116,7 @@ def play_baccarat(
 
     def do(command: bm.AnyBaccaratCommand) -> None:
         nonlocal state
-        evs = bac.decide(rules, state, command)
-        state = bac.fold(evs, state)
+        evs, state = bac.step(rules, state, command)
         events.extend(evs)
 
     do(opening)
@@ -161,8 +160,7 @@ def play_blackjack(
 
     def do(command: jm.AnyBlackjackCommand) -> None:
         nonlocal state
-        evs = bj.decide(rules, state, command)
-        state = bj.fold(evs, state)
+        evs, state = bj.step(rules, state, command)
         events.extend(evs)
 
     do(jm.OpenCoup(coup_id))

@@ -11,7 +11,6 @@ the layout, or in the discard rack (or back in a continuous shuffler).
 from __future__ import annotations
 
 import hashlib
-from collections import Counter
 from collections.abc import Sequence
 from typing import Literal
 
@@ -297,7 +296,7 @@ def _end_shoe(state: ShoeState, cmd: EndShoe) -> list[AnyShoeEvent]:
 def _check_card(state: ShoeState, card: Card) -> None:
     if not is_card(card):
         raise RuleViolation("shoe", f"{card!r} is not a card")
-    if Counter(state.drawn)[card] >= state.decks:
+    if state.drawn.count(card) >= state.decks:
         raise RuleViolation("shoe", f"every {card} of a {state.decks}-deck shoe has already been dealt")
     if state.remaining == 0:
         raise RuleViolation("shoe", "the shoe is empty")

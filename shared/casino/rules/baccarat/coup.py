@@ -170,6 +170,11 @@ def _face_up(s: BaccaratCoup) -> bool:
 
 def decide(rules: BaccaratRules, state: BaccaratCoup, command: AnyBaccaratCommand) -> list[AnyBaccaratEvent]:
     """The events ``command`` causes, or ``RuleViolation`` naming the clause."""
+    return step(rules, state, command)[0]
+
+
+def step(rules: BaccaratRules, state: BaccaratCoup, command: AnyBaccaratCommand) -> tuple[list[AnyBaccaratEvent], BaccaratCoup]:
+    """``decide`` and the coup after its events: the same as ``fold(decide(...), state)``."""
     return with_follow_ups(_primary(rules, state, command), state, evolve, lambda s: _automatic(rules, s))
 
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
+from casino.rules.cards import BACCARAT_VALUE as _VALUE
 from casino.rules.cards import Card, baccarat_value, rank
 
 
 def points(cards: Sequence[Card]) -> int:
     """The point count of a hand: the sum of the card values, modulo ten."""
-    return sum(baccarat_value(c) for c in cards) % 10
+    return sum([_VALUE[c[0]] for c in cards]) % 10
 
 
 def is_natural(player: Sequence[Card], banker: Sequence[Card]) -> bool:

@@ -167,6 +167,11 @@ def initial_cards(s: BlackjackCoup) -> int:
 
 def decide(rules: BlackjackRules, state: BlackjackCoup, command: AnyBlackjackCommand) -> list[AnyBlackjackEvent]:
     """The events ``command`` causes, or ``RuleViolation`` naming the clause."""
+    return step(rules, state, command)[0]
+
+
+def step(rules: BlackjackRules, state: BlackjackCoup, command: AnyBlackjackCommand) -> tuple[list[AnyBlackjackEvent], BlackjackCoup]:
+    """``decide`` and the coup after its events: the same as ``fold(decide(...), state)``."""
     return with_follow_ups(_primary(rules, state, command), state, evolve, lambda s: _automatic(rules, s))
 
 
