@@ -18,10 +18,19 @@ from casino.rules.ruleset import BaccaratRules, BlackjackRules, Ruleset
 from casino.service import Clock, Peer, Recorder, digest, log, utc_now
 from casino.store import subjects
 from casino.store.envelope import AnyEvent, Batch, CoupConfigured
-from casino.store.eventstore import EventStore
+from casino.store.eventstore import Conflict, EventStore
 from casino.tables import TableConfig
 
 Coup = bac.BaccaratCoup | bj.BlackjackCoup
+
+
+class Staged(msgspec.Struct):
+    """Decisions taken but not yet appended: the dealer's own steps, recorded
+    together as one batch when the coup next waits for someone else."""
+
+    steps: list[tuple[list[AnyEvent], str, str]] = []  # (events, message id, causation)
+    # What the table was before the first staged step, to undo them if they cannot be recorded.
+    before: tuple[object, frozenset[str], int] | None = None
 
 
 class TableCoup(msgspec.Struct):
@@ -40,6 +49,9 @@ class TableCoup(msgspec.Struct):
     carried_holder: int | None = None
     style: str = ""
     style_shoe: str = ""
+    staged: Staged = msgspec.field(default_factory=Staged)
+    appending: str = ""  # the message id of the batch being appended
+    stale: bool = False  # another writer appended while we were deciding
 
     @property
     def finished(self) -> bool:
@@ -108,35 +120,69 @@ class DealerPolicyService:
         for msg in await self.store.read(subjects.aggregate_filter("coup", cmd.table), after=t.seen):
             await self.observe(msg.subject, msg.seq, msg.batch)
 
-    async def _commit(self, t: TableCoup, events: list[AnyEvent], msg_id: str, causation: str) -> None:
-        ack = await self.recorder.record(
-            subjects.event(t.name, t.shoe, t.coup, "coup"), events, expected=t.last_seq, msg_id=msg_id,
-            table=t.name, shoe=t.shoe, coup=t.coup, causation=causation)
+    def _stage(self, t: TableCoup, events: list[AnyEvent], msg_id: str, causation: str) -> None:
+        """Take a decision now (the coup moves on) and record it with the next flush."""
+        if not t.staged.steps:
+            t.staged.before = (t.state, t.applied, t.number)
+        for e in events:
+            self._apply(t, e, causation)
+        t.staged.steps.append((events, msg_id, causation))
+
+    def _unstage(self, t: TableCoup) -> None:
+        """Undo the decisions not recorded: nothing happened that is not in the stream."""
+        if t.staged.before is not None:
+            t.state, t.applied, t.number = t.staged.before  # type: ignore[assignment]
+        t.staged, t.appending = Staged(), ""
+
+    async def _flush(self, t: TableCoup) -> None:
+        """Append every staged decision as one batch."""
+        steps = t.staged.steps
+        if not steps:
+            return
+        events = [e for evs, _, _ in steps for e in evs]
+        causes = [cause for evs, _, cause in steps for _ in evs]
+        t.appending = self.recorder.message_id(steps[0][1])
+        try:
+            ack = await self.recorder.record(
+                subjects.event(t.name, t.shoe, t.coup, "coup"), events, expected=t.last_seq, msg_id=steps[0][1],
+                table=t.name, shoe=t.shoe, coup=t.coup, causation=causes)
+        except BaseException:
+            self._unstage(t)
+            raise
+        finally:
+            if t.stale:  # what we hold may be behind the stream: fold the table again
+                await self.rebuild(t.name)
+                raise Conflict(f"another writer appended to {t.name} while this decision was taken")
+        t.staged, t.appending = Staged(), ""
         if not ack.duplicate:
             procedure = t.state.procedure if isinstance(t.state, bac.BaccaratCoup) else ""
             count_recorded(self.metrics, t.name, list(events), procedure)
-        if ack.seq > t.last_seq:  # not yet applied from the stream
-            for e in events:
-                self._apply(t, e, causation)
-            t.last_seq = ack.seq
-            t.seen = max(t.seen, ack.seq)
+        t.last_seq = max(t.last_seq, ack.seq)
+        t.seen = max(t.seen, ack.seq)
+
+    async def _commit(self, t: TableCoup, events: list[AnyEvent], msg_id: str, causation: str) -> None:
+        self._stage(t, events, msg_id, causation)
+        await self._flush(t)
 
     async def observe(self, subject: str, seq: int, batch: Batch) -> None:
         """Follow the stream: apply what another instance appended."""
         table, shoe, coup, _ = subjects.tokens(subject)
         t = self.tables.get(table)
-        if t is None or coup < t.coup:
+        if t is None or coup < t.coup or (seq <= t.last_seq and coup == t.coup):
+            return
+        if t.staged.steps:
+            if t.appending and batch.events and batch.events[0].id.startswith(f"{t.appending}/"):
+                t.last_seq = t.seen = seq  # our own batch, seen before its ack: its decisions are taken
+            else:
+                t.stale = True  # another instance's: ours cannot be recorded on top of it unseen
             return
         t.seen = max(t.seen, seq)
         if coup != t.coup:
             self._next_coup(t)
             t.coup, t.shoe = coup, shoe
-        elif seq <= t.last_seq:
-            return
         for env in batch.events:
             self._apply(t, env.data, env.causation)
         t.last_seq = seq
-        t.seen = max(t.seen, seq)
 
     # ---- deciding -------------------------------------------------------
 
@@ -171,6 +217,12 @@ class DealerPolicyService:
 
     async def handle(self, cmd: c.CoupCommand) -> c.Reply:
         t = self.table(cmd.table)
+        try:
+            return await self._handle(t, cmd)
+        finally:
+            self._unstage(t)  # whatever could not be recorded did not happen
+
+    async def _handle(self, t: TableCoup, cmd: c.CoupCommand) -> c.Reply:
         if isinstance(cmd, c.Status):
             return self._reply(t)
         if isinstance(cmd, c.OpenCoup):
@@ -219,7 +271,7 @@ class DealerPolicyService:
                                             c.CloseBook(f"{t.coup}:close-book", t.name, t.coup))
                 closing = bm.CloseBetting(book.wagers) if isinstance(t.state, bac.BaccaratCoup) else \
                     jm.CloseBetting(book.wagers)
-                await self._commit(t, self._decide(t, closing), f"{t.coup}:close", cmd.id)
+                self._stage(t, self._decide(t, closing), f"{t.coup}:close", cmd.id)
                 return
             case c.AnswerOffer():
                 rule_cmd = bm.AnswerOffer(cmd.seat, cmd.accept, cmd.plays)
@@ -237,11 +289,11 @@ class DealerPolicyService:
                 rule_cmd = jm.Decide(cmd.seat, cmd.hand, cmd.action, cmd.amount)
                 events = self._decide(t, rule_cmd)  # checked before the stake is recorded
                 await self._extra_stake(t, cmd, events)
-                await self._commit(t, events, cmd.id, cmd.id)
+                self._stage(t, events, cmd.id, cmd.id)
                 return
             case _:
                 raise RuleViolation("protocol", f"{type(cmd).__name__} is not a coup command")
-        await self._commit(t, self._decide(t, rule_cmd), cmd.id, cmd.id)
+        self._stage(t, self._decide(t, rule_cmd), cmd.id, cmd.id)
 
     async def _extra_stake(self, t: TableCoup, cmd: c.Decide, events: list[AnyEvent]) -> None:
         for e in events:
@@ -251,24 +303,30 @@ class DealerPolicyService:
 
     async def advance(self, t: TableCoup) -> None:
         """Take every step the dealer takes without waiting for a player: draw the
-        cards due, pass the cards due, and end the round at the shoe."""
+        cards due (as many at once as are certainly due), pass the cards due, and
+        end the round at the shoe. The steps taken are recorded as one batch
+        before anyone is waited for."""
         while True:
             w = self.waiting(t)
             if w.kind == "card":
-                index = _cards_dealt(t.state)
-                drawn = await self.peer.must(subjects.command(t.name, "shoe"),
-                                             c.DrawCard(f"{t.coup}:draw:{index}", t.name, t.coup, t.config.ruleset, index))
-                deal: object = (bm.DealCard(drawn.card, drawn.position, w.seat)
-                                if isinstance(t.state, bac.BaccaratCoup) else jm.DealCard(drawn.card, drawn.position))
-                await self._commit(t, self._decide(t, deal), f"{t.coup}:card:{index}", f"{t.coup}:draw:{index}")
+                index, count = _cards_dealt(t.state), _cards_due(t.state)
+                drawn = await self.peer.must(subjects.command(t.name, "shoe"), c.DrawCard(
+                    f"{t.coup}:draw:{index}", t.name, t.coup, t.config.ruleset, index, count))
+                for i, (card, position) in enumerate(zip(drawn.cards, drawn.positions, strict=True)):
+                    w = self.waiting(t)
+                    deal: object = (bm.DealCard(card, position, w.seat)
+                                    if isinstance(t.state, bac.BaccaratCoup) else jm.DealCard(card, position))
+                    self._stage(t, self._decide(t, deal), f"{t.coup}:card:{index + i}", f"{t.coup}:draw:{index}")
             elif w.kind == "pass" and w.hand is not None:
                 passing = bm.PassCards("player" if w.hand == "player" else "banker")
-                await self._commit(t, self._decide(t, passing), f"{t.coup}:pass:{w.hand}", f"{t.coup}:pass")
+                self._stage(t, self._decide(t, passing), f"{t.coup}:pass:{w.hand}", f"{t.coup}:pass:{w.hand}")
             elif w.kind == "finished":
+                await self._flush(t)
                 await self.peer.must(subjects.command(t.name, "shoe"),
                                      c.EndRound(f"{t.coup}:end", t.name, t.coup, t.config.ruleset, _pickup(t.state)))
                 return
             else:
+                await self._flush(t)
                 return
 
     async def resume(self) -> None:
@@ -280,6 +338,8 @@ class DealerPolicyService:
                 await self._resume(t)
             except (RuleViolation, RuntimeError) as exc:
                 log.error("table %s: cannot resume coup %s: %s", t.name, t.coup, exc)
+            finally:
+                self._unstage(t)
 
     async def _resume(self, t: TableCoup) -> None:
         assert t.state is not None
@@ -297,6 +357,18 @@ def _cards_dealt(state: Coup | None) -> int:
         return len(state.cards)
     assert state is not None
     return len(state.dealer) + sum(len(h.cards) for b in state.boxes for h in b.hands)
+
+
+def _cards_due(state: Coup | None) -> int:
+    """How many cards are certainly due now, whatever they turn out to be: the
+    rest of the initial deal; after it, one at a time (the tableau or a player's
+    decision depends on each)."""
+    if isinstance(state, bac.BaccaratCoup):
+        return 4 - len(state.cards) if state.phase == "dealing" else 1
+    assert state is not None
+    if state.phase == "dealing":
+        return bj.initial_cards(state) - _cards_dealt(state)
+    return 1
 
 
 def _pickup(state: Coup | None) -> tuple[str, ...]:

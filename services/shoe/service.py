@@ -181,18 +181,27 @@ class ShoeService:
         t = await self._table(cmd.table, cmd.ruleset)
         if t.state.round != cmd.coup:
             raise RuleViolation("shoe", f"coup {cmd.coup} is not the round being dealt")
-        while True:
-            layout = t.state.layout
-            if cmd.index < len(layout):  # asked again: the same card
-                position = t.state.position - len(layout) + cmd.index
-                return Reply(True, coup=cmd.coup, shoe=t.state.shoe_id or "", card=layout[cmd.index],
-                             position=position)
-            if cmd.index > len(layout) or t.order is None:
+        if cmd.count < 1:
+            raise RuleViolation("protocol", f"a draw is of one card or more, not {cmd.count}")
+        end = cmd.index + cmd.count
+        while len(t.state.layout) < end:  # what is not drawn yet (asked again: the same cards)
+            first = len(t.state.layout)
+            if cmd.index > first or t.order is None:
                 raise RuleViolation("shoe", f"card {cmd.index} of coup {cmd.coup} is not the next card")
-            card = t.order[0][t.state.position]
-            events = S.decide(t.rules, t.state, S.Draw(cmd.coup, card))
-            drawn = any(isinstance(e, S.CardDrawn) for e in events)
-            msg_id = f"{cmd.coup}:draw:{cmd.index}" if drawn else f"{cmd.coup}:cut:{t.state.shoe_id}"
-            await self._commit(cmd.table, t, events, cmd.coup, msg_id, cmd.id)
-            if not drawn:  # 003 7.9: the cut card came out first: reshuffle now
+            state, events = t.state, []
+            while len(state.layout) < end:
+                step = S.decide(t.rules, state, S.Draw(cmd.coup, t.order[0][state.position]))
+                if not any(isinstance(e, S.CardDrawn) for e in step):
+                    break
+                for e in step:
+                    state = S.evolve(state, e)
+                events += step
+            if events:  # the cards drawn, as one batch
+                await self._commit(cmd.table, t, events, cmd.coup, f"{cmd.coup}:draw:{first}", cmd.id)
+            else:  # 003 7.9: the cut card came out first: reshuffle now
+                await self._commit(cmd.table, t, step, cmd.coup, f"{cmd.coup}:cut:{t.state.shoe_id}", cmd.id)
                 await self._reshuffle(cmd.table, t, cmd.coup, cmd.id)
+        layout = t.state.layout
+        start = t.state.position - len(layout)  # the round's cards lie together in the shoe
+        return Reply(True, coup=cmd.coup, shoe=t.state.shoe_id or "", cards=layout[cmd.index:end],
+                     positions=tuple(range(start + cmd.index, start + end)))

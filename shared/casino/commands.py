@@ -143,12 +143,14 @@ class StartRound(Command, frozen=True, tag="shoe.start_round"):
 
 
 class DrawCard(Command, frozen=True, tag="shoe.draw_card"):
-    """The ``index``-th card of the coup (0 first): asking again for the same
-    index returns the same card, so a retried draw never takes a second card."""
+    """The coup's cards from the ``index``-th (0 first), ``count`` of them, drawn
+    in one step: asking again for the same cards returns the same cards, so a
+    retried draw never takes a second card."""
 
     coup: str
     ruleset: str
     index: int
+    count: int = 1
 
 
 class EndRound(Command, frozen=True, tag="shoe.end_round"):
@@ -189,8 +191,8 @@ class Reply(msgspec.Struct, frozen=True, omit_defaults=True):
     coup: str = ""
     shoe: str = ""
     waiting: Waiting | None = None
-    card: Card = ""
-    position: int = -1
+    cards: tuple[Card, ...] = ()
+    positions: tuple[int, ...] = ()
     wagers: tuple[Wager, ...] = ()
 
 

@@ -31,21 +31,28 @@ def utc_now() -> datetime:
 
 
 class Recorder:
-    """Appends the events of one decision as one batch, each with its envelope."""
+    """Appends the events of one decision, or of consecutive decisions taken
+    together, as one batch, each event with its envelope."""
 
     def __init__(self, store: EventStore, producer: str, clock: Clock = utc_now) -> None:
         self.store, self.producer, self.clock = store, producer, clock
 
+    def message_id(self, msg_id: str) -> str:
+        return f"{self.producer}:{msg_id}"  # one command may cause writes by several services
+
     async def record(
         self, subject: str, events: Sequence[AnyEvent], *, expected: int, msg_id: str, table: str, shoe: str,
-        coup: str, causation: str, correlation: str = "", guard: str | None = None,
+        coup: str, causation: str | Sequence[str], correlation: str = "", guard: str | None = None,
     ) -> Appended:
+        """``causation`` is the cause of every event, or one cause per event
+        where the batch holds several decisions."""
         at = self.clock()
-        msg_id = f"{self.producer}:{msg_id}"  # one command may cause writes by several services
+        msg_id = self.message_id(msg_id)
+        causes = [causation] * len(events) if isinstance(causation, str) else list(causation)
         batch = Batch(tuple(
-            Envelope(f"{msg_id}/{i}", type_of(e), version_of(type_of(e)), table, shoe, coup, causation,
-                     correlation or coup or causation, self.producer, at, e)
-            for i, e in enumerate(events)
+            Envelope(f"{msg_id}/{i}", type_of(e), version_of(type_of(e)), table, shoe, coup, cause,
+                     correlation or coup or cause, self.producer, at, e)
+            for i, (e, cause) in enumerate(zip(events, causes, strict=True))
         ))
         return await self.store.append(subject, batch, expected=expected, msg_id=msg_id, guard=guard)
 

@@ -91,42 +91,56 @@ def verify_coup(stored: list[Stored]) -> list[Finding]:
 
 
 def _redecide(coup: str, configured: CoupConfigured, msgs: list[Stored]) -> list[Finding]:
+    """Each recorded batch holds one decision or several consecutive ones (the
+    dealer's own steps are recorded together): from the first event not yet
+    explained, the command it implies is decided again and must give exactly
+    the events recorded from there."""
     rules = rulesets.load(configured.ruleset)
     state: bac.BaccaratCoup | bj.BlackjackCoup = (
         bac.BaccaratCoup() if isinstance(rules, BaccaratRules) else bj.BlackjackCoup())
-    given: list[AnyEvent]
-    after: bac.BaccaratCoup | bj.BlackjackCoup
     for m in msgs:
         recorded = [e.data for e in m.batch.events if not isinstance(e.data, CoupConfigured)]
-        if not recorded:
-            continue
-        try:
-            if isinstance(rules, BaccaratRules) and isinstance(state, bac.BaccaratCoup):
-                command = _baccarat_command(recorded[0])
-                if command is None:
-                    return [Finding(coup, m.seq, f"{type(recorded[0]).__name__} is not caused by any command")]
-                events, after = bac.step(rules, state, command)
-                given = list(events)
-            elif isinstance(rules, BlackjackRules) and isinstance(state, bj.BlackjackCoup):
-                bcommand = _blackjack_command(recorded[0])
-                if bcommand is None:
-                    return [Finding(coup, m.seq, f"{type(recorded[0]).__name__} is not caused by any command")]
-                bj_events, after = bj.step(rules, state, bcommand)
-                given = list(bj_events)
-            else:
-                return [Finding(coup, m.seq, "the ruleset's game is not the coup's")]
-        except RuleViolation as exc:
-            return [Finding(coup, m.seq, f"the rules refuse the recorded {type(recorded[0]).__name__}: {exc}")]
-        if given != recorded:
-            i = next((i for i, (g, r) in enumerate(zip(given, recorded, strict=False)) if g != r),
-                     min(len(given), len(recorded)))
-            want = given[i] if i < len(given) else "nothing"
-            got = recorded[i] if i < len(recorded) else "nothing"
-            return [Finding(coup, m.seq, f"event {i} of the batch: recorded {got!r}, the rules give {want!r}")]
-        state = after  # the recorded events are the rules' own: the state they lead to is the same
+        i = 0
+        while i < len(recorded):
+            try:
+                given, state = _decide_again(rules, state, recorded[i])
+            except RuleViolation as exc:
+                return [Finding(coup, m.seq, f"the rules refuse the recorded {type(recorded[i]).__name__}: {exc}")]
+            except _NoCommand:
+                return [Finding(coup, m.seq, f"{type(recorded[i]).__name__} is not caused by any command")]
+            got = recorded[i:i + len(given)]
+            if given != got or not given:
+                j = next((j for j, (g, r) in enumerate(zip(given, got, strict=False)) if g != r),
+                         min(len(given), len(got)))
+                want = given[j] if j < len(given) else "nothing"
+                have = got[j] if j < len(got) else "nothing"
+                return [Finding(coup, m.seq, f"event {i + j} of the batch: recorded {have!r}, the rules give {want!r}")]
+            i += len(given)
     if state.phase != "finished":
         return [Finding(coup, msgs[-1].seq if msgs else 0, f"the coup is not finished (phase {state.phase})")]
     return []
+
+
+class _NoCommand(Exception):
+    pass
+
+
+def _decide_again(rules: object, state: bac.BaccaratCoup | bj.BlackjackCoup, first: AnyEvent,
+                  ) -> tuple[list[AnyEvent], bac.BaccaratCoup | bj.BlackjackCoup]:
+    """The events the command that ``first`` implies gives now, and the coup after them."""
+    if isinstance(rules, BaccaratRules) and isinstance(state, bac.BaccaratCoup):
+        command = _baccarat_command(first)
+        if command is None:
+            raise _NoCommand
+        events, after = bac.step(rules, state, command)
+        return list(events), after
+    if isinstance(rules, BlackjackRules) and isinstance(state, bj.BlackjackCoup):
+        bcommand = _blackjack_command(first)
+        if bcommand is None:
+            raise _NoCommand
+        bj_events, bj_after = bj.step(rules, state, bcommand)
+        return list(bj_events), bj_after
+    raise RuleViolation("coup", "the ruleset's game is not the coup's")
 
 
 def _book_and_cards(coup: str, msgs: list[Stored]) -> list[Finding]:

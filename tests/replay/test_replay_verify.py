@@ -129,7 +129,9 @@ def test_verify_catches_a_changed_card(recorded: list[Stored], game: str) -> Non
     dealt = bm.CardDealt if game == "baccarat" else __import__("casino.rules.blackjack.messages", fromlist=["x"]).CardDealt
     tampered, seq = _tamper(coup, dealt, lambda e: msgspec.structs.replace(e, card="KS" if e.card != "KS" else "QS"))
     findings = verify_coup(tampered)
-    assert findings and findings[0].seq == seq and "the shoe drew" in findings[0].what, findings
+    # The batch holds the dealer's later steps too, so the changed card may also show in what follows it.
+    assert findings and findings[0].seq == seq and any("the shoe drew" in f.what for f in findings if f.seq == seq), \
+        findings
 
 
 def test_verify_catches_a_changed_payout(recorded: list[Stored]) -> None:

@@ -113,7 +113,7 @@ class JetStreamEventStore:
         sub = await self.js.subscribe(filter_, stream=self.stream, cb=take, ordered_consumer=True, config=config)
         try:
             info = await sub.consumer_info()
-            if info.num_pending or (info.delivered is not None and (info.delivered.stream_seq or 0) > after):
+            if info.num_pending or (info.delivered is not None and info.delivered.consumer_seq):
                 await asyncio.wait_for(done.wait(), timeout=30)
         finally:
             await sub.unsubscribe()
