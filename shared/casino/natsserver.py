@@ -78,6 +78,7 @@ class NatsServer:
             with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port), 0.2):
                 return self
             time.sleep(0.05)
+        self.kill()  # not left running behind a failed start
         raise TimeoutError(f"nats-server did not listen on {self.port}")
 
     def stop(self) -> None:
@@ -123,7 +124,8 @@ class NatsCluster:
             f'cluster {{ name: "casino", listen: "127.0.0.1:{self.route_ports[i]}", routes: {json.dumps(routes)} }}\n'
         )
         node = NatsServer(self.store_dir / f"node-{i}", port=self.client_ports[i], config=conf, fixed_port=True)
-        self.nodes[i] = node.start()
+        self.nodes[i] = node  # stopped with the cluster even if it fails to start
+        node.start()
 
     def stop_node(self, i: int) -> None:
         node = self.nodes[i]
