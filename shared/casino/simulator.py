@@ -144,7 +144,9 @@ class Simulator:
                 self._settled(env.data.coup_id).set()
 
     async def run(self, coups: int | None) -> None:
-        sub = await self.nc.subscribe(f"{subjects.EVENTS}.>", cb=self._on_event)
+        # The console shows every event; the players only wait for their settlements.
+        watched = f"{subjects.EVENTS}.>" if self.console else subjects.aggregate_filter("settle")
+        sub = await self.nc.subscribe(watched, cb=self._on_event)
         store = JetStreamEventStore(self.nc)
         tables = [SimulatedTable(name, cfg, self.peer, random.Random(self.rnd.random()), self._settled, store)
                   for name, cfg in self.tables.items()]
