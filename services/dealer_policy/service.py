@@ -30,7 +30,7 @@ class Staged(msgspec.Struct):
 
     steps: list[tuple[list[AnyEvent], str, str]] = []  # (events, message id, causation)
     # What the table was before the first staged step, to undo them if they cannot be recorded.
-    before: tuple[object, frozenset[str], int] | None = None
+    before: tuple[Coup | None, frozenset[str], int] | None = None
 
 
 class TableCoup(msgspec.Struct):
@@ -131,7 +131,7 @@ class DealerPolicyService:
     def _unstage(self, t: TableCoup) -> None:
         """Undo the decisions not recorded: nothing happened that is not in the stream."""
         if t.staged.before is not None:
-            t.state, t.applied, t.number = t.staged.before  # type: ignore[assignment]
+            t.state, t.applied, t.number = t.staged.before
         t.staged, t.appending = Staged(), ""
 
     async def _flush(self, t: TableCoup) -> None:
