@@ -97,24 +97,24 @@ async def start(kind: str, url: str, *, tables: dict[str, TableConfig] | None = 
     # Handlers take the message itself: no dependency injection (it hands each
     # message's context to a worker thread, the largest cost per message).
     broker = NatsBroker(servers, logger=log, log_level=logging.DEBUG, name=f"{name or kind}-broker", apply_types=False,
-                        max_reconnect_attempts=-1, security=BaseSecurity(ssl_context=tls) if tls else None,
+                        decoder=_itself, max_reconnect_attempts=-1, security=BaseSecurity(ssl_context=tls) if tls else None,
                         middlewares=[NatsPrometheusMiddleware(registry=metrics.registry, app_name=kind)])
     durables: list[str] = []
     service: Any
     if kind == "shoe":
         service = ShoeService(store, JetStreamSecrets(nc.jetstream()), shuffle, clock)
-        broker.subscriber(subjects.command("*", "shoe"), queue="shoe", max_workers=16, decoder=_itself)(
+        broker.subscriber(subjects.command("*", "shoe"), queue="shoe", max_workers=16)(
             _command_handler(c.shoe_decoder, service.handle, service.reload, metrics))
     elif kind == "wager":
         service = WagerService(store, clock)
         await service.rebuild()
-        broker.subscriber(subjects.command("*", "wager"), queue="wager", max_workers=16, decoder=_itself)(
+        broker.subscriber(subjects.command("*", "wager"), queue="wager", max_workers=16)(
             _command_handler(c.wager_decoder, service.handle, service.reload, metrics))
     elif kind == "dealer-policy":
         # Patient with the shoe and wager services: one may be restarting.
         service = DealerPolicyService(store, Peer(nc, attempts=25), tables or {}, clock)
         await service.rebuild()
-        broker.subscriber(subjects.command("*", "coup"), queue="coup", max_workers=16, decoder=_itself)(
+        broker.subscriber(subjects.command("*", "coup"), queue="coup", max_workers=16)(
             _command_handler(c.coup_decoder, service.handle, service.reload, metrics))
     elif kind == "settlement":
         service = SettlementService(store, clock)
@@ -125,7 +125,7 @@ async def start(kind: str, url: str, *, tables: dict[str, TableConfig] | None = 
                     msg.raw_message.subject, envelope.decode(msg.body)))
 
         # A short ack wait: what a killed instance had in hand is redelivered within seconds.
-        broker.subscriber(subjects.aggregate_filter("coup"), stream=JStream(STREAM, declare=False), decoder=_itself,
+        broker.subscriber(subjects.aggregate_filter("coup"), stream=JStream(STREAM, declare=False),
                           durable="settlement", pull_sub=PullSub(batch_size=32),
                           config=ConsumerConfig(ack_wait=5.0))(on_coup_events)
         durables.append("settlement")
@@ -274,7 +274,7 @@ async def _projections(broker: NatsBroker, nc: Client, store: JetStreamEventStor
                 await _verify(store, coup, metrics)
 
     durables.append(name)
-    broker.subscriber(f"{subjects.EVENTS}.>", stream=JStream(STREAM, declare=False), durable=name, decoder=_itself,
+    broker.subscriber(f"{subjects.EVENTS}.>", stream=JStream(STREAM, declare=False), durable=name,
                       pull_sub=ORDERED, deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
                       config=ConsumerConfig(opt_start_seq=projector.seq + 1, inactive_threshold=600.0))(on_events)
     return projector
@@ -294,7 +294,6 @@ def _follow(broker: NatsBroker, nc: Client, service: Any, kind: str, metrics: Me
                     await service.observe(m.subject, m.metadata.sequence.stream, batch)
 
     broker.subscriber(subjects.aggregate_filter(aggregate), stream=JStream(STREAM, declare=False), durable=name,
-                      decoder=_itself,
                       pull_sub=ORDERED, deliver_policy=DeliverPolicy.NEW,
                       config=ConsumerConfig(inactive_threshold=600.0))(on_events)
     return name

@@ -103,11 +103,12 @@ def _redecide(coup: str, configured: CoupConfigured, msgs: list[Stored]) -> list
         i = 0
         while i < len(recorded):
             try:
-                given, state = _decide_again(rules, state, recorded[i])
+                decided = _decide_again(rules, state, recorded[i])
             except RuleViolation as exc:
                 return [Finding(coup, m.seq, f"the rules refuse the recorded {type(recorded[i]).__name__}: {exc}")]
-            except _NoCommand:
+            if decided is None:
                 return [Finding(coup, m.seq, f"{type(recorded[i]).__name__} is not caused by any command")]
+            given, state = decided
             got = recorded[i:i + len(given)]
             if given != got or not given:
                 j = next((j for j, (g, r) in enumerate(zip(given, got, strict=False)) if g != r),
@@ -121,23 +122,20 @@ def _redecide(coup: str, configured: CoupConfigured, msgs: list[Stored]) -> list
     return []
 
 
-class _NoCommand(Exception):
-    pass
-
-
 def _decide_again(rules: object, state: bac.BaccaratCoup | bj.BlackjackCoup, first: AnyEvent,
-                  ) -> tuple[list[AnyEvent], bac.BaccaratCoup | bj.BlackjackCoup]:
-    """The events the command that ``first`` implies gives now, and the coup after them."""
+                  ) -> tuple[list[AnyEvent], bac.BaccaratCoup | bj.BlackjackCoup] | None:
+    """The events the command that ``first`` implies gives now, and the coup
+    after them; None if no command gives such an event."""
     if isinstance(rules, BaccaratRules) and isinstance(state, bac.BaccaratCoup):
         command = _baccarat_command(first)
         if command is None:
-            raise _NoCommand
+            return None
         events, after = bac.step(rules, state, command)
         return list(events), after
     if isinstance(rules, BlackjackRules) and isinstance(state, bj.BlackjackCoup):
         bcommand = _blackjack_command(first)
         if bcommand is None:
-            raise _NoCommand
+            return None
         bj_events, bj_after = bj.step(rules, state, bcommand)
         return list(bj_events), bj_after
     raise RuleViolation("coup", "the ruleset's game is not the coup's")
