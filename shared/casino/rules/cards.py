@@ -15,6 +15,8 @@ Card = str
 RANKS = "A23456789TJQK"
 SUITS = "SHDC"
 DECK: tuple[Card, ...] = tuple(r + s for s in SUITS for r in RANKS)
+# Where each card is in a deck: the index of its count in a shoe's tally.
+DECK_INDEX: dict[Card, int] = {card: i for i, card in enumerate(DECK)}
 
 BACCARAT_VALUE = {r: min(i + 1, 10) % 10 for i, r in enumerate(RANKS)}
 _BLACKJACK_VALUE = {r: min(i + 1, 10) for i, r in enumerate(RANKS)}

@@ -11,13 +11,13 @@ the layout, or in the discard rack (or back in a continuous shuffler).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
-from typing import Literal
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
 
 import msgspec
 
 from casino.rules.aggregate import violation
-from casino.rules.cards import Card, baccarat_value, full_set, is_card, same_cards
+from casino.rules.cards import DECK, DECK_INDEX, Card, baccarat_value, full_set, is_card, same_cards
 from casino.rules.errors import RuleViolation
 from casino.rules.ruleset import ShoeRules
 
@@ -142,6 +142,7 @@ class ShoeState(msgspec.Struct, frozen=True):
     cut_index: int | None = None
     commitment: str = ""
     drawn: tuple[Card, ...] = ()
+    dealt: tuple[int, ...] = (0,) * len(DECK)  # how many of each card of DECK have left the shoe
     layout: tuple[Card, ...] = ()
     discard: tuple[Card, ...] = ()
     returned: tuple[Card, ...] = ()
@@ -184,20 +185,10 @@ def _burns_for(rules: ShoeRules) -> int:
 
 def decide(rules: ShoeRules, state: ShoeState, command: AnyShoeCommand) -> list[AnyShoeEvent]:
     """The events that ``command`` causes, or ``RuleViolation`` if it is not allowed."""
-    match command:
-        case Shuffle():
-            return _shuffle(rules, state, command)
-        case Burn():
-            return _burn(state, command)
-        case StartRound():
-            return _start_round(state, command)
-        case Draw():
-            return _draw(rules, state, command)
-        case EndRound():
-            return _end_round(rules, state, command)
-        case EndShoe():
-            return _end_shoe(state, command)
-    raise RuleViolation("protocol", f"unknown shoe command {type(command).__name__}")
+    handle = _DECIDE.get(type(command))
+    if handle is None:
+        raise RuleViolation("protocol", f"unknown shoe command {type(command).__name__}")
+    return handle(rules, state, command)
 
 
 def check(rules: ShoeRules, state: ShoeState, command: AnyShoeCommand) -> RuleViolation | None:
@@ -296,7 +287,7 @@ def _end_shoe(state: ShoeState, cmd: EndShoe) -> list[AnyShoeEvent]:
 def _check_card(state: ShoeState, card: Card) -> None:
     if not is_card(card):
         raise RuleViolation("shoe", f"{card!r} is not a card")
-    if state.drawn.count(card) >= state.decks:
+    if state.dealt[DECK_INDEX[card]] >= state.decks:
         raise RuleViolation("shoe", f"every {card} of a {state.decks}-deck shoe has already been dealt")
     if state.remaining == 0:
         raise RuleViolation("shoe", "the shoe is empty")
@@ -313,34 +304,59 @@ def _reshuffle_clause(state: ShoeState) -> str:
 
 def evolve(state: ShoeState, event: AnyShoeEvent) -> ShoeState:
     """The shoe after ``event``."""
-    r = msgspec.structs.replace
-    match event:
-        case ShoeShuffled():
-            return ShoeState(
-                shoe_id=event.shoe_id, decks=event.decks, cards=event.cards, cut_index=event.cut_index,
-                commitment=event.commitment, burns_due=event.burns_due, burn_by_value=event.burn_by_value,
-                round=state.round,
-            )
-        case CardBurned():
-            due = state.burns_due - 1
-            if state.burn_by_value and event.position == 0:
-                # The first card is shown and as many more are burned as its value (tens count ten).
-                due = baccarat_value(event.card) or 10
-            return r(state, drawn=state.drawn + (event.card,), discard=state.discard + (event.card,), burns_due=due)
-        case RoundStarted():
-            return r(state, round=event.coup_id, round_cards=0)
-        case CutCardReached():
-            return r(state, cut_reached=True)
-        case CardDrawn():
-            return r(state, drawn=state.drawn + (event.card,), layout=state.layout + (event.card,),
-                     round_cards=state.round_cards + 1)
-        case RoundEnded():
-            if state.cut_index is None:
-                return r(state, round=None, round_cards=0, layout=(), returned=state.returned + event.pickup)
-            return r(state, round=None, round_cards=0, layout=(), discard=state.discard + event.pickup)
-        case ReshuffleRequired():
-            return r(state, reshuffle=event.when)
-        case ShoeEnded():
-            return ShoeState(round=state.round)
-    return state
+    after = _EVOLVE.get(type(event))
+    return state if after is None else after(state, event)
 
+
+_r = msgspec.structs.replace
+
+
+def _shuffled(state: ShoeState, e: ShoeShuffled) -> ShoeState:
+    return ShoeState(shoe_id=e.shoe_id, decks=e.decks, cards=e.cards, cut_index=e.cut_index, commitment=e.commitment,
+                     burns_due=e.burns_due, burn_by_value=e.burn_by_value, round=state.round)
+
+
+def _burned(state: ShoeState, e: CardBurned) -> ShoeState:
+    due = state.burns_due - 1
+    if state.burn_by_value and e.position == 0:
+        # The first card is shown and as many more are burned as its value (tens count ten).
+        due = baccarat_value(e.card) or 10
+    return _r(state, drawn=state.drawn + (e.card,), dealt=_tally(state.dealt, e.card),
+              discard=state.discard + (e.card,), burns_due=due)
+
+
+def _drawn(state: ShoeState, e: CardDrawn) -> ShoeState:
+    return _r(state, drawn=state.drawn + (e.card,), dealt=_tally(state.dealt, e.card),
+              layout=state.layout + (e.card,), round_cards=state.round_cards + 1)
+
+
+def _round_ended(state: ShoeState, e: RoundEnded) -> ShoeState:
+    if state.cut_index is None:  # a continuous shuffler takes the cards back
+        return _r(state, round=None, round_cards=0, layout=(), returned=state.returned + e.pickup)
+    return _r(state, round=None, round_cards=0, layout=(), discard=state.discard + e.pickup)
+
+
+# One entry per message type: a lookup, not a chain of type tests (the hot path of a fold).
+_DECIDE: dict[type, Callable[[ShoeRules, ShoeState, Any], list[AnyShoeEvent]]] = {
+    Shuffle: _shuffle,
+    Burn: lambda rules, state, cmd: _burn(state, cmd),
+    StartRound: lambda rules, state, cmd: _start_round(state, cmd),
+    Draw: _draw,
+    EndRound: _end_round,
+    EndShoe: lambda rules, state, cmd: _end_shoe(state, cmd),
+}
+_EVOLVE: dict[type, Callable[[ShoeState, Any], ShoeState]] = {
+    ShoeShuffled: _shuffled,
+    CardBurned: _burned,
+    RoundStarted: lambda state, e: _r(state, round=e.coup_id, round_cards=0),
+    CutCardReached: lambda state, e: _r(state, cut_reached=True),
+    CardDrawn: _drawn,
+    RoundEnded: _round_ended,
+    ReshuffleRequired: lambda state, e: _r(state, reshuffle=e.when),
+    ShoeEnded: lambda state, e: ShoeState(round=state.round),
+}
+
+
+def _tally(dealt: tuple[int, ...], card: Card) -> tuple[int, ...]:
+    i = DECK_INDEX[card]
+    return (*dealt[:i], dealt[i] + 1, *dealt[i + 1:])

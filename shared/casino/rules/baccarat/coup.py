@@ -11,8 +11,8 @@ is a complete, self-explaining sequence of facts.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Literal
+from collections.abc import Callable, Iterable
+from typing import Any, Literal
 
 import msgspec
 
@@ -97,12 +97,14 @@ class BaccaratCoup(msgspec.Struct, frozen=True):
     handle_todo: tuple[Hand, ...] = ()
     out: Hand | None = None
     cards: tuple[Dealt, ...] = ()
+    player: tuple[Card, ...] = ()  # the cards of each hand, in the order dealt
+    banker: tuple[Card, ...] = ()
     result: CoupResulted | None = None
     pickup: tuple[Card, ...] = ()
     shoe_given_up: bool = False
 
     def hand(self, hand: Hand) -> tuple[Card, ...]:
-        return tuple(d.card for d in self.cards if d.hand == hand)
+        return self.player if hand == "player" else self.banker
 
     def holder(self, hand: Hand) -> int | None:
         """The seat handling ``hand``'s cards, None for the dealer."""
@@ -149,7 +151,7 @@ def awaiting(state: BaccaratCoup) -> Awaiting:
 def _card_due(s: BaccaratCoup) -> Hand | None:
     if s.phase == "dealing":
         return "player" if len(s.cards) % 2 == 0 else "banker"
-    due = tableau.next_hand_to_draw(s.hand("player"), s.hand("banker"))
+    due = tableau.next_hand_to_draw(s.player, s.banker)
     return None if due is None else ("player" if due == "player" else "banker")
 
 
@@ -184,26 +186,20 @@ def check(rules: BaccaratRules, state: BaccaratCoup, command: AnyBaccaratCommand
 
 
 def _primary(rules: BaccaratRules, s: BaccaratCoup, cmd: AnyBaccaratCommand) -> list[AnyBaccaratEvent]:
-    match cmd:
-        case OpenCoup():
-            return _open(rules, s, cmd)
-        case CloseBetting():
-            _expect(s, "close_betting", "betting is not open")
-            return [BettingClosed(check_book(rules.table, rules.limits, cmd.wagers))]
-        case AnswerOffer():
-            return _answer(rules, s, cmd)
-        case DealCard():
-            return _deal(s, cmd)
-        case PassCards():
-            return _pass(s, cmd)
-        case ExposeHand() | ReturnCards():
-            return _give_back(s, cmd)
-        case ReportHandlingBreach():
-            _check_handler(s, cmd.seat, cmd.hand, "breach")
-            return [HandlingBreachReported(cmd.hand, cmd.seat, cmd.note, clause("breach", s.procedure))]
-        case PassShoe() | ForfeitShoe():
-            return _give_up_shoe(rules, s, cmd)
-    raise RuleViolation("protocol", f"unknown baccarat command {type(cmd).__name__}")
+    handle = _DECIDE.get(type(cmd))
+    if handle is None:
+        raise RuleViolation("protocol", f"unknown baccarat command {type(cmd).__name__}")
+    return handle(rules, s, cmd)
+
+
+def _close_betting(rules: BaccaratRules, s: BaccaratCoup, cmd: CloseBetting) -> list[AnyBaccaratEvent]:
+    _expect(s, "close_betting", "betting is not open")
+    return [BettingClosed(check_book(rules.table, rules.limits, cmd.wagers))]
+
+
+def _report_breach(rules: BaccaratRules, s: BaccaratCoup, cmd: ReportHandlingBreach) -> list[AnyBaccaratEvent]:
+    _check_handler(s, cmd.seat, cmd.hand, "breach")
+    return [HandlingBreachReported(cmd.hand, cmd.seat, cmd.note, clause("breach", s.procedure))]
 
 
 def _expect(s: BaccaratCoup, kind: str, why: str, clause_: str = "coup") -> Awaiting:
@@ -313,6 +309,21 @@ def _give_up_shoe(rules: BaccaratRules, s: BaccaratCoup, cmd: PassShoe | Forfeit
     return [ShoeGivenUp(cmd.seat, "forfeited" if forfeit else "passed", c)]
 
 
+# One entry per command type: a lookup, not a chain of type tests.
+_DECIDE: dict[type, Callable[[BaccaratRules, BaccaratCoup, Any], list[AnyBaccaratEvent]]] = {
+    OpenCoup: _open,
+    CloseBetting: _close_betting,
+    AnswerOffer: _answer,
+    DealCard: lambda rules, s, cmd: _deal(s, cmd),
+    PassCards: lambda rules, s, cmd: _pass(s, cmd),
+    ExposeHand: lambda rules, s, cmd: _give_back(s, cmd),
+    ReturnCards: lambda rules, s, cmd: _give_back(s, cmd),
+    ReportHandlingBreach: _report_breach,
+    PassShoe: _give_up_shoe,
+    ForfeitShoe: _give_up_shoe,
+}
+
+
 # ---- automatic steps ------------------------------------------------------
 
 
@@ -380,7 +391,7 @@ def _turn_over_and_announce(s: BaccaratCoup) -> list[AnyBaccaratEvent]:
 
 
 def _result(s: BaccaratCoup) -> list[AnyBaccaratEvent]:
-    p, b = s.hand("player"), s.hand("banker")
+    p, b = s.player, s.banker
     won = tableau.winner(p, b)
     events: list[AnyBaccaratEvent] = [
         CoupResulted(won, tableau.points(p), tableau.points(b), tableau.is_natural(p, b),
@@ -397,61 +408,83 @@ def _result(s: BaccaratCoup) -> list[AnyBaccaratEvent]:
 
 def evolve(state: BaccaratCoup, event: AnyBaccaratEvent) -> BaccaratCoup:
     """The coup after ``event``."""
-    r = msgspec.structs.replace
-    s = state
-    match event:
-        case CoupOpened():
-            return BaccaratCoup(coup_id=event.coup_id, phase="betting", procedure=event.procedure,
-                                opened_as=event.procedure,
-                                approvals=event.approvals, shoe_holder=event.shoe_holder,
-                                holder_plays="banker" if event.shoe_holder is not None else None)
-        case BettingClosed():
-            todo: tuple[Offer, ...] = (("shoe",) if s.procedure in SHOE_METHODS
-                                       else ("banker", "player") if s.procedure == "style_b" else ())
-            return r(s, wagers=event.wagers, offers_todo=todo, phase="offers" if todo else "dealing")
-        case OfferOrder():
-            todo = s.offers_todo[1:] if s.offers_todo[:1] == (event.offer,) else s.offers_todo
-            return r(s, offer=event.offer, order=event.seats, chain=event.seats, offers_todo=todo, refusals=0)
-        case OfferMade():
-            return r(s, asked=event.seat)
-        case OfferAnswered():
-            if event.accepted:
-                return r(s, asked=None)
-            return r(s, asked=None, chain=s.chain[1:], refusals=s.refusals + 1)
-        case HolderAssigned():
-            return _assigned(s, event)
-        case ProcedureFellBack():
-            return r(s, procedure=event.procedure, shoe_holder=None, holder_plays=None, phase="dealing")
-        case CardDealt():
-            s = r(s, cards=s.cards + (Dealt(event.hand, event.card, event.position, event.face_up, event.by),))
-            if s.phase == "dealing" and len(s.cards) == 4:
-                return r(s, phase="handling", handle_todo=_to_handle(s))
-            return s
-        case CardsPassed():
-            return r(s, out=event.hand)
-        case HandExposed():
-            cards = tuple(r(d, face_up=True) if d.hand == event.hand else d for d in s.cards)
-            return r(s, cards=cards, out=None, handle_todo=s.handle_todo[1:])
-        case CardsReturned():
-            return r(s, out=None, handle_todo=s.handle_todo[1:])
-        case CardsTurnedOver():
-            cards = tuple(r(d, face_up=True) if d.position in event.positions else d for d in s.cards)
-            return r(s, cards=cards)
-        case CountAnnounced():
-            if s.phase == "handling" and event.hand == "banker":
-                return r(s, phase="drawing")
-            return s
-        case CoupResulted():
-            return r(s, result=event, phase="finished")
-        case CardsPickedUp():
-            return r(s, pickup=event.cards)
-        case ShoeGivenUp():
-            return r(s, shoe_given_up=True, shoe_holder=None if s.phase != "finished" else s.shoe_holder)
+    after = _EVOLVE.get(type(event))
+    return state if after is None else after(state, event)
+
+
+_r = msgspec.structs.replace
+
+
+def _opened(s: BaccaratCoup, e: CoupOpened) -> BaccaratCoup:
+    return BaccaratCoup(coup_id=e.coup_id, phase="betting", procedure=e.procedure, opened_as=e.procedure,
+                        approvals=e.approvals, shoe_holder=e.shoe_holder,
+                        holder_plays="banker" if e.shoe_holder is not None else None)
+
+
+def _betting_closed(s: BaccaratCoup, e: BettingClosed) -> BaccaratCoup:
+    todo: tuple[Offer, ...] = (("shoe",) if s.procedure in SHOE_METHODS
+                               else ("banker", "player") if s.procedure == "style_b" else ())
+    return _r(s, wagers=e.wagers, offers_todo=todo, phase="offers" if todo else "dealing")
+
+
+def _offer_order(s: BaccaratCoup, e: OfferOrder) -> BaccaratCoup:
+    todo = s.offers_todo[1:] if s.offers_todo[:1] == (e.offer,) else s.offers_todo
+    return _r(s, offer=e.offer, order=e.seats, chain=e.seats, offers_todo=todo, refusals=0)
+
+
+def _offer_answered(s: BaccaratCoup, e: OfferAnswered) -> BaccaratCoup:
+    if e.accepted:
+        return _r(s, asked=None)
+    return _r(s, asked=None, chain=s.chain[1:], refusals=s.refusals + 1)
+
+
+def _card_dealt(s: BaccaratCoup, e: CardDealt) -> BaccaratCoup:
+    cards = s.cards + (Dealt(e.hand, e.card, e.position, e.face_up, e.by),)
+    if e.hand == "player":
+        s = _r(s, cards=cards, player=s.player + (e.card,))
+    else:
+        s = _r(s, cards=cards, banker=s.banker + (e.card,))
+    if s.phase == "dealing" and len(cards) == 4:
+        return _r(s, phase="handling", handle_todo=_to_handle(s))
     return s
 
 
+def _hand_exposed(s: BaccaratCoup, e: HandExposed) -> BaccaratCoup:
+    cards = tuple(_r(d, face_up=True) if d.hand == e.hand else d for d in s.cards)
+    return _r(s, cards=cards, out=None, handle_todo=s.handle_todo[1:])
+
+
+def _turned_over(s: BaccaratCoup, e: CardsTurnedOver) -> BaccaratCoup:
+    return _r(s, cards=tuple(_r(d, face_up=True) if d.position in e.positions else d for d in s.cards))
+
+
+def _announced(s: BaccaratCoup, e: CountAnnounced) -> BaccaratCoup:
+    return _r(s, phase="drawing") if s.phase == "handling" and e.hand == "banker" else s
+
+
+# One entry per event type: a lookup, not a chain of type tests (the fold's hot path).
+_EVOLVE: dict[type, Callable[[BaccaratCoup, Any], BaccaratCoup]] = {
+    CoupOpened: _opened,
+    BettingClosed: _betting_closed,
+    OfferOrder: _offer_order,
+    OfferMade: lambda s, e: _r(s, asked=e.seat),
+    OfferAnswered: _offer_answered,
+    HolderAssigned: lambda s, e: _assigned(s, e),
+    ProcedureFellBack: lambda s, e: _r(s, procedure=e.procedure, shoe_holder=None, holder_plays=None, phase="dealing"),
+    CardDealt: _card_dealt,
+    CardsPassed: lambda s, e: _r(s, out=e.hand),
+    HandExposed: _hand_exposed,
+    CardsReturned: lambda s, e: _r(s, out=None, handle_todo=s.handle_todo[1:]),
+    CardsTurnedOver: _turned_over,
+    CountAnnounced: _announced,
+    CoupResulted: lambda s, e: _r(s, result=e, phase="finished"),
+    CardsPickedUp: lambda s, e: _r(s, pickup=e.cards),
+    ShoeGivenUp: lambda s, e: _r(s, shoe_given_up=True, shoe_holder=None if s.phase != "finished" else s.shoe_holder),
+}
+
+
 def _assigned(s: BaccaratCoup, e: HolderAssigned) -> BaccaratCoup:
-    r = msgspec.structs.replace
+    r = _r
     s = r(s, offer=None, chain=(), asked=None)
     if e.offer == "shoe":
         return r(s, shoe_holder=e.seat, holder_plays=e.plays, phase="dealing" if e.seat is not None else s.phase)

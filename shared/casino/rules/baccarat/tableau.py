@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
-from casino.rules.cards import BACCARAT_VALUE as _VALUE
-from casino.rules.cards import Card, baccarat_value, rank
+from casino.rules.cards import BACCARAT_VALUE, DECK, Card, baccarat_value, rank
+
+_POINTS = {card: BACCARAT_VALUE[card[0]] for card in DECK}.__getitem__
 
 
 def points(cards: Sequence[Card]) -> int:
     """The point count of a hand: the sum of the card values, modulo ten."""
-    return sum([_VALUE[c[0]] for c in cards]) % 10
+    return sum(map(_POINTS, cards)) % 10
 
 
 def is_natural(player: Sequence[Card], banker: Sequence[Card]) -> bool:
