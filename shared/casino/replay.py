@@ -7,6 +7,7 @@ stream order, into a ``CoupReplay`` (whose JSON is the stable schema
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -110,137 +111,147 @@ def _who(by: int | None) -> str:
 
 
 def _collect(r: CoupReplay, seq: int, e: object, handlers: dict[str, str]) -> None:
-    match e:
-        case bm.CoupOpened():
-            r.procedure, r.procedure_clause = e.procedure, e.clause
-            r.approvals = [f"{a.what} by {a.by} ({a.reference})" for a in e.approvals]
-        case bm.ProcedureFellBack():
-            r.fell_back_to = e.procedure
-        case bm.OfferAnswered():
-            r.offers.append(Offer(e.offer, e.seat, "accepted" if e.accepted else "refused", "", seq))
-        case bm.HolderAssigned():
-            r.holders.append(f"{e.offer}: {_who(e.seat)}" + (f" plays {e.plays}" if e.offer == "shoe" and e.plays else ""))
-            if e.seat is not None and e.offer != "shoe":
-                handlers[e.offer] = f"seat {e.seat}"
-            elif e.seat is not None:
-                handlers[e.plays or "banker"] = f"seat {e.seat}"
-        case bm.CardDealt():
-            r.cards.append(Card(e.position, e.card, e.hand, e.face_up, _who(e.by), handlers.get(e.hand, "dealer"), seq))
-        case jm.CardDealt():
-            to = "dealer" if e.seat is None else f"seat {e.seat} hand {e.hand}"
-            r.cards.append(Card(e.position, e.card, to, e.face_up, "dealer", "dealer", seq))
-        case bm.CountAnnounced():
-            r.announcements.append(Announcement(e.hand, e.points, e.clause, seq))
-        case jm.TotalAnnounced():
-            to = "dealer" if e.seat is None else f"seat {e.seat} hand {e.hand}"
-            r.announcements.append(Announcement(to, e.total, e.clause, seq))
-        case wagerbook.BookClosed():
-            r.wagers = list(e.wagers)
-        case wagerbook.ExtraPlaced():
-            r.extras.append(f"seat {e.seat} hand {e.hand}: {e.kind} {e.amount}")
-        case bm.CoupResulted() | jm.CoupResulted():
-            r.result = msgspec.to_builtins(e)
-        case bm.CardsPickedUp() | jm.CardsPickedUp():
-            r.pickup = list(e.cards)
-        case settlement.CoupSettled():
-            r.payouts, r.settled = list(e.payouts), True
+    """Gather ``e`` into the replay's summary (procedure, offers, cards, counts, book, result)."""
+    gather = _COLLECT.get(type(e))
+    if gather is not None:
+        gather(r, seq, e, handlers)
+
+
+def _opening(r: CoupReplay, seq: int, e: bm.CoupOpened, handlers: dict[str, str]) -> None:
+    r.procedure, r.procedure_clause = e.procedure, e.clause
+    r.approvals = [f"{a.what} by {a.by} ({a.reference})" for a in e.approvals]
+
+
+def _holder(r: CoupReplay, seq: int, e: bm.HolderAssigned, handlers: dict[str, str]) -> None:
+    r.holders.append(f"{e.offer}: {_who(e.seat)}" + (f" plays {e.plays}" if e.offer == "shoe" and e.plays else ""))
+    if e.seat is not None and e.offer != "shoe":
+        handlers[e.offer] = f"seat {e.seat}"
+    elif e.seat is not None:
+        handlers[e.plays or "banker"] = f"seat {e.seat}"
+
+
+def _blackjack_card(r: CoupReplay, seq: int, e: jm.CardDealt, handlers: dict[str, str]) -> None:
+    r.cards.append(Card(e.position, e.card, _seat_hand(e.seat, e.hand), e.face_up, "dealer", "dealer", seq))
+
+
+def _settled(r: CoupReplay, seq: int, e: settlement.CoupSettled, handlers: dict[str, str]) -> None:
+    r.payouts, r.settled = list(e.payouts), True
+
+
+_COLLECT: dict[type, Callable[[CoupReplay, int, Any, dict[str, str]], None]] = {
+    bm.CoupOpened: _opening,
+    bm.ProcedureFellBack: lambda r, seq, e, h: setattr(r, "fell_back_to", e.procedure),
+    bm.OfferAnswered: lambda r, seq, e, h: r.offers.append(
+        Offer(e.offer, e.seat, "accepted" if e.accepted else "refused", "", seq)),
+    bm.HolderAssigned: _holder,
+    bm.CardDealt: lambda r, seq, e, h: r.cards.append(
+        Card(e.position, e.card, e.hand, e.face_up, _who(e.by), h.get(e.hand, "dealer"), seq)),
+    jm.CardDealt: _blackjack_card,
+    bm.CountAnnounced: lambda r, seq, e, h: r.announcements.append(Announcement(e.hand, e.points, e.clause, seq)),
+    jm.TotalAnnounced: lambda r, seq, e, h: r.announcements.append(
+        Announcement(_seat_hand(e.seat, e.hand), e.total, e.clause, seq)),
+    wagerbook.BookClosed: lambda r, seq, e, h: setattr(r, "wagers", list(e.wagers)),
+    wagerbook.ExtraPlaced: lambda r, seq, e, h: r.extras.append(f"seat {e.seat} hand {e.hand}: {e.kind} {e.amount}"),
+    bm.CoupResulted: lambda r, seq, e, h: setattr(r, "result", msgspec.to_builtins(e)),
+    jm.CoupResulted: lambda r, seq, e, h: setattr(r, "result", msgspec.to_builtins(e)),
+    bm.CardsPickedUp: lambda r, seq, e, h: setattr(r, "pickup", list(e.cards)),
+    jm.CardsPickedUp: lambda r, seq, e, h: setattr(r, "pickup", list(e.cards)),
+    settlement.CoupSettled: _settled,
+}
 
 
 def describe(e: object) -> str:
     """One line a compliance officer can read."""
-    match e:
-        case CoupConfigured():
-            return f"coup {e.coup_number} of table {e.table}: {e.game} under ruleset {e.ruleset} ({e.ruleset_digest})"
-        case bm.CoupOpened():
-            extra = f", approvals: {', '.join(a.what + ' by ' + a.by for a in e.approvals)}" if e.approvals else ""
-            held = f", shoe kept by seat {e.shoe_holder}" if e.shoe_holder is not None else ""
-            return f"opened, dealt by {e.procedure.replace('_', ' ')}{extra}{held}"
-        case jm.CoupOpened():
-            return "opened " + ("with a hole card" if e.hole_card else "with no hole card")
-        case bm.BettingClosed() | jm.BettingClosed():
-            return "betting closed: " + ", ".join(f"seat {w.seat} {w.bet} {w.amount}" for w in e.wagers)
-        case bm.OfferOrder():
-            if not e.seats:
-                return f"nobody has a wager to be offered the {e.offer}"
-            return f"the {e.offer} will be offered in this order: seats {', '.join(map(str, e.seats))}"
-        case bm.OfferMade():
-            return f"the {e.offer} offered to seat {e.seat}"
-        case bm.OfferAnswered():
-            plays = f" to play {e.plays}" if e.offer == "shoe" and e.accepted else ""
-            return f"seat {e.seat} {'accepts' if e.accepted else 'refuses'} the {e.offer}{plays}"
-        case bm.HolderAssigned():
-            return (f"the dealer keeps the {e.offer}" if e.seat is None
-                    else f"marker for the {e.offer} placed before seat {e.seat}")
-        case bm.ProcedureFellBack():
-            return f"dealt by {e.procedure.replace('_', ' ')} instead"
-        case bm.CardDealt():
-            return (f"{e.card} (shoe position {e.position}) to {e.hand}'s hand, "
-                    f"{'face up' if e.face_up else 'face down'}, drawn by {_who(e.by)}")
-        case jm.CardDealt():
-            to = "the dealer" if e.seat is None else f"seat {e.seat} hand {e.hand}"
-            return f"{e.card} (shoe position {e.position}) to {to}, {'face up' if e.face_up else 'face down'}"
-        case bm.CardsPassed():
-            return f"{e.hand}'s cards passed face down to seat {e.seat}"
-        case bm.HandExposed():
-            return f"seat {e.seat} exposes {e.hand}'s hand"
-        case bm.CardsReturned():
-            return f"seat {e.seat} returns {e.hand}'s cards unexposed"
-        case bm.HandlingBreachReported():
-            return f"cards of {e.hand}'s hand left full view at seat {e.seat}: {e.note}"
-        case bm.CardsTurnedOver():
-            return f"the dealer turns over {e.hand}'s cards at positions {', '.join(map(str, e.positions))}"
-        case bm.CountAnnounced():
-            return f"announced: {e.hand} {e.points}"
-        case jm.TotalAnnounced():
-            who = "dealer" if e.seat is None else f"seat {e.seat} hand {e.hand}"
-            return f"announced: {who} {'soft ' if e.soft else ''}{e.total}"
-        case jm.DecisionTaken():
-            amount = f" {e.amount}" if e.amount else ""
-            return f"seat {e.seat} hand {e.hand}: {e.action}{amount}"
-        case jm.HandCompleted():
-            return f"seat {e.seat} hand {e.hand} complete: {e.reason.replace('_', ' ')}"
-        case jm.HoleCardTurned():
-            return f"hole card {e.card} (position {e.position}) turned face up"
-        case bm.CoupResulted():
-            pairs = " ".join(p for p, on in (("player pair", e.player_pair), ("banker pair", e.banker_pair)) if on)
-            return (f"result: {e.winner}, player {e.player_points} banker {e.banker_points}"
-                    f"{' natural' if e.natural else ''}{' ' + pairs if pairs else ''}")
-        case jm.CoupResulted():
-            hands = "; ".join(f"seat {h.seat} hand {h.hand} {h.outcome} ({h.total})" for h in e.hands)
-            return f"result: dealer {'blackjack' if e.dealer_blackjack else e.dealer_total}; {hands}"
-        case bm.CardsPickedUp() | jm.CardsPickedUp():
-            return "cards picked up in order: " + " ".join(e.cards)
-        case bm.ShoeGivenUp():
-            return f"seat {e.seat} gives up the shoe ({e.reason})"
-        case wagerbook.BookOpened():
-            return "betting opened"
-        case wagerbook.WagerPlaced():
-            return f"wager: seat {e.wager.seat} {e.wager.bet} {e.wager.amount}"
-        case wagerbook.WagerCancelled():
-            return f"wager cancelled: seat {e.seat} {e.bet}"
-        case wagerbook.BookClosed():
-            return "book closed with " + str(len(e.wagers)) + " wagers"
-        case wagerbook.ExtraPlaced():
-            return f"extra wager: seat {e.seat} hand {e.hand} {e.kind} {e.amount}"
-        case settlement.CoupSettled():
-            return f"settled: staked {e.staked}, returned {e.returned}, house {e.staked - e.returned:+d}"
-        case shoe.RoundStarted():
-            return "round started at the shoe"
-        case shoe.CardDrawn():
-            return f"shoe position {e.position}: {e.card} drawn"
-        case shoe.CutCardReached():
-            return f"cut card reached at position {e.position}" + (" as the first card of the round" if e.first_of_round else "")
-        case shoe.ReshuffleRequired():
-            return f"reshuffle required ({e.when.replace('_', ' ')})"
-        case shoe.RoundEnded():
-            return "round ended: cards to the discard rack"
-        case shoe.ShoeShuffled():
-            return f"new shoe {e.shoe_id} shuffled: {e.decks} decks, commitment {e.commitment[:16]}..."
-        case shoe.CardBurned():
-            return f"burn card {e.card} (position {e.position})"
-        case shoe.ShoeEnded():
-            return f"shoe {e.shoe_id} ended; order and salt revealed"
-    return type(e).__name__
+    line = _DESCRIBE.get(type(e))
+    return type(e).__name__ if line is None else line(e)
+
+
+def _opened(e: bm.CoupOpened) -> str:
+    extra = f", approvals: {', '.join(a.what + ' by ' + a.by for a in e.approvals)}" if e.approvals else ""
+    held = f", shoe kept by seat {e.shoe_holder}" if e.shoe_holder is not None else ""
+    return f"opened, dealt by {e.procedure.replace('_', ' ')}{extra}{held}"
+
+
+def _offer_order(e: bm.OfferOrder) -> str:
+    if not e.seats:
+        return f"nobody has a wager to be offered the {e.offer}"
+    return f"the {e.offer} will be offered in this order: seats {', '.join(map(str, e.seats))}"
+
+
+def _seat_hand(seat: int | None, hand: int, dealer: str = "dealer") -> str:
+    return dealer if seat is None else f"seat {seat} hand {hand}"
+
+
+def _baccarat_result(e: bm.CoupResulted) -> str:
+    pairs = " ".join(p for p, on in (("player pair", e.player_pair), ("banker pair", e.banker_pair)) if on)
+    return (f"result: {e.winner}, player {e.player_points} banker {e.banker_points}"
+            f"{' natural' if e.natural else ''}{' ' + pairs if pairs else ''}")
+
+
+def _blackjack_result(e: jm.CoupResulted) -> str:
+    hands = "; ".join(f"seat {h.seat} hand {h.hand} {h.outcome} ({h.total})" for h in e.hands)
+    return f"result: dealer {'blackjack' if e.dealer_blackjack else e.dealer_total}; {hands}"
+
+
+def _betting_closed(e: bm.BettingClosed | jm.BettingClosed) -> str:
+    return "betting closed: " + ", ".join(f"seat {w.seat} {w.bet} {w.amount}" for w in e.wagers)
+
+
+def _picked_up(e: bm.CardsPickedUp | jm.CardsPickedUp) -> str:
+    return "cards picked up in order: " + " ".join(e.cards)
+
+
+# One line per event type, found by lookup: a replay describes every event.
+_DESCRIBE: dict[type, Callable[[Any], str]] = {
+    CoupConfigured: lambda e: (f"coup {e.coup_number} of table {e.table}: {e.game} under ruleset {e.ruleset} "
+                               f"({e.ruleset_digest})"),
+    bm.CoupOpened: _opened,
+    jm.CoupOpened: lambda e: "opened " + ("with a hole card" if e.hole_card else "with no hole card"),
+    bm.BettingClosed: _betting_closed,
+    jm.BettingClosed: _betting_closed,
+    bm.OfferOrder: _offer_order,
+    bm.OfferMade: lambda e: f"the {e.offer} offered to seat {e.seat}",
+    bm.OfferAnswered: lambda e: (f"seat {e.seat} {'accepts' if e.accepted else 'refuses'} the {e.offer}"
+                                 + (f" to play {e.plays}" if e.offer == "shoe" and e.accepted else "")),
+    bm.HolderAssigned: lambda e: (f"the dealer keeps the {e.offer}" if e.seat is None
+                                  else f"marker for the {e.offer} placed before seat {e.seat}"),
+    bm.ProcedureFellBack: lambda e: f"dealt by {e.procedure.replace('_', ' ')} instead",
+    bm.CardDealt: lambda e: (f"{e.card} (shoe position {e.position}) to {e.hand}'s hand, "
+                             f"{'face up' if e.face_up else 'face down'}, drawn by {_who(e.by)}"),
+    jm.CardDealt: lambda e: (f"{e.card} (shoe position {e.position}) to {_seat_hand(e.seat, e.hand, 'the dealer')}, "
+                             f"{'face up' if e.face_up else 'face down'}"),
+    bm.CardsPassed: lambda e: f"{e.hand}'s cards passed face down to seat {e.seat}",
+    bm.HandExposed: lambda e: f"seat {e.seat} exposes {e.hand}'s hand",
+    bm.CardsReturned: lambda e: f"seat {e.seat} returns {e.hand}'s cards unexposed",
+    bm.HandlingBreachReported: lambda e: f"cards of {e.hand}'s hand left full view at seat {e.seat}: {e.note}",
+    bm.CardsTurnedOver: lambda e: (f"the dealer turns over {e.hand}'s cards at positions "
+                                   f"{', '.join(map(str, e.positions))}"),
+    bm.CountAnnounced: lambda e: f"announced: {e.hand} {e.points}",
+    jm.TotalAnnounced: lambda e: f"announced: {_seat_hand(e.seat, e.hand)} {'soft ' if e.soft else ''}{e.total}",
+    jm.DecisionTaken: lambda e: f"seat {e.seat} hand {e.hand}: {e.action}" + (f" {e.amount}" if e.amount else ""),
+    jm.HandCompleted: lambda e: f"seat {e.seat} hand {e.hand} complete: {e.reason.replace('_', ' ')}",
+    jm.HoleCardTurned: lambda e: f"hole card {e.card} (position {e.position}) turned face up",
+    bm.CoupResulted: _baccarat_result,
+    jm.CoupResulted: _blackjack_result,
+    bm.CardsPickedUp: _picked_up,
+    jm.CardsPickedUp: _picked_up,
+    bm.ShoeGivenUp: lambda e: f"seat {e.seat} gives up the shoe ({e.reason})",
+    wagerbook.BookOpened: lambda e: "betting opened",
+    wagerbook.WagerPlaced: lambda e: f"wager: seat {e.wager.seat} {e.wager.bet} {e.wager.amount}",
+    wagerbook.WagerCancelled: lambda e: f"wager cancelled: seat {e.seat} {e.bet}",
+    wagerbook.BookClosed: lambda e: "book closed with " + str(len(e.wagers)) + " wagers",
+    wagerbook.ExtraPlaced: lambda e: f"extra wager: seat {e.seat} hand {e.hand} {e.kind} {e.amount}",
+    settlement.CoupSettled: lambda e: f"settled: staked {e.staked}, returned {e.returned}, house {e.staked - e.returned:+d}",
+    shoe.RoundStarted: lambda e: "round started at the shoe",
+    shoe.CardDrawn: lambda e: f"shoe position {e.position}: {e.card} drawn",
+    shoe.CutCardReached: lambda e: (f"cut card reached at position {e.position}"
+                                    + (" as the first card of the round" if e.first_of_round else "")),
+    shoe.ReshuffleRequired: lambda e: f"reshuffle required ({e.when.replace('_', ' ')})",
+    shoe.RoundEnded: lambda e: "round ended: cards to the discard rack",
+    shoe.ShoeShuffled: lambda e: f"new shoe {e.shoe_id} shuffled: {e.decks} decks, commitment {e.commitment[:16]}...",
+    shoe.CardBurned: lambda e: f"burn card {e.card} (position {e.position})",
+    shoe.ShoeEnded: lambda e: f"shoe {e.shoe_id} ended; order and salt revealed",
+}
 
 
 def render_text(r: CoupReplay) -> str:

@@ -10,7 +10,7 @@ the cards are picked up in the order of 002 (8) or 003 7.7.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 
@@ -348,44 +348,39 @@ def _pickup(rules: BlackjackRules, s: BlackjackCoup) -> CardsPickedUp:
 
 def evolve(state: BlackjackCoup, event: AnyBlackjackEvent) -> BlackjackCoup:
     """The coup after ``event``."""
-    r = msgspec.structs.replace
-    s = state
-    match event:
-        case CoupOpened():
-            return BlackjackCoup(coup_id=event.coup_id, phase="betting", hole_card=event.hole_card)
-        case BettingClosed():
-            boxes = tuple(Box(w.seat, w.amount, (Hand(w.amount, w.amount),)) for w in event.wagers)
-            return r(s, boxes=boxes, phase="dealing")
-        case CardDealt():
-            placed = Placed(event.card, event.position, event.face_up)
-            s = r(s, last_position=event.position)
-            if event.seat is None:
-                s = r(s, dealer=s.dealer + (placed,))
-            else:
-                s = _with_hand(s, event.seat, event.hand, lambda h: r(
-                    h, cards=h.cards + (placed,), draw_due=False,
-                    announced=h.announced and s.phase == "dealing"))
-            if s.phase == "dealing" and len(s.dealer) + sum(len(b.hands[0].cards) for b in s.boxes) == initial_cards(s):
-                return r(s, phase="playing", turn=0)
-            return s
-        case TotalAnnounced():
-            if event.seat is None:
-                return s
-            return _with_hand(s, event.seat, event.hand, lambda h: r(h, announced=True))
-        case DecisionTaken():
-            return _taken(s, event)
-        case HandCompleted():
-            s = _with_hand(s, event.seat, event.hand, lambda h: r(h, done=True))
-            while s.turn < len(s.boxes) and all(h.done for h in s.boxes[s.turn].hands):
-                s = r(s, turn=s.turn + 1)
-            return r(s, phase="dealer") if s.turn >= len(s.boxes) else s
-        case HoleCardTurned():
-            return r(s, dealer=tuple(r(p, face_up=True) for p in s.dealer))
-        case CoupResulted():
-            return r(s, result=event, phase="finished")
-        case CardsPickedUp():
-            return r(s, pickup=event.cards)
+    after = _EVOLVE.get(type(event))
+    return state if after is None else after(state, event)
+
+
+_r = msgspec.structs.replace
+
+
+def _betting_closed(s: BlackjackCoup, e: BettingClosed) -> BlackjackCoup:
+    return _r(s, boxes=tuple(Box(w.seat, w.amount, (Hand(w.amount, w.amount),)) for w in e.wagers), phase="dealing")
+
+
+def _card_dealt(s: BlackjackCoup, e: CardDealt) -> BlackjackCoup:
+    placed = Placed(e.card, e.position, e.face_up)
+    s = _r(s, last_position=e.position)
+    if e.seat is None:
+        s = _r(s, dealer=s.dealer + (placed,))
+    else:
+        s = _with_hand(s, e.seat, e.hand, lambda h: _r(
+            h, cards=h.cards + (placed,), draw_due=False, announced=h.announced and s.phase == "dealing"))
+    if s.phase == "dealing" and len(s.dealer) + sum(len(b.hands[0].cards) for b in s.boxes) == initial_cards(s):
+        return _r(s, phase="playing", turn=0)
     return s
+
+
+def _total_announced(s: BlackjackCoup, e: TotalAnnounced) -> BlackjackCoup:
+    return s if e.seat is None else _with_hand(s, e.seat, e.hand, lambda h: _r(h, announced=True))
+
+
+def _hand_completed(s: BlackjackCoup, e: HandCompleted) -> BlackjackCoup:
+    s = _with_hand(s, e.seat, e.hand, lambda h: _r(h, done=True))
+    while s.turn < len(s.boxes) and all(h.done for h in s.boxes[s.turn].hands):
+        s = _r(s, turn=s.turn + 1)
+    return _r(s, phase="dealer") if s.turn >= len(s.boxes) else s
 
 
 def _taken(s: BlackjackCoup, e: DecisionTaken) -> BlackjackCoup:
@@ -417,6 +412,20 @@ def _with_hand(s: BlackjackCoup, seat: int, index: int, change: Callable[[Hand],
     hands = list(box.hands)
     hands[index] = change(hands[index])
     return r(s, boxes=s.boxes[:i] + (r(box, hands=tuple(hands)),) + s.boxes[i + 1 :])
+
+
+# One entry per event type: a lookup, not a chain of type tests (the fold's hot path).
+_EVOLVE: dict[type, Callable[[BlackjackCoup, Any], BlackjackCoup]] = {
+    CoupOpened: lambda s, e: BlackjackCoup(coup_id=e.coup_id, phase="betting", hole_card=e.hole_card),
+    BettingClosed: _betting_closed,
+    CardDealt: _card_dealt,
+    TotalAnnounced: _total_announced,
+    DecisionTaken: lambda s, e: _taken(s, e),
+    HandCompleted: _hand_completed,
+    HoleCardTurned: lambda s, e: _r(s, dealer=tuple(_r(p, face_up=True) for p in s.dealer)),
+    CoupResulted: lambda s, e: _r(s, result=e, phase="finished"),
+    CardsPickedUp: lambda s, e: _r(s, pickup=e.cards),
+}
 
 
 def fold(events: Iterable[AnyBlackjackEvent], state: BlackjackCoup | None = None) -> BlackjackCoup:
