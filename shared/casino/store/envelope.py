@@ -6,7 +6,6 @@ store never holds half of a decision. Each event has its own envelope.
 
 from __future__ import annotations
 
-import contextlib
 from datetime import datetime
 
 import msgspec
@@ -91,12 +90,19 @@ def encode(batch: Batch) -> bytes:
 def decode(data: bytes) -> Batch:
     """Decode a stored batch; an event of an older schema version is upcast to
     the current one, step by step (``casino.store.upcast``)."""
+    try:  # the usual case, and the hot path of every read: every event is current
+        batch = _batch_decoder.decode(data)
+    except msgspec.ValidationError:
+        return _upcast(data)
+    for e in batch.events:
+        if e.version != VERSIONS.get(e.type, 1):
+            return _upcast(data)
+    return batch
+
+
+def _upcast(data: bytes) -> Batch:
     from casino.store.upcast import upcast
 
-    with contextlib.suppress(msgspec.ValidationError):  # the usual case: every event is current
-        batch = _batch_decoder.decode(data)
-        if all(e.version == version_of(e.type) for e in batch.events):
-            return batch
     raw = _raw_decoder.decode(data)
     events = []
     for e in raw.events:
