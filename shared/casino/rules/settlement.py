@@ -19,7 +19,7 @@ from casino.rules.ruleset import BaccaratRules, BlackjackRules, Rounding
 from casino.rules.wagers import Wager
 
 
-class Payout(msgspec.Struct, frozen=True):
+class Payout(msgspec.Struct, frozen=True, gc=False):
     """How one wager was settled. ``hand`` is the blackjack hand index (0 otherwise)."""
 
     seat: int
@@ -97,19 +97,19 @@ def settle_blackjack(rules: BlackjackRules, result: BlackjackResult) -> tuple[Pa
 # ---- the table ledger -----------------------------------------------------
 
 
-class SettleCoup(msgspec.Struct, frozen=True, tag_field="type", tag="settlement.settle_coup"):
+class SettleCoup(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="settlement.settle_coup"):
     coup_id: str
     payouts: tuple[Payout, ...]
 
 
-class CoupSettled(msgspec.Struct, frozen=True, tag_field="type", tag="settlement.coup_settled"):
+class CoupSettled(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="settlement.coup_settled"):
     coup_id: str
     payouts: tuple[Payout, ...]
     staked: int
     returned: int
 
 
-class Ledger(msgspec.Struct, frozen=True):
+class Ledger(msgspec.Struct, frozen=True, gc=False):
     """A table's running totals: what was staked, returned, and the house's net."""
 
     settled: frozenset[str] = frozenset()

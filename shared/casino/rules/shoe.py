@@ -37,7 +37,7 @@ def cut_index(rules: ShoeRules, cards: int) -> int | None:
 # ---- commands -------------------------------------------------------------
 
 
-class ShoeCommand(msgspec.Struct, frozen=True, tag_field="type"):
+class ShoeCommand(msgspec.Struct, frozen=True, gc=False, tag_field="type"):
     """A command to the shoe of one table."""
 
 
@@ -72,7 +72,7 @@ class EndShoe(ShoeCommand, frozen=True, tag="shoe.end_shoe"):
 # ---- events ---------------------------------------------------------------
 
 
-class ShoeEvent(msgspec.Struct, frozen=True, tag_field="type"):
+class ShoeEvent(msgspec.Struct, frozen=True, gc=False, tag_field="type"):
     """A fact about the shoe of one table."""
 
     shoe_id: str
@@ -133,7 +133,7 @@ AnyShoeEvent = (
 # ---- state ----------------------------------------------------------------
 
 
-class ShoeState(msgspec.Struct, frozen=True):
+class ShoeState(msgspec.Struct, frozen=True, gc=False):
     """What is known about a table's shoe from its events."""
 
     shoe_id: str | None = None

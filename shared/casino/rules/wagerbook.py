@@ -18,7 +18,7 @@ from casino.rules.ruleset import BaccaratRules, BlackjackRules
 from casino.rules.wagers import Wager, check_book, check_wager
 
 
-class BookCommand(msgspec.Struct, frozen=True, tag_field="type"):
+class BookCommand(msgspec.Struct, frozen=True, gc=False, tag_field="type"):
     """A command to the wager book of one coup."""
 
 
@@ -51,7 +51,7 @@ class PlaceExtra(BookCommand, frozen=True, tag="wager.place_extra"):
     amount: int
 
 
-class BookEvent(msgspec.Struct, frozen=True, tag_field="type"):
+class BookEvent(msgspec.Struct, frozen=True, gc=False, tag_field="type"):
     """A fact about the wager book of one coup."""
 
 
@@ -84,7 +84,7 @@ AnyBookCommand = OpenBook | PlaceWager | CancelWager | CloseBook | PlaceExtra
 AnyBookEvent = BookOpened | WagerPlaced | WagerCancelled | BookClosed | ExtraPlaced
 
 
-class Book(msgspec.Struct, frozen=True):
+class Book(msgspec.Struct, frozen=True, gc=False):
     coup_id: str = ""
     status: Literal["new", "open", "closed"] = "new"
     wagers: tuple[Wager, ...] = ()

@@ -12,7 +12,7 @@ from casino.rules.ruleset import Limit
 from casino.rules.table import Table
 
 
-class Wager(msgspec.Struct, frozen=True):
+class Wager(msgspec.Struct, frozen=True, gc=False):
     """One stake on one bet by the player in one seat, in minor units."""
 
     seat: int

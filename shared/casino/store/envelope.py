@@ -15,7 +15,7 @@ from casino.rules.baccarat import messages as bm
 from casino.rules.blackjack import messages as jm
 
 
-class CoupConfigured(msgspec.Struct, frozen=True, tag_field="type", tag="coup.configured"):
+class CoupConfigured(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="coup.configured"):
     """The table, game and ruleset a coup is dealt under, recorded when it opens."""
 
     table: str
@@ -42,7 +42,7 @@ class UnknownVersion(ValueError):
     """An event written by a newer schema than this code knows."""
 
 
-class _Metadata(msgspec.Struct, frozen=True):
+class _Metadata(msgspec.Struct, frozen=True, gc=False):
     """Who, when, why and where: what every event carries besides itself."""
 
     id: str
@@ -63,7 +63,7 @@ class Envelope(_Metadata, frozen=True):
     data: AnyEvent
 
 
-class Batch(msgspec.Struct, frozen=True):
+class Batch(msgspec.Struct, frozen=True, gc=False):
     """The events of one decision, appended as one message."""
 
     events: tuple[Envelope, ...]
@@ -73,7 +73,7 @@ class _RawEnvelope(_Metadata, frozen=True):
     data: msgspec.Raw
 
 
-class _RawBatch(msgspec.Struct, frozen=True):
+class _RawBatch(msgspec.Struct, frozen=True, gc=False):
     events: tuple[_RawEnvelope, ...]
 
 

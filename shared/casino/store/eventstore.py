@@ -22,12 +22,12 @@ class Conflict(Exception):
     """Another writer appended to the aggregate first."""
 
 
-class Appended(msgspec.Struct, frozen=True):
+class Appended(msgspec.Struct, frozen=True, gc=False):
     seq: int
     duplicate: bool = False
 
 
-class Stored(msgspec.Struct, frozen=True):
+class Stored(msgspec.Struct, frozen=True, gc=False):
     seq: int
     subject: str
     batch: Batch

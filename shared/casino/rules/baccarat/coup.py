@@ -64,7 +64,7 @@ SHOE_METHODS = ("method_c", "method_d")
 PASSING = ("method_b", "style_b")
 
 
-class Dealt(msgspec.Struct, frozen=True):
+class Dealt(msgspec.Struct, frozen=True, gc=False):
     """A card on the layout."""
 
     hand: Hand
@@ -74,7 +74,7 @@ class Dealt(msgspec.Struct, frozen=True):
     by: int | None
 
 
-class BaccaratCoup(msgspec.Struct, frozen=True):
+class BaccaratCoup(msgspec.Struct, frozen=True, gc=False):
     """What is known about one baccarat coup from its events."""
 
     coup_id: str = ""
@@ -113,7 +113,7 @@ class BaccaratCoup(msgspec.Struct, frozen=True):
         return self.player_holder if hand == "player" else self.banker_holder
 
 
-class Awaiting(msgspec.Struct, frozen=True):
+class Awaiting(msgspec.Struct, frozen=True, gc=False):
     """What the coup waits for: ``close_betting``, ``answer`` (from ``seat``),
     ``card`` (for ``hand``, drawn by ``seat`` or the dealer), ``pass`` (the dealer
     passes ``hand`` to ``seat``), ``expose`` (``seat`` exposes or returns

@@ -14,7 +14,7 @@ Offer = Literal["shoe", "player", "banker"]
 Approver = Literal["inspector", "casino_supervisor"]
 
 
-class Approval(msgspec.Struct, frozen=True):
+class Approval(msgspec.Struct, frozen=True, gc=False):
     """A prior approval: what was approved, by whom, and their reference."""
 
     what: str
@@ -25,7 +25,7 @@ class Approval(msgspec.Struct, frozen=True):
 # ---- commands -------------------------------------------------------------
 
 
-class BaccaratCommand(msgspec.Struct, frozen=True, tag_field="type"):
+class BaccaratCommand(msgspec.Struct, frozen=True, gc=False, tag_field="type"):
     """A command to the coup of one baccarat table."""
 
 
@@ -102,7 +102,7 @@ class ForfeitShoe(BaccaratCommand, frozen=True, tag="baccarat.forfeit_shoe"):
 # ---- events ---------------------------------------------------------------
 
 
-class BaccaratEvent(msgspec.Struct, frozen=True, tag_field="type"):
+class BaccaratEvent(msgspec.Struct, frozen=True, gc=False, tag_field="type"):
     """A fact about one baccarat coup."""
 
 

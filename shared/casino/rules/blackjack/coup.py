@@ -43,13 +43,13 @@ from casino.rules.wagers import check_book
 Phase = Literal["new", "betting", "dealing", "playing", "dealer", "finished"]
 
 
-class Placed(msgspec.Struct, frozen=True):
+class Placed(msgspec.Struct, frozen=True, gc=False):
     card: Card
     position: int
     face_up: bool = True
 
 
-class Hand(msgspec.Struct, frozen=True):
+class Hand(msgspec.Struct, frozen=True, gc=False):
     """One hand of a box (a box holds more than one after a split)."""
 
     stake: int
@@ -67,7 +67,7 @@ class Hand(msgspec.Struct, frozen=True):
         return tuple(p.card for p in self.cards)
 
 
-class Box(msgspec.Struct, frozen=True):
+class Box(msgspec.Struct, frozen=True, gc=False):
     """A betting box with a wager, its hands and any insurance."""
 
     seat: int
@@ -77,7 +77,7 @@ class Box(msgspec.Struct, frozen=True):
     acted: bool = False
 
 
-class BlackjackCoup(msgspec.Struct, frozen=True):
+class BlackjackCoup(msgspec.Struct, frozen=True, gc=False):
     """What is known about one blackjack coup from its events."""
 
     coup_id: str = ""
@@ -104,7 +104,7 @@ class BlackjackCoup(msgspec.Struct, frozen=True):
         return None
 
 
-class Awaiting(msgspec.Struct, frozen=True):
+class Awaiting(msgspec.Struct, frozen=True, gc=False):
     """What the coup waits for: ``open``, ``close_betting``, ``card`` (to ``seat``'s
     ``hand``, or the dealer when seat is None), ``decision`` (from ``seat`` for
     ``hand``) or ``nothing``."""

@@ -13,7 +13,7 @@ Action = Literal["stand", "hit", "double", "split", "insurance"]
 Outcome = Literal["blackjack", "win", "push", "lose"]
 
 
-class BlackjackCommand(msgspec.Struct, frozen=True, tag_field="type"):
+class BlackjackCommand(msgspec.Struct, frozen=True, gc=False, tag_field="type"):
     """A command to the coup of one blackjack table."""
 
 
@@ -42,7 +42,7 @@ class Decide(BlackjackCommand, frozen=True, tag="blackjack.decide"):
     amount: int = 0
 
 
-class BlackjackEvent(msgspec.Struct, frozen=True, tag_field="type"):
+class BlackjackEvent(msgspec.Struct, frozen=True, gc=False, tag_field="type"):
     """A fact about one blackjack coup."""
 
 
@@ -94,7 +94,7 @@ class HoleCardTurned(BlackjackEvent, frozen=True, tag="blackjack.hole_card_turne
     clause: str
 
 
-class HandResult(msgspec.Struct, frozen=True):
+class HandResult(msgspec.Struct, frozen=True, gc=False):
     seat: int
     hand: int
     outcome: Outcome
