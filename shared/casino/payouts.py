@@ -21,10 +21,7 @@ def payouts_of(events: list[AnyEvent]) -> tuple[pay.Payout, ...]:
     """
     configured = next(e for e in events if isinstance(e, CoupConfigured))
     rules = rulesets.load(configured.ruleset)
-    book = W.Book()
-    for e in events:
-        if isinstance(e, W.BookOpened | W.WagerPlaced | W.WagerCancelled | W.BookClosed | W.ExtraPlaced):
-            book = W.evolve(book, e)
+    book = W.book_of(events)
     result = next(e for e in events if isinstance(e, bm.CoupResulted | jm.CoupResulted))
     if isinstance(result, bm.CoupResulted):
         assert isinstance(rules, BaccaratRules)

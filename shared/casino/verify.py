@@ -143,25 +143,18 @@ def _decide_again(rules: object, state: bac.BaccaratCoup | bj.BlackjackCoup, fir
 
 def _book_and_cards(coup: str, msgs: list[Stored]) -> list[Finding]:
     findings: list[Finding] = []
-    book = wagerbook.Book()
-    drawn: dict[int, str] = {}
+    events = [(m.seq, env.data) for m in msgs for env in m.batch.events]
+    book = wagerbook.book_of(e for _, e in events)
+    drawn = {e.position: e.card for _, e in events if type(e) is shoe.CardDrawn}
     closed_seq = 0
-    for m in msgs:
-        for e in (env.data for env in m.batch.events):
-            if isinstance(e, wagerbook.BookOpened | wagerbook.WagerPlaced | wagerbook.WagerCancelled
-                          | wagerbook.BookClosed | wagerbook.ExtraPlaced):
-                book = wagerbook.evolve(book, e)
-            elif isinstance(e, shoe.CardDrawn):
-                drawn[e.position] = e.card
-    for m in msgs:
-        for e in (env.data for env in m.batch.events):
-            if isinstance(e, bm.BettingClosed | jm.BettingClosed):
-                closed_seq = m.seq
-                if sorted(e.wagers, key=_key) != sorted(book.wagers, key=_key):
-                    findings.append(Finding(coup, m.seq, "the coup's wagers are not the wager book's"))
-            elif isinstance(e, bm.CardDealt | jm.CardDealt) and drawn.get(e.position) != e.card:
-                findings.append(Finding(coup, m.seq, f"{e.card} dealt from position {e.position}, "
-                                                     f"but the shoe drew {drawn.get(e.position, 'no card')} there"))
+    for seq, e in events:  # type tests by identity: a record has thousands of events to look at
+        if type(e) is bm.BettingClosed or type(e) is jm.BettingClosed:
+            closed_seq = seq
+            if sorted(e.wagers, key=_key) != sorted(book.wagers, key=_key):
+                findings.append(Finding(coup, seq, "the coup's wagers are not the wager book's"))
+        elif (type(e) is bm.CardDealt or type(e) is jm.CardDealt) and drawn.get(e.position) != e.card:
+            findings.append(Finding(coup, seq, f"{e.card} dealt from position {e.position}, "
+                                               f"but the shoe drew {drawn.get(e.position, 'no card')} there"))
     if not closed_seq:
         findings.append(Finding(coup, msgs[-1].seq if msgs else 0, "betting never closed"))
     return findings

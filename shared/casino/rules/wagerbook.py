@@ -8,7 +8,8 @@ book when the dealer accepts the player's decision.
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Iterable
+from typing import Literal, cast
 
 import msgspec
 
@@ -154,4 +155,17 @@ def evolve(book: Book, event: AnyBookEvent) -> Book:
             return r(book, status="closed", wagers=event.wagers)
         case ExtraPlaced():
             return r(book, extras=book.extras + (event,))
+    return book
+
+
+_BOOK_EVENTS = frozenset({BookOpened, WagerPlaced, WagerCancelled, BookClosed, ExtraPlaced})
+
+
+def book_of(events: Iterable[object]) -> Book:
+    """The book folded from whichever of ``events`` are the wager book's (a
+    coup's whole record holds the other services' events too)."""
+    book = Book()
+    for e in events:
+        if type(e) in _BOOK_EVENTS:
+            book = evolve(book, cast(AnyBookEvent, e))
     return book
