@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from casino.rules.cards import Card, blackjack_value, rank
+from casino.rules.cards import DECK, Card, blackjack_value, rank
+
+_VALUE = {card: blackjack_value(card) for card in DECK}.__getitem__
 
 
 def total(cards: Sequence[Card]) -> tuple[int, bool]:
     """The best total of a hand and whether it is soft (an ace counted as 11)."""
-    hard = sum(blackjack_value(c) for c in cards)
+    hard = sum(map(_VALUE, cards))
     if hard <= 11 and any(rank(c) == "A" for c in cards):
         return hard + 10, True
     return hard, False
