@@ -21,12 +21,10 @@ from typing import Any
 
 import msgspec
 import nats
-from faststream import AckPolicy
 from faststream.nats import JStream, NatsBroker, NatsMessage, PullSub
 from faststream.nats.prometheus import NatsPrometheusMiddleware
 from faststream.security import BaseSecurity
 from nats.aio.client import Client
-from nats.js.api import AckPolicy as ServerAckPolicy
 from nats.js.api import ConsumerConfig, DeliverPolicy
 
 from casino import commands as c
@@ -170,9 +168,7 @@ async def _watch_consumers(nc: Client, durables: list[str], metrics: Metrics, ev
 
 _instances = itertools.count()
 # faststream handles the messages of one fetch concurrently; a follower needs
-# them in stream order, so it takes each fetch as one batch. Followers and
-# projections do not ack: each consumer is one instance's alone and goes with
-# it (the next instance folds the store first), so nothing is ever redelivered.
+# them in stream order, so it takes each fetch as one batch.
 ORDERED = PullSub(batch_size=64, timeout=1.0, batch=True)
 
 
@@ -279,9 +275,8 @@ async def _projections(broker: NatsBroker, nc: Client, store: JetStreamEventStor
 
     durables.append(name)
     broker.subscriber(f"{subjects.EVENTS}.>", stream=JStream(STREAM, declare=False), durable=name,
-                      pull_sub=ORDERED, deliver_policy=DeliverPolicy.BY_START_SEQUENCE, ack_policy=AckPolicy.MANUAL,
-                      config=ConsumerConfig(opt_start_seq=projector.seq + 1, inactive_threshold=600.0,
-                                            ack_policy=ServerAckPolicy.NONE))(on_events)
+                      pull_sub=ORDERED, deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
+                      config=ConsumerConfig(opt_start_seq=projector.seq + 1, inactive_threshold=600.0))(on_events)
     return projector
 
 
@@ -299,8 +294,8 @@ def _follow(broker: NatsBroker, nc: Client, service: Any, kind: str, metrics: Me
                     await service.observe(m.subject, m.metadata.sequence.stream, batch)
 
     broker.subscriber(subjects.aggregate_filter(aggregate), stream=JStream(STREAM, declare=False), durable=name,
-                      pull_sub=ORDERED, deliver_policy=DeliverPolicy.NEW, ack_policy=AckPolicy.MANUAL,
-                      config=ConsumerConfig(inactive_threshold=600.0, ack_policy=ServerAckPolicy.NONE))(on_events)
+                      pull_sub=ORDERED, deliver_policy=DeliverPolicy.NEW,
+                      config=ConsumerConfig(inactive_threshold=600.0))(on_events)
     return name
 
 
