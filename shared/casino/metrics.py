@@ -39,6 +39,8 @@ class Metrics:
         self.coup_duration = Histogram("casino_coup_duration_seconds", "From opening a coup to its settlement.",
                                        ["game"], buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300),
                                        registry=r)
+        self.commands = Histogram("casino_command_seconds", "Time to answer one command, refusals included.",
+                                  ["service"], registry=r)
         self.handling = Histogram("casino_event_handling_seconds", "Time to handle one delivery of events.",
                                   ["service"], registry=r)
         self.pending = Gauge("casino_consumer_pending_messages", "Messages the consumer has not yet received.",

@@ -124,8 +124,11 @@ class JetStreamEventStore:
             if not pending:
                 done.set()
 
+        # The consumer goes once nobody listens (the server's own default for
+        # ephemerals): a busy casino reads many histories a second, and each
+        # consumer lingering for long would count against the stream's limit.
         config = ConsumerConfig(
-            inactive_threshold=30.0, deliver_policy=DeliverPolicy.BY_START_SEQUENCE if after else DeliverPolicy.ALL,
+            inactive_threshold=5.0, deliver_policy=DeliverPolicy.BY_START_SEQUENCE if after else DeliverPolicy.ALL,
             opt_start_seq=after + 1 if after else None)
         sub = await self.js.subscribe(filter_, stream=self.stream, cb=take, ordered_consumer=True, config=config)
         try:
