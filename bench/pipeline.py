@@ -17,6 +17,7 @@ from typing import Any
 import nats
 from nats.js.api import StorageType, StreamConfig
 
+from bench.load import stop_players
 from casino.launcher import APPROVALS
 from casino.natsserver import NatsServer
 from casino.simulator import Simulator
@@ -34,21 +35,23 @@ async def one_run(tables_count: int, seconds: float) -> dict[str, Any]:
         await ensure_streams(nc.jetstream())
         procs = Processes(server.url, Path(tmp) / "procs", tables)
         procs.start_all()
-        sim = Simulator(nc, tables, seed=2, patience=40)
-        task = asyncio.create_task(sim.run(None))
-        await asyncio.sleep(4)  # the services start and warm up
-        store = JetStreamEventStore(nc)
-        first = (await nc.jetstream().stream_info("CASINO")).state.last_seq
-        for t in sim.playing:
-            t.close_to_settled.clear()
-        start = time.perf_counter()
-        await asyncio.sleep(seconds)
-        elapsed = time.perf_counter() - start
-        latencies = sorted(x for t in sim.playing for x in t.close_to_settled)
-        task.cancel()
-        last = (await nc.jetstream().stream_info("CASINO")).state.last_seq
-        window = [m for m in await store.read(f"{subjects.EVENTS}.>", after=first) if m.seq <= last]
-        procs.stop_all()
+        try:
+            sim = Simulator(nc, tables, seed=2, patience=40)
+            task = asyncio.create_task(sim.run(None))
+            await asyncio.sleep(4)  # the services start and warm up
+            store = JetStreamEventStore(nc)
+            first = (await nc.jetstream().stream_info("CASINO")).state.last_seq
+            for t in sim.playing:
+                t.close_to_settled.clear()
+            start = time.perf_counter()
+            await asyncio.sleep(seconds)
+            elapsed = time.perf_counter() - start
+            latencies = sorted(x for t in sim.playing for x in t.close_to_settled)
+            stop_players(task)
+            last = (await nc.jetstream().stream_info("CASINO")).state.last_seq
+            window = [m for m in await store.read(f"{subjects.EVENTS}.>", after=first) if m.seq <= last]
+        finally:
+            procs.stop_all()
         # The ceiling appends each event as its own message, with its envelope.
         sizes = [len(m.subject) + len(envelope.encode(envelope.Batch((e,)))) for m in window for e in m.batch.events]
         ceiling_s = await _ceiling(nc, sizes)
