@@ -122,6 +122,8 @@ class CommandServer:
                 reply = await self.on_command(msg.subject, msg.data)
             if msg.reply:
                 await msg.respond(reply)
+        except nats.errors.Error as exc:  # the connection went: the terminal asks again with the same id
+            log.warning("%s: no reply sent on %s: %s", self.queue, msg.subject, exc)
         finally:
             self.slots.release()
 

@@ -81,17 +81,16 @@ async def _answer(data: bytes, decoder: msgspec.json.Decoder[Any], handler: Call
         return refused(f"malformed or unknown command: {exc}", "protocol")
     reloaded = False
     for _ in range(5):
-        try:
-            return await handler(command)
-        except RuleViolation as exc:
-            if reload is None or reloaded:
-                return refused(exc.reason, exc.clause)
-            await reload(command)
-            reloaded = True
-        except Conflict as exc:
-            log.warning("%s %s: concurrency conflict (%s); reloading", type(command).__name__, command.id, exc)
-            if reload is None:
-                break
+        try:  # a failure of the handler or of the reload is answered, never left unanswered
+            try:
+                return await handler(command)
+            except RuleViolation as exc:
+                if reload is None or reloaded:
+                    return refused(exc.reason, exc.clause)
+            except Conflict as exc:
+                log.warning("%s %s: concurrency conflict (%s); reloading", type(command).__name__, command.id, exc)
+                if reload is None:
+                    break
             await reload(command)
             reloaded = True
         except Exception:

@@ -54,15 +54,21 @@ async def test_a_node_lost_and_the_whole_cluster_restarted_lose_nothing(tmp_path
                 except (nats.errors.Error, TimeoutError):
                     await asyncio.sleep(0.5)
 
-        while await settled() < 8:
-            await asyncio.sleep(0.2)
+        async def until_settled(count: int, why: str) -> None:  # a stall fails the test, never hangs it
+            async def wait() -> None:
+                while await settled() < count:
+                    await asyncio.sleep(0.2)
+            try:
+                await asyncio.wait_for(wait(), timeout=120)
+            except TimeoutError:
+                pytest.fail(f"dealing stalled {why}: fewer than {count} coups settled in 120 s")
+
+        await until_settled(8, "before the fault")
         cluster.stop_node(1)  # one node down in the middle of the run
         mark = await settled()
-        while await settled() < mark + 8:  # dealing goes on
-            await asyncio.sleep(0.2)
+        await until_settled(mark + 8, "with a node lost")  # dealing goes on
         cluster.start_node(1)
-        while await settled() < mark + 16:
-            await asyncio.sleep(0.2)
+        await until_settled(mark + 16, "after the node came back")
         cluster.stop()  # the whole cluster down ...
         await asyncio.sleep(1.0)
         cluster.start()  # ... and back: the services reconnect by themselves

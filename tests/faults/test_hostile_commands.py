@@ -19,6 +19,7 @@ from services.wager.service import WagerService
 from casino import commands as c
 from casino.launcher import APPROVALS
 from casino.replaycli import by_coup
+from casino.rules.errors import RuleViolation
 from casino.service import answer
 from casino.store import subjects
 from casino.store.eventstore import InMemoryEventStore
@@ -153,3 +154,15 @@ def test_a_command_of_absurd_size_is_refused() -> None:
 
     reply = asyncio.run(go())
     assert (reply.ok, reply.clause) == (False, "protocol") and "too large" in reply.reason
+
+
+def test_a_reload_that_fails_is_answered_as_internal_not_left_unanswered() -> None:
+    async def handler(command: Any) -> c.Reply:
+        raise RuleViolation("000 8.11", "refused on state that may be stale")
+
+    async def reload(command: Any) -> None:
+        raise TimeoutError("the broker is away")
+
+    command = c.encoder.encode(c.Status(id="s1", table="BAC000-1"))
+    reply = msgspec.json.decode(asyncio.run(answer(command, c.coup_decoder, handler, reload)), type=c.Reply)
+    assert (reply.ok, reply.clause) == (False, "internal")
