@@ -227,7 +227,9 @@ class DealerPolicyService:
             return self._reply(t)
         if isinstance(cmd, c.OpenCoup):
             if t.state is not None and not t.finished:
-                if cmd.id in t.applied:
+                if cmd.id in t.applied:  # a retry: the first attempt may have stopped before the book opened
+                    if t.state.phase == "betting":
+                        await self._open_book(t)
                     return self._reply(t)
                 raise RuleViolation("coup", f"coup {t.coup} is still being dealt")
             await self._open(t, cmd)
@@ -260,8 +262,12 @@ class DealerPolicyService:
         # The id names the command: another instance opening this number for another
         # command must lose the race, not be taken for a duplicate of it.
         await self._commit(t, events, f"{coup}:open:{cmd.id}", cmd.id)
+        await self._open_book(t)
+
+    async def _open_book(self, t: TableCoup) -> None:
+        """Open the coup's wager book (asked again, the wager service answers from its record)."""
         await self.peer.must(subjects.command(t.name, "wager"),
-                             c.OpenBook(f"{coup}:open-book", t.name, coup, t.shoe, t.config.ruleset))
+                             c.OpenBook(f"{t.coup}:open-book", t.name, t.coup, t.shoe, t.config.ruleset))
 
     async def _command(self, t: TableCoup, cmd: c.CoupCommand) -> None:
         rule_cmd: object
@@ -346,8 +352,7 @@ class DealerPolicyService:
         await self.peer.must(subjects.command(t.name, "shoe"),
                              c.StartRound(f"{t.coup}:start", t.name, t.coup, t.config.ruleset))
         if t.state.phase == "betting":
-            await self.peer.must(subjects.command(t.name, "wager"),
-                                 c.OpenBook(f"{t.coup}:open-book", t.name, t.coup, t.shoe, t.config.ruleset))
+            await self._open_book(t)
         else:
             await self.advance(t)
 
