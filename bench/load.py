@@ -7,14 +7,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import statistics
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import nats
+from nats.aio.client import Client
+from tests.faults.harness import Processes
 
 from casino.launcher import SHORT, default_tables
 from casino.natsserver import NatsServer
@@ -22,6 +26,7 @@ from casino.replaycli import verify_all
 from casino.simulator import SimulatedTable, Simulator
 from casino.store import subjects
 from casino.store.jetstream import JetStreamEventStore, ensure_streams
+from casino.tables import TableConfig
 
 
 def rss_mib(pid: int) -> float:
@@ -31,48 +36,54 @@ def rss_mib(pid: int) -> float:
     return 0.0
 
 
-
 def stop_players(task: asyncio.Task[None]) -> None:
     """Stop the simulated players; a request in flight when the connection
     closes ends in an error that is no finding of the benchmark."""
     task.add_done_callback(lambda t: t.cancelled() or t.exception())
     task.cancel()
 
-async def measure(tables_count: int, seconds: float) -> dict[str, Any]:
-    from tests.faults.harness import Processes
 
-    tables = default_tables(tables_count, list(SHORT))
+@contextlib.asynccontextmanager
+async def casino(tables: dict[str, TableConfig]) -> AsyncIterator[tuple[Client, Processes]]:
+    """A fresh local nats-server with the streams, the four services as
+    processes (stopped however the run ends), and a connection to it."""
     with tempfile.TemporaryDirectory() as tmp, NatsServer(Path(tmp) / "nats") as server:
         nc = await nats.connect(server.url)
         await ensure_streams(nc.jetstream())
         procs = Processes(server.url, Path(tmp) / "procs", tables)
         procs.start_all()
         try:
-            latencies: list[float] = []
-            original = SimulatedTable.one_coup
-
-            async def timed(self: SimulatedTable) -> None:
-                start = time.perf_counter()
-                await original(self)
-                latencies.append(time.perf_counter() - start)
-
-            SimulatedTable.one_coup = timed  # type: ignore[method-assign]
-            sim = Simulator(nc, tables, seed=1, patience=40)
-            task = asyncio.create_task(sim.run(None))
-            await asyncio.sleep(3)  # the services start
-            latencies.clear()
-            start = time.perf_counter()
-            await asyncio.sleep(seconds)
-            memory = {name: round(rss_mib(p.pid), 1) for name, p in procs.procs.items()}
-            done, elapsed = len(latencies), time.perf_counter() - start
-            stop_players(task)
-            SimulatedTable.one_coup = original  # type: ignore[method-assign]
-            await asyncio.sleep(3)  # let the last settlements land
-            stored = await JetStreamEventStore(nc).read(f"{subjects.EVENTS}.>")
-            report = verify_all(stored, [m for m in stored if subjects.tokens(m.subject)[3] == "shoe"])
+            yield nc, procs
         finally:
             procs.stop_all()
-        await nc.close()
+            await nc.close()
+
+
+async def measure(tables_count: int, seconds: float) -> dict[str, Any]:
+    tables = default_tables(tables_count, list(SHORT))
+    async with casino(tables) as (nc, procs):
+        latencies: list[float] = []
+        original = SimulatedTable.one_coup
+
+        async def timed(self: SimulatedTable) -> None:
+            start = time.perf_counter()
+            await original(self)
+            latencies.append(time.perf_counter() - start)
+
+        SimulatedTable.one_coup = timed  # type: ignore[method-assign]
+        sim = Simulator(nc, tables, seed=1, patience=40)
+        task = asyncio.create_task(sim.run(None))
+        await asyncio.sleep(3)  # the services start
+        latencies.clear()
+        start = time.perf_counter()
+        await asyncio.sleep(seconds)
+        memory = {name: round(rss_mib(p.pid), 1) for name, p in procs.procs.items()}
+        done, elapsed = len(latencies), time.perf_counter() - start
+        stop_players(task)
+        SimulatedTable.one_coup = original  # type: ignore[method-assign]
+        await asyncio.sleep(3)  # let the last settlements land
+        stored = await JetStreamEventStore(nc).read(f"{subjects.EVENTS}.>")
+        report = verify_all(stored, [m for m in stored if subjects.tokens(m.subject)[3] == "shoe"])
     ordered = sorted(latencies)
     return {"tables": tables_count, "seconds": round(elapsed, 1), "coups": done,
             "coups_per_s": done / elapsed, "p50_ms": 1000 * statistics.median(ordered),

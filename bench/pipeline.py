@@ -9,53 +9,40 @@ from __future__ import annotations
 
 import asyncio
 import statistics
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
-import nats
 from nats.js.api import StorageType, StreamConfig
 
-from bench.load import stop_players
+from bench.load import casino, stop_players
 from casino.launcher import APPROVALS
-from casino.natsserver import NatsServer
 from casino.simulator import Simulator
 from casino.store import envelope, subjects
-from casino.store.jetstream import JetStreamEventStore, ensure_streams
+from casino.store.jetstream import JetStreamEventStore
 from casino.tables import TableConfig
 
 
 async def one_run(tables_count: int, seconds: float) -> dict[str, Any]:
-    from tests.faults.harness import Processes
-
     tables = {f"BAC-{i + 1}": TableConfig("baccarat-000-methods", "method_a", APPROVALS) for i in range(tables_count)}
-    with tempfile.TemporaryDirectory() as tmp, NatsServer(Path(tmp) / "nats") as server:
-        nc = await nats.connect(server.url)
-        await ensure_streams(nc.jetstream())
-        procs = Processes(server.url, Path(tmp) / "procs", tables)
-        procs.start_all()
-        try:
-            sim = Simulator(nc, tables, seed=2, patience=40)
-            task = asyncio.create_task(sim.run(None))
-            await asyncio.sleep(4)  # the services start and warm up
-            store = JetStreamEventStore(nc)
-            first = (await nc.jetstream().stream_info("CASINO")).state.last_seq
-            for t in sim.playing:
-                t.close_to_settled.clear()
-            start = time.perf_counter()
-            await asyncio.sleep(seconds)
-            elapsed = time.perf_counter() - start
-            latencies = sorted(x for t in sim.playing for x in t.close_to_settled)
-            stop_players(task)
-            last = (await nc.jetstream().stream_info("CASINO")).state.last_seq
-            window = [m for m in await store.read(f"{subjects.EVENTS}.>", after=first) if m.seq <= last]
-        finally:
-            procs.stop_all()
+    async with casino(tables) as (nc, procs):
+        sim = Simulator(nc, tables, seed=2, patience=40)
+        task = asyncio.create_task(sim.run(None))
+        await asyncio.sleep(4)  # the services start and warm up
+        store = JetStreamEventStore(nc)
+        first = (await nc.jetstream().stream_info("CASINO")).state.last_seq
+        for t in sim.playing:
+            t.close_to_settled.clear()
+        start = time.perf_counter()
+        await asyncio.sleep(seconds)
+        elapsed = time.perf_counter() - start
+        latencies = sorted(x for t in sim.playing for x in t.close_to_settled)
+        stop_players(task)
+        last = (await nc.jetstream().stream_info("CASINO")).state.last_seq
+        window = [m for m in await store.read(f"{subjects.EVENTS}.>", after=first) if m.seq <= last]
+        procs.stop_all()  # the ceiling has the server to itself
         # The ceiling appends each event as its own message, with its envelope.
         sizes = [len(m.subject) + len(envelope.encode(envelope.Batch((e,)))) for m in window for e in m.batch.events]
         ceiling_s = await _ceiling(nc, sizes)
-        await nc.close()
     coups = len(latencies)
     return {"coups": coups, "coups_per_s": coups / elapsed, "messages": len(window), "events": len(sizes),
             "ceiling_coups_per_s": coups / ceiling_s if ceiling_s else 0.0,
