@@ -484,15 +484,14 @@ _EVOLVE: dict[type, Callable[[BaccaratCoup, Any], BaccaratCoup]] = {
 
 
 def _assigned(s: BaccaratCoup, e: HolderAssigned) -> BaccaratCoup:
-    r = _r
-    s = r(s, offer=None, chain=(), asked=None)
+    s = _r(s, offer=None, chain=(), asked=None)
     if e.offer == "shoe":
-        return r(s, shoe_holder=e.seat, holder_plays=e.plays, phase="dealing" if e.seat is not None else s.phase)
-    s = r(s, **{f"{e.offer}_holder": e.seat}, decided=s.decided + (e.offer,))
+        return _r(s, shoe_holder=e.seat, holder_plays=e.plays, phase="dealing" if e.seat is not None else s.phase)
+    s = _r(s, **{f"{e.offer}_holder": e.seat}, decided=s.decided + (e.offer,))
     if s.phase == "offers" and not s.offers_todo:
-        return r(s, phase="dealing")
+        return _r(s, phase="dealing")
     if s.phase == "handling" and e.seat is None:
-        return r(s, handle_todo=s.handle_todo[1:])
+        return _r(s, handle_todo=s.handle_todo[1:])
     return s
 
 
