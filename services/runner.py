@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import itertools
+import json
 import logging
 import os
 import re
@@ -25,7 +27,9 @@ from faststream.nats import JStream, NatsBroker, NatsMessage, PullSub
 from faststream.nats.prometheus import NatsPrometheusMiddleware
 from faststream.security import BaseSecurity
 from nats.aio.client import Client
+from nats.aio.msg import Msg
 from nats.js.api import ConsumerConfig, DeliverPolicy
+from nats.js.errors import NotFoundError
 
 from casino import commands as c
 from casino.metrics import Metrics, serve_http
@@ -33,11 +37,19 @@ from casino.projections import KvProjections, Projector
 from casino.rules.settlement import CoupSettled
 from casino.service import Clock, Peer, TableLocks, answer, utc_now
 from casino.store import envelope, subjects
-from casino.store.jetstream import MAX_DELIVERIES, STREAM, JetStreamEventStore, dead_letter, ensure_streams
+from casino.store.jetstream import (
+    MAX_DELIVERIES,
+    STREAM,
+    Delivery,
+    JetStreamEventStore,
+    dead_letter,
+    delivery,
+    ensure_streams,
+)
 from casino.tables import TableConfig, load_tables
 from casino.verify import verify_coup
 from services.dealer_policy.service import DealerPolicyService
-from services.settlement.service import SettlementService
+from services.settlement.service import FOLLOWED, Due, SettlementService
 from services.shoe.secrets import JetStreamSecrets
 from services.shoe.service import ShoeService, ShuffleSource, secure_shuffle
 from services.wager.service import WagerService
@@ -50,9 +62,9 @@ class Running:
     """A started service: its handler object, broker, connection and metrics."""
 
     def __init__(self, kind: str, service: Any, broker: NatsBroker, nc: Client, metrics: Metrics,
-                 commands: CommandServer | None = None) -> None:
+                 commands: CommandServer | None = None, consumer: PullConsumer | None = None) -> None:
         self.kind, self.service, self.broker, self.nc, self.metrics = kind, service, broker, nc, metrics
-        self.commands = commands
+        self.commands, self.consumer = commands, consumer
         self.tasks: list[asyncio.Task[None]] = []
         self.http: asyncio.AbstractServer | None = None
 
@@ -63,6 +75,8 @@ class Running:
             self.http.close()
         if self.commands:
             await self.commands.stop()
+        if self.consumer:
+            await self.consumer.stop()
         await self.broker.stop()
         await self.nc.drain()
 
@@ -128,6 +142,59 @@ class CommandServer:
             self.slots.release()
 
 
+class PullConsumer:
+    """Takes a durable pull consumer's deliveries straight from nats-py, each
+    handed to ``on_message`` as it arrives, in stream order. faststream's
+    batch fetch waits to fill its batch (up to its timeout, so a coup's result
+    would wait with it), and its per-message stack cost settlement most of
+    its CPU.
+
+    One pull request is outstanding at a time; the next goes when it is
+    used up, when the server ends it (a status: expired, no messages, a new
+    leader), or after ``expires`` (a request lost with a reconnect)."""
+
+    def __init__(self, durable: str, on_message: Callable[[Msg], Awaitable[None]], batch: int = 64,
+                 expires: float = 2.0) -> None:
+        self.durable, self.on_message, self.batch, self.expires = durable, on_message, batch, expires
+        self.ended = asyncio.Event()
+        self.left = 0
+        self.sub: Any = None
+        self.task: asyncio.Task[None] | None = None
+
+    async def start(self, nc: Client) -> None:
+        inbox = nc.new_inbox()
+        self.sub = await nc.subscribe(inbox, cb=self._receive)
+        self.task = asyncio.create_task(self._pull(nc, inbox))
+
+    async def stop(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+        if self.sub is not None:
+            with contextlib.suppress(nats.errors.Error):
+                await self.sub.unsubscribe()
+
+    async def _pull(self, nc: Client, inbox: str) -> None:
+        subject = f"$JS.API.CONSUMER.MSG.NEXT.{STREAM}.{self.durable}"
+        request = json.dumps({"batch": self.batch, "expires": int(self.expires * 1e9)}).encode()
+        while True:
+            self.ended.clear()
+            self.left = self.batch
+            with contextlib.suppress(nats.errors.Error):  # away: the next request goes after `expires`
+                await nc.publish(subject, request, reply=inbox)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.ended.wait(), self.expires + 0.5)
+
+    async def _receive(self, msg: Msg) -> None:
+        if not msg.data and msg.headers and "Status" in msg.headers:
+            if msg.headers["Status"] != "100":  # anything but a heartbeat ends the request
+                self.ended.set()
+            return
+        self.left -= 1
+        if self.left <= 0:
+            self.ended.set()
+        await self.on_message(msg)
+
+
 async def start(kind: str, url: str, *, tables: dict[str, TableConfig] | None = None,
                 shuffle: ShuffleSource = secure_shuffle, clock: Clock = utc_now, name: str = "",
                 http_port: int | None = None) -> Running:
@@ -146,6 +213,7 @@ async def start(kind: str, url: str, *, tables: dict[str, TableConfig] | None = 
     durables: list[str] = []
     service: Any
     commands: CommandServer | None = None
+    consumer: PullConsumer | None = None
     if kind == "shoe":
         service = ShoeService(store, JetStreamSecrets(nc.jetstream()), shuffle, clock)
         commands = CommandServer(subjects.command("*", "shoe"), "shoe",
@@ -163,17 +231,8 @@ async def start(kind: str, url: str, *, tables: dict[str, TableConfig] | None = 
                                  _command_handler(c.coup_decoder, service.handle, service.reload, metrics), metrics)
     elif kind == "settlement":
         service = SettlementService(store, clock)
-
-        async def on_coup_events(msg: NatsMessage) -> None:
-            with metrics.handling.labels(kind).time():
-                await _or_dead_letter(nc, "settlement", msg, metrics, lambda: service.on_coup_events(
-                    msg.raw_message.subject, envelope.decode(msg.body)))
-
-        # A short ack wait: what a killed instance had in hand is redelivered within seconds.
-        broker.subscriber(subjects.aggregate_filter("coup"), stream=JStream(STREAM, declare=False),
-                          durable="settlement", pull_sub=PullSub(batch_size=32),
-                          config=ConsumerConfig(ack_wait=5.0))(on_coup_events)
-        durables.append("settlement")
+        consumer = await _settlement_consumer(nc, service, metrics)
+        durables.append(consumer.durable)
     elif kind == "projections":
         service = await _projections(broker, nc, store, metrics, durables)
     else:
@@ -186,7 +245,9 @@ async def start(kind: str, url: str, *, tables: dict[str, TableConfig] | None = 
     await broker.start()
     if commands is not None:
         await commands.start(nc)
-    running = Running(kind, service, broker, nc, metrics, commands)
+    if consumer is not None:
+        await consumer.start(nc)
+    running = Running(kind, service, broker, nc, metrics, commands, consumer)
     running.tasks.append(asyncio.create_task(_watch_consumers(nc, durables, metrics)))
     if http_port is not None:
         running.http = await serve_http(metrics, http_port)
@@ -219,19 +280,20 @@ _instances = itertools.count()
 ORDERED = PullSub(batch_size=64, timeout=1.0, batch=True)
 
 
-async def _decoded(nc: Client, consumer: str, m: Any, metrics: Metrics) -> envelope.Batch | None:
+async def _decoded(nc: Client, consumer: str, m: Msg, at: Delivery, metrics: Metrics) -> envelope.Batch | None:
     """A follower cannot wait on a message it cannot read: it is filed at once."""
     try:
         return envelope.decode(m.data)
     except (msgspec.DecodeError, msgspec.ValidationError, ValueError) as exc:
-        await _file_dead_letter(nc, consumer, m.subject, m.metadata.sequence.stream, m.data,
+        await _file_dead_letter(nc, consumer, m.subject, at.stream_seq, m.data,
                                 f"{type(exc).__name__}: {exc}", metrics)
         return None
 
 
-def _in_order(msg: NatsMessage) -> list[Any]:
+def _in_order(msg: NatsMessage) -> list[tuple[Any, Delivery]]:
     raw = msg.raw_message
-    return sorted(raw if isinstance(raw, list) else [raw], key=lambda m: m.metadata.sequence.stream)
+    return sorted(((m, delivery(m.reply)) for m in (raw if isinstance(raw, list) else [raw])),
+                  key=lambda md: md[1].stream_seq)
 
 
 async def _verify(store: JetStreamEventStore, coup: str, metrics: Metrics) -> None:
@@ -244,23 +306,24 @@ async def _verify(store: JetStreamEventStore, coup: str, metrics: Metrics) -> No
             log.error("verification: %s event seq %d: %s", f.coup, f.seq, f.what)
 
 
-async def _or_dead_letter(nc: Client, consumer: str, msg: NatsMessage, metrics: Metrics,
-                          handle: Callable[[], Awaitable[None]]) -> None:
-    """Handle one delivery; if it fails, let it be redelivered a few times, then
-    file it as a dead letter with the reason and go on with the next."""
-    try:
-        await handle()
-    except Exception as exc:
-        meta = msg.raw_message.metadata
-        if isinstance(exc, nats.errors.Error | TimeoutError | ConnectionError | OSError | RuntimeError):
-            await msg.nack(delay=1.0)  # the broker or a peer is away: not the event's fault
-            return
-        if meta.num_delivered < MAX_DELIVERIES:
-            log.warning("%s: delivery %d of seq %d failed: %s", consumer, meta.num_delivered, meta.sequence.stream, exc)
-            await msg.nack(delay=0.2)
-            return
-        await _file_dead_letter(nc, consumer, msg.raw_message.subject, meta.sequence.stream, msg.body,
-                                f"{type(exc).__name__}: {exc}", metrics)
+async def _failed(nc: Client, consumer: str, m: Msg, at: Delivery, exc: Exception, metrics: Metrics) -> None:
+    """A delivery that could not be handled is redelivered a few times, then
+    filed as a dead letter with the reason."""
+    if isinstance(exc, nats.errors.Error | TimeoutError | ConnectionError | OSError | RuntimeError):
+        await m.nak(delay=1.0)  # the broker or a peer is away: not the event's fault
+    elif at.delivered < MAX_DELIVERIES:
+        log.warning("%s: delivery %d of seq %d failed: %s", consumer, at.delivered, at.stream_seq, exc)
+        await m.nak(delay=0.2)
+    else:
+        await _file_dead_letter(nc, consumer, m.subject, at.stream_seq, m.data, f"{type(exc).__name__}: {exc}",
+                                metrics)
+        await _ack(m)
+
+
+async def _ack(m: Msg) -> None:
+    """Ack; if the connection is away the server delivers the message again, which is harmless."""
+    with contextlib.suppress(nats.errors.Error):
+        await m.ack()
 
 
 async def _file_dead_letter(nc: Client, consumer: str, subject: str, seq: int, data: bytes, reason: str,
@@ -308,11 +371,11 @@ async def _projections(broker: NatsBroker, nc: Client, store: JetStreamEventStor
         with metrics.handling.labels("projections").time():
             changed: set[tuple[str, str]] = set()
             settled = []
-            for m in _in_order(msg):
-                batch = await _decoded(nc, name, m, metrics)
+            for m, at in _in_order(msg):
+                batch = await _decoded(nc, name, m, at, metrics)
                 if batch is None:
                     continue
-                changed |= projector.apply(m.subject, m.metadata.sequence.stream, batch)
+                changed |= projector.apply(m.subject, at.stream_seq, batch)
                 settled += [e.data.coup_id for e in batch.events if isinstance(e.data, CoupSettled)]
             if changed:
                 await kv.put(projector, changed)
@@ -335,15 +398,71 @@ def _follow(broker: NatsBroker, nc: Client, service: Any, kind: str, metrics: Me
 
     async def on_events(msg: NatsMessage) -> None:
         with metrics.handling.labels(kind).time():
-            for m in _in_order(msg):
-                batch = await _decoded(nc, name, m, metrics)
+            for m, at in _in_order(msg):
+                batch = await _decoded(nc, name, m, at, metrics)
                 if batch is not None:
-                    await service.observe(m.subject, m.metadata.sequence.stream, batch)
+                    await service.observe(m.subject, at.stream_seq, batch)
 
     broker.subscriber(subjects.aggregate_filter(aggregate), stream=JStream(STREAM, declare=False), durable=name,
                       pull_sub=ORDERED, deliver_policy=DeliverPolicy.NEW,
                       config=ConsumerConfig(inactive_threshold=600.0))(on_events)
     return name
+
+
+async def _ensure_filters(nc: Client, durable: str, filters: list[str]) -> None:
+    """Create the durable consumer, or give one declared elsewhere (an older
+    release, the cluster's manifests) these filters, keeping its other settings.
+    A short ack wait: what a killed instance had in hand comes again within seconds."""
+    js = nc.jetstream()
+    try:
+        config = (await js.consumer_info(STREAM, durable)).config
+    except NotFoundError:
+        config = ConsumerConfig(durable_name=durable, ack_wait=5.0)
+    else:
+        if sorted(config.filter_subjects or [config.filter_subject or ""]) == sorted(filters):
+            return
+    config.filter_subject, config.filter_subjects = None, filters
+    await js.add_consumer(STREAM, config)
+
+
+async def _settlement_consumer(nc: Client, service: SettlementService, metrics: Metrics) -> PullConsumer:
+    """Settlement follows every coup and wager event from its durable consumer
+    and settles each coup as its result passes, the settlements of several
+    tables at once. A delivery that does not follow the last one (a
+    redelivery, or one that went to another instance) makes settlement forget
+    what it followed: those coups are read back from the stream."""
+    name = "settlement"
+    await _ensure_filters(nc, name, [subjects.aggregate_filter(a) for a in FOLLOWED])
+    last = 0  # the consumer sequence of the last delivery
+    settling: set[asyncio.Task[None]] = set()
+
+    async def settle(m: Msg, at: Delivery, due: Due) -> None:
+        try:
+            await service.settle(due)
+        except Exception as exc:
+            await _failed(nc, name, m, at, exc, metrics)
+        else:
+            await _ack(m)
+
+    async def on_message(m: Msg) -> None:
+        nonlocal last
+        at = delivery(m.reply)
+        if at.delivered != 1 or at.consumer_seq != last + 1:
+            service.forget()
+        last = at.consumer_seq
+        with metrics.handling.labels(name).time():
+            batch = await _decoded(nc, name, m, at, metrics)
+            due = None if batch is None else service.follow(m.subject, batch, at.delivered == 1)
+            if batch is None:
+                service.forget()
+        if due is None:
+            await _ack(m)
+            return
+        task = asyncio.create_task(settle(m, at, due))
+        settling.add(task)
+        task.add_done_callback(settling.discard)
+
+    return PullConsumer(name, on_message)
 
 
 def main(kind: str) -> None:

@@ -18,6 +18,7 @@ from casino.natsserver import NatsCluster
 from casino.replaycli import verify_all
 from casino.simulator import Simulator
 from casino.store import subjects
+from casino.store.eventstore import Stored
 from casino.store.jetstream import STREAM, JetStreamEventStore, ensure_streams
 from tests.faults.harness import audit
 
@@ -47,12 +48,15 @@ async def test_a_node_lost_and_the_whole_cluster_restarted_lose_nothing(tmp_path
         running = [await runner.start(kind, cluster.url, tables=tables) for kind in runner.KINDS]
         sim = asyncio.create_task(Simulator(nc, tables, seed=8, patience=60).run(COUPS))
 
-        async def settled() -> int:
+        async def read(filter_: str) -> list[Stored]:
             while True:  # the test's own reads wait out the outage too
                 try:
-                    return len(await JetStreamEventStore(nc).read(subjects.aggregate_filter("settle")))
+                    return await JetStreamEventStore(nc).read(filter_)
                 except (nats.errors.Error, TimeoutError):
                     await asyncio.sleep(0.5)
+
+        async def settled() -> int:
+            return len(await read(subjects.aggregate_filter("settle")))
 
         async def until_settled(count: int, why: str) -> None:  # a stall fails the test, never hangs it
             async def wait() -> None:
@@ -74,7 +78,7 @@ async def test_a_node_lost_and_the_whole_cluster_restarted_lose_nothing(tmp_path
         cluster.start()  # ... and back: the services reconnect by themselves
         await asyncio.wait_for(sim, timeout=300)
 
-        stored = await JetStreamEventStore(nc).read(f"{subjects.EVENTS}.>")
+        stored = await read(f"{subjects.EVENTS}.>")
         last = stored[-1].seq
         for i in range(3):  # every node, the restarted one too, holds the whole stream
             for _ in range(100):

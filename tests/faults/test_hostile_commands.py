@@ -113,8 +113,8 @@ async def run(steps: list[tuple[Any, ...]]) -> None:
             assert reply.clause != "internal", reply
             if not reply.ok and service == "wager":
                 assert len(store.messages) == before  # a refused command writes nothing
-        # settle what finished, then check every finished coup
-        for msg in await store.read(subjects.aggregate_filter("coup", table)):
+        # settle what finished (settlement follows the table's events), then check every finished coup
+        for msg in await store.read(subjects.table_filter(table)):
             await settle.on_coup_events(msg.subject, msg.batch)
     stored = await store.read(f"{subjects.EVENTS}.>")
     for coup, msgs in by_coup(stored).items():

@@ -15,7 +15,7 @@ from casino.rules.shoe import CardDrawn
 from casino.store import subjects
 from casino.store.envelope import Batch, Envelope, type_of
 from casino.store.eventstore import Conflict, EventStore, InMemoryEventStore
-from casino.store.jetstream import JetStreamEventStore, delivery_position, ensure_streams
+from casino.store.jetstream import JetStreamEventStore, delivery, ensure_streams
 
 pytestmark = pytest.mark.anyio
 AT = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
@@ -114,8 +114,8 @@ async def test_a_retry_after_the_aggregate_moved_on_is_still_written_once(store:
     "$JS.ACK.hub.ACCHASH.CASINO.reader.2.4521.17.1764431234567890123.0.rnd",
     "$JS.ACK.hub.ACCHASH.CASINO.reader.2.4521.17.1764431234567890123.7",
 ])
-def test_a_delivery_position_is_what_nats_py_reads_from_the_ack_subject(reply: str) -> None:
+def test_a_delivery_is_what_nats_py_reads_from_the_ack_subject(reply: str) -> None:
     meta = Msg(None, subject="s", reply=reply).metadata  # type: ignore[arg-type]
-    assert delivery_position(reply) == (meta.sequence.stream, meta.num_pending)
+    assert delivery(reply) == (meta.sequence.stream, meta.sequence.consumer, meta.num_delivered, meta.num_pending)
     with pytest.raises(ValueError):
-        delivery_position("_INBOX.abc.1")
+        delivery("_INBOX.abc.1")

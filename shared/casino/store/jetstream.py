@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import NamedTuple
 
 from nats.aio.client import Client
 from nats.aio.msg import Msg
@@ -60,9 +61,17 @@ async def ensure_streams(js: JetStreamContext, replicas: int = 1) -> None:
             await js.add_stream(config)
 
 
-def delivery_position(reply: str) -> tuple[int, int]:
-    """The stream sequence of a JetStream delivery and the messages still
-    pending after it, from its ack subject (ADR-15: ``$JS.ACK.<stream>.
+class Delivery(NamedTuple):
+    """Where a JetStream delivery stands, from its ack subject."""
+
+    stream_seq: int
+    consumer_seq: int  # counts every delivery of the consumer, redeliveries too
+    delivered: int  # 1 on the first delivery of the message
+    pending: int  # messages of the consumer still to deliver after it
+
+
+def delivery(reply: str) -> Delivery:
+    """The delivery's position from its ack subject (ADR-15: ``$JS.ACK.<stream>.
     <consumer>.<delivered>.<stream seq>.<consumer seq>.<time>.<pending>``, or
     with ``<domain>.<account hash>`` after ``$JS.ACK`` and a token at the end).
 
@@ -70,9 +79,9 @@ def delivery_position(reply: str) -> tuple[int, int]:
     reading a whole history parses one per message."""
     tokens = reply.split(".")
     if len(tokens) == 9:
-        return int(tokens[5]), int(tokens[8])
+        return Delivery(int(tokens[5]), int(tokens[6]), int(tokens[4]), int(tokens[8]))
     if len(tokens) >= 11 and tokens[:2] == ["$JS", "ACK"]:
-        return int(tokens[7]), int(tokens[10])
+        return Delivery(int(tokens[7]), int(tokens[8]), int(tokens[6]), int(tokens[10]))
     raise ValueError(f"not a JetStream delivery: {reply!r}")
 
 
@@ -114,7 +123,7 @@ class JetStreamEventStore:
         done = asyncio.Event()
 
         async def take(m: Msg) -> None:
-            seq, pending = delivery_position(m.reply)
+            seq, _, _, pending = delivery(m.reply)
             try:
                 msg_id = (m.headers or {}).get("Nats-Msg-Id", "")
                 out.append(Stored(seq, m.subject, decode(m.data), msg_id))

@@ -1,0 +1,117 @@
+"""Settlement pays from the events it followed as they passed, and reads a
+coup back from the stream whenever what it followed may not be whole: both
+ways give the same payouts, and a gap never gives a payout from half a coup."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+
+import nats
+import pytest
+from nats.js.api import ConsumerConfig
+from services import runner
+from services.dealer_policy.service import DealerPolicyService
+from services.settlement.service import SettlementService
+from services.shoe.service import MemorySecrets, ShoeService
+from services.wager.service import WagerService
+
+from casino import commands as c
+from casino.rules.settlement import CoupSettled
+from casino.store import subjects
+from casino.store.eventstore import InMemoryEventStore, Stored
+from casino.store.jetstream import STREAM, ensure_streams
+from tests.faults.test_hostile_commands import TABLES, LocalPeer, _follow
+
+
+async def _dealt(coups: int) -> InMemoryEventStore:
+    """Coups dealt to the end at every table, with wagers, by the services in memory."""
+    store, peer = InMemoryEventStore(), LocalPeer()
+    shoe = ShoeService(store, MemorySecrets())
+    wager, dealer = WagerService(store), DealerPolicyService(store, peer, TABLES)  # type: ignore[arg-type]
+    peer.routes = {"shoe": (c.shoe_decoder, shoe.handle, shoe.reload),
+                   "wager": (c.wager_decoder, wager.handle, wager.reload),
+                   "coup": (c.coup_decoder, dealer.handle, dealer.reload)}
+    for table in TABLES:
+        for n in range(coups):
+            reply = await peer.ask(f"casino.cmd.{table}.coup", c.OpenCoup(id=f"o{table}{n}", table=table))
+            assert reply.ok, reply
+            coup = reply.coup
+            for seat, bet in ((1, "banker" if table == "B" else "box"), (3, "player" if table == "B" else "box")):
+                placed = await peer.ask(f"casino.cmd.{table}.wager", c.PlaceWager(
+                    id=f"w{table}{n}-{seat}", table=table, coup=coup, seat=seat, bet=bet, amount=5000))
+                assert placed.ok, placed
+            reply = await peer.ask(f"casino.cmd.{table}.coup", c.CloseBetting(id=f"c{table}{n}", table=table, coup=coup))
+            k = 0
+            while reply.waiting is not None and reply.waiting.kind != "finished":
+                step, k = _follow(reply.waiting), k + 1
+                cid, seat = f"{step[0]}{table}{n}-{k}", step[1]
+                cmd: c.Command
+                if step[0] == "answer":
+                    cmd = c.AnswerOffer(id=cid, table=table, coup=coup, seat=seat, accept=True)
+                elif step[0] == "expose":
+                    cmd = c.ExposeHand(id=cid, table=table, coup=coup, seat=seat, hand=step[2])
+                else:
+                    cmd = c.Decide(id=cid, table=table, coup=coup, seat=seat, hand=step[2], action="stand")
+                reply = await peer.ask(f"casino.cmd.{table}.coup", cmd)
+                assert reply.ok, reply
+    return store
+
+
+class CountingStore(InMemoryEventStore):
+    def __init__(self, source: InMemoryEventStore) -> None:
+        super().__init__()
+        self.messages, self.ids = copy.deepcopy(source.messages), dict(source.ids)
+        self.reads = 0
+
+    async def read(self, filter_: str, after: int = 0) -> list[Stored]:
+        self.reads += 1
+        return await super().read(filter_, after)
+
+
+async def _settle(source: InMemoryEventStore, how: str) -> tuple[list[CoupSettled], int]:
+    """Feed every event in stream order, as the consumer would, and return
+    what was settled and how many times the coup was read back."""
+    store = CountingStore(source)
+    service = SettlementService(store)
+    for msg in await InMemoryEventStore.read(store, f"{subjects.EVENTS}.>"):
+        aggregate = subjects.tokens(msg.subject)[3]
+        if how == "coup events only" and aggregate != "coup":
+            continue
+        if how == "gap before each result" and any(e.type.endswith("coup_resulted") for e in msg.batch.events):
+            service.forget()
+        await service.on_coup_events(msg.subject, msg.batch, first_delivery=how != "redelivered")
+    settled = [e.data for m in await InMemoryEventStore.read(store, f"{subjects.EVENTS}.*.*.*.settle")
+               for e in m.batch.events]
+    return [s for s in settled if isinstance(s, CoupSettled)], store.reads
+
+
+def test_settlement_pays_the_same_from_what_it_followed_as_from_the_stream() -> None:
+    source = asyncio.run(_dealt(6))
+    followed, reads = asyncio.run(_settle(source, "in order"))
+    assert len(followed) == 12 and reads == 0  # every coup paid from what passed, none read back
+    assert any(p.returned for s in followed for p in s.payouts)
+    for how in ("gap before each result", "redelivered", "coup events only"):
+        again, reads = asyncio.run(_settle(source, how))
+        assert reads == 12, how  # each coup read back from the stream, none paid from half of it
+        assert again == followed, how
+
+
+@pytest.mark.anyio
+async def test_settlement_gives_an_older_consumer_the_wager_events_and_keeps_its_settings(nats_url: str) -> None:
+    """A settlement consumer declared before it followed wager events (an older
+    release, or the cluster's manifests) is given the wager filter at start,
+    keeping the limits the operator set."""
+    nc = await nats.connect(nats_url)
+    js = nc.jetstream()
+    await ensure_streams(js)
+    await js.add_consumer(STREAM, ConsumerConfig(durable_name="settlement", filter_subject="casino.ev.*.*.*.coup",
+                                                 ack_wait=30.0, max_deliver=10))
+    running = await runner.start("settlement", nats_url)
+    try:
+        config = (await js.consumer_info(STREAM, "settlement")).config
+    finally:
+        await running.stop()
+        await nc.close()
+    assert sorted(config.filter_subjects or []) == ["casino.ev.*.*.*.coup", "casino.ev.*.*.*.wager"]
+    assert (config.ack_wait, config.max_deliver) == (30.0, 10)
