@@ -22,7 +22,7 @@ from casino.replaycli import by_coup
 from casino.rules.errors import RuleViolation
 from casino.service import answer
 from casino.store import subjects
-from casino.store.eventstore import InMemoryEventStore
+from casino.store.eventstore import InMemoryEventStore, Stored
 from casino.tables import TableConfig
 from casino.verify import verify_coup
 
@@ -50,6 +50,42 @@ class LocalPeer:
         if not reply.ok:
             raise RuleViolation(reply.clause, reply.reason)
         return reply
+
+
+async def deal_in_memory(coups: int, same_ids: bool = False) -> InMemoryEventStore:
+    """Coups dealt to the end at every table, with wagers, by the services in
+    memory; with ``same_ids`` every table's terminal numbers its commands alike."""
+    store, peer = InMemoryEventStore(), LocalPeer()
+    shoe = ShoeService(store, MemorySecrets())
+    wager, dealer = WagerService(store), DealerPolicyService(store, peer, TABLES)  # type: ignore[arg-type]
+    peer.routes = {"shoe": (c.shoe_decoder, shoe.handle, shoe.reload),
+                   "wager": (c.wager_decoder, wager.handle, wager.reload),
+                   "coup": (c.coup_decoder, dealer.handle, dealer.reload)}
+    for table in TABLES:
+        tid = "" if same_ids else table
+        for n in range(coups):
+            reply = await peer.ask(f"casino.cmd.{table}.coup", c.OpenCoup(id=f"o{tid}{n}", table=table))
+            assert reply.ok, reply
+            coup = reply.coup
+            for seat, bet in ((1, "banker" if table == "B" else "box"), (3, "player" if table == "B" else "box")):
+                placed = await peer.ask(f"casino.cmd.{table}.wager", c.PlaceWager(
+                    id=f"w{tid}{n}-{seat}", table=table, coup=coup, seat=seat, bet=bet, amount=5000))
+                assert placed.ok, placed
+            reply = await peer.ask(f"casino.cmd.{table}.coup", c.CloseBetting(id=f"c{tid}{n}", table=table, coup=coup))
+            k = 0
+            while reply.waiting is not None and reply.waiting.kind != "finished":
+                step, k = _follow(reply.waiting), k + 1
+                cid, seat = f"{step[0]}{tid}{n}-{k}", step[1]
+                cmd: c.Command
+                if step[0] == "answer":
+                    cmd = c.AnswerOffer(id=cid, table=table, coup=coup, seat=seat, accept=True)
+                elif step[0] == "expose":
+                    cmd = c.ExposeHand(id=cid, table=table, coup=coup, seat=seat, hand=step[2])
+                else:
+                    cmd = c.Decide(id=cid, table=table, coup=coup, seat=seat, hand=step[2], action="stand")
+                reply = await peer.ask(f"casino.cmd.{table}.coup", cmd)
+                assert reply.ok, reply
+    return store
 
 
 seats = st.sampled_from([1, 2, 3, 5, 7, 14, 99, 0, -1])
@@ -166,3 +202,20 @@ def test_a_reload_that_fails_is_answered_as_internal_not_left_unanswered() -> No
     command = c.encoder.encode(c.Status(id="s1", table="BAC000-1"))
     reply = msgspec.json.decode(asyncio.run(answer(command, c.coup_decoder, handler, reload)), type=c.Reply)
     assert (reply.ok, reply.clause) == (False, "internal")
+
+
+def test_terminals_at_two_tables_may_number_their_commands_alike() -> None:
+    """A terminal's command ids are its own: the same id at another table is
+    another command, recorded, never answered as a duplicate of the first."""
+    async def dealt() -> list[Stored]:
+        store = await deal_in_memory(3, same_ids=True)
+        settlement = SettlementService(store)
+        for msg in await store.read(f"{subjects.EVENTS}.>"):
+            await settlement.on_coup_events(msg.subject, msg.batch)
+        return await store.read(f"{subjects.EVENTS}.>")
+
+    stored = asyncio.run(dealt())
+    placed = [m for m in stored if any(e.type == "wager.placed" for e in m.batch.events)]
+    assert len(placed) == 2 * 3 * 2  # two wagers a coup, three coups, two tables
+    coups = by_coup(stored)
+    assert len(coups) == 6 and all(verify_coup(msgs) == [] for msgs in coups.values())

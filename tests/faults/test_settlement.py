@@ -11,51 +11,13 @@ import nats
 import pytest
 from nats.js.api import ConsumerConfig
 from services import runner
-from services.dealer_policy.service import DealerPolicyService
 from services.settlement.service import SettlementService
-from services.shoe.service import MemorySecrets, ShoeService
-from services.wager.service import WagerService
 
-from casino import commands as c
 from casino.rules.settlement import CoupSettled
 from casino.store import subjects
 from casino.store.eventstore import InMemoryEventStore, Stored
 from casino.store.jetstream import STREAM, ensure_streams
-from tests.faults.test_hostile_commands import TABLES, LocalPeer, _follow
-
-
-async def _dealt(coups: int) -> InMemoryEventStore:
-    """Coups dealt to the end at every table, with wagers, by the services in memory."""
-    store, peer = InMemoryEventStore(), LocalPeer()
-    shoe = ShoeService(store, MemorySecrets())
-    wager, dealer = WagerService(store), DealerPolicyService(store, peer, TABLES)  # type: ignore[arg-type]
-    peer.routes = {"shoe": (c.shoe_decoder, shoe.handle, shoe.reload),
-                   "wager": (c.wager_decoder, wager.handle, wager.reload),
-                   "coup": (c.coup_decoder, dealer.handle, dealer.reload)}
-    for table in TABLES:
-        for n in range(coups):
-            reply = await peer.ask(f"casino.cmd.{table}.coup", c.OpenCoup(id=f"o{table}{n}", table=table))
-            assert reply.ok, reply
-            coup = reply.coup
-            for seat, bet in ((1, "banker" if table == "B" else "box"), (3, "player" if table == "B" else "box")):
-                placed = await peer.ask(f"casino.cmd.{table}.wager", c.PlaceWager(
-                    id=f"w{table}{n}-{seat}", table=table, coup=coup, seat=seat, bet=bet, amount=5000))
-                assert placed.ok, placed
-            reply = await peer.ask(f"casino.cmd.{table}.coup", c.CloseBetting(id=f"c{table}{n}", table=table, coup=coup))
-            k = 0
-            while reply.waiting is not None and reply.waiting.kind != "finished":
-                step, k = _follow(reply.waiting), k + 1
-                cid, seat = f"{step[0]}{table}{n}-{k}", step[1]
-                cmd: c.Command
-                if step[0] == "answer":
-                    cmd = c.AnswerOffer(id=cid, table=table, coup=coup, seat=seat, accept=True)
-                elif step[0] == "expose":
-                    cmd = c.ExposeHand(id=cid, table=table, coup=coup, seat=seat, hand=step[2])
-                else:
-                    cmd = c.Decide(id=cid, table=table, coup=coup, seat=seat, hand=step[2], action="stand")
-                reply = await peer.ask(f"casino.cmd.{table}.coup", cmd)
-                assert reply.ok, reply
-    return store
+from tests.faults.test_hostile_commands import deal_in_memory
 
 
 class CountingStore(InMemoryEventStore):
@@ -87,7 +49,7 @@ async def _settle(source: InMemoryEventStore, how: str) -> tuple[list[CoupSettle
 
 
 def test_settlement_pays_the_same_from_what_it_followed_as_from_the_stream() -> None:
-    source = asyncio.run(_dealt(6))
+    source = asyncio.run(deal_in_memory(6))
     followed, reads = asyncio.run(_settle(source, "in order"))
     assert len(followed) == 12 and reads == 0  # every coup paid from what passed, none read back
     assert any(p.returned for s in followed for p in s.payouts)
