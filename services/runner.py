@@ -160,6 +160,13 @@ class PullConsumer:
         self.left = 0
         self.sub: Any = None
         self.task: asyncio.Task[None] | None = None
+        self.running: set[asyncio.Task[None]] = set()
+
+    def later(self, work: Awaitable[None]) -> None:
+        """Go on with ``work`` beside the next deliveries (it acks its own)."""
+        task = asyncio.ensure_future(work)
+        self.running.add(task)
+        task.add_done_callback(self.running.discard)
 
     async def start(self, nc: Client) -> None:
         inbox = nc.new_inbox()
@@ -167,11 +174,14 @@ class PullConsumer:
         self.task = asyncio.create_task(self._pull(nc, inbox))
 
     async def stop(self) -> None:
+        """Take no more deliveries and finish the work in hand."""
         if self.task is not None:
             self.task.cancel()
         if self.sub is not None:
             with contextlib.suppress(nats.errors.Error):
                 await self.sub.unsubscribe()
+        if self.running:
+            await asyncio.wait(self.running, timeout=10)
 
     async def _pull(self, nc: Client, inbox: str) -> None:
         subject = f"$JS.API.CONSUMER.MSG.NEXT.{STREAM}.{self.durable}"
@@ -310,20 +320,21 @@ async def _failed(nc: Client, consumer: str, m: Msg, at: Delivery, exc: Exceptio
     """A delivery that could not be handled is redelivered a few times, then
     filed as a dead letter with the reason."""
     if isinstance(exc, nats.errors.Error | TimeoutError | ConnectionError | OSError | RuntimeError):
-        await m.nak(delay=1.0)  # the broker or a peer is away: not the event's fault
+        await _ack(m, nak_delay=1.0)  # the broker or a peer is away: not the event's fault
     elif at.delivered < MAX_DELIVERIES:
         log.warning("%s: delivery %d of seq %d failed: %s", consumer, at.delivered, at.stream_seq, exc)
-        await m.nak(delay=0.2)
+        await _ack(m, nak_delay=0.2)
     else:
         await _file_dead_letter(nc, consumer, m.subject, at.stream_seq, m.data, f"{type(exc).__name__}: {exc}",
                                 metrics)
         await _ack(m)
 
 
-async def _ack(m: Msg) -> None:
-    """Ack; if the connection is away the server delivers the message again, which is harmless."""
+async def _ack(m: Msg, nak_delay: float | None = None) -> None:
+    """Ack (or with ``nak_delay``, ask for the message again after it); if the
+    connection is away the server delivers it again anyway."""
     with contextlib.suppress(nats.errors.Error):
-        await m.ack()
+        await (m.ack() if nak_delay is None else m.nak(delay=nak_delay))
 
 
 async def _file_dead_letter(nc: Client, consumer: str, subject: str, seq: int, data: bytes, reason: str,
@@ -434,13 +445,13 @@ async def _settlement_consumer(nc: Client, service: SettlementService, metrics: 
     name = "settlement"
     await _ensure_filters(nc, name, [subjects.aggregate_filter(a) for a in FOLLOWED])
     last = 0  # the consumer sequence of the last delivery
-    settling: set[asyncio.Task[None]] = set()
 
     async def settle(m: Msg, at: Delivery, due: Due) -> None:
         try:
             await service.settle(due)
         except Exception as exc:
-            await _failed(nc, name, m, at, exc, metrics)
+            with contextlib.suppress(nats.errors.Error, TimeoutError):  # not filed: it comes again after the ack wait
+                await _failed(nc, name, m, at, exc, metrics)
         else:
             await _ack(m)
 
@@ -457,12 +468,11 @@ async def _settlement_consumer(nc: Client, service: SettlementService, metrics: 
                 service.forget()
         if due is None:
             await _ack(m)
-            return
-        task = asyncio.create_task(settle(m, at, due))
-        settling.add(task)
-        task.add_done_callback(settling.discard)
+        else:
+            consumer.later(settle(m, at, due))
 
-    return PullConsumer(name, on_message)
+    consumer = PullConsumer(name, on_message)
+    return consumer
 
 
 def main(kind: str) -> None:

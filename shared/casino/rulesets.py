@@ -5,6 +5,7 @@ from __future__ import annotations
 import tomllib
 from functools import lru_cache
 from pathlib import Path
+from time import monotonic
 
 from casino.rules.ruleset import Ruleset, RulesetError, parse_ruleset
 
@@ -16,16 +17,26 @@ def available() -> list[str]:
     return sorted(p.stem for p in BUILT_IN.glob("*.toml"))
 
 
+RECHECK_S = 1.0
+_stamps: dict[str, tuple[float, int]] = {}  # name or path: when its file was last looked at, its stamp then
+
+
 def load(name_or_path: str) -> Ruleset:
     """Load a ruleset by built-in name or from a TOML file path (read again
-    only when the file changes)."""
+    when the file changes, which is looked at once a second at most: a
+    verification loads the ruleset of every coup)."""
     path = Path(name_or_path)
     if not path.suffix:
         path = BUILT_IN / f"{name_or_path}.toml"
-    try:
-        stamp = path.stat().st_mtime_ns
-    except FileNotFoundError:
-        raise RulesetError(f"no ruleset {name_or_path!r} (built in: {', '.join(available())})") from None
+    now = monotonic()
+    checked, stamp = _stamps.get(name_or_path, (-RECHECK_S, 0))
+    if now - checked >= RECHECK_S:
+        try:
+            stamp = path.stat().st_mtime_ns
+        except FileNotFoundError:
+            _stamps.pop(name_or_path, None)
+            raise RulesetError(f"no ruleset {name_or_path!r} (built in: {', '.join(available())})") from None
+        _stamps[name_or_path] = (now, stamp)
     return _load(path, stamp, name_or_path)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from casino import rulesets
@@ -85,3 +87,16 @@ def test_a_seat_that_does_not_exist_is_refused() -> None:
     assert err.value.clause == "ruleset seats"
     with pytest.raises(ValueError):
         Table((1, 1))
+
+
+def test_a_ruleset_file_that_changes_is_read_again(tmp_path: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "table.toml"  # type: ignore[operator]
+    path.write_text(GOOD.read_text())
+    first = rulesets.load(str(path))
+    assert isinstance(first, BlackjackRules) and first.shoe.decks == 6
+    path.write_text(GOOD.read_text().replace("decks = 6", "decks = 8"))
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))
+    later = rulesets.monotonic() + rulesets.RECHECK_S
+    monkeypatch.setattr(rulesets, "monotonic", lambda: later)  # looked at again a second later
+    again = rulesets.load(str(path))
+    assert isinstance(again, BlackjackRules) and again.shoe.decks == 8

@@ -13,6 +13,8 @@ Secrets:  casino.secret.<table>.<shoe>  (the shoe service's shuffled orders, kep
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 EVENTS = "casino.ev"
 COMMANDS = "casino.cmd"
 SECRETS = "casino.secret"
@@ -59,6 +61,7 @@ def matches(filter_: str, subject: str) -> bool:
     return len(f) == len(s)
 
 
+@lru_cache(maxsize=4096)  # a coup's few subjects come back with each of its messages
 def tokens(subject: str) -> tuple[str, str, str, str]:
     """(table, shoe, coup, aggregate) of an event subject."""
     _, _, table, shoe, coup, aggregate = subject.split(".")
