@@ -23,6 +23,7 @@ from typing import Any
 
 import msgspec
 import nats
+import uvloop
 from faststream.nats import JStream, NatsBroker, NatsMessage, PullSub
 from faststream.nats.prometheus import NatsPrometheusMiddleware
 from faststream.security import BaseSecurity
@@ -496,4 +497,4 @@ def main(kind: str) -> None:
         await stop.wait()
         await running.stop()
 
-    asyncio.run(run())
+    uvloop.run(run())  # libuv's loop: less CPU per message than asyncio's own
