@@ -3,7 +3,7 @@ processes) on one local nats-server, with simulated wagers, at 16 tables;
 against the ceiling of nats-py appending the same events (same count, same
 sizes, each event as its own message with its envelope) with acks, pipelined,
 to the same kind of stream; with p50 and p99 from
-the close of betting to settlement."""
+the close of betting to settlement, flat out and at half that load."""
 
 from __future__ import annotations
 
@@ -22,10 +22,12 @@ from casino.store.jetstream import JetStreamEventStore
 from casino.tables import TableConfig
 
 
-async def one_run(tables_count: int, seconds: float) -> dict[str, Any]:
+async def one_run(tables_count: int, seconds: float, every: float = 0.0) -> dict[str, Any]:
+    """One run, flat out or (``every``) each table opening a coup every so many
+    seconds; the ceiling is measured after a flat-out run only."""
     tables = {f"BAC-{i + 1}": TableConfig("baccarat-000-methods", "method_a", APPROVALS) for i in range(tables_count)}
     async with casino(tables) as (nc, procs):
-        sim = Simulator(nc, tables, seed=2, patience=40)
+        sim = Simulator(nc, tables, seed=2, patience=40, every=every)
         task = asyncio.create_task(sim.run(None))
         await asyncio.sleep(4)  # the services start and warm up
         store = JetStreamEventStore(nc)
@@ -42,7 +44,7 @@ async def one_run(tables_count: int, seconds: float) -> dict[str, Any]:
         procs.stop_all()  # the ceiling has the server to itself
         # The ceiling appends each event as its own message, with its envelope.
         sizes = [len(m.subject) + len(envelope.encode(envelope.Batch((e,)))) for m in window for e in m.batch.events]
-        ceiling_s = await _ceiling(nc, sizes)
+        ceiling_s = await _ceiling(nc, sizes) if not every else 0.0
     coups = len(latencies)
     return {"coups": coups, "coups_per_s": coups / elapsed, "messages": len(window), "events": len(sizes),
             "ceiling_coups_per_s": coups / ceiling_s if ceiling_s else 0.0,
@@ -64,11 +66,18 @@ async def _ceiling(nc: Any, sizes: list[int]) -> float:
 
 
 async def measure(tables: int = 16, seconds: float = 20, runs: int = 3) -> dict[str, Any]:
+    """Flat out (throughput, and latency with every table always busy), then
+    latency at half that load: each table opening a coup at a steady pace."""
     results = [await one_run(tables, seconds) for _ in range(runs)]
-
-    def med(key: str) -> float:
-        return float(statistics.median(r[key] for r in results))
-
-    rate, ceiling = med("coups_per_s"), med("ceiling_coups_per_s")
+    rate, ceiling = _median(results, "coups_per_s"), _median(results, "ceiling_coups_per_s")
+    every = tables / (rate / 2)
+    paced = [await one_run(tables, seconds, every) for _ in range(runs)]
     return {"tables": tables, "seconds": seconds, "runs": runs, "coups_per_s": rate, "ceiling_coups_per_s": ceiling,
-            "ratio": rate / ceiling if ceiling else 0.0, "p50_ms": med("p50_ms"), "p99_ms": med("p99_ms")}
+            "ratio": rate / ceiling if ceiling else 0.0, "p50_ms": _median(results, "p50_ms"),
+            "p99_ms": _median(results, "p99_ms"),
+            "half_load": {"offered_coups_per_s": tables / every, "coups_per_s": _median(paced, "coups_per_s"),
+                          "p50_ms": _median(paced, "p50_ms"), "p99_ms": _median(paced, "p99_ms")}}
+
+
+def _median(results: list[dict[str, Any]], key: str) -> float:
+    return float(statistics.median(r[key] for r in results))

@@ -54,10 +54,16 @@ class SimulatedTable:
             return self.rnd.choice(self.rules.procedures)
         return ""
 
-    async def play(self, coups: int | None) -> None:
+    async def play(self, coups: int | None, every: float = 0.0, first: float = 0.0) -> None:
+        """Deal ``coups`` (forever when None): one after the other, or with
+        ``every``, a coup opened every so many seconds (the first after ``first``)."""
+        loop = asyncio.get_running_loop()
+        await asyncio.sleep(first)
         while coups is None or self.coups < coups:
+            started = loop.time()
             await self.one_coup()
             self.coups += 1
+            await asyncio.sleep(max(0.0, started + every - loop.time()))
 
     async def one_coup(self) -> None:
         opened = await self.ask("coup", c.OpenCoup, procedure=self._procedure())
@@ -122,11 +128,12 @@ class SimulatedTable:
 
 
 class Simulator:
-    """Drives tables until each has dealt ``coups`` (forever when None)."""
+    """Drives tables until each has dealt ``coups`` (forever when None), flat
+    out or, with ``every``, each opening a coup every so many seconds."""
 
     def __init__(self, nc: Client, tables: dict[str, TableConfig], seed: int | None = None,
-                 console: Console | None = None, patience: int = 5) -> None:
-        self.nc, self.tables, self.console = nc, tables, console
+                 console: Console | None = None, patience: int = 5, every: float = 0.0) -> None:
+        self.nc, self.tables, self.console, self.every = nc, tables, console, every
         self.rnd = random.Random(seed)
         self.waiting: dict[str, asyncio.Event] = {}
         self.peer = Peer(nc, timeout=10, attempts=patience)
@@ -152,6 +159,8 @@ class Simulator:
                   for name, cfg in self.tables.items()]
         self.playing = tables
         try:
-            await asyncio.gather(*(t.play(coups) for t in tables))
+            # Paced tables start at even intervals, as tables on a floor do not deal in step.
+            await asyncio.gather(*(t.play(coups, self.every, self.every * i / len(tables))
+                                   for i, t in enumerate(tables)))
         finally:
             await sub.unsubscribe()

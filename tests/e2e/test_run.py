@@ -4,7 +4,10 @@ table is settled, and a second run continues the same store."""
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 import json
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -16,9 +19,11 @@ from casino.natsserver import NatsServer, free_port
 from casino.rules import settlement
 from casino.rules.baccarat import messages as bm
 from casino.rules.blackjack import messages as jm
+from casino.simulator import SimulatedTable
 from casino.store import subjects
 from casino.store.envelope import CoupConfigured
 from casino.store.jetstream import JetStreamEventStore
+from casino.tables import TableConfig
 
 pytestmark = pytest.mark.anyio
 
@@ -67,3 +72,22 @@ async def test_casino_run_deals_every_coup_to_settlement_and_a_second_run_contin
     assert len(shoe.stdout.splitlines()) == 6
     rebuilt = cli("projections", "rebuild")
     assert "equal to the live ones" in rebuilt.stdout, rebuilt.stdout
+
+
+async def test_a_paced_table_opens_a_coup_every_so_many_seconds() -> None:
+    """The benchmark's half load: a paced table opens its coups at a steady
+    interval (never sooner), and starts after its offset."""
+    table = SimulatedTable("B", TableConfig("baccarat-000-methods"), None, random.Random(1),  # type: ignore[arg-type]
+                           lambda coup: asyncio.Event(), None)  # type: ignore[arg-type]
+    loop = asyncio.get_running_loop()
+    opened: list[float] = []
+
+    async def one_coup() -> None:
+        opened.append(loop.time())
+        await asyncio.sleep(0.01)  # the coup itself takes less than the interval
+
+    table.one_coup = one_coup  # type: ignore[method-assign]
+    start = loop.time()
+    await table.play(4, every=0.05, first=0.03)
+    assert len(opened) == 4 and opened[0] - start >= 0.03
+    assert all(later - earlier >= 0.05 for earlier, later in itertools.pairwise(opened))
