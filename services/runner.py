@@ -36,12 +36,14 @@ from casino import commands as c
 from casino.metrics import Metrics, serve_http
 from casino.projections import KvProjections, Projector
 from casino.rules.settlement import CoupSettled
+from casino.rules.shoe import RoundStarted
 from casino.service import Clock, Peer, TableLocks, answer, utc_now
 from casino.store import envelope, subjects
+from casino.store.eventstore import Stored
+from casino.store.following import Delivery, Following
 from casino.store.jetstream import (
     MAX_DELIVERIES,
     STREAM,
-    Delivery,
     JetStreamEventStore,
     dead_letter,
     delivery,
@@ -307,9 +309,15 @@ def _in_order(msg: NatsMessage) -> list[tuple[Any, Delivery]]:
                   key=lambda md: md[1].stream_seq)
 
 
-async def _verify(store: JetStreamEventStore, coup: str, metrics: Metrics) -> None:
+async def _verify(store: JetStreamEventStore, coup: str, kept: list[Stored] | None, metrics: Metrics) -> None:
+    """Verify a settled coup from the messages kept as they passed; one not
+    followed whole, or with a finding, is judged on its record read back from
+    the stream."""
     table = coup.rsplit("-", 1)[0]
-    findings = verify_coup(await store.read(subjects.coup_filter(coup)))
+    findings = verify_coup(kept) if kept is not None else None
+    if findings != []:
+        metrics.read_back.labels(metrics.service).inc()
+        findings = verify_coup(await store.read(subjects.coup_filter(coup)))
     metrics.verified.labels(table).inc()
     if findings:
         metrics.verification_failures.labels(table).inc()
@@ -378,6 +386,8 @@ async def _projections(broker: NatsBroker, nc: Client, store: JetStreamEventStor
         projector.apply(m.subject, m.seq, m.batch)
     await kv.put(projector, set(projector.everything()))
     _gauges(projector, metrics)
+    # Each coup's messages from its round's start, verified from memory when it settles.
+    following = Following(first=(RoundStarted,))
 
     async def on_events(msg: NatsMessage) -> None:
         with metrics.handling.labels("projections").time():
@@ -386,14 +396,16 @@ async def _projections(broker: NatsBroker, nc: Client, store: JetStreamEventStor
             for m, at in _in_order(msg):
                 batch = await _decoded(nc, name, m, at, metrics)
                 if batch is None:
+                    following.forget()
                     continue
+                following.take(Stored(at.stream_seq, m.subject, batch), at)
                 changed |= projector.apply(m.subject, at.stream_seq, batch)
                 settled += [e.data.coup_id for e in batch.events if isinstance(e.data, CoupSettled)]
             if changed:
                 await kv.put(projector, changed)
                 _gauges(projector, metrics)
             for coup in settled:  # every settled coup is verified as it closes
-                await _verify(store, coup, metrics)
+                await _verify(store, coup, following.pop(coup), metrics)
 
     durables.append(name)
     broker.subscriber(f"{subjects.EVENTS}.>", stream=JStream(STREAM, declare=False), durable=name,
@@ -440,12 +452,10 @@ async def _ensure_filters(nc: Client, durable: str, filters: list[str]) -> None:
 async def _settlement_consumer(nc: Client, service: SettlementService, metrics: Metrics) -> PullConsumer:
     """Settlement follows every coup and wager event from its durable consumer
     and settles each coup as its result passes, the settlements of several
-    tables at once. A delivery that does not follow the last one (a
-    redelivery, or one that went to another instance) makes settlement forget
-    what it followed: those coups are read back from the stream."""
+    tables at once (``casino.store.following``: a coup it could not follow
+    whole is read back from the stream)."""
     name = "settlement"
     await _ensure_filters(nc, name, [subjects.aggregate_filter(a) for a in FOLLOWED])
-    last = 0  # the consumer sequence of the last delivery
 
     async def settle(m: Msg, at: Delivery, due: Due) -> None:
         try:
@@ -457,16 +467,14 @@ async def _settlement_consumer(nc: Client, service: SettlementService, metrics: 
             await _ack(m)
 
     async def on_message(m: Msg) -> None:
-        nonlocal last
         at = delivery(m.reply)
-        if at.delivered != 1 or at.consumer_seq != last + 1:
-            service.forget()
-        last = at.consumer_seq
         with metrics.handling.labels(name).time():
             batch = await _decoded(nc, name, m, at, metrics)
-            due = None if batch is None else service.follow(m.subject, batch, at.delivered == 1)
             if batch is None:
-                service.forget()
+                service.following.forget()
+                due = None
+            else:
+                due = service.follow(Stored(at.stream_seq, m.subject, batch), at)
         if due is None:
             await _ack(m)
         else:

@@ -2,9 +2,10 @@
 every wager of its closed book by the ruleset it was dealt under.
 
 It follows each coup's coup and wager events as they pass, from the coup's
-first event, so that the result finds the whole coup in hand; a coup it did
-not follow from its start (after a restart, a redelivery, or deliveries that
-went to another instance) is read back from the stream instead.
+first event (``casino.store.following``), so that the result finds the whole
+coup in hand; a coup it did not follow from its start (after a restart, a
+redelivery, or deliveries that went to another instance) is read back from
+the stream instead.
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from casino.rules.baccarat import messages as bm
 from casino.rules.blackjack import messages as jm
 from casino.service import Clock, Recorder, log, utc_now
 from casino.store import subjects
-from casino.store.envelope import AnyEvent, Batch, CoupConfigured, Envelope
-from casino.store.eventstore import Conflict, EventStore
+from casino.store.envelope import AnyEvent, CoupConfigured
+from casino.store.eventstore import Conflict, EventStore, Stored
+from casino.store.following import Delivery, Following
 
 FOLLOWED = ("coup", "wager")  # the aggregates whose events a settlement needs
 
@@ -31,17 +33,8 @@ class Due(NamedTuple):
     table: str
     shoe: str
     coup: str
-    causation: str  # the id of the batch's last event
-    envelopes: list[Envelope] | None  # the coup's events, if it was followed from its start
-
-
-class Followed:
-    """A coup's coup and wager events, from its first, as they passed."""
-
-    def __init__(self, coup: str) -> None:
-        self.coup = coup
-        self.envelopes: list[Envelope] = []
-        self.book_opened = False  # whether its wager book was seen from its opening
+    causation: str  # the id of the result batch's last event
+    kept: list[Stored] | None  # the coup's messages, if it was followed from its start
 
 
 class SettlementService:
@@ -52,55 +45,38 @@ class SettlementService:
         self.recorder = Recorder(store, self.producer, clock)
         self.settled = 0
         self.metrics: Metrics | None = None
-        # Per table, the coup followed from its first event and its events so far.
-        self.following: dict[str, Followed] = {}
+        self.following = Following(first=(CoupConfigured,))
 
-    def forget(self) -> None:
-        """What is held may have a gap (a delivery went elsewhere or comes again):
-        coups in play are read back from the stream when their result comes."""
-        self.following.clear()
-
-    def follow(self, subject: str, batch: Batch, first_delivery: bool = True) -> Due | None:
-        """Keep a coup or wager batch of the coup in play at its table; the coup
-        is due when the batch holds its result.
-
-        The caller passes every delivery in stream order and calls ``forget``
-        when one does not follow the last; a coup is followed from its first
-        event, and only if this is that event's first delivery (otherwise later
-        events of the coup may have passed already)."""
-        table, shoe, coup, aggregate = subjects.tokens(subject)
-        if aggregate not in FOLLOWED or not batch.events:
+    def follow(self, stored: Stored, at: Delivery | None = None) -> Due | None:
+        """Keep a coup or wager message; the coup is due when it holds its result."""
+        table, shoe, coup, aggregate = subjects.tokens(stored.subject)
+        if aggregate not in FOLLOWED:
             return None
-        if aggregate == "coup" and isinstance(batch.events[0].data, CoupConfigured):
-            self.following.pop(table, None)  # the table's previous coup is over
-            if first_delivery:
-                self.following[table] = Followed(coup)
-        kept = self.following.get(table)
-        if kept is not None and kept.coup == coup:
-            kept.envelopes.extend(batch.events)
-            kept.book_opened = kept.book_opened or isinstance(batch.events[0].data, W.BookOpened)
-        else:
+        self.following.take(stored, at)
+        if aggregate != "coup" or not any(isinstance(e.data, bm.CoupResulted | jm.CoupResulted)
+                                          for e in stored.batch.events):
+            return None
+        kept = self.following.pop(coup)
+        # Without its book's opening the record is not whole (a consumer that passes no wager events).
+        if kept is not None and not any(isinstance(e.data, W.BookOpened) for m in kept for e in m.batch.events):
             kept = None
-        if aggregate == "coup" and any(isinstance(e.data, bm.CoupResulted | jm.CoupResulted) for e in batch.events):
-            if kept is not None:
-                del self.following[table]
-            # Without its book's opening the record is not whole (a consumer that does not pass wager events).
-            whole = kept is not None and kept.book_opened
-            return Due(table, shoe, coup, batch.events[-1].id, kept.envelopes if whole and kept else None)
-        return None
+        return Due(table, shoe, coup, stored.batch.events[-1].id, kept)
 
-    async def on_coup_events(self, subject: str, batch: Batch, first_delivery: bool = True) -> None:
-        """React to a coup or wager batch: settle the coup if it has its result."""
-        due = self.follow(subject, batch, first_delivery)
+    async def on_coup_events(self, stored: Stored, at: Delivery | None = None) -> None:
+        """React to a coup or wager message: settle the coup if it has its result."""
+        due = self.follow(stored, at)
         if due is not None:
             await self.settle(due)
 
     async def settle(self, due: Due) -> None:
-        table, shoe, coup, causation, envelopes = due
-        if envelopes is None:
-            envelopes = [env for msg in await self.store.read(subjects.coup_filter(coup)) for env in msg.batch.events]
-            if any(isinstance(env.data, pay.CoupSettled) for env in envelopes):
+        table, shoe, coup, causation, kept = due
+        if kept is None:
+            if self.metrics:
+                self.metrics.read_back.labels(self.metrics.service).inc()
+            kept = await self.store.read(subjects.coup_filter(coup))
+            if any(isinstance(env.data, pay.CoupSettled) for m in kept for env in m.batch.events):
                 return
+        envelopes = [env for m in kept for env in m.batch.events]
         events = [env.data for env in envelopes]
         payouts = payouts_of(events)
         staked = sum(p.stake for p in payouts)

@@ -51,6 +51,10 @@ class Metrics:
                                  ["consumer"], registry=r)
         self.dead_letters = Counter("casino_dead_letters_total", "Events a consumer filed as dead letters.",
                                     ["consumer"], registry=r)
+        self.read_back = Counter("casino_coups_read_back_total",
+                                 "Coups read back from the stream because they were not followed whole as they passed "
+                                 "(after a restart, a redelivery, or deliveries shared with another instance).",
+                                 ["service"], registry=r)
         self.coup_open = Gauge("casino_table_coup_open", "1 while a coup is open at the table (not yet settled).",
                                ["table"], registry=r)
         self.last_event = Gauge("casino_table_last_event_timestamp_seconds", "Time of the table's latest event.",

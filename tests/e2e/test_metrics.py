@@ -78,6 +78,9 @@ async def test_metrics_health_and_readiness_of_every_service(nats_url: str) -> N
     assert total(dealer, "casino_ready", service="dealer-policy") == 1
     assert "casino_event_handling_seconds_count" in settlement
     assert total(projections, "casino_coups_verified_total") == 12
+    # Followed from their first message: settled and verified without reading a coup back.
+    assert total(settlement, "casino_coups_read_back_total", service="settlement") == 0
+    assert total(projections, "casino_coups_read_back_total", service="projections") == 0
     assert total(projections, "casino_verification_failures_total") == 0
     assert total(projections, "casino_table_coup_open") == 0  # every coup settled
     assert "faststream_received_messages_total" in dealer  # faststream's NATS middleware, on its consumers

@@ -151,7 +151,7 @@ async def run(steps: list[tuple[Any, ...]]) -> None:
                 assert len(store.messages) == before  # a refused command writes nothing
         # settle what finished (settlement follows the table's events), then check every finished coup
         for msg in await store.read(subjects.table_filter(table)):
-            await settle.on_coup_events(msg.subject, msg.batch)
+            await settle.on_coup_events(msg)
     stored = await store.read(f"{subjects.EVENTS}.>")
     for coup, msgs in by_coup(stored).items():
         finished = any(e.type.endswith("cards_picked_up") for m in msgs for e in m.batch.events)
@@ -211,7 +211,7 @@ def test_terminals_at_two_tables_may_number_their_commands_alike() -> None:
         store = await deal_in_memory(3, same_ids=True)
         settlement = SettlementService(store)
         for msg in await store.read(f"{subjects.EVENTS}.>"):
-            await settlement.on_coup_events(msg.subject, msg.batch)
+            await settlement.on_coup_events(msg)
         return await store.read(f"{subjects.EVENTS}.>")
 
     stored = asyncio.run(dealt())

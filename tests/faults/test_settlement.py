@@ -11,11 +11,12 @@ import nats
 import pytest
 from nats.js.api import ConsumerConfig
 from services import runner
-from services.settlement.service import SettlementService
+from services.settlement.service import FOLLOWED, SettlementService
 
 from casino.rules.settlement import CoupSettled
 from casino.store import subjects
 from casino.store.eventstore import InMemoryEventStore, Stored
+from casino.store.following import Delivery
 from casino.store.jetstream import STREAM, ensure_streams
 from tests.faults.test_hostile_commands import deal_in_memory
 
@@ -36,13 +37,16 @@ async def _settle(source: InMemoryEventStore, how: str) -> tuple[list[CoupSettle
     what was settled and how many times the coup was read back."""
     store = CountingStore(source)
     service = SettlementService(store)
-    for msg in await InMemoryEventStore.read(store, f"{subjects.EVENTS}.>"):
-        aggregate = subjects.tokens(msg.subject)[3]
-        if how == "coup events only" and aggregate != "coup":
-            continue
+    # What the consumer delivers: the coup and wager messages (or, filtered as an
+    # older consumer was, the coup messages only), in order, numbered by it.
+    filtered = ("coup",) if how == "coup events only" else FOLLOWED
+    delivered = [m for m in await InMemoryEventStore.read(store, f"{subjects.EVENTS}.>")
+                 if subjects.tokens(m.subject)[3] in filtered]
+    for n, msg in enumerate(delivered, start=1):
         if how == "gap before each result" and any(e.type.endswith("coup_resulted") for e in msg.batch.events):
-            service.forget()
-        await service.on_coup_events(msg.subject, msg.batch, first_delivery=how != "redelivered")
+            await service.on_coup_events(msg, Delivery(msg.seq, n + 1, 1, 0))  # a delivery went elsewhere
+        else:
+            await service.on_coup_events(msg, Delivery(msg.seq, n, 2 if how == "redelivered" else 1, 0))
     settled = [e.data for m in await InMemoryEventStore.read(store, f"{subjects.EVENTS}.*.*.*.settle")
                for e in m.batch.events]
     return [s for s in settled if isinstance(s, CoupSettled)], store.reads

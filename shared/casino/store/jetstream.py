@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from typing import NamedTuple
 
 from nats.aio.client import Client
 from nats.aio.msg import Msg
@@ -13,6 +12,7 @@ from nats.js.errors import APIError, BadRequestError, NotFoundError
 
 from casino.store.envelope import Batch, decode, encode
 from casino.store.eventstore import Appended, Conflict, Stored
+from casino.store.following import Delivery
 from casino.store.subjects import EVENTS, SECRETS
 
 STREAM = "CASINO"
@@ -59,15 +59,6 @@ async def ensure_streams(js: JetStreamContext, replicas: int = 1) -> None:
             await js.stream_info(config.name or "")
         except NotFoundError:
             await js.add_stream(config)
-
-
-class Delivery(NamedTuple):
-    """Where a JetStream delivery stands, from its ack subject."""
-
-    stream_seq: int
-    consumer_seq: int  # counts every delivery of the consumer, redeliveries too
-    delivered: int  # 1 on the first delivery of the message
-    pending: int  # messages of the consumer still to deliver after it
 
 
 def delivery(reply: str) -> Delivery:
