@@ -1,4 +1,4 @@
-"""Wiring, in one place: each service's broker, subscriptions, store and peers.
+"""Wiring, in one place: each service's connection, subscriptions, store and peers.
 
 ``start(kind, url, ...)`` builds and starts one service in the running event
 loop (the tests start all four this way); ``main(kind)`` is each service's
@@ -24,9 +24,6 @@ from typing import Any
 import msgspec
 import nats
 import uvloop
-from faststream.nats import JStream, NatsBroker, NatsMessage, PullSub
-from faststream.nats.prometheus import NatsPrometheusMiddleware
-from faststream.security import BaseSecurity
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.js.api import ConsumerConfig, DeliverPolicy
@@ -62,12 +59,13 @@ log = logging.getLogger("casino")
 
 
 class Running:
-    """A started service: its handler object, broker, connection and metrics."""
+    """A started service: its handler object, connection, metrics, and what
+    brings it messages."""
 
-    def __init__(self, kind: str, service: Any, broker: NatsBroker, nc: Client, metrics: Metrics,
-                 commands: CommandServer | None = None, consumer: PullConsumer | None = None) -> None:
-        self.kind, self.service, self.broker, self.nc, self.metrics = kind, service, broker, nc, metrics
-        self.commands, self.consumer = commands, consumer
+    def __init__(self, kind: str, service: Any, nc: Client, metrics: Metrics, commands: CommandServer | None,
+                 consumers: list[PullConsumer]) -> None:
+        self.kind, self.service, self.nc, self.metrics = kind, service, nc, metrics
+        self.commands, self.consumers = commands, consumers
         self.tasks: list[asyncio.Task[None]] = []
         self.http: asyncio.AbstractServer | None = None
 
@@ -78,15 +76,9 @@ class Running:
             self.http.close()
         if self.commands:
             await self.commands.stop()
-        if self.consumer:
-            await self.consumer.stop()
-        await self.broker.stop()
+        for consumer in self.consumers:
+            await consumer.stop()
         await self.nc.drain()
-
-
-async def _itself(msg: NatsMessage) -> NatsMessage:
-    """The decoder of every subscriber: the handler decodes the body itself."""
-    return msg
 
 
 def _command_handler(decoder: msgspec.json.Decoder[Any], handle: Callable[[Any], Awaitable[c.Reply]],
@@ -146,21 +138,29 @@ class CommandServer:
 
 
 class PullConsumer:
-    """Takes a durable pull consumer's deliveries straight from nats-py, each
-    handed to ``on_message`` as it arrives, in stream order. faststream's
-    batch fetch waits to fill its batch (up to its timeout, so a coup's result
-    would wait with it), and its per-message stack cost settlement most of
-    its CPU.
+    """Takes a durable pull consumer's deliveries straight from nats-py and
+    hands them to ``on_batch`` (each with its ``Delivery``) in stream order,
+    as many at once as arrived while the last were handled. Handlers ack what
+    they handled; if one raises, what it did not ack comes again.
 
-    One pull request is outstanding at a time; the next goes when it is
-    used up, when the server ends it (a status: expired, no messages, a new
+    faststream's batch fetch waits to fill its batch (up to its timeout, so a
+    coup's result would wait with it), and with nats-py 2.16 a fetch that ends
+    on nats-py's own asyncio timeout stops faststream's fetch loop with the
+    fetched messages in hand: they come again only after the ack wait, behind
+    later ones, which an in-order reader must not allow. Its per-message stack
+    also cost settlement most of its CPU.
+
+    One pull request is outstanding at a time; the next goes when it is used
+    up, when the server ends it (a status: expired, no messages, a new
     leader), or after ``expires`` (a request lost with a reconnect)."""
 
-    def __init__(self, durable: str, on_message: Callable[[Msg], Awaitable[None]], batch: int = 64,
+    def __init__(self, durable: str, on_batch: Callable[[list[tuple[Msg, Delivery]]], Awaitable[None]], batch: int = 64,
                  expires: float = 2.0) -> None:
-        self.durable, self.on_message, self.batch, self.expires = durable, on_message, batch, expires
+        self.durable, self.on_batch, self.batch, self.expires = durable, on_batch, batch, expires
         self.ended = asyncio.Event()
         self.left = 0
+        self.arrived: list[Msg] = []
+        self.handling: asyncio.Task[None] | None = None
         self.sub: Any = None
         self.task: asyncio.Task[None] | None = None
         self.running: set[asyncio.Task[None]] = set()
@@ -183,6 +183,8 @@ class PullConsumer:
         if self.sub is not None:
             with contextlib.suppress(nats.errors.Error):
                 await self.sub.unsubscribe()
+        if self.handling is not None:
+            self.running.add(self.handling)
         if self.running:
             await asyncio.wait(self.running, timeout=10)
 
@@ -205,7 +207,24 @@ class PullConsumer:
         self.left -= 1
         if self.left <= 0:
             self.ended.set()
-        await self.on_message(msg)
+        self.arrived.append(msg)
+        if self.handling is None:
+            self.handling = asyncio.create_task(self._handle())
+
+    async def _handle(self) -> None:
+        try:
+            while self.arrived:
+                msgs, self.arrived = self.arrived, []
+                try:
+                    await self.on_batch(sorted(((m, delivery(m.reply)) for m in msgs), key=lambda md: md[1].stream_seq))
+                except Exception:
+                    log.exception("%s: handling a batch failed; what was not acknowledged comes again",
+                                  self.durable)
+                    for m in msgs:
+                        if not m._ackd:
+                            await _ack(m, nak_delay=1.0)
+        finally:
+            self.handling = None
 
 
 async def start(kind: str, url: str, *, tables: dict[str, TableConfig] | None = None,
@@ -218,15 +237,9 @@ async def start(kind: str, url: str, *, tables: dict[str, TableConfig] | None = 
     await ensure_streams(nc.jetstream())
     store = JetStreamEventStore(nc)
     metrics = Metrics(kind)
-    # Handlers take the message itself: no dependency injection (it hands each
-    # message's context to a worker thread, the largest cost per message).
-    broker = NatsBroker(servers, logger=log, log_level=logging.DEBUG, name=f"{name or kind}-broker", apply_types=False,
-                        decoder=_itself, max_reconnect_attempts=-1, security=BaseSecurity(ssl_context=tls) if tls else None,
-                        middlewares=[NatsPrometheusMiddleware(registry=metrics.registry, app_name=kind)])
-    durables: list[str] = []
     service: Any
     commands: CommandServer | None = None
-    consumer: PullConsumer | None = None
+    consumers: list[PullConsumer] = []
     if kind == "shoe":
         service = ShoeService(store, JetStreamSecrets(nc.jetstream()), shuffle, clock)
         commands = CommandServer(subjects.command("*", "shoe"), "shoe",
@@ -244,24 +257,23 @@ async def start(kind: str, url: str, *, tables: dict[str, TableConfig] | None = 
                                  _command_handler(c.coup_decoder, service.handle, service.reload, metrics), metrics)
     elif kind == "settlement":
         service = SettlementService(store, clock)
-        consumer = await _settlement_consumer(nc, service, metrics)
-        durables.append(consumer.durable)
+        consumers.append(await _settlement_consumer(nc, service, metrics))
     elif kind == "projections":
-        service = await _projections(broker, nc, store, metrics, durables)
+        service, consumer = await _projections(nc, store, metrics)
+        consumers.append(consumer)
     else:
         raise ValueError(f"unknown service {kind!r}; one of {', '.join(KINDS)}, projections")
     if kind in ("shoe", "wager", "dealer-policy"):
-        durables.append(_follow(broker, nc, service, kind, metrics))
+        consumers.append(await _follow(nc, service, kind, metrics))
     service.metrics = metrics
     if kind == "dealer-policy":
         await service.resume()  # before any command arrives: a coup is finished by one hand at a time
-    await broker.start()
     if commands is not None:
         await commands.start(nc)
-    if consumer is not None:
+    for consumer in consumers:
         await consumer.start(nc)
-    running = Running(kind, service, broker, nc, metrics, commands, consumer)
-    running.tasks.append(asyncio.create_task(_watch_consumers(nc, durables, metrics)))
+    running = Running(kind, service, nc, metrics, commands, consumers)
+    running.tasks.append(asyncio.create_task(_watch_consumers(nc, [c.durable for c in consumers], metrics)))
     if http_port is not None:
         running.http = await serve_http(metrics, http_port)
     return running
@@ -288,11 +300,6 @@ async def _watch_consumers(nc: Client, durables: list[str], metrics: Metrics, ev
 
 
 _instances = itertools.count()
-# faststream handles the messages of one fetch concurrently; a follower needs
-# them in stream order, so it takes each fetch as one batch.
-ORDERED = PullSub(batch_size=64, timeout=1.0, batch=True)
-
-
 async def _decoded(nc: Client, consumer: str, m: Msg, at: Delivery, metrics: Metrics) -> envelope.Batch | None:
     """A follower cannot wait on a message it cannot read: it is filed at once."""
     try:
@@ -301,12 +308,6 @@ async def _decoded(nc: Client, consumer: str, m: Msg, at: Delivery, metrics: Met
         await _file_dead_letter(nc, consumer, m.subject, at.stream_seq, m.data,
                                 f"{type(exc).__name__}: {exc}", metrics)
         return None
-
-
-def _in_order(msg: NatsMessage) -> list[tuple[Any, Delivery]]:
-    raw = msg.raw_message
-    return sorted(((m, delivery(m.reply)) for m in (raw if isinstance(raw, list) else [raw])),
-                  key=lambda md: md[1].stream_seq)
 
 
 async def _verify(store: JetStreamEventStore, coup: str, kept: list[Stored] | None, metrics: Metrics) -> None:
@@ -375,8 +376,7 @@ def _instance(kind: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "_", f"{kind}-{socket.gethostname()}-{os.getpid()}-{next(_instances)}")
 
 
-async def _projections(broker: NatsBroker, nc: Client, store: JetStreamEventStore, metrics: Metrics,
-                       durables: list[str]) -> Projector:
+async def _projections(nc: Client, store: JetStreamEventStore, metrics: Metrics) -> tuple[Projector, PullConsumer]:
     """Fold the stream into the read models from the first event, then keep
     them current from a durable consumer that starts where the fold ended."""
     kv = await KvProjections(nc.jetstream()).open()
@@ -389,11 +389,11 @@ async def _projections(broker: NatsBroker, nc: Client, store: JetStreamEventStor
     # Each coup's messages from its round's start, verified from memory when it settles.
     following = Following(first=(RoundStarted,))
 
-    async def on_events(msg: NatsMessage) -> None:
+    async def on_batch(msgs: list[tuple[Msg, Delivery]]) -> None:
         with metrics.handling.labels("projections").time():
             changed: set[tuple[str, str]] = set()
             settled = []
-            for m, at in _in_order(msg):
+            for m, at in msgs:
                 batch = await _decoded(nc, name, m, at, metrics)
                 if batch is None:
                     following.forget()
@@ -406,31 +406,33 @@ async def _projections(broker: NatsBroker, nc: Client, store: JetStreamEventStor
                 _gauges(projector, metrics)
             for coup in settled:  # every settled coup is verified as it closes
                 await _verify(store, coup, following.pop(coup), metrics)
+            for m, _ in msgs:
+                await _ack(m)
 
-    durables.append(name)
-    broker.subscriber(f"{subjects.EVENTS}.>", stream=JStream(STREAM, declare=False), durable=name,
-                      pull_sub=ORDERED, deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
-                      config=ConsumerConfig(opt_start_seq=projector.seq + 1, inactive_threshold=600.0))(on_events)
-    return projector
+    await nc.jetstream().add_consumer(STREAM, ConsumerConfig(
+        durable_name=name, filter_subject=f"{subjects.EVENTS}.>", deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
+        opt_start_seq=projector.seq + 1, inactive_threshold=600.0))
+    return projector, PullConsumer(name, on_batch)
 
 
-def _follow(broker: NatsBroker, nc: Client, service: Any, kind: str, metrics: Metrics) -> str:
+async def _follow(nc: Client, service: Any, kind: str, metrics: Metrics) -> PullConsumer:
     """Keep the service's state current from a durable consumer of its own
     aggregate's events: what another instance of it appends."""
     aggregate = {"shoe": "shoe", "wager": "wager", "dealer-policy": "coup"}[kind]
     name = _instance(kind)
 
-    async def on_events(msg: NatsMessage) -> None:
+    async def on_batch(msgs: list[tuple[Msg, Delivery]]) -> None:
         with metrics.handling.labels(kind).time():
-            for m, at in _in_order(msg):
+            for m, at in msgs:
                 batch = await _decoded(nc, name, m, at, metrics)
                 if batch is not None:
                     await service.observe(m.subject, at.stream_seq, batch)
+                await _ack(m)
 
-    broker.subscriber(subjects.aggregate_filter(aggregate), stream=JStream(STREAM, declare=False), durable=name,
-                      pull_sub=ORDERED, deliver_policy=DeliverPolicy.NEW,
-                      config=ConsumerConfig(inactive_threshold=600.0))(on_events)
-    return name
+    await nc.jetstream().add_consumer(STREAM, ConsumerConfig(
+        durable_name=name, filter_subject=subjects.aggregate_filter(aggregate), deliver_policy=DeliverPolicy.NEW,
+        inactive_threshold=600.0))
+    return PullConsumer(name, on_batch)
 
 
 async def _ensure_filters(nc: Client, durable: str, filters: list[str]) -> None:
@@ -466,21 +468,21 @@ async def _settlement_consumer(nc: Client, service: SettlementService, metrics: 
         else:
             await _ack(m)
 
-    async def on_message(m: Msg) -> None:
-        at = delivery(m.reply)
-        with metrics.handling.labels(name).time():
-            batch = await _decoded(nc, name, m, at, metrics)
-            if batch is None:
-                service.following.forget()
-                due = None
+    async def on_batch(msgs: list[tuple[Msg, Delivery]]) -> None:
+        for m, at in msgs:
+            with metrics.handling.labels(name).time():
+                batch = await _decoded(nc, name, m, at, metrics)
+                if batch is None:
+                    service.following.forget()
+                    due = None
+                else:
+                    due = service.follow(Stored(at.stream_seq, m.subject, batch), at)
+            if due is None:
+                await _ack(m)
             else:
-                due = service.follow(Stored(at.stream_seq, m.subject, batch), at)
-        if due is None:
-            await _ack(m)
-        else:
-            consumer.later(settle(m, at, due))
+                consumer.later(settle(m, at, due))
 
-    consumer = PullConsumer(name, on_message)
+    consumer = PullConsumer(name, on_batch)
     return consumer
 
 
