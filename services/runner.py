@@ -154,8 +154,8 @@ class PullConsumer:
     up, when the server ends it (a status: expired, no messages, a new
     leader), or after ``expires`` (a request lost with a reconnect)."""
 
-    def __init__(self, durable: str, on_batch: Callable[[list[tuple[Msg, Delivery]]], Awaitable[None]], batch: int = 64,
-                 expires: float = 2.0) -> None:
+    def __init__(self, durable: str, on_batch: Callable[[list[tuple[Msg, Delivery]]], Awaitable[None]],
+                 batch: int = 64, expires: float = 2.0) -> None:
         self.durable, self.on_batch, self.batch, self.expires = durable, on_batch, batch, expires
         self.ended = asyncio.Event()
         self.left = 0
@@ -216,7 +216,8 @@ class PullConsumer:
             while self.arrived:
                 msgs, self.arrived = self.arrived, []
                 try:
-                    await self.on_batch(sorted(((m, delivery(m.reply)) for m in msgs), key=lambda md: md[1].stream_seq))
+                    delivered = [(m, delivery(m.reply)) for m in msgs]
+                    await self.on_batch(sorted(delivered, key=lambda md: md[1].stream_seq))
                 except Exception:
                     log.exception("%s: handling a batch failed; what was not acknowledged comes again",
                                   self.durable)
@@ -300,6 +301,8 @@ async def _watch_consumers(nc: Client, durables: list[str], metrics: Metrics, ev
 
 
 _instances = itertools.count()
+
+
 async def _decoded(nc: Client, consumer: str, m: Msg, at: Delivery, metrics: Metrics) -> envelope.Batch | None:
     """A follower cannot wait on a message it cannot read: it is filed at once."""
     try:
