@@ -34,18 +34,21 @@ async def test_kill_minus_nine_any_service_at_any_moment_loses_and_duplicates_no
     stop = asyncio.Event()
     try:
         chaos = asyncio.create_task(casino.chaos(KILLS, seed=int.from_bytes(os.urandom(2), "big"), stop=stop))
-        await Simulator(nc, tables, seed=21, patience=40).run(COUPS)
+        simulator, dealt = Simulator(nc, tables, seed=21, patience=40), 0
+        while dealt < COUPS or not chaos.done():  # every planned kill lands while coups are being dealt
+            await simulator.run(COUPS)
+            dealt += COUPS
         stop.set()
         await chaos
     finally:
         casino.stop_all()
     stored = await JetStreamEventStore(nc).read(f"{subjects.EVENTS}.>")
     await nc.close()
-    print(f"kills: {dict(casino.kills)}")
-    assert sum(casino.kills.values()) >= len(SERVICES)  # every service was killed at least once
-    assert audit(stored, tables, COUPS) == []
+    print(f"kills: {dict(casino.kills)} over {4 * dealt} coups")
+    assert casino.kills == {s: KILLS for s in SERVICES}  # every service killed as often as planned
+    assert audit(stored, tables, dealt) == []
     report = verify_all(stored, [m for m in stored if subjects.tokens(m.subject)[3] == "shoe"])
-    assert report.findings == [] and report.coups == 4 * COUPS
+    assert report.findings == [] and report.coups == 4 * dealt
 
 
 async def test_a_poison_event_goes_to_the_dead_letters_and_the_consumers_go_on(nats_url: str) -> None:
