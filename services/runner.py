@@ -223,7 +223,7 @@ class PullConsumer:
                                   self.durable)
                     for m in msgs:
                         if not m._ackd:
-                            await _ack(m, nak_delay=1.0)
+                            await _nak(m, 1.0)
         finally:
             self.handling = None
 
@@ -333,21 +333,26 @@ async def _failed(nc: Client, consumer: str, m: Msg, at: Delivery, exc: Exceptio
     """A delivery that could not be handled is redelivered a few times, then
     filed as a dead letter with the reason."""
     if isinstance(exc, nats.errors.Error | TimeoutError | ConnectionError | OSError | RuntimeError):
-        await _ack(m, nak_delay=1.0)  # the broker or a peer is away: not the event's fault
+        await _nak(m, 1.0)  # the broker or a peer is away: not the event's fault
     elif at.delivered < MAX_DELIVERIES:
         log.warning("%s: delivery %d of seq %d failed: %s", consumer, at.delivered, at.stream_seq, exc)
-        await _ack(m, nak_delay=0.2)
+        await _nak(m, 0.2)
     else:
         await _file_dead_letter(nc, consumer, m.subject, at.stream_seq, m.data, f"{type(exc).__name__}: {exc}",
                                 metrics)
         await _ack(m)
 
 
-async def _ack(m: Msg, nak_delay: float | None = None) -> None:
-    """Ack (or with ``nak_delay``, ask for the message again after it); if the
-    connection is away the server delivers it again anyway."""
+async def _ack(m: Msg) -> None:
+    """Ack; if the connection is away the server delivers the message again, which is harmless."""
     with contextlib.suppress(nats.errors.Error):
-        await (m.ack() if nak_delay is None else m.nak(delay=nak_delay))
+        await m.ack()
+
+
+async def _nak(m: Msg, delay: float) -> None:
+    """Ask for the message again after ``delay``; if the connection is away it comes again anyway."""
+    with contextlib.suppress(nats.errors.Error):
+        await m.nak(delay=delay)
 
 
 async def _file_dead_letter(nc: Client, consumer: str, subject: str, seq: int, data: bytes, reason: str,

@@ -295,13 +295,11 @@ class DealerPolicyService:
                 rule_cmd = jm.Decide(cmd.seat, cmd.hand, cmd.action, cmd.amount)
                 events = self._decide(t, rule_cmd)  # checked before the stake is recorded
                 await self._extra_stake(t, cmd, events)
-                self._stage(t, events, f"{t.coup}:{cmd.id}", cmd.id)
+                self._stage(t, events, c.write_id(t.coup, cmd.id), cmd.id)
                 return
             case _:
                 raise RuleViolation("protocol", f"{type(cmd).__name__} is not a coup command")
-        # A terminal's command ids are its own: the coup makes the message id one
-        # that another table's command with the same id cannot be taken for.
-        self._stage(t, self._decide(t, rule_cmd), f"{t.coup}:{cmd.id}", cmd.id)
+        self._stage(t, self._decide(t, rule_cmd), c.write_id(t.coup, cmd.id), cmd.id)
 
     async def _extra_stake(self, t: TableCoup, cmd: c.Decide, events: list[AnyEvent]) -> None:
         for e in events:

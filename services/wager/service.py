@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 
 from casino import rulesets
-from casino.commands import CancelWager, CloseBook, OpenBook, PlaceExtra, PlaceWager, Reply, WagerCommand
+from casino.commands import CancelWager, CloseBook, OpenBook, PlaceExtra, PlaceWager, Reply, WagerCommand, write_id
 from casino.metrics import Metrics, count_recorded
 from casino.rules import wagerbook as W
 from casino.rules.errors import RuleViolation
@@ -99,11 +99,11 @@ class WagerService:
                 return Reply(True, coup=cmd.coup)
             case PlaceWager():
                 cb = self._book(cmd.coup)
-                await self._decide(cb, cmd, W.PlaceWager(cmd.seat, cmd.bet, cmd.amount), _written_once(cmd))
+                await self._decide(cb, cmd, W.PlaceWager(cmd.seat, cmd.bet, cmd.amount), write_id(cmd.coup, cmd.id))
                 return Reply(True, coup=cmd.coup)
             case CancelWager():
                 cb = self._book(cmd.coup)
-                await self._decide(cb, cmd, W.CancelWager(cmd.seat, cmd.bet), _written_once(cmd))
+                await self._decide(cb, cmd, W.CancelWager(cmd.seat, cmd.bet), write_id(cmd.coup, cmd.id))
                 return Reply(True, coup=cmd.coup)
             case CloseBook():
                 cb = self._book(cmd.coup)
@@ -112,7 +112,7 @@ class WagerService:
                 return Reply(True, coup=cmd.coup, wagers=cb.book.wagers)
             case PlaceExtra():
                 cb = self._book(cmd.coup)
-                await self._decide(cb, cmd, W.PlaceExtra(cmd.seat, cmd.hand, cmd.kind, cmd.amount), _written_once(cmd))
+                await self._decide(cb, cmd, W.PlaceExtra(cmd.seat, cmd.hand, cmd.kind, cmd.amount), write_id(cmd.coup, cmd.id))
                 return Reply(True, coup=cmd.coup)
         raise RuleViolation("protocol", f"unknown wager command {type(cmd).__name__}")
 
@@ -120,8 +120,3 @@ class WagerService:
         events = W.decide(self.rules(cb.ruleset), cb.book, command)
         await self._commit(cb, cmd.coup, events, msg_id, cmd.id)
 
-
-def _written_once(cmd: PlaceWager | CancelWager | PlaceExtra) -> str:
-    """The message id of a command's write: a terminal's command ids are its
-    own, so the same id at another coup is another command, not a retry."""
-    return f"{cmd.coup}:{cmd.id}"

@@ -25,6 +25,14 @@ class Command(msgspec.Struct, frozen=True, tag_field="type", forbid_unknown_fiel
     table: str
 
 
+def write_id(coup: str, command_id: str) -> str:
+    """The message id of the write a terminal's command causes in a coup: a
+    terminal's command ids are its own, and the stream deduplicates message
+    ids across all subjects, so the same id at another coup is another
+    command, never a retry of this one."""
+    return f"{coup}:{command_id}"
+
+
 # ---- to the dealer-policy service (casino.cmd.<table>.coup) -----------------
 
 
