@@ -18,25 +18,27 @@ def available() -> list[str]:
 
 
 RECHECK_S = 1.0
-_stamps: dict[str, tuple[float, int]] = {}  # name or path: when its file was last looked at, its stamp then
+# name or path: when its file was last looked at, the file, its stamp then
+_stamps: dict[str, tuple[float, Path, int]] = {}
 
 
 def load(name_or_path: str) -> Ruleset:
     """Load a ruleset by built-in name or from a TOML file path (read again
     when the file changes, which is looked at once a second at most: a
     verification loads the ruleset of every coup)."""
+    now = monotonic()
+    seen = _stamps.get(name_or_path)
+    if seen is not None and now - seen[0] < RECHECK_S:
+        return _load(seen[1], seen[2], name_or_path)
     path = Path(name_or_path)
     if not path.suffix:
         path = BUILT_IN / f"{name_or_path}.toml"
-    now = monotonic()
-    checked, stamp = _stamps.get(name_or_path, (-RECHECK_S, 0))
-    if now - checked >= RECHECK_S:
-        try:
-            stamp = path.stat().st_mtime_ns
-        except FileNotFoundError:
-            _stamps.pop(name_or_path, None)
-            raise RulesetError(f"no ruleset {name_or_path!r} (built in: {', '.join(available())})") from None
-        _stamps[name_or_path] = (now, stamp)
+    try:
+        stamp = path.stat().st_mtime_ns
+    except FileNotFoundError:
+        _stamps.pop(name_or_path, None)
+        raise RulesetError(f"no ruleset {name_or_path!r} (built in: {', '.join(available())})") from None
+    _stamps[name_or_path] = (now, path, stamp)
     return _load(path, stamp, name_or_path)
 
 

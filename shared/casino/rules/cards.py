@@ -7,7 +7,6 @@ card-reading shoe reports.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable
 
 Card = str
@@ -24,7 +23,7 @@ _BLACKJACK_VALUE = {r: min(i + 1, 10) for i, r in enumerate(RANKS)}
 
 def is_card(code: object) -> bool:
     """Whether ``code`` is a valid card code."""
-    return isinstance(code, str) and len(code) == 2 and code[0] in RANKS and code[1] in SUITS
+    return isinstance(code, str) and code in DECK_INDEX
 
 
 def rank(card: Card) -> str:
@@ -49,4 +48,4 @@ def full_set(decks: int) -> tuple[Card, ...]:
 
 def same_cards(a: Iterable[Card], b: Iterable[Card]) -> bool:
     """Whether two collections hold exactly the same cards (as multisets)."""
-    return Counter(a) == Counter(b)
+    return sorted(a) == sorted(b)

@@ -8,6 +8,7 @@ have, the behaviour is a named setting here, documented in ``docs/rulesets.md``.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, Literal
 
 import msgspec
@@ -34,6 +35,12 @@ def _check_seats(seats: tuple[int, ...]) -> None:
         Table(seats)
     except ValueError as exc:
         raise ValueError(f"`seats`: {exc}") from None
+
+
+@lru_cache(maxsize=64)
+def _table(seats: tuple[int, ...]) -> Table:
+    """A ruleset's table, made once per seat layout (the rules ask for it at every coup)."""
+    return Table(seats)
 
 
 def _require(ok: bool, field: str, why: str) -> None:
@@ -124,7 +131,7 @@ class BaccaratRules(msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag
 
     @property
     def table(self) -> Table:
-        return Table(self.seats)
+        return _table(self.seats)
 
     @property
     def offered_bets(self) -> tuple[BaccaratBet, ...]:
@@ -173,7 +180,7 @@ class BlackjackRules(msgspec.Struct, frozen=True, forbid_unknown_fields=True, ta
 
     @property
     def table(self) -> Table:
-        return Table(self.seats)
+        return _table(self.seats)
 
 
 Ruleset = BaccaratRules | BlackjackRules
