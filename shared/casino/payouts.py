@@ -13,15 +13,16 @@ from casino.rules.ruleset import BaccaratRules, BlackjackRules
 from casino.store.envelope import AnyEvent, CoupConfigured
 
 
-def payouts_of(events: list[AnyEvent]) -> tuple[pay.Payout, ...]:
-    """The payouts of a coup from its recorded events: ruleset, book and result.
+def payouts_of(events: list[AnyEvent], book: W.Book | None = None) -> tuple[pay.Payout, ...]:
+    """The payouts of a coup from its recorded events: ruleset, book (folded
+    from them unless the caller has) and result.
 
     The stakes the coup played with must be the stakes the wager book holds;
     otherwise the coup is not settled and the difference is reported.
     """
     configured = next(e for e in events if isinstance(e, CoupConfigured))
     rules = rulesets.load(configured.ruleset)
-    book = W.book_of(events)
+    book = W.book_of(events) if book is None else book
     result = next(e for e in events if isinstance(e, bm.CoupResulted | jm.CoupResulted))
     if isinstance(result, bm.CoupResulted):
         assert isinstance(rules, BaccaratRules)

@@ -32,7 +32,7 @@ class Step(msgspec.Struct, frozen=True):
     type: str
     text: str
     clause: str = ""
-    data: dict[str, Any] = {}
+    data: Any = None  # the event itself: its fields as they are recorded
 
 
 class Card(msgspec.Struct, frozen=True):
@@ -101,7 +101,7 @@ def replay_coup(stored: list[Stored]) -> CoupReplay:
         clause = str(getattr(e, "clause", "") or "")
         if clause and clause not in r.clauses:
             r.clauses.append(clause)
-        r.steps.append(Step(seq, env.at, env.producer, env.type, describe(e), clause, msgspec.to_builtins(e)))
+        r.steps.append(Step(seq, env.at, env.producer, env.type, describe(e), clause, e))
         _collect(r, seq, e, handlers)
     return r
 

@@ -85,8 +85,9 @@ def verify_coup(stored: list[Stored]) -> list[Finding]:
     if configured is None:
         return [Finding(coup, msgs[0].seq if msgs else 0, "the coup has no coup.configured event")]
     findings = _redecide(coup, configured, [m for m in msgs if subjects.tokens(m.subject)[3] == "coup"])
-    findings += _book_and_cards(coup, msgs)
-    findings += _payouts(coup, msgs, everything)
+    book = wagerbook.book_of(everything)
+    findings += _book_and_cards(coup, msgs, book)
+    findings += _payouts(coup, msgs, everything, book)
     return sorted(findings, key=lambda f: f.seq)
 
 
@@ -141,10 +142,9 @@ def _decide_again(rules: object, state: bac.BaccaratCoup | bj.BlackjackCoup, fir
     raise RuleViolation("coup", "the ruleset's game is not the coup's")
 
 
-def _book_and_cards(coup: str, msgs: list[Stored]) -> list[Finding]:
+def _book_and_cards(coup: str, msgs: list[Stored], book: wagerbook.Book) -> list[Finding]:
     findings: list[Finding] = []
     events = [(m.seq, env.data) for m in msgs for env in m.batch.events]
-    book = wagerbook.book_of(e for _, e in events)
     drawn = {e.position: e.card for _, e in events if type(e) is shoe.CardDrawn}
     closed_seq = 0
     for seq, e in events:  # type tests by identity: a record has thousands of events to look at
@@ -164,14 +164,14 @@ def _key(w: Wager) -> tuple[int, str]:
     return w.seat, w.bet
 
 
-def _payouts(coup: str, msgs: list[Stored], events: list[AnyEvent]) -> list[Finding]:
+def _payouts(coup: str, msgs: list[Stored], events: list[AnyEvent], book: wagerbook.Book) -> list[Finding]:
     settled = [(m.seq, e.data) for m in msgs for e in m.batch.events if isinstance(e.data, pay.CoupSettled)]
     if not settled:
         return [Finding(coup, msgs[-1].seq, "the coup is not settled")]
     seq, recorded = settled[0]
     assert isinstance(recorded, pay.CoupSettled)
     try:
-        payouts = payouts_of(events)
+        payouts = payouts_of(events, book)
     except (RuleViolation, StopIteration) as exc:
         return [Finding(coup, seq, f"settlement cannot be recomputed: {exc}")]
     findings = []
