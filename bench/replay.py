@@ -4,8 +4,9 @@ rate of reading the same events from the stream with an ordered consumer.
 A simulated casino first deals the coups into a fresh store (four tables, one
 per regulation); then each run times (a) reading every message of the stream
 with an ordered consumer, doing nothing with it, and (b) reading, decoding,
-replaying and verifying every coup and shoe. The figure is the median of the
-runs.
+replaying and verifying every coup and shoe as ``casino verify`` does, one
+process per core, each reading its share of the tables over its own
+connection (connecting included). The figure is the median of the runs.
 """
 
 from __future__ import annotations
@@ -23,11 +24,12 @@ from services import runner
 
 from casino.launcher import SHORT, default_tables
 from casino.natsserver import NatsServer
+from casino.parallel import cores
 from casino.replay import replay_coup
-from casino.replaycli import by_coup, verify_all
+from casino.replaycli import verify_store
 from casino.simulator import Simulator
 from casino.store import subjects
-from casino.store.jetstream import STREAM, JetStreamEventStore
+from casino.store.jetstream import STREAM
 
 
 async def deal(url: str, coups_per_table: int) -> None:
@@ -64,17 +66,14 @@ async def raw_read(nc: Any, total: int) -> float:
     return elapsed
 
 
-async def replay_and_verify(nc: Any) -> tuple[float, int]:
-    """Seconds to read, decode, replay and verify every coup and shoe; coups."""
+async def replay_and_verify(url: str) -> tuple[float, int]:
+    """Seconds to read, decode, replay and verify every coup and shoe the way
+    ``casino verify`` does (the tables shared among the machine's cores); coups."""
     start = time.perf_counter()
-    stored = await JetStreamEventStore(nc).read(f"{subjects.EVENTS}.>")
-    coups = by_coup(stored)
-    for msgs in coups.values():
-        replay_coup(msgs)
-    report = verify_all(stored, [m for m in stored if subjects.tokens(m.subject)[3] == "shoe"])
+    report = await verify_store(url, cores(), each_coup=replay_coup)
     elapsed = time.perf_counter() - start
     assert not report.findings, report.findings[:3]
-    return elapsed, len(coups)
+    return elapsed, report.coups
 
 
 async def measure(coups_per_table: int = 50, runs: int = 5) -> dict[str, Any]:
@@ -86,7 +85,7 @@ async def measure(coups_per_table: int = 50, runs: int = 5) -> dict[str, Any]:
         coups = 0
         for _ in range(runs):
             raw.append(await raw_read(nc, total))
-            seconds, coups = await replay_and_verify(nc)
+            seconds, coups = await replay_and_verify(server.url)
             full.append(seconds)
         await nc.close()
     raw_rate = coups / statistics.median(raw)

@@ -6,18 +6,23 @@ import argparse
 import asyncio
 import sys
 from collections import defaultdict
+from collections.abc import Callable, Iterable
 from datetime import datetime
+from functools import partial
 
 import msgspec
+import nats
 from nats.aio.client import Client
 
 from casino import storeaccess
+from casino.parallel import cores, in_processes
 from casino.projections import KvProjections, Projector
 from casino.replay import render_text, replay_coup
 from casino.rules.shoe import ShoeEnded
 from casino.store import subjects
 from casino.store.envelope import CoupConfigured
 from casino.store.eventstore import EventStore, Stored
+from casino.store.jetstream import JetStreamEventStore
 from casino.verify import Finding, verify_coup, verify_shoes
 
 
@@ -41,6 +46,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
     verify.add_argument("--table")
     verify.add_argument("--coup")
     verify.add_argument("--shoe")
+    verify.add_argument("--workers", type=int, default=cores(),
+                        help="processes verifying a whole store, its tables shared among them (default: the cores)")
     projections = sub.add_parser("projections", help="the read models in key-value buckets")
     projections_do = projections.add_subparsers(dest="what", required=True)
     rebuild = projections_do.add_parser("rebuild", help="fold the stream again from the first event")
@@ -57,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
 async def _run(args: argparse.Namespace) -> int:
     async with storeaccess.open_store(args) as (store, nc):
         if args.command == "verify":
-            return await verify(store, args)
+            return await verify(store, nc, args)
         if args.command == "projections" and args.what == "floor":
             return await draw_floor(nc, args.svg)
         if args.command == "projections":
@@ -128,18 +135,21 @@ def _utc(t: datetime) -> datetime:
     return t if t.tzinfo else t.replace(tzinfo=UTC)
 
 
-async def verify(store: EventStore, args: argparse.Namespace) -> int:
+async def verify(store: EventStore, nc: Client, args: argparse.Namespace) -> int:
     if args.coup:
         stored = await store.read(subjects.coup_filter(args.coup))
-        shoes: list[Stored] = []
+        report = verify_all(stored, [])
     elif args.shoe:
         table = args.shoe.rsplit("-shoe-", 1)[0]
         shoes = await store.read(subjects.shoe_filter(table, args.shoe))
         stored = [m for c in sorted(by_coup(shoes)) for m in await store.read(subjects.coup_filter(c))]
+        report = verify_all(stored, shoes)
+    elif args.table:
+        stored = await store.read(subjects.table_filter(args.table))
+        report = verify_all(stored, [m for m in stored if subjects.tokens(m.subject)[3] == "shoe"])
     else:
-        stored = await store.read(subjects.table_filter(args.table) if args.table else f"{subjects.EVENTS}.>")
-        shoes = [m for m in stored if subjects.tokens(m.subject)[3] == "shoe"]
-    report = verify_all(stored, shoes)
+        assert nc.connected_url is not None
+        report = await verify_store(nc.connected_url.geturl(), args.workers)
     for f in report.findings:
         print(f"{f.coup}: event seq {f.seq}: {f.what}")
     print(f"verified {report.coups} coups and {report.shoes} ended shoes: "
@@ -151,6 +161,56 @@ class Report(msgspec.Struct):
     coups: int
     shoes: int
     findings: list[Finding]
+
+    @staticmethod
+    def of(reports: Iterable[Report]) -> Report:
+        """One report of several parts."""
+        parts = list(reports)
+        return Report(sum(r.coups for r in parts), sum(r.shoes for r in parts), [f for r in parts for f in r.findings])
+
+
+async def verify_store(url: str, workers: int, each_coup: Callable[[list[Stored]], object] | None = None) -> Report:
+    """Verify every coup and ended shoe in the store at ``url``, its tables
+    spread over ``workers`` processes that each read their own tables (a table's
+    coups and shoes are all under its subjects). ``each_coup`` is also given
+    every coup's records, where they are read.
+
+    Every event up to the last when this starts must have been read under some
+    table; otherwise this fails rather than report a partial verification."""
+    nc = await nats.connect(url)
+    try:
+        store = JetStreamEventStore(nc)
+        state = (await store.js.stream_info(store.stream)).state
+        tables = await store.tables()
+    finally:
+        await nc.close()
+    n = max(1, min(workers, len(tables)))
+    parts = await in_processes(partial(_verify_tables, url, state.last_seq, each_coup), [tables[i::n] for i in range(n)])
+    read = sum(count for _, count in parts)
+    if read != state.messages:
+        raise RuntimeError(f"the stream holds {state.messages} events up to sequence {state.last_seq}, "
+                           f"but its tables hold {read}: not every event was verified")
+    return Report.of(report for report, _ in parts)
+
+
+async def _verify_tables(url: str, last_seq: int, each_coup: Callable[[list[Stored]], object] | None,
+                         tables: list[str]) -> tuple[Report, int]:
+    """The report on ``tables``, and how many of their events are at or below ``last_seq``."""
+    nc = await nats.connect(url)
+    reports: list[Report] = []
+    read = 0
+    try:
+        store = JetStreamEventStore(nc)
+        for table in tables:
+            stored = await store.read(subjects.table_filter(table))
+            read += sum(1 for m in stored if m.seq <= last_seq)
+            if each_coup is not None:
+                for msgs in by_coup(stored).values():
+                    each_coup(msgs)
+            reports.append(verify_all(stored, [m for m in stored if subjects.tokens(m.subject)[3] == "shoe"]))
+    finally:
+        await nc.close()
+    return Report.of(reports), read
 
 
 def verify_all(stored: list[Stored], shoe_events: list[Stored]) -> Report:

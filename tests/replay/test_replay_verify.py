@@ -18,13 +18,13 @@ from casino import rulesets
 from casino.launcher import default_tables
 from casino.projections import KvProjections, Projector
 from casino.replay import SCHEMA, render_text, replay_coup
-from casino.replaycli import by_coup, verify_all
+from casino.replaycli import by_coup, verify_all, verify_store
 from casino.rules import settlement, shoe
 from casino.rules.baccarat import messages as bm
 from casino.simulator import Simulator
 from casino.store import envelope, subjects
 from casino.store.eventstore import Stored
-from casino.store.jetstream import JetStreamEventStore
+from casino.store.jetstream import STREAM, JetStreamEventStore, ensure_streams
 from casino.svg import render_svg
 from casino.verify import verify_coup, verify_shoes
 from tests.natsfixture import nats_server
@@ -202,3 +202,46 @@ def test_projections_rebuilt_from_the_first_event_equal_the_live_ones(recorded: 
     assert sum(t["house_net"] for t in takings.values()) == sum(e.staked - e.returned for e in settled)
     shoes = [msgspec.json.decode(v) for (b, _), v in rebuilt.items() if b == "shoe_stats"]
     assert any(s["ended"] for s in shoes) and all(s["drawn"] + s["burned"] <= s["cards"] for s in shoes)
+
+
+async def _a_store_holding(stored: list[Stored], url: str) -> None:
+    """A fresh stream holding ``stored`` in order, as written (sequences from 1)."""
+    nc = await nats.connect(url)
+    try:
+        js = nc.jetstream()
+        await ensure_streams(js)
+        for m in stored:
+            await js.publish(m.subject, envelope.encode(m.batch), stream=STREAM)
+    finally:
+        await nc.close()
+
+
+async def test_a_whole_store_verified_table_by_table_in_processes_reports_what_one_pass_does(
+        recorded: list[Stored], tmp_path: Path) -> None:
+    coup = _a_coup(recorded, "blackjack")
+    tampered, _ = _tamper(coup, settlement.CoupSettled, lambda e: msgspec.structs.replace(e, returned=e.returned + 1))
+    changed = {m.seq: m for m in tampered}
+    stored = [changed.get(m.seq, m) for m in recorded]
+    with nats_server(tmp_path) as url:
+        await _a_store_holding(stored, url)
+        one_pass = verify_all(stored, [m for m in stored if subjects.tokens(m.subject)[3] == "shoe"])
+        spread = await verify_store(url, 2)
+        alone = await verify_store(url, 1)
+    assert one_pass.findings and {f.coup for f in one_pass.findings} == {replay_coup(tampered).coup}
+    for report in (spread, alone):
+        assert (report.coups, report.shoes) == (one_pass.coups, one_pass.shoes) == (48, one_pass.shoes)
+        assert sorted(report.findings, key=lambda f: (f.coup, f.seq)) == \
+            sorted(one_pass.findings, key=lambda f: (f.coup, f.seq))
+
+
+async def test_events_under_no_table_fail_the_verification_of_a_whole_store(
+        recorded: list[Stored], tmp_path: Path) -> None:
+    """Tables are found from their shoes' subjects: an event under a table that
+    has none is not silently left out."""
+    stray = recorded[-1]
+    _, _, coup, aggregate = subjects.tokens(stray.subject)
+    with nats_server(tmp_path) as url:
+        await _a_store_holding([*recorded, Stored(0, subjects.event("STRAY-1", "STRAY-1-shoe-1", coup, aggregate),
+                                                  stray.batch)], url)
+        with pytest.raises(RuntimeError, match="not every event was verified"):
+            await verify_store(url, 2)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 from nats.aio.client import Client
 from nats.aio.msg import Msg
@@ -13,7 +14,7 @@ from nats.js.errors import APIError, BadRequestError, NotFoundError
 from casino.store.envelope import Batch, decode, encode
 from casino.store.eventstore import Appended, Conflict, Stored
 from casino.store.following import Delivery
-from casino.store.subjects import EVENTS, SECRETS
+from casino.store.subjects import EVENTS, NO_COUP, SECRETS, tokens
 
 STREAM = "CASINO"
 SECRETS_STREAM = "CASINO_SHOE_SECRETS"
@@ -140,3 +141,21 @@ class JetStreamEventStore:
         if failed:
             raise failed[0]
         return out
+
+    async def tables(self) -> list[str]:
+        """Every table with events in the store, from the subjects its shoe
+        events between coups are filed under (a few per shoe; a table's first
+        shuffle is one), asked for page by page as the server hands them out."""
+        found: set[str] = set()
+        offset = 0
+        while True:
+            request = {"subjects_filter": f"{EVENTS}.*.*.{NO_COUP}.shoe", "offset": offset}
+            reply = await self.nc.request(f"$JS.API.STREAM.INFO.{self.stream}", json.dumps(request).encode(), timeout=10)
+            info = json.loads(reply.data)
+            if "error" in info:
+                raise APIError.from_error(info["error"])
+            page = (info.get("state") or {}).get("subjects") or {}
+            found.update(tokens(subject)[0] for subject in page)
+            offset += len(page)
+            if not page or offset >= info.get("total", 0):
+                return sorted(found)
