@@ -6,7 +6,8 @@ per regulation); then each run times (a) reading every message of the stream
 with an ordered consumer, doing nothing with it, and (b) reading, decoding,
 replaying and verifying every coup and shoe as ``casino verify`` does, one
 process per core, each reading its share of the tables over its own
-connection (connecting included). The figure is the median of the runs.
+connection (connecting included), and (c) the same in one process. The
+figure is the median of the runs.
 """
 
 from __future__ import annotations
@@ -66,11 +67,11 @@ async def raw_read(nc: Any, total: int) -> float:
     return elapsed
 
 
-async def replay_and_verify(url: str) -> tuple[float, int]:
+async def replay_and_verify(url: str, processes: int) -> tuple[float, int]:
     """Seconds to read, decode, replay and verify every coup and shoe the way
-    ``casino verify`` does (the tables shared among the machine's cores); coups."""
+    ``casino verify`` does (the tables shared among ``processes``); coups."""
     start = time.perf_counter()
-    report = await verify_store(url, cores(), each_coup=replay_coup)
+    report = await verify_store(url, processes, each_coup=replay_coup)
     elapsed = time.perf_counter() - start
     assert not report.findings, report.findings[:3]
     return elapsed, report.coups
@@ -81,14 +82,16 @@ async def measure(coups_per_table: int = 50, runs: int = 5) -> dict[str, Any]:
         await deal(server.url, coups_per_table)
         nc = await nats.connect(server.url)
         total = (await nc.jetstream().stream_info(STREAM)).state.messages
-        raw, full = [], []
+        raw, full, alone = [], [], []
         coups = 0
         for _ in range(runs):
             raw.append(await raw_read(nc, total))
-            seconds, coups = await replay_and_verify(server.url)
+            seconds, coups = await replay_and_verify(server.url, cores())
             full.append(seconds)
+            alone.append((await replay_and_verify(server.url, 1))[0])
         await nc.close()
     raw_rate = coups / statistics.median(raw)
-    rate = coups / statistics.median(full)
-    return {"coups": coups, "messages": total, "runs": runs, "coups_per_s": rate,
-            "raw_coups_per_s": raw_rate, "ratio": rate / raw_rate}
+    rate, one = coups / statistics.median(full), coups / statistics.median(alone)
+    return {"coups": coups, "messages": total, "runs": runs, "processes": cores(), "coups_per_s": rate,
+            "raw_coups_per_s": raw_rate, "ratio": rate / raw_rate,
+            "one_process": {"coups_per_s": one, "ratio": one / raw_rate}}
