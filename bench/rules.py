@@ -1,6 +1,10 @@
 """Rules speed: baccarat coups per second through the pure library (deal,
 decide, settle, with every event) against a minimal straight-line dealer
-written here, on the same shuffled shoes."""
+written here, on the same shuffled shoes.
+
+Beside them, the floor of recording a coup as events: only folding the events
+the library gave (the coup's and the shoe's) back into their states, which is
+what any deal that records them this way does at the least."""
 
 from __future__ import annotations
 
@@ -10,7 +14,8 @@ import time
 from typing import Any
 
 from casino import rulesets
-from casino.rules import play
+from casino.rules import play, shoe
+from casino.rules.baccarat import coup as bac
 from casino.rules.baccarat import messages as bm
 from casino.rules.cards import full_set
 from casino.rules.ruleset import BaccaratRules
@@ -55,6 +60,18 @@ def straight_line(cards: list[str], coups: int) -> int:
     return total
 
 
+def play_all(rules: BaccaratRules, orders: list[tuple[tuple[str, ...], str]], coups: int,
+             keep: bool = False) -> tuple[list[play.BaccaratCoupRecord], play.Shoe]:
+    """Deal ``coups`` Method A coups from a shoe filled with ``orders``; their records if ``keep``."""
+    table_shoe = play.Shoe(rules.shoe, list(orders))
+    records = []
+    for n in range(coups):
+        record = play.play_baccarat(rules, table_shoe, bm.OpenCoup(f"c{n}", "method_a"), BOOK, Dealer())
+        if keep:
+            records.append(record)
+    return records, table_shoe
+
+
 def measure(coups: int = 2000, runs: int = 5) -> dict[str, Any]:
     rules = rulesets.load("baccarat-000-methods")
     assert isinstance(rules, BaccaratRules)
@@ -64,17 +81,24 @@ def measure(coups: int = 2000, runs: int = 5) -> dict[str, Any]:
         cards = list(full_set(rules.shoe.decks))
         rnd.shuffle(cards)
         orders.append((tuple(cards), f"s{n}"))
-    lib, base = [], []
+    lib, base, folds = [], [], []
     for _ in range(runs):
-        shoe = play.Shoe(rules.shoe, list(orders))
         start = time.perf_counter()
-        for n in range(coups):
-            play.play_baccarat(rules, shoe, bm.OpenCoup(f"c{n}", "method_a"), BOOK, Dealer())
+        play_all(rules, orders, coups)
         lib.append(time.perf_counter() - start)
         flat = [c for order, _ in orders for c in order]
         start = time.perf_counter()
         straight_line(flat, coups)
         base.append(time.perf_counter() - start)
+        records, table_shoe = play_all(rules, orders, coups, keep=True)
+        start = time.perf_counter()
+        for record in records:
+            bac.fold(record.events)
+        state = shoe.ShoeState()
+        for e in table_shoe.events:
+            state = shoe.evolve(state, e)
+        folds.append(time.perf_counter() - start)
     rate, baseline = coups / statistics.median(lib), coups / statistics.median(base)
+    fold = coups / statistics.median(folds)
     return {"coups": coups, "runs": runs, "coups_per_s": rate, "baseline_coups_per_s": baseline,
-            "ratio": rate / baseline}
+            "ratio": rate / baseline, "fold_only": {"coups_per_s": fold, "ratio": fold / baseline}}
