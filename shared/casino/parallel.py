@@ -12,6 +12,7 @@ done here.
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import pickle
 from collections.abc import Awaitable, Callable, Sequence
@@ -51,7 +52,10 @@ def _fork(work: Callable[[S], Awaitable[R]], share: S) -> tuple[int, int]:
         return pid, read
     # The child: runs its share on a loop of its own (the parent's loop, inherited
     # but not running here, is never touched), never returns into the caller's
-    # code and never runs its exit handlers.
+    # code and never runs its exit handlers. What it inherited is left out of its
+    # garbage collections: a collection walking the parent's objects would copy
+    # every page they are on.
+    gc.freeze()
     os.close(read)
     try:
         try:
