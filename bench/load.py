@@ -22,7 +22,7 @@ from tests.faults.harness import Processes
 
 from casino.launcher import SHORT, default_tables
 from casino.natsserver import NatsServer
-from casino.replaycli import verify_all
+from casino.replaycli import verify_history
 from casino.simulator import SimulatedTable, Simulator
 from casino.store import subjects
 from casino.store.jetstream import JetStreamEventStore, ensure_streams
@@ -83,7 +83,7 @@ async def measure(tables_count: int, seconds: float) -> dict[str, Any]:
         SimulatedTable.one_coup = original  # type: ignore[method-assign]
         await asyncio.sleep(3)  # let the last settlements land
         stored = await JetStreamEventStore(nc).read(f"{subjects.EVENTS}.>")
-        report = verify_all(stored, [m for m in stored if subjects.tokens(m.subject)[3] == "shoe"])
+        report = verify_history(stored)
     ordered = sorted(latencies)
     return {"tables": tables_count, "seconds": round(elapsed, 1), "coups": done,
             "coups_per_s": done / elapsed, "p50_ms": 1000 * statistics.median(ordered),

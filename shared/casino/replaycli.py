@@ -146,7 +146,7 @@ async def verify(store: EventStore, nc: Client, args: argparse.Namespace) -> int
         report = verify_all(stored, shoes)
     elif args.table:
         stored = await store.read(subjects.table_filter(args.table))
-        report = verify_all(stored, [m for m in stored if subjects.tokens(m.subject)[3] == "shoe"])
+        report = verify_history(stored)
     else:
         assert nc.connected_url is not None
         report = await verify_store(nc.connected_url.geturl(), args.workers)
@@ -207,10 +207,15 @@ async def _verify_tables(url: str, last_seq: int, each_coup: Callable[[list[Stor
             if each_coup is not None:
                 for msgs in by_coup(stored).values():
                     each_coup(msgs)
-            reports.append(verify_all(stored, [m for m in stored if subjects.tokens(m.subject)[3] == "shoe"]))
+            reports.append(verify_history(stored))
     finally:
         await nc.close()
     return Report.of(reports), read
+
+
+def verify_history(stored: list[Stored]) -> Report:
+    """Verify every coup and every ended shoe of a history (a table's, or the whole store's)."""
+    return verify_all(stored, [m for m in stored if subjects.tokens(m.subject)[3] == "shoe"])
 
 
 def verify_all(stored: list[Stored], shoe_events: list[Stored]) -> Report:

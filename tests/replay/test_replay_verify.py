@@ -18,7 +18,7 @@ from casino import rulesets
 from casino.launcher import default_tables
 from casino.projections import KvProjections, Projector
 from casino.replay import SCHEMA, render_text, replay_coup
-from casino.replaycli import by_coup, verify_all, verify_store
+from casino.replaycli import by_coup, verify_history, verify_store
 from casino.rules import settlement, shoe
 from casino.rules.baccarat import messages as bm
 from casino.simulator import Simulator
@@ -84,7 +84,7 @@ def copy(stored: list[Stored]) -> list[Stored]:
 def test_every_coup_of_the_simulated_casino_replays_and_verifies(recorded: list[Stored]) -> None:
     coups = by_coup(recorded)
     assert len(coups) == 48
-    report = verify_all(recorded, [m for m in recorded if subjects.tokens(m.subject)[3] == "shoe"])
+    report = verify_history(recorded)
     assert (report.coups, report.findings) == (48, [])
     for msgs in coups.values():
         r = replay_coup(msgs)
@@ -172,7 +172,7 @@ def test_an_event_written_under_an_older_schema_version_replays_and_verifies(rec
     assert rewritten >= 3  # the blackjack tables' shoes
     upcast = [e for m in older for e in m.batch.events if e.type == "shoe.shuffled"]
     assert all(e.version == 2 and isinstance(e.data, shoe.ShoeShuffled) for e in upcast)
-    report = verify_all(older, [m for m in older if subjects.tokens(m.subject)[3] == "shoe"])
+    report = verify_history(older)
     assert report.findings == [] and report.coups == 48
 
 
@@ -224,7 +224,7 @@ async def test_a_whole_store_verified_table_by_table_in_processes_reports_what_o
     stored = [changed.get(m.seq, m) for m in recorded]
     with nats_server(tmp_path) as url:
         await _a_store_holding(stored, url)
-        one_pass = verify_all(stored, [m for m in stored if subjects.tokens(m.subject)[3] == "shoe"])
+        one_pass = verify_history(stored)
         spread = await verify_store(url, 2)
         alone = await verify_store(url, 1)
     assert one_pass.findings and {f.coup for f in one_pass.findings} == {replay_coup(tampered).coup}
