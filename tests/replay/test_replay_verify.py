@@ -245,3 +245,15 @@ async def test_events_under_no_table_fail_the_verification_of_a_whole_store(
                                                   stray.batch)], url)
         with pytest.raises(RuntimeError, match="not every event was verified"):
             await verify_store(url, 2)
+
+
+async def test_an_undecodable_event_fails_the_verification_of_a_whole_store(
+        recorded: list[Stored], tmp_path: Path) -> None:
+    with nats_server(tmp_path) as url:
+        await _a_store_holding(recorded, url)
+        nc = await nats.connect(url)
+        await nc.jetstream().publish(recorded[-1].subject, b'{"events": [{"type": "coup.garbled"}]}', stream=STREAM)
+        await nc.close()
+        for workers in (1, 2):
+            with pytest.raises(msgspec.ValidationError):
+                await verify_store(url, workers)
