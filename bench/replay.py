@@ -67,11 +67,11 @@ async def raw_read(nc: Any, total: int) -> float:
     return elapsed
 
 
-async def replay_and_verify(url: str, processes: int) -> tuple[float, int]:
+async def replay_and_verify(nc: Any, processes: int) -> tuple[float, int]:
     """Seconds to read, decode, replay and verify every coup and shoe the way
     ``casino verify`` does (the tables shared among ``processes``); coups."""
     start = time.perf_counter()
-    report = await verify_store(url, processes, each_coup=replay_coup)
+    report = await verify_store(nc, processes, each_coup=replay_coup)
     elapsed = time.perf_counter() - start
     assert not report.findings, report.findings[:3]
     return elapsed, report.coups
@@ -86,9 +86,9 @@ async def measure(coups_per_table: int = 50, runs: int = 5) -> dict[str, Any]:
         coups = 0
         for _ in range(runs):
             raw.append(await raw_read(nc, total))
-            seconds, coups = await replay_and_verify(server.url, cores())
+            seconds, coups = await replay_and_verify(nc, cores())
             full.append(seconds)
-            alone.append((await replay_and_verify(server.url, 1))[0])
+            alone.append((await replay_and_verify(nc, 1))[0])
         await nc.close()
     raw_rate = coups / statistics.median(raw)
     rate, one = coups / statistics.median(full), coups / statistics.median(alone)

@@ -15,7 +15,7 @@ import asyncio
 import gc
 import os
 import pickle
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, TypeVar
 
 S = TypeVar("S")
@@ -30,7 +30,7 @@ def cores() -> int:
         return os.cpu_count() or 1
 
 
-async def in_processes(work: Callable[[S], Awaitable[R]], shares: Sequence[S]) -> list[R]:
+async def in_processes(work: Callable[[S], Coroutine[Any, Any, R]], shares: Sequence[S]) -> list[R]:
     """``[await work(share) for share in shares]``, every share in a forked
     process of its own; the results (which must pickle) in the order of the
     shares. An exception in a share is raised here, once every process has ended."""
@@ -44,7 +44,7 @@ async def in_processes(work: Callable[[S], Awaitable[R]], shares: Sequence[S]) -
     return [value for _, value in results]
 
 
-def _fork(work: Callable[[S], Awaitable[R]], share: S) -> tuple[int, int]:
+def _fork(work: Callable[[S], Coroutine[Any, Any, R]], share: S) -> tuple[int, int]:
     read, write = os.pipe()
     pid = os.fork()
     if pid:
@@ -59,7 +59,7 @@ def _fork(work: Callable[[S], Awaitable[R]], share: S) -> tuple[int, int]:
     os.close(read)
     try:
         try:
-            out = pickle.dumps((True, asyncio.run(_run(work, share))), pickle.HIGHEST_PROTOCOL)
+            out = pickle.dumps((True, asyncio.run(work(share))), pickle.HIGHEST_PROTOCOL)
         except BaseException as exc:  # the parent raises it
             try:
                 out = pickle.dumps((False, exc), pickle.HIGHEST_PROTOCOL)
@@ -69,10 +69,6 @@ def _fork(work: Callable[[S], Awaitable[R]], share: S) -> tuple[int, int]:
             pipe.write(out)
     finally:
         os._exit(0)
-
-
-async def _run(work: Callable[[S], Awaitable[R]], share: S) -> R:
-    return await work(share)
 
 
 def _gather(pid: int, fd: int) -> tuple[bool, Any]:

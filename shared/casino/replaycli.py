@@ -148,8 +148,7 @@ async def verify(store: EventStore, nc: Client, args: argparse.Namespace) -> int
         stored = await store.read(subjects.table_filter(args.table))
         report = verify_history(stored)
     else:
-        assert nc.connected_url is not None
-        report = await verify_store(nc.connected_url.geturl(), args.workers)
+        report = await verify_store(nc, args.workers)
     for f in report.findings:
         print(f"{f.coup}: event seq {f.seq}: {f.what}")
     print(f"verified {report.coups} coups and {report.shoes} ended shoes: "
@@ -169,23 +168,21 @@ class Report(msgspec.Struct):
         return Report(sum(r.coups for r in parts), sum(r.shoes for r in parts), [f for r in parts for f in r.findings])
 
 
-async def verify_store(url: str, workers: int, each_coup: Callable[[list[Stored]], object] | None = None) -> Report:
-    """Verify every coup and ended shoe in the store at ``url``, its tables
-    spread over ``workers`` processes that each read their own tables (a table's
-    coups and shoes are all under its subjects). ``each_coup`` is also given
-    every coup's records, where they are read.
+async def verify_store(nc: Client, workers: int, each_coup: Callable[[list[Stored]], object] | None = None) -> Report:
+    """Verify every coup and ended shoe in the store ``nc`` is connected to, its
+    tables spread over ``workers`` processes that each read their own tables
+    over a connection of their own (a table's coups and shoes are all under its
+    subjects). ``each_coup`` is also given every coup's records, where they are read.
 
     Every event up to the last when this starts must have been read under some
     table; otherwise this fails rather than report a partial verification."""
-    nc = await nats.connect(url)
-    try:
-        store = JetStreamEventStore(nc)
-        state = (await store.js.stream_info(store.stream)).state
-        tables = await store.tables()
-    finally:
-        await nc.close()
+    assert nc.connected_url is not None
+    store = JetStreamEventStore(nc)
+    state = (await store.js.stream_info(store.stream)).state
+    tables = await store.tables()
     n = max(1, min(workers, len(tables)))
-    parts = await in_processes(partial(_verify_tables, url, state.last_seq, each_coup), [tables[i::n] for i in range(n)])
+    parts = await in_processes(partial(_verify_tables, nc.connected_url.geturl(), state.last_seq, each_coup),
+                               [tables[i::n] for i in range(n)])
     read = sum(count for _, count in parts)
     if read != state.messages:
         raise RuntimeError(f"the stream holds {state.messages} events up to sequence {state.last_seq}, "

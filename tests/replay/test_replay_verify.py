@@ -18,7 +18,7 @@ from casino import rulesets
 from casino.launcher import default_tables
 from casino.projections import KvProjections, Projector
 from casino.replay import SCHEMA, render_text, replay_coup
-from casino.replaycli import by_coup, verify_history, verify_store
+from casino.replaycli import Report, by_coup, verify_history, verify_store
 from casino.rules import settlement, shoe
 from casino.rules.baccarat import messages as bm
 from casino.simulator import Simulator
@@ -216,6 +216,14 @@ async def _a_store_holding(stored: list[Stored], url: str) -> None:
         await nc.close()
 
 
+async def _verified(url: str, workers: int) -> Report:
+    nc = await nats.connect(url)
+    try:
+        return await verify_store(nc, workers)
+    finally:
+        await nc.close()
+
+
 async def test_a_whole_store_verified_table_by_table_in_processes_reports_what_one_pass_does(
         recorded: list[Stored], tmp_path: Path) -> None:
     coup = _a_coup(recorded, "blackjack")
@@ -225,8 +233,8 @@ async def test_a_whole_store_verified_table_by_table_in_processes_reports_what_o
     with nats_server(tmp_path) as url:
         await _a_store_holding(stored, url)
         one_pass = verify_history(stored)
-        spread = await verify_store(url, 2)
-        alone = await verify_store(url, 1)
+        spread = await _verified(url, 2)
+        alone = await _verified(url, 1)
     assert one_pass.findings and {f.coup for f in one_pass.findings} == {replay_coup(tampered).coup}
     for report in (spread, alone):
         assert (report.coups, report.shoes) == (one_pass.coups, one_pass.shoes) == (48, one_pass.shoes)
@@ -244,7 +252,7 @@ async def test_events_under_no_table_fail_the_verification_of_a_whole_store(
         await _a_store_holding([*recorded, Stored(0, subjects.event("STRAY-1", "STRAY-1-shoe-1", coup, aggregate),
                                                   stray.batch)], url)
         with pytest.raises(RuntimeError, match="not every event was verified"):
-            await verify_store(url, 2)
+            await _verified(url, 2)
 
 
 async def test_an_undecodable_event_fails_the_verification_of_a_whole_store(
@@ -256,4 +264,4 @@ async def test_an_undecodable_event_fails_the_verification_of_a_whole_store(
         await nc.close()
         for workers in (1, 2):
             with pytest.raises(msgspec.ValidationError):
-                await verify_store(url, workers)
+                await _verified(url, workers)
