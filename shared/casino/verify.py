@@ -13,6 +13,9 @@ shuffle, and every card burned or drawn must be that order's card.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
+from functools import partial
+from typing import Any
 
 import msgspec
 
@@ -40,40 +43,26 @@ class Finding(msgspec.Struct, frozen=True):
     what: str
 
 
-def _baccarat_command(e: object) -> bm.AnyBaccaratCommand | None:
-    match e:
-        case bm.CoupOpened():
-            return bm.OpenCoup(e.coup_id, e.procedure, e.approvals, None, e.shoe_holder)
-        case bm.BettingClosed():
-            return bm.CloseBetting(e.wagers)
-        case bm.OfferAnswered():
-            return bm.AnswerOffer(e.seat, e.accepted, e.plays)
-        case bm.CardDealt():
-            return bm.DealCard(e.card, e.position, e.by)
-        case bm.CardsPassed():
-            return bm.PassCards(e.hand)
-        case bm.HandExposed():
-            return bm.ExposeHand(e.seat, e.hand)
-        case bm.CardsReturned():
-            return bm.ReturnCards(e.seat, e.hand)
-        case bm.HandlingBreachReported():
-            return bm.ReportHandlingBreach(e.seat, e.hand, e.note)
-        case bm.ShoeGivenUp():
-            return bm.PassShoe(e.seat) if e.reason == "passed" else bm.ForfeitShoe(e.seat, "")
-    return None
+# The command each recorded event implies, by the event's type (a lookup: a
+# coup has dozens of events to turn back into commands).
+_BACCARAT_COMMAND: dict[type, Callable[[Any], bm.AnyBaccaratCommand]] = {
+    bm.CoupOpened: lambda e: bm.OpenCoup(e.coup_id, e.procedure, e.approvals, None, e.shoe_holder),
+    bm.BettingClosed: lambda e: bm.CloseBetting(e.wagers),
+    bm.OfferAnswered: lambda e: bm.AnswerOffer(e.seat, e.accepted, e.plays),
+    bm.CardDealt: lambda e: bm.DealCard(e.card, e.position, e.by),
+    bm.CardsPassed: lambda e: bm.PassCards(e.hand),
+    bm.HandExposed: lambda e: bm.ExposeHand(e.seat, e.hand),
+    bm.CardsReturned: lambda e: bm.ReturnCards(e.seat, e.hand),
+    bm.HandlingBreachReported: lambda e: bm.ReportHandlingBreach(e.seat, e.hand, e.note),
+    bm.ShoeGivenUp: lambda e: bm.PassShoe(e.seat) if e.reason == "passed" else bm.ForfeitShoe(e.seat, ""),
+}
 
-
-def _blackjack_command(e: object) -> jm.AnyBlackjackCommand | None:
-    match e:
-        case jm.CoupOpened():
-            return jm.OpenCoup(e.coup_id)
-        case jm.BettingClosed():
-            return jm.CloseBetting(e.wagers)
-        case jm.CardDealt():
-            return jm.DealCard(e.card, e.position)
-        case jm.DecisionTaken():
-            return jm.Decide(e.seat, e.hand, e.action, e.amount if e.action == "insurance" else 0)
-    return None
+_BLACKJACK_COMMAND: dict[type, Callable[[Any], jm.AnyBlackjackCommand]] = {
+    jm.CoupOpened: lambda e: jm.OpenCoup(e.coup_id),
+    jm.BettingClosed: lambda e: jm.CloseBetting(e.wagers),
+    jm.CardDealt: lambda e: jm.DealCard(e.card, e.position),
+    jm.DecisionTaken: lambda e: jm.Decide(e.seat, e.hand, e.action, e.amount if e.action == "insurance" else 0),
+}
 
 
 def verify_coup(stored: list[Stored]) -> list[Finding]:
@@ -97,19 +86,28 @@ def _redecide(coup: str, configured: CoupConfigured, msgs: list[Stored]) -> list
     explained, the command it implies is decided again and must give exactly
     the events recorded from there."""
     rules = rulesets.load(configured.ruleset)
-    state: bac.BaccaratCoup | bj.BlackjackCoup = (
-        bac.BaccaratCoup() if isinstance(rules, BaccaratRules) else bj.BlackjackCoup())
+    state: Any
+    step: Callable[[Any, Any], tuple[list[Any], Any]]
+    commands: dict[type, Callable[[Any], Any]]
+    if isinstance(rules, BaccaratRules):
+        state, commands = bac.BaccaratCoup(), _BACCARAT_COMMAND
+        step = partial(bac.step, rules)
+    elif isinstance(rules, BlackjackRules):
+        state, commands = bj.BlackjackCoup(), _BLACKJACK_COMMAND
+        step = partial(bj.step, rules)
+    else:
+        return [Finding(coup, msgs[0].seq if msgs else 0, f"{configured.ruleset} is not a coup's ruleset")]
     for m in msgs:
-        recorded = [e.data for e in m.batch.events if not isinstance(e.data, CoupConfigured)]
+        recorded = [e.data for e in m.batch.events if type(e.data) is not CoupConfigured]
         i = 0
         while i < len(recorded):
+            command = commands.get(type(recorded[i]))
+            if command is None:
+                return [Finding(coup, m.seq, f"{type(recorded[i]).__name__} is not caused by any command")]
             try:
-                decided = _decide_again(rules, state, recorded[i])
+                given, state = step(state, command(recorded[i]))
             except RuleViolation as exc:
                 return [Finding(coup, m.seq, f"the rules refuse the recorded {type(recorded[i]).__name__}: {exc}")]
-            if decided is None:
-                return [Finding(coup, m.seq, f"{type(recorded[i]).__name__} is not caused by any command")]
-            given, state = decided
             got = recorded[i:i + len(given)]
             if given != got or not given:
                 j = next((j for j, (g, r) in enumerate(zip(given, got, strict=False)) if g != r),
@@ -121,25 +119,6 @@ def _redecide(coup: str, configured: CoupConfigured, msgs: list[Stored]) -> list
     if state.phase != "finished":
         return [Finding(coup, msgs[-1].seq if msgs else 0, f"the coup is not finished (phase {state.phase})")]
     return []
-
-
-def _decide_again(rules: object, state: bac.BaccaratCoup | bj.BlackjackCoup, first: AnyEvent,
-                  ) -> tuple[list[AnyEvent], bac.BaccaratCoup | bj.BlackjackCoup] | None:
-    """The events the command that ``first`` implies gives now, and the coup
-    after them; None if no command gives such an event."""
-    if isinstance(rules, BaccaratRules) and isinstance(state, bac.BaccaratCoup):
-        command = _baccarat_command(first)
-        if command is None:
-            return None
-        events, after = bac.step(rules, state, command)
-        return list(events), after
-    if isinstance(rules, BlackjackRules) and isinstance(state, bj.BlackjackCoup):
-        bcommand = _blackjack_command(first)
-        if bcommand is None:
-            return None
-        bj_events, bj_after = bj.step(rules, state, bcommand)
-        return list(bj_events), bj_after
-    raise RuleViolation("coup", "the ruleset's game is not the coup's")
 
 
 def _book_and_cards(coup: str, msgs: list[Stored], book: wagerbook.Book) -> list[Finding]:

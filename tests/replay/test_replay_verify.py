@@ -21,6 +21,7 @@ from casino.replay import SCHEMA, render_text, replay_coup
 from casino.replaycli import Report, by_coup, verify_history, verify_store
 from casino.rules import settlement, shoe
 from casino.rules.baccarat import messages as bm
+from casino.rules.blackjack import messages as jm
 from casino.simulator import Simulator
 from casino.store import envelope, subjects
 from casino.store.eventstore import Stored
@@ -126,11 +127,30 @@ def _a_coup(recorded: list[Stored], game: str) -> list[Stored]:
 @pytest.mark.parametrize("game", ["baccarat", "blackjack"])
 def test_verify_catches_a_changed_card(recorded: list[Stored], game: str) -> None:
     coup = _a_coup(recorded, game)
-    dealt = bm.CardDealt if game == "baccarat" else __import__("casino.rules.blackjack.messages", fromlist=["x"]).CardDealt
+    dealt = bm.CardDealt if game == "baccarat" else jm.CardDealt
     tampered, seq = _tamper(coup, dealt, lambda e: msgspec.structs.replace(e, card="KS" if e.card != "KS" else "QS"))
     findings = verify_coup(tampered)
     # The batch holds the dealer's later steps too, so the changed card may also show in what follows it.
     assert findings and findings[0].seq == seq and any("the shoe drew" in f.what for f in findings if f.seq == seq), \
+        findings
+
+
+def test_verify_reports_a_recorded_decision_the_rules_refuse(recorded: list[Stored]) -> None:
+    coup = _a_coup(recorded, "blackjack")
+    tampered, seq = _tamper(coup, jm.DecisionTaken, lambda e: msgspec.structs.replace(e, seat=e.seat + 100))
+    findings = verify_coup(tampered)
+    assert findings and findings[0].seq == seq, findings
+    # 002 (5) with a hole card, 003 7.4 without: each player in turn
+    assert findings[0].what.startswith(("the rules refuse the recorded DecisionTaken: 002 (5): it is the turn of seat",
+                                        "the rules refuse the recorded DecisionTaken: 003 7.4: it is the turn of seat")), \
+        findings[0].what
+
+
+def test_verify_reports_a_recorded_step_no_command_causes(recorded: list[Stored]) -> None:
+    coup = _a_coup(recorded, "blackjack")
+    tampered, seq = _tamper(coup, jm.DecisionTaken, lambda e: jm.HandCompleted(e.seat, e.hand, "stand"))
+    findings = verify_coup(tampered)
+    assert findings and findings[0].seq == seq and findings[0].what == "HandCompleted is not caused by any command", \
         findings
 
 

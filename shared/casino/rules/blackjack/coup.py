@@ -64,7 +64,7 @@ class Hand(msgspec.Struct, frozen=True, gc=False):
 
     @property
     def codes(self) -> tuple[Card, ...]:
-        return tuple(p.card for p in self.cards)
+        return tuple([p.card for p in self.cards])
 
 
 class Box(msgspec.Struct, frozen=True, gc=False):
@@ -92,7 +92,7 @@ class BlackjackCoup(msgspec.Struct, frozen=True, gc=False):
 
     @property
     def dealer_cards(self) -> tuple[Card, ...]:
-        return tuple(p.card for p in self.dealer)
+        return tuple([p.card for p in self.dealer])
 
     def current(self) -> tuple[int, int] | None:
         """(box index, hand index) of the hand whose turn it is."""
@@ -181,24 +181,26 @@ def check(rules: BlackjackRules, state: BlackjackCoup, command: AnyBlackjackComm
 
 
 def _primary(rules: BlackjackRules, s: BlackjackCoup, cmd: AnyBlackjackCommand) -> list[AnyBlackjackEvent]:
-    match cmd:
-        case OpenCoup():
-            if s.phase != "new":
-                raise RuleViolation("coup", "the coup is already open")
-            return [CoupOpened(cmd.coup_id, rules.hole_card, _c(rules.hole_card, "002 (4)", "003 7.3"))]
-        case CloseBetting():
-            if s.phase != "betting":
-                raise RuleViolation("coup", "betting is not open")
-            book = check_book(rules.table, rules.limits, cmd.wagers)
-            if not book:
-                raise RuleViolation(_c(rules.hole_card, "002 (4)(a)", "003 7.3(a)"), "cards go only to boxes containing a wager, and none has one")
-            # 002 (4): boxes in the order they are dealt, clockwise from the dealer's left.
-            return [BettingClosed(tuple(sorted(book, key=lambda w: rules.seats.index(w.seat))))]
-        case DealCard():
-            return _deal(rules, s, cmd)
-        case Decide():
-            return _decide(rules, s, cmd)
-    raise RuleViolation("protocol", f"unknown blackjack command {type(cmd).__name__}")
+    handle = _DECIDE.get(type(cmd))
+    if handle is None:
+        raise RuleViolation("protocol", f"unknown blackjack command {type(cmd).__name__}")
+    return handle(rules, s, cmd)
+
+
+def _open(rules: BlackjackRules, s: BlackjackCoup, cmd: OpenCoup) -> list[AnyBlackjackEvent]:
+    if s.phase != "new":
+        raise RuleViolation("coup", "the coup is already open")
+    return [CoupOpened(cmd.coup_id, rules.hole_card, _c(rules.hole_card, "002 (4)", "003 7.3"))]
+
+
+def _close_betting(rules: BlackjackRules, s: BlackjackCoup, cmd: CloseBetting) -> list[AnyBlackjackEvent]:
+    if s.phase != "betting":
+        raise RuleViolation("coup", "betting is not open")
+    book = check_book(rules.table, rules.limits, cmd.wagers)
+    if not book:
+        raise RuleViolation(_c(rules.hole_card, "002 (4)(a)", "003 7.3(a)"), "cards go only to boxes containing a wager, and none has one")
+    # 002 (4): boxes in the order they are dealt, clockwise from the dealer's left.
+    return [BettingClosed(tuple(sorted(book, key=lambda w: rules.seats.index(w.seat))))]
 
 
 def _deal(rules: BlackjackRules, s: BlackjackCoup, cmd: DealCard) -> list[AnyBlackjackEvent]:
@@ -261,6 +263,15 @@ def _decide(rules: BlackjackRules, s: BlackjackCoup, cmd: Decide) -> list[AnyBla
     return [DecisionTaken(cmd.seat, cmd.hand, "split", hand.original)]
 
 
+# One entry per command type: a lookup, not a chain of type tests.
+_DECIDE: dict[type, Callable[[BlackjackRules, BlackjackCoup, Any], list[AnyBlackjackEvent]]] = {
+    OpenCoup: _open,
+    CloseBetting: _close_betting,
+    DealCard: _deal,
+    Decide: _decide,
+}
+
+
 # ---- automatic steps ------------------------------------------------------
 
 
@@ -297,7 +308,8 @@ def _finished(
     rules: BlackjackRules, hand: Hand, hands_in_box: int
 ) -> Literal["bust", "doubled", "split_aces", "blackjack", "twenty_one"] | None:
     cards = hand.codes
-    if H.is_bust(cards):
+    t = H.total(cards)[0]
+    if t > 21:
         return "bust"
     if hand.doubled:
         return "doubled"
@@ -305,10 +317,8 @@ def _finished(
         # Split aces take one card each, unless a new pair of aces may be split again.
         may_resplit = rules.resplit_aces and H.is_pair(cards, False) and hands_in_box < rules.max_hands
         return None if may_resplit else "split_aces"
-    if H.is_blackjack(cards, hand.from_split):
-        return "blackjack"
-    if H.total(cards)[0] == 21:
-        return "twenty_one"
+    if t == 21:
+        return "blackjack" if H.is_blackjack(cards, hand.from_split) else "twenty_one"
     return None
 
 
@@ -402,7 +412,10 @@ def _taken(s: BlackjackCoup, e: DecisionTaken) -> BlackjackCoup:
 
 
 def _box_index(s: BlackjackCoup, seat: int) -> int:
-    return next(i for i, b in enumerate(s.boxes) if b.seat == seat)
+    for i, b in enumerate(s.boxes):
+        if b.seat == seat:
+            return i
+    raise StopIteration(f"no box at seat {seat}")
 
 
 def _with_hand(s: BlackjackCoup, seat: int, index: int, change: Callable[[Hand], Hand]) -> BlackjackCoup:
