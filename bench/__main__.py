@@ -22,6 +22,8 @@ async def scale(counts: list[int], seconds: float, runs: int) -> dict[str, Any]:
             "coups_per_s": statistics.median(r["coups_per_s"] for r in results),
             "p99_ms": statistics.median(r["p99_ms"] for r in results),
             "rss_mib": {s: statistics.median(r["rss_mib"][s] for r in results) for s in results[0]["rss_mib"]},
+            "cpu_ms_per_coup": {s: statistics.median(r["cpu_ms_per_coup"][s] for r in results)
+                                for s in results[0]["cpu_ms_per_coup"]},
             "differences": sum(r["differences"] for r in results),
         }
     return out
@@ -60,11 +62,13 @@ def main() -> None:
           f"p99 {pl['p99_ms']:.0f} ms (target p99 < 25 ms)")
     print(f"  at half that load ({half['offered_coups_per_s']:.1f} coups/s offered, each table at a steady pace): "
           f"p50 {half['p50_ms']:.0f} ms, p99 {half['p99_ms']:.0f} ms")
-    print("scale (tables: coups/s, p99 coup ms, resident MiB per service):")
+    print("scale (tables: coups/s, p99 coup ms, resident MiB per service; CPU ms per coup in each process):")
     for n in ("1", "4", "16", "64"):
         s = results["scale"][n]
         mem = ", ".join(f"{k} {v:.0f}" for k, v in s["rss_mib"].items())
+        cpu = ", ".join(f"{k} {v:.1f}" for k, v in s["cpu_ms_per_coup"].items())
         print(f"  {n:>3}: {s['coups_per_s']:7.1f}  {s['p99_ms']:8.0f}  {mem}")
+        print(f"       CPU {cpu}")
     print(f"each figure is the median of {args.runs} runs")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

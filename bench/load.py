@@ -9,6 +9,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import statistics
 import tempfile
 import time
@@ -36,6 +37,12 @@ def rss_mib(pid: int) -> float:
     return 0.0
 
 
+def cpu_seconds(pid: int) -> float:
+    """The CPU time a process has used so far, user and system."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def stop_players(task: asyncio.Task[None]) -> None:
     """Stop the simulated players; a request in flight when the connection
     closes ends in an error that is no finding of the benchmark."""
@@ -44,16 +51,19 @@ def stop_players(task: asyncio.Task[None]) -> None:
 
 
 @contextlib.asynccontextmanager
-async def casino(tables: dict[str, TableConfig]) -> AsyncIterator[tuple[Client, Processes]]:
+async def casino(tables: dict[str, TableConfig]) -> AsyncIterator[tuple[Client, Processes, dict[str, int]]]:
     """A fresh local nats-server with the streams, the four services as
-    processes (stopped however the run ends), and a connection to it."""
+    processes (stopped however the run ends), a connection to it, and the
+    process id of each service and of the server."""
     with tempfile.TemporaryDirectory() as tmp, NatsServer(Path(tmp) / "nats") as server:
         nc = await nats.connect(server.url)
         await ensure_streams(nc.jetstream())
         procs = Processes(server.url, Path(tmp) / "procs", tables)
         procs.start_all()
+        assert server.process is not None
+        pids = {name: p.pid for name, p in procs.procs.items()} | {"nats-server": server.process.pid}
         try:
-            yield nc, procs
+            yield nc, procs, pids
         finally:
             procs.stop_all()
             await nc.close()
@@ -61,7 +71,7 @@ async def casino(tables: dict[str, TableConfig]) -> AsyncIterator[tuple[Client, 
 
 async def measure(tables_count: int, seconds: float) -> dict[str, Any]:
     tables = default_tables(tables_count, list(SHORT))
-    async with casino(tables) as (nc, procs):
+    async with casino(tables) as (nc, procs, pids):
         latencies: list[float] = []
         original = SimulatedTable.one_coup
 
@@ -75,10 +85,12 @@ async def measure(tables_count: int, seconds: float) -> dict[str, Any]:
         task = asyncio.create_task(sim.run(None))
         await asyncio.sleep(3)  # the services start
         latencies.clear()
+        cpu = {name: cpu_seconds(pid) for name, pid in pids.items()}
         start = time.perf_counter()
         await asyncio.sleep(seconds)
         memory = {name: round(rss_mib(p.pid), 1) for name, p in procs.procs.items()}
         done, elapsed = len(latencies), time.perf_counter() - start
+        cpu_ms = {name: round(1000 * (cpu_seconds(pid) - cpu[name]) / max(done, 1), 2) for name, pid in pids.items()}
         stop_players(task)
         SimulatedTable.one_coup = original  # type: ignore[method-assign]
         await asyncio.sleep(3)  # let the last settlements land
@@ -87,7 +99,7 @@ async def measure(tables_count: int, seconds: float) -> dict[str, Any]:
     ordered = sorted(latencies)
     return {"tables": tables_count, "seconds": round(elapsed, 1), "coups": done,
             "coups_per_s": done / elapsed, "p50_ms": 1000 * statistics.median(ordered),
-            "p99_ms": 1000 * ordered[int(0.99 * (len(ordered) - 1))], "rss_mib": memory,
+            "p99_ms": 1000 * ordered[int(0.99 * (len(ordered) - 1))], "rss_mib": memory, "cpu_ms_per_coup": cpu_ms,
             "verified_coups": report.coups, "differences": len(report.findings)}
 
 

@@ -26,7 +26,7 @@ async def one_run(tables_count: int, seconds: float, every: float = 0.0) -> dict
     """One run, flat out or (``every``) each table opening a coup every so many
     seconds; the ceiling is measured after a flat-out run only."""
     tables = {f"BAC-{i + 1}": TableConfig("baccarat-000-methods", "method_a", APPROVALS) for i in range(tables_count)}
-    async with casino(tables) as (nc, procs):
+    async with casino(tables) as (nc, procs, _):
         sim = Simulator(nc, tables, seed=2, patience=40, every=every)
         task = asyncio.create_task(sim.run(None))
         await asyncio.sleep(4)  # the services start and warm up
