@@ -37,7 +37,7 @@ def main() -> None:
     args = p.parse_args()
     results: dict[str, Any] = {
         "rules": rules.measure(2000, args.runs),
-        "replay": asyncio.run(replay.measure(50, args.runs)),
+        "replay": asyncio.run(replay.measure(150, args.runs)),
         "pipeline": asyncio.run(pipeline.measure(16, args.seconds, args.runs)),
         "scale": asyncio.run(scale([1, 4, 16, 64], args.seconds / 2, args.runs)),
     }
