@@ -415,7 +415,7 @@ def _box_index(s: BlackjackCoup, seat: int) -> int:
     for i, b in enumerate(s.boxes):
         if b.seat == seat:
             return i
-    raise StopIteration(f"no box at seat {seat}")
+    raise LookupError(f"no box at seat {seat}")
 
 
 def _with_hand(s: BlackjackCoup, seat: int, index: int, change: Callable[[Hand], Hand]) -> BlackjackCoup:
