@@ -1,0 +1,47 @@
+"""The rules benchmark's baseline is a real dealer: on the cards the library
+dealt, coup by coup, the straight-line dealer written in the benchmark draws
+the same third cards (the tableau, the standard rule behind 000 and 001) and
+pays on the same winner. A baseline that skipped part of the tableau would
+make the ratio meaningless."""
+
+from __future__ import annotations
+
+import random
+
+from bench import rules as bench_rules
+
+from casino import rulesets
+from casino.rules.baccarat import messages as bm
+from casino.rules.cards import full_set
+from casino.rules.ruleset import BaccaratRules
+
+# What the straight-line dealer adds up for one coup, by its winner.
+PAID = {"banker": 5000 + 5000 * 95 // 100, "player": 5000 * 2, "tie": 500 * 9}
+
+
+def test_the_straight_line_dealer_deals_each_coup_as_the_rules_do() -> None:
+    rules = rulesets.load("baccarat-000-methods")
+    assert isinstance(rules, BaccaratRules)
+    rnd = random.Random(11)
+    orders = []
+    for n in range(12):
+        cards = list(full_set(rules.shoe.decks))
+        rnd.shuffle(cards)
+        orders.append((tuple(cards), f"s{n}"))
+    records, _ = bench_rules.play_all(rules, orders, 600, keep=True)
+    winners: set[str] = set()
+    every_card: list[str] = []
+    third_cards = paid = 0
+    for record in records:
+        dealt = [e.card for e in record.events if isinstance(e, bm.CardDealt)]
+        result = next(e for e in record.events if isinstance(e, bm.CoupResulted))
+        # Dealt in the order the baseline takes them: player, banker, player, banker, third cards.
+        # A card it wanted that the rules did not deal is an IndexError.
+        assert bench_rules.straight_line(dealt, 1) == PAID[result.winner], (dealt, result)
+        every_card += dealt
+        paid += PAID[result.winner]
+        winners.add(result.winner)
+        third_cards += len(dealt) - 4
+    # All the coups in one run: a coup that took a card too few would shift every coup after it.
+    assert bench_rules.straight_line(every_card, len(records)) == paid
+    assert winners == {"banker", "player", "tie"} and third_cards > 300
