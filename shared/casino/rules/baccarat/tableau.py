@@ -7,12 +7,15 @@ from typing import Literal
 
 from casino.rules.cards import BACCARAT_VALUE, DECK, Card, baccarat_value, rank
 
-_POINTS = {card: BACCARAT_VALUE[card[0]] for card in DECK}.__getitem__
+_POINTS = {card: BACCARAT_VALUE[card[0]] for card in DECK}
 
 
 def points(cards: Sequence[Card]) -> int:
     """The point count of a hand: the sum of the card values, modulo ten."""
-    return sum(map(_POINTS, cards)) % 10
+    total = 0
+    for c in cards:  # two or three cards: a plain loop is the fastest way
+        total += _POINTS[c]
+    return total % 10
 
 
 def is_natural(player: Sequence[Card], banker: Sequence[Card]) -> bool:
