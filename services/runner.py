@@ -26,7 +26,7 @@ import nats
 import uvloop
 from nats.aio.client import Client
 from nats.aio.msg import Msg
-from nats.js.api import ConsumerConfig, DeliverPolicy
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from nats.js.errors import NotFoundError
 
 from casino import commands as c
@@ -435,11 +435,11 @@ async def _follow(nc: Client, service: Any, kind: str, metrics: Metrics) -> Pull
                 batch = await _decoded(nc, name, m, at, metrics)
                 if batch is not None:
                     await service.observe(m.subject, at.stream_seq, batch)
-                await _ack(m)
+            await _ack(msgs[-1][0])
 
     await nc.jetstream().add_consumer(STREAM, ConsumerConfig(
         durable_name=name, filter_subject=subjects.aggregate_filter(aggregate), deliver_policy=DeliverPolicy.NEW,
-        inactive_threshold=600.0))
+        inactive_threshold=600.0, ack_policy=AckPolicy.ALL))
     return PullConsumer(name, on_batch)
 
 
