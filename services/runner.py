@@ -414,12 +414,11 @@ async def _projections(nc: Client, store: JetStreamEventStore, metrics: Metrics)
                 _gauges(projector, metrics)
             for coup in settled:  # every settled coup is verified as it closes
                 await _verify(store, coup, following.pop(coup), metrics)
-            for m, _ in msgs:
-                await _ack(m)
+            await _ack(msgs[-1][0])  # and every delivery before it (ack policy all)
 
     await nc.jetstream().add_consumer(STREAM, ConsumerConfig(
         durable_name=name, filter_subject=f"{subjects.EVENTS}.>", deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
-        opt_start_seq=projector.seq + 1, inactive_threshold=600.0))
+        opt_start_seq=projector.seq + 1, inactive_threshold=600.0, ack_policy=AckPolicy.ALL))
     return projector, PullConsumer(name, on_batch)
 
 
@@ -435,7 +434,7 @@ async def _follow(nc: Client, service: Any, kind: str, metrics: Metrics) -> Pull
                 batch = await _decoded(nc, name, m, at, metrics)
                 if batch is not None:
                     await service.observe(m.subject, at.stream_seq, batch)
-            await _ack(msgs[-1][0])
+            await _ack(msgs[-1][0])  # and every delivery before it (ack policy all)
 
     await nc.jetstream().add_consumer(STREAM, ConsumerConfig(
         durable_name=name, filter_subject=subjects.aggregate_filter(aggregate), deliver_policy=DeliverPolicy.NEW,

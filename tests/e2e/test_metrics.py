@@ -75,6 +75,8 @@ async def test_metrics_health_and_readiness_of_every_service(nats_url: str) -> N
     assert {dict(ls)["table"] for (n, ls) in samples(projections) if n == "casino_house_net_minor_units"} == set(TABLES)
     assert 0 < total(projections, "casino_shoe_penetration_ratio", table="BAC000-1") < 1
     assert total(settlement, "casino_consumer_pending_messages", consumer="settlement") == 0
+    for kind in ("shoe", "wager", "dealer-policy", "projections"):  # each batch acknowledged by its last delivery
+        assert total(text[kind], "casino_consumer_ack_pending_messages") == 0, kind
     assert total(dealer, "casino_ready", service="dealer-policy") == 1
     assert "casino_event_handling_seconds_count" in settlement
     assert total(projections, "casino_coups_verified_total") == 12
