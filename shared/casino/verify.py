@@ -28,7 +28,7 @@ from casino.rules.baccarat import messages as bm
 from casino.rules.blackjack import coup as bj
 from casino.rules.blackjack import messages as jm
 from casino.rules.errors import RuleViolation
-from casino.rules.ruleset import BaccaratRules, BlackjackRules
+from casino.rules.ruleset import BaccaratRules
 from casino.rules.wagers import Wager
 from casino.store import subjects
 from casino.store.envelope import AnyEvent, CoupConfigured
@@ -92,11 +92,9 @@ def _redecide(coup: str, configured: CoupConfigured, msgs: list[Stored]) -> list
     if isinstance(rules, BaccaratRules):
         state, commands = bac.BaccaratCoup(), _BACCARAT_COMMAND
         step = partial(bac.step, rules)
-    elif isinstance(rules, BlackjackRules):
+    else:
         state, commands = bj.BlackjackCoup(), _BLACKJACK_COMMAND
         step = partial(bj.step, rules)
-    else:
-        return [Finding(coup, msgs[0].seq if msgs else 0, f"{configured.ruleset} is not a coup's ruleset")]
     for m in msgs:
         recorded = [e.data for e in m.batch.events if type(e.data) is not CoupConfigured]
         i = 0
