@@ -51,19 +51,17 @@ def stop_players(task: asyncio.Task[None]) -> None:
 
 
 @contextlib.asynccontextmanager
-async def casino(tables: dict[str, TableConfig]) -> AsyncIterator[tuple[Client, Processes, dict[str, int]]]:
+async def casino(tables: dict[str, TableConfig]) -> AsyncIterator[tuple[Client, Processes, NatsServer]]:
     """A fresh local nats-server with the streams, the four services as
     processes (stopped however the run ends), a connection to it, and the
-    process id of each service and of the server."""
+    server itself."""
     with tempfile.TemporaryDirectory() as tmp, NatsServer(Path(tmp) / "nats") as server:
         nc = await nats.connect(server.url)
         await ensure_streams(nc.jetstream())
         procs = Processes(server.url, Path(tmp) / "procs", tables)
         procs.start_all()
-        assert server.process is not None
-        pids = {name: p.pid for name, p in procs.procs.items()} | {"nats-server": server.process.pid}
         try:
-            yield nc, procs, pids
+            yield nc, procs, server
         finally:
             procs.stop_all()
             await nc.close()
@@ -71,7 +69,9 @@ async def casino(tables: dict[str, TableConfig]) -> AsyncIterator[tuple[Client, 
 
 async def measure(tables_count: int, seconds: float) -> dict[str, Any]:
     tables = default_tables(tables_count, list(SHORT))
-    async with casino(tables) as (nc, procs, pids):
+    async with casino(tables) as (nc, procs, server):
+        assert server.process is not None
+        pids = {name: p.pid for name, p in procs.procs.items()} | {"nats-server": server.process.pid}
         latencies: list[float] = []
         original = SimulatedTable.one_coup
 
