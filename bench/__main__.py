@@ -22,11 +22,17 @@ async def scale(counts: list[int], seconds: float, runs: int) -> dict[str, Any]:
             "coups_per_s": statistics.median(r["coups_per_s"] for r in results),
             "p99_ms": statistics.median(r["p99_ms"] for r in results),
             "rss_mib": {s: statistics.median(r["rss_mib"][s] for r in results) for s in results[0]["rss_mib"]},
-            "cpu_ms_per_coup": {s: statistics.median(r["cpu_ms_per_coup"][s] for r in results)
-                                for s in results[0]["cpu_ms_per_coup"]},
+            **load.median_spent(results),
             "differences": sum(r["differences"] for r in results),
         }
     return out
+
+
+def spent(figures: dict[str, Any]) -> str:
+    """Each process's milliseconds per coup on a core (of them in the kernel) and waiting for one."""
+    cpu, kernel, wait = (figures[m] for m in ("cpu_ms_per_coup", "kernel_ms_per_coup", "wait_ms_per_coup"))
+    return "; ".join(f"{k} {cpu[k]:.1f} ms on a core ({kernel[k]:.1f} in the kernel), {wait[k]:.1f} waiting"
+                     for k in cpu)
 
 
 def main() -> None:
@@ -60,15 +66,16 @@ def main() -> None:
     half = pl["half_load"]
     print(f"pipeline latency, close of betting to settlement, 16 tables flat out: p50 {pl['p50_ms']:.0f} ms, "
           f"p99 {pl['p99_ms']:.0f} ms (target p99 < 25 ms)")
+    print(f"  per coup: {spent(pl)}")
     print(f"  at half that load ({half['offered_coups_per_s']:.1f} coups/s offered, each table at a steady pace): "
           f"p50 {half['p50_ms']:.0f} ms, p99 {half['p99_ms']:.0f} ms")
-    print("scale (tables: coups/s, p99 coup ms, resident MiB per service; CPU ms per coup in each process):")
+    print(f"  per coup: {spent(half)}")
+    print("scale (tables: coups/s, p99 coup ms, resident MiB per service; per coup, each process):")
     for n in ("1", "4", "16", "64"):
         s = results["scale"][n]
         mem = ", ".join(f"{k} {v:.0f}" for k, v in s["rss_mib"].items())
-        cpu = ", ".join(f"{k} {v:.1f}" for k, v in s["cpu_ms_per_coup"].items())
         print(f"  {n:>3}: {s['coups_per_s']:7.1f}  {s['p99_ms']:8.0f}  {mem}")
-        print(f"       CPU {cpu}")
+        print(f"       {spent(s)}")
     print(f"each figure is the median of {args.runs} runs")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

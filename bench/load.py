@@ -1,7 +1,9 @@
 """Load: many tables dealing flat out for a bounded time, the services as
 separate processes on one local nats-server. Reports coups per second, p50
-and p99 coup latency (opening to settlement, as the table sees it), and each
-service's resident memory; then audits and verifies every coup."""
+and p99 coup latency (opening to settlement, as the table sees it), each
+service's resident memory, and what each process (the services, the
+nats-server, the simulated tables) spends per coup on a core, waiting for one
+and in the kernel; then audits and verifies every coup."""
 
 from __future__ import annotations
 
@@ -37,10 +39,48 @@ def rss_mib(pid: int) -> float:
     return 0.0
 
 
-def cpu_seconds(pid: int) -> float:
-    """The CPU time a process has used so far, user and system."""
+def usage(pid: int) -> tuple[float, float, float]:
+    """Seconds a process has so far spent on a core, waiting runnable for one
+    (all its threads, from the scheduler's ``/proc/<pid>/task/*/schedstat``),
+    and of its CPU time in the kernel (``/proc/<pid>/stat``)."""
+    on_core = waiting = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(FileNotFoundError):  # a thread that has just ended
+            ran, waited, _ = (task / "schedstat").read_text().split()
+            on_core, waiting = on_core + int(ran), waiting + int(waited)
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return on_core / 1e9, waiting / 1e9, int(fields[12]) / os.sysconf("SC_CLK_TCK")
+
+
+MEASURES = ("cpu_ms_per_coup", "wait_ms_per_coup", "kernel_ms_per_coup")
+
+
+class Meter:
+    """What each process spends per coup over a window: CPU, time runnable but
+    waiting for a core (the queue in front of the cores), and kernel time."""
+
+    def __init__(self, pids: dict[str, int]) -> None:
+        self.pids = pids
+        self.start = {name: usage(pid) for name, pid in pids.items()}
+
+    def per_coup(self, coups: int) -> dict[str, dict[str, float]]:
+        """Milliseconds per coup since the meter started, by process and measure."""
+        spent = {name: [b - a for a, b in zip(self.start[name], usage(pid), strict=True)]
+                 for name, pid in self.pids.items()}
+        return {measure: {name: round(1000 * spent[name][i] / max(coups, 1), 2) for name in self.pids}
+                for i, measure in enumerate(MEASURES)}
+
+
+def median_spent(results: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Each process's median per-coup figures over several runs."""
+    return {m: {name: statistics.median(r[m][name] for r in results) for name in results[0][m]} for m in MEASURES}
+
+
+def process_ids(procs: Processes, server: NatsServer) -> dict[str, int]:
+    """The services', the nats-server's and this process's (the simulated tables) ids."""
+    assert server.process is not None
+    return {name: p.pid for name, p in procs.procs.items()} | {"nats-server": server.process.pid,
+                                                               "simulator": os.getpid()}
 
 
 def stop_players(task: asyncio.Task[None]) -> None:
@@ -70,8 +110,6 @@ async def casino(tables: dict[str, TableConfig]) -> AsyncIterator[tuple[Client, 
 async def measure(tables_count: int, seconds: float) -> dict[str, Any]:
     tables = default_tables(tables_count, list(SHORT))
     async with casino(tables) as (nc, procs, server):
-        assert server.process is not None
-        pids = {name: p.pid for name, p in procs.procs.items()} | {"nats-server": server.process.pid}
         latencies: list[float] = []
         original = SimulatedTable.one_coup
 
@@ -85,12 +123,12 @@ async def measure(tables_count: int, seconds: float) -> dict[str, Any]:
         task = asyncio.create_task(sim.run(None))
         await asyncio.sleep(3)  # the services start
         latencies.clear()
-        cpu = {name: cpu_seconds(pid) for name, pid in pids.items()}
+        meter = Meter(process_ids(procs, server))
         start = time.perf_counter()
         await asyncio.sleep(seconds)
         memory = {name: round(rss_mib(p.pid), 1) for name, p in procs.procs.items()}
         done, elapsed = len(latencies), time.perf_counter() - start
-        cpu_ms = {name: round(1000 * (cpu_seconds(pid) - cpu[name]) / max(done, 1), 2) for name, pid in pids.items()}
+        spent = meter.per_coup(done)
         stop_players(task)
         SimulatedTable.one_coup = original  # type: ignore[method-assign]
         await asyncio.sleep(3)  # let the last settlements land
@@ -99,7 +137,7 @@ async def measure(tables_count: int, seconds: float) -> dict[str, Any]:
     ordered = sorted(latencies)
     return {"tables": tables_count, "seconds": round(elapsed, 1), "coups": done,
             "coups_per_s": done / elapsed, "p50_ms": 1000 * statistics.median(ordered),
-            "p99_ms": 1000 * ordered[int(0.99 * (len(ordered) - 1))], "rss_mib": memory, "cpu_ms_per_coup": cpu_ms,
+            "p99_ms": 1000 * ordered[int(0.99 * (len(ordered) - 1))], "rss_mib": memory, **spent,
             "verified_coups": report.coups, "differences": len(report.findings)}
 
 

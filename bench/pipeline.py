@@ -14,7 +14,7 @@ from typing import Any
 
 from nats.js.api import StorageType, StreamConfig
 
-from bench.load import casino, stop_players
+from bench.load import Meter, casino, median_spent, process_ids, stop_players
 from casino.launcher import APPROVALS
 from casino.simulator import Simulator
 from casino.store import envelope, subjects
@@ -26,7 +26,7 @@ async def one_run(tables_count: int, seconds: float, every: float = 0.0) -> dict
     """One run, flat out or (``every``) each table opening a coup every so many
     seconds; the ceiling is measured after a flat-out run only."""
     tables = {f"BAC-{i + 1}": TableConfig("baccarat-000-methods", "method_a", APPROVALS) for i in range(tables_count)}
-    async with casino(tables) as (nc, procs, _):
+    async with casino(tables) as (nc, procs, server):
         sim = Simulator(nc, tables, seed=2, patience=40, every=every)
         task = asyncio.create_task(sim.run(None))
         await asyncio.sleep(4)  # the services start and warm up
@@ -34,10 +34,12 @@ async def one_run(tables_count: int, seconds: float, every: float = 0.0) -> dict
         first = (await nc.jetstream().stream_info("CASINO")).state.last_seq
         for t in sim.playing:
             t.close_to_settled.clear()
+        meter = Meter(process_ids(procs, server))
         start = time.perf_counter()
         await asyncio.sleep(seconds)
         elapsed = time.perf_counter() - start
         latencies = sorted(x for t in sim.playing for x in t.close_to_settled)
+        spent = meter.per_coup(len(latencies))
         stop_players(task)
         last = (await nc.jetstream().stream_info("CASINO")).state.last_seq
         window = [m for m in await store.read(f"{subjects.EVENTS}.>", after=first) if m.seq <= last]
@@ -48,7 +50,8 @@ async def one_run(tables_count: int, seconds: float, every: float = 0.0) -> dict
     coups = len(latencies)
     return {"coups": coups, "coups_per_s": coups / elapsed, "messages": len(window), "events": len(sizes),
             "ceiling_coups_per_s": coups / ceiling_s if ceiling_s else 0.0,
-            "p50_ms": 1000 * statistics.median(latencies), "p99_ms": 1000 * latencies[int(0.99 * (coups - 1))]}
+            "p50_ms": 1000 * statistics.median(latencies), "p99_ms": 1000 * latencies[int(0.99 * (coups - 1))],
+            **spent}
 
 
 async def _ceiling(nc: Any, sizes: list[int]) -> float:
@@ -74,9 +77,10 @@ async def measure(tables: int = 16, seconds: float = 20, runs: int = 3) -> dict[
     paced = [await one_run(tables, seconds, every) for _ in range(runs)]
     return {"tables": tables, "seconds": seconds, "runs": runs, "coups_per_s": rate, "ceiling_coups_per_s": ceiling,
             "ratio": rate / ceiling if ceiling else 0.0, "p50_ms": _median(results, "p50_ms"),
-            "p99_ms": _median(results, "p99_ms"),
+            "p99_ms": _median(results, "p99_ms"), **median_spent(results),
             "half_load": {"offered_coups_per_s": tables / every, "coups_per_s": _median(paced, "coups_per_s"),
-                          "p50_ms": _median(paced, "p50_ms"), "p99_ms": _median(paced, "p99_ms")}}
+                          "p50_ms": _median(paced, "p50_ms"), "p99_ms": _median(paced, "p99_ms"),
+                          **median_spent(paced)}}
 
 
 def _median(results: list[dict[str, Any]], key: str) -> float:
