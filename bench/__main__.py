@@ -35,6 +35,12 @@ def spent(figures: dict[str, Any]) -> str:
                      for k in cpu)
 
 
+def by_procedure(figures: dict[str, Any]) -> str:
+    """p50 and p99 of the coups opened under each procedure."""
+    return "by procedure opened, p50/p99: " + "; ".join(
+        f"{p} {f['p50_ms']:.0f}/{f['p99_ms']:.0f} ms ({f['coups']} coups)" for p, f in figures["by_procedure"].items())
+
+
 def main() -> None:
     p = argparse.ArgumentParser(prog="python -m bench")
     p.add_argument("--runs", type=int, default=3, help="runs per figure; the median is reported")
@@ -65,11 +71,13 @@ def main() -> None:
           f"ratio {rp['one_process']['ratio']:.3f}")
     print(f"pipeline latency, close of betting to settlement, 16 tables flat out: p50 {pl['p50_ms']:.0f} ms, "
           f"p99 {pl['p99_ms']:.0f} ms (target p99 < 25 ms)")
+    print(f"  {by_procedure(pl)}")
     print(f"  per coup: {spent(pl)}")
     for key, share in (("half_load", "half"), ("tenth_load", "a tenth of")):
         paced = pl[key]
         print(f"  at {share} that load ({paced['offered_coups_per_s']:.1f} coups/s offered, each table at a steady "
               f"pace): p50 {paced['p50_ms']:.0f} ms, p99 {paced['p99_ms']:.0f} ms")
+        print(f"  {by_procedure(paced)}")
         print(f"  per coup: {spent(paced)}")
     print("scale (tables: coups/s, p99 coup ms, resident MiB per service; per coup, each process):")
     for n in ("1", "4", "16", "64"):

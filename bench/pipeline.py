@@ -4,7 +4,9 @@ against the ceiling of nats-py appending the same events (same count, same
 sizes, each event as its own message with its envelope) with acks, pipelined,
 to the same kind of stream; with p50 and p99 from
 the close of betting to settlement, flat out and at half and a tenth of that
-load."""
+load, in all and by the procedure each coup was opened under (Method A's
+dealer deals alone; under B, C and D the simulated players answer offers and
+expose hands between the close and the result)."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from nats.js.api import StorageType, StreamConfig
 
 from bench.load import Meter, casino, median_spent, process_ids, stop_players
 from casino.launcher import APPROVALS
+from casino.rules.baccarat import messages as bm
 from casino.simulator import Simulator
 from casino.store import envelope, subjects
 from casino.store.jetstream import JetStreamEventStore
@@ -39,20 +42,29 @@ async def one_run(tables_count: int, seconds: float, every: float = 0.0) -> dict
         start = time.perf_counter()
         await asyncio.sleep(seconds)
         elapsed = time.perf_counter() - start
-        latencies = sorted(x for t in sim.playing for x in t.close_to_settled)
-        spent = meter.per_coup(len(latencies))
+        settled = {coup: s for t in sim.playing for coup, s in t.close_to_settled.items()}
+        spent = meter.per_coup(len(settled))
         stop_players(task)
         last = (await nc.jetstream().stream_info("CASINO")).state.last_seq
         window = [m for m in await store.read(f"{subjects.EVENTS}.>", after=first) if m.seq <= last]
+        opened = {e.coup: e.data.procedure for m in await store.read(subjects.aggregate_filter("coup"))
+                  for e in m.batch.events if isinstance(e.data, bm.CoupOpened)}
         procs.stop_all()  # the ceiling has the server to itself
         # The ceiling appends each event as its own message, with its envelope.
         sizes = [len(m.subject) + len(envelope.encode(envelope.Batch((e,)))) for m in window for e in m.batch.events]
         ceiling_s = await _ceiling(nc, sizes) if not every else 0.0
-    coups = len(latencies)
-    return {"coups": coups, "coups_per_s": coups / elapsed, "messages": len(window), "events": len(sizes),
-            "ceiling_coups_per_s": coups / ceiling_s if ceiling_s else 0.0,
-            "p50_ms": 1000 * statistics.median(latencies), "p99_ms": 1000 * latencies[int(0.99 * (coups - 1))],
-            **spent}
+    by_procedure: dict[str, list[float]] = {}
+    for coup, seconds in settled.items():
+        by_procedure.setdefault(opened[coup], []).append(seconds)
+    return {"coups": len(settled), "coups_per_s": len(settled) / elapsed, "messages": len(window),
+            "events": len(sizes), "ceiling_coups_per_s": len(settled) / ceiling_s if ceiling_s else 0.0,
+            **_percentiles(list(settled.values())), **spent,
+            "by_procedure": {p: {"coups": len(x), **_percentiles(x)} for p, x in sorted(by_procedure.items())}}
+
+
+def _percentiles(seconds: list[float]) -> dict[str, float]:
+    ordered = sorted(seconds)
+    return {"p50_ms": 1000 * statistics.median(ordered), "p99_ms": 1000 * ordered[int(0.99 * (len(ordered) - 1))]}
 
 
 async def _ceiling(nc: Any, sizes: list[int]) -> float:
@@ -77,14 +89,25 @@ async def measure(tables: int = 16, seconds: float = 20, runs: int = 3) -> dict[
     rate, ceiling = _median(results, "coups_per_s"), _median(results, "ceiling_coups_per_s")
     out = {"tables": tables, "seconds": seconds, "runs": runs, "coups_per_s": rate, "ceiling_coups_per_s": ceiling,
            "ratio": rate / ceiling if ceiling else 0.0, "p50_ms": _median(results, "p50_ms"),
-           "p99_ms": _median(results, "p99_ms"), **median_spent(results)}
-    for key, share in (("half_load", 2), ("tenth_load", 10)):
+           "p99_ms": _median(results, "p99_ms"), **median_spent(results), "by_procedure": _by_procedure(results)}
+    # At a tenth of the rate, twice as long: enough coups of each procedure for a p99.
+    for key, share, longer in (("half_load", 2, 1), ("tenth_load", 10, 2)):
         every = tables / (rate / share)
-        paced = [await one_run(tables, seconds, every) for _ in range(runs)]
+        paced = [await one_run(tables, seconds * longer, every) for _ in range(runs)]
         out[key] = {"offered_coups_per_s": tables / every, "coups_per_s": _median(paced, "coups_per_s"),
-                    "p50_ms": _median(paced, "p50_ms"), "p99_ms": _median(paced, "p99_ms"), **median_spent(paced)}
+                    "p50_ms": _median(paced, "p50_ms"), "p99_ms": _median(paced, "p99_ms"), **median_spent(paced),
+                    "by_procedure": _by_procedure(paced)}
     return out
 
 
 def _median(results: list[dict[str, Any]], key: str) -> float:
     return float(statistics.median(r[key] for r in results))
+
+
+def _by_procedure(results: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """For each procedure coups were opened under: their number in all runs, and the
+    median over the runs of their p50 and p99."""
+    procedures = sorted({p for r in results for p in r["by_procedure"]})
+    return {p: {"coups": sum(r["by_procedure"][p]["coups"] for r in results if p in r["by_procedure"]),
+                **{k: _median([r["by_procedure"][p] for r in results if p in r["by_procedure"]], k)
+                   for k in ("p50_ms", "p99_ms")}} for p in procedures}

@@ -35,7 +35,7 @@ class SimulatedTable:
                  settled: Callable[[str], asyncio.Event], store: JetStreamEventStore) -> None:
         self.name, self.config, self.peer, self.rnd, self.settled = name, config, peer, rnd, settled
         self.store = store
-        self.close_to_settled: list[float] = []  # seconds from closing the betting to settlement, per coup
+        self.close_to_settled: dict[str, float] = {}  # seconds from closing the betting to settlement, by coup
         self.rules: Ruleset = rulesets.load(config.ruleset)
         self.coups = 0
 
@@ -82,7 +82,7 @@ class SimulatedTable:
         if not reply.ok:
             raise Refused(f"{self.name} {coup}: {reply.clause}: {reply.reason}")
         await self.settlement(coup, done)
-        self.close_to_settled.append(time.perf_counter() - closing)
+        self.close_to_settled[coup] = time.perf_counter() - closing
 
     async def settlement(self, coup: str, done: asyncio.Event, timeout: float = 300) -> None:
         """Until the coup is settled: the live event, or (if the connection was
