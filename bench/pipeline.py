@@ -58,11 +58,12 @@ async def one_run(tables_count: int, seconds: float, every: float = 0.0) -> dict
         by_procedure.setdefault(opened[coup], []).append(seconds)
     return {"coups": len(settled), "coups_per_s": len(settled) / elapsed, "messages": len(window),
             "events": len(sizes), "ceiling_coups_per_s": len(settled) / ceiling_s if ceiling_s else 0.0,
-            **_percentiles(list(settled.values())), **spent,
-            "by_procedure": {p: {"coups": len(x), **_percentiles(x)} for p, x in sorted(by_procedure.items())}}
+            **latency_percentiles(list(settled.values())), **spent,
+            "by_procedure": {p: {"coups": len(x), **latency_percentiles(x)} for p, x in sorted(by_procedure.items())}}
 
 
-def _percentiles(seconds: list[float]) -> dict[str, float]:
+def latency_percentiles(seconds: list[float]) -> dict[str, float]:
+    """p50 and p99, in milliseconds, of latencies in seconds."""
     ordered = sorted(seconds)
     return {"p50_ms": 1000 * statistics.median(ordered), "p99_ms": 1000 * ordered[int(0.99 * (len(ordered) - 1))]}
 
@@ -89,14 +90,14 @@ async def measure(tables: int = 16, seconds: float = 20, runs: int = 3) -> dict[
     rate, ceiling = _median(results, "coups_per_s"), _median(results, "ceiling_coups_per_s")
     out = {"tables": tables, "seconds": seconds, "runs": runs, "coups_per_s": rate, "ceiling_coups_per_s": ceiling,
            "ratio": rate / ceiling if ceiling else 0.0, "p50_ms": _median(results, "p50_ms"),
-           "p99_ms": _median(results, "p99_ms"), **median_spent(results), "by_procedure": _by_procedure(results)}
+           "p99_ms": _median(results, "p99_ms"), **median_spent(results), "by_procedure": median_by_procedure(results)}
     # At a tenth of the rate, twice as long: enough coups of each procedure for a p99.
     for key, share, longer in (("half_load", 2, 1), ("tenth_load", 10, 2)):
         every = tables / (rate / share)
         paced = [await one_run(tables, seconds * longer, every) for _ in range(runs)]
         out[key] = {"offered_coups_per_s": tables / every, "coups_per_s": _median(paced, "coups_per_s"),
                     "p50_ms": _median(paced, "p50_ms"), "p99_ms": _median(paced, "p99_ms"), **median_spent(paced),
-                    "by_procedure": _by_procedure(paced)}
+                    "by_procedure": median_by_procedure(paced)}
     return out
 
 
@@ -104,7 +105,7 @@ def _median(results: list[dict[str, Any]], key: str) -> float:
     return float(statistics.median(r[key] for r in results))
 
 
-def _by_procedure(results: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+def median_by_procedure(results: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     """For each procedure coups were opened under: their number in all runs, and the
     median over the runs of their p50 and p99."""
     procedures = sorted({p for r in results for p in r["by_procedure"]})

@@ -1,0 +1,28 @@
+"""The pipeline benchmark's latency figures: percentiles of the coups' own
+latencies, and per procedure, the coups of every run counted and the median
+taken over the runs that dealt it."""
+
+from __future__ import annotations
+
+from bench.pipeline import latency_percentiles, median_by_procedure
+
+
+def test_percentiles_are_of_the_coups_latencies_in_milliseconds() -> None:
+    seconds = [n / 1000 for n in range(100, 0, -1)]  # 1 to 100 ms, in any order
+    figures = latency_percentiles(seconds)
+    assert figures["p50_ms"] == 50.5
+    assert round(figures["p99_ms"], 6) == 99.0
+
+
+def test_a_procedure_counts_every_runs_coups_and_takes_the_median_of_the_runs_that_dealt_it() -> None:
+    runs = [
+        {"by_procedure": {"method_a": {"coups": 10, "p50_ms": 10.0, "p99_ms": 20.0},
+                          "method_b": {"coups": 5, "p50_ms": 30.0, "p99_ms": 60.0}}},
+        {"by_procedure": {"method_a": {"coups": 12, "p50_ms": 12.0, "p99_ms": 26.0}}},
+        {"by_procedure": {"method_a": {"coups": 11, "p50_ms": 11.0, "p99_ms": 22.0},
+                          "method_b": {"coups": 7, "p50_ms": 34.0, "p99_ms": 70.0}}},
+    ]
+    figures = median_by_procedure(runs)
+    assert figures["method_a"] == {"coups": 33, "p50_ms": 11.0, "p99_ms": 22.0}
+    assert figures["method_b"] == {"coups": 12, "p50_ms": 32.0, "p99_ms": 65.0}
+    assert list(figures) == ["method_a", "method_b"]
