@@ -37,12 +37,12 @@ async def one_run(tables_count: int, seconds: float, every: float = 0.0) -> dict
         store = JetStreamEventStore(nc)
         first = (await nc.jetstream().stream_info("CASINO")).state.last_seq
         for t in sim.playing:
-            t.close_to_settled.clear()
+            t.close_to_settled = {}
         meter = Meter(process_ids(procs, server))
         start = time.perf_counter()
         await asyncio.sleep(seconds)
         elapsed = time.perf_counter() - start
-        settled = {coup: s for t in sim.playing for coup, s in t.close_to_settled.items()}
+        settled = {coup: s for t in sim.playing for coup, s in (t.close_to_settled or {}).items()}
         spent = meter.per_coup(len(settled))
         stop_players(task)
         last = (await nc.jetstream().stream_info("CASINO")).state.last_seq
