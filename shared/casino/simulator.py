@@ -9,7 +9,8 @@ import contextlib
 import random
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 
 from nats.aio.client import Client
 from nats.aio.msg import Msg
@@ -32,7 +33,7 @@ class Refused(Exception):
 
 class SimulatedTable:
     def __init__(self, name: str, config: TableConfig, peer: Peer, rnd: random.Random,
-                 settled: Callable[[str], asyncio.Event], store: JetStreamEventStore) -> None:
+                 settled: Callable[[str], AbstractContextManager[asyncio.Event]], store: JetStreamEventStore) -> None:
         self.name, self.config, self.peer, self.rnd, self.settled = name, config, peer, rnd, settled
         self.store = store
         # Seconds from closing the betting to settlement, by coup, once a benchmark
@@ -73,8 +74,12 @@ class SimulatedTable:
             opened = await self.ask("coup", c.OpenCoup, procedure="")
         if not opened.ok:
             raise Refused(f"{self.name}: {opened.clause}: {opened.reason}")
-        coup = opened.coup
-        done = self.settled(coup)
+        with self.settled(coup := opened.coup) as done:
+            await self._deal(coup, done)
+
+    async def _deal(self, coup: str, done: asyncio.Event) -> None:
+        """Place the wagers, close the betting, answer what the coup waits for, and
+        wait for its settlement."""
         for seat, bet, amount in self._wagers():
             await self.ask("wager", c.PlaceWager, coup=coup, seat=seat, bet=bet, amount=amount)
         closing = time.perf_counter()
@@ -142,16 +147,23 @@ class Simulator:
         self.peer = Peer(nc, timeout=10, attempts=patience)
         self.playing: list[SimulatedTable] = []
 
-    def _settled(self, coup: str) -> asyncio.Event:
-        return self.waiting.setdefault(coup, asyncio.Event())
+    @contextlib.contextmanager
+    def _settled(self, coup: str) -> Iterator[asyncio.Event]:
+        """Set when the coup's settlement passes, while its table waits for it
+        (and no longer: a casino dealing for days would keep every coup)."""
+        self.waiting[coup] = done = asyncio.Event()
+        try:
+            yield done
+        finally:
+            del self.waiting[coup]
 
     async def _on_event(self, msg: Msg) -> None:
         batch = envelope.decode(msg.data)
         if self.console:
             self.console.on_batch(msg.subject, batch)
         for env in batch.events:
-            if isinstance(env.data, CoupSettled):
-                self._settled(env.data.coup_id).set()
+            if isinstance(env.data, CoupSettled) and (done := self.waiting.get(env.data.coup_id)) is not None:
+                done.set()
 
     async def run(self, coups: int | None) -> None:
         # The console shows every event; the players only wait for their settlements.

@@ -1,6 +1,6 @@
-"""A simulated table times each coup from the close of betting to its
-settlement only once a benchmark asks it to: kept for no one, the timings of a
-casino dealing for days would grow without end."""
+"""A simulator dealing for days keeps nothing per coup once the coup is
+settled, except what a benchmark asks of a table: each coup's time from the
+close of betting to its settlement."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.anyio
 TABLES = default_tables(2, ["baccarat-000-methods"])
 
 
-async def test_only_the_tables_asked_keep_each_coups_close_to_settlement_time(nats_url: str) -> None:
+async def test_a_simulator_keeps_per_coup_only_the_timings_a_table_was_asked_for(nats_url: str) -> None:
     running = [await runner.start(kind, nats_url, tables=TABLES) for kind in runner.KINDS]
     nc = await nats.connect(nats_url)
     try:
@@ -27,11 +27,14 @@ async def test_only_the_tables_asked_keep_each_coups_close_to_settlement_time(na
             await asyncio.sleep(0)
         timed, untimed = sim.playing
         timed.close_to_settled = {}
+        while not sim.waiting:  # a coup is open and waits for its settlement
+            await asyncio.sleep(0.01)
         await asyncio.wait_for(dealing, 120)
     finally:
         await nc.close()
         for r in reversed(running):
             await r.stop()
+    assert sim.waiting == {}
     assert untimed.close_to_settled is None
     assert sorted(timed.close_to_settled) == [f"{timed.name}-{n:06d}" for n in (1, 2, 3)]
     assert all(0 < s < 60 for s in timed.close_to_settled.values())
