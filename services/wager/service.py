@@ -59,6 +59,8 @@ class WagerService:
             for e in events:
                 self._apply(cb, e, causation)
             cb.last_seq = ack.seq
+        if any(isinstance(e, W.BookOpened) for e in events):
+            self._forget_before(cb.table, ack.seq)
 
     @staticmethod
     def _apply(cb: CoupBook, event: W.AnyBookEvent, causation: str) -> None:
@@ -77,6 +79,16 @@ class WagerService:
         for env in batch.events:
             self._apply(cb, env.data, env.causation)  # type: ignore[arg-type]
         cb.last_seq = seq
+        if any(isinstance(env.data, W.BookOpened) for env in batch.events):
+            self._forget_before(table, seq)
+
+    def _forget_before(self, table: str, seq: int) -> None:
+        """A table's book opened at ``seq``: its earlier coups' books are let go
+        (a table deals one coup at a time). A late command for one of them is
+        refused for want of a book, reloads it from the stream and is decided on
+        it, so nothing is lost; without this every coup's book stayed in memory."""
+        for coup in [coup for coup, b in self.books.items() if b.table == table and b.last_seq < seq]:
+            del self.books[coup]
 
     def _book(self, coup: str) -> CoupBook:
         if coup not in self.books:
