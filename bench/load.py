@@ -1,7 +1,7 @@
 """Load: many tables dealing flat out for a bounded time, the services as
 separate processes on one local nats-server. Reports coups per second, p50
 and p99 coup latency (opening to settlement, as the table sees it), each
-service's resident memory, and what each process (the services, the
+service's resident memory and how fast it grows, and what each process (the services, the
 nats-server, the simulated tables) spends per coup on a core, waiting for one
 and in the kernel; then audits and verifies every coup."""
 
@@ -125,9 +125,14 @@ async def measure(tables_count: int, seconds: float) -> dict[str, Any]:
         latencies.clear()
         meter = Meter(process_ids(procs, server))
         start = time.perf_counter()
-        await asyncio.sleep(seconds)
-        memory = {name: round(rss_mib(p.pid), 1) for name, p in procs.procs.items()}
+        await asyncio.sleep(seconds / 2)
+        halfway, halfway_done = {name: rss_mib(p.pid) for name, p in procs.procs.items()}, len(latencies)
+        await asyncio.sleep(seconds / 2)
+        memory = {name: rss_mib(p.pid) for name, p in procs.procs.items()}
         done, elapsed = len(latencies), time.perf_counter() - start
+        # Growth over the second half only: the first holds the services' warm-up.
+        growth = {name: round(1024 * (memory[name] - halfway[name]) * 1000 / max(done - halfway_done, 1), 1)
+                  for name in memory}
         spent = meter.per_coup(done)
         stop_players(task)
         SimulatedTable.one_coup = original  # type: ignore[method-assign]
@@ -137,7 +142,9 @@ async def measure(tables_count: int, seconds: float) -> dict[str, Any]:
     ordered = sorted(latencies)
     return {"tables": tables_count, "seconds": round(elapsed, 1), "coups": done,
             "coups_per_s": done / elapsed, "p50_ms": 1000 * statistics.median(ordered),
-            "p99_ms": 1000 * ordered[int(0.99 * (len(ordered) - 1))], "rss_mib": memory, **spent,
+            "p99_ms": 1000 * ordered[int(0.99 * (len(ordered) - 1))],
+            "rss_mib": {name: round(mib, 1) for name, mib in memory.items()},
+            "rss_growth_kib_per_1000_coups": growth, **spent,
             "verified_coups": report.coups, "differences": len(report.findings)}
 
 
