@@ -393,6 +393,7 @@ async def _projections(nc: Client, store: JetStreamEventStore, metrics: Metrics)
     for m in await store.read(f"{subjects.EVENTS}.>"):
         projector.apply(m.subject, m.seq, m.batch)
     await kv.put(projector, set(projector.everything()))
+    projector.forget_ended_shoes()
     _gauges(projector, metrics)
     # Each coup's messages from its round's start, verified from memory when it settles.
     following = Following(first=(RoundStarted,))
@@ -411,6 +412,7 @@ async def _projections(nc: Client, store: JetStreamEventStore, metrics: Metrics)
                 settled += [e.data.coup_id for e in batch.events if isinstance(e.data, CoupSettled)]
             if changed:
                 await kv.put(projector, changed)
+                projector.forget_ended_shoes()
                 _gauges(projector, metrics)
             for coup in settled:  # every settled coup is verified as it closes
                 await _verify(store, coup, following.pop(coup), metrics)

@@ -142,6 +142,13 @@ class Projector:
             case shoe.ShoeEnded():
                 st.ended = True
 
+    def forget_ended_shoes(self) -> None:
+        """Let go of the shoes that have ended, once their last figures are
+        written: no event comes for a shoe after its end, and the live read
+        models would otherwise hold every shoe ever dealt."""
+        for shoe_id in [k for k, st in self.shoe_stats.items() if st.ended]:
+            del self.shoe_stats[shoe_id]
+
     def value(self, bucket: str, key: str) -> bytes:
         source: dict[str, Any] = getattr(self, bucket)
         return msgspec.json.encode(source[key])

@@ -40,9 +40,11 @@ def small_shoe(tmp: Path) -> str:
 
 
 class Recorded(list[Stored]):
-    """The messages of the store, and the live read models when the run ended."""
+    """The messages of the store, the live read models when the run ended, and
+    the shoes the projections service still held in memory."""
 
     live: dict[tuple[str, str], bytes]
+    held_shoes: set[str]
 
 
 @pytest.fixture(scope="module")
@@ -67,6 +69,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recorded]:
             for m in out:
                 projector.apply(m.subject, m.seq, m.batch)
             out.live = {k: v for k, v in (await kv.values(projector.everything())).items() if v is not None}
+            out.held_shoes = set(running[-1].service.shoe_stats)
             return out
         finally:
             await nc.close()
@@ -222,6 +225,15 @@ def test_projections_rebuilt_from_the_first_event_equal_the_live_ones(recorded: 
     assert sum(t["house_net"] for t in takings.values()) == sum(e.staked - e.returned for e in settled)
     shoes = [msgspec.json.decode(v) for (b, _), v in rebuilt.items() if b == "shoe_stats"]
     assert any(s["ended"] for s in shoes) and all(s["drawn"] + s["burned"] <= s["cards"] for s in shoes)
+
+
+def test_the_live_projections_let_go_of_each_shoe_once_its_end_is_written(recorded: Recorded) -> None:
+    """The ended shoes' figures are in the key-value bucket (above); in memory
+    the service keeps only the shoes still in play, not every shoe ever dealt."""
+    shoe_events = [e.data for m in recorded for e in m.batch.events if isinstance(e.data, shoe.ShoeEvent)]
+    ended = {e.shoe_id for e in shoe_events if isinstance(e, shoe.ShoeEnded)}
+    in_play = {e.shoe_id for e in shoe_events} - ended
+    assert ended and recorded.held_shoes == in_play
 
 
 async def _a_store_holding(stored: list[Stored], url: str) -> None:
