@@ -10,7 +10,6 @@ import random
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager
 
 from nats.aio.client import Client
 from nats.aio.msg import Msg
@@ -33,7 +32,7 @@ class Refused(Exception):
 
 class SimulatedTable:
     def __init__(self, name: str, config: TableConfig, peer: Peer, rnd: random.Random,
-                 settled: Callable[[str], AbstractContextManager[asyncio.Event]], store: JetStreamEventStore) -> None:
+                 settled: Callable[[str], contextlib.AbstractContextManager[asyncio.Event]], store: JetStreamEventStore) -> None:
         self.name, self.config, self.peer, self.rnd, self.settled = name, config, peer, rnd, settled
         self.store = store
         # Seconds from closing the betting to settlement, by coup, once a benchmark
