@@ -76,6 +76,12 @@ def median_spent(results: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     return {m: {name: statistics.median(r[m][name] for r in results) for name in results[0][m]} for m in MEASURES}
 
 
+def latency_percentiles(seconds: list[float]) -> dict[str, float]:
+    """p50 and p99, in milliseconds, of latencies in seconds."""
+    ordered = sorted(seconds)
+    return {"p50_ms": 1000 * statistics.median(ordered), "p99_ms": 1000 * ordered[int(0.99 * (len(ordered) - 1))]}
+
+
 def process_ids(procs: Processes, server: NatsServer) -> dict[str, int]:
     """The services', the nats-server's and this process's (the simulated tables) ids."""
     assert server.process is not None
@@ -139,10 +145,8 @@ async def measure(tables_count: int, seconds: float) -> dict[str, Any]:
         await asyncio.sleep(3)  # let the last settlements land
         stored = await JetStreamEventStore(nc).read(f"{subjects.EVENTS}.>")
         report = verify_history(stored)
-    ordered = sorted(latencies)
     return {"tables": tables_count, "seconds": round(elapsed, 1), "coups": done,
-            "coups_per_s": done / elapsed, "p50_ms": 1000 * statistics.median(ordered),
-            "p99_ms": 1000 * ordered[int(0.99 * (len(ordered) - 1))],
+            "coups_per_s": done / elapsed, **latency_percentiles(latencies),
             "rss_mib": {name: round(mib, 1) for name, mib in memory.items()},
             "rss_growth_kib_per_1000_coups": growth, **spent,
             "verified_coups": report.coups, "differences": len(report.findings)}

@@ -17,7 +17,7 @@ from typing import Any
 
 from nats.js.api import StorageType, StreamConfig
 
-from bench.load import Meter, casino, median_spent, process_ids, stop_players
+from bench.load import Meter, casino, latency_percentiles, median_spent, process_ids, stop_players
 from casino.launcher import APPROVALS
 from casino.rules.baccarat import messages as bm
 from casino.simulator import Simulator
@@ -46,9 +46,9 @@ async def one_run(tables_count: int, seconds: float, every: float = 0.0) -> dict
         spent = meter.per_coup(len(settled))
         stop_players(task)
         last = (await nc.jetstream().stream_info("CASINO")).state.last_seq
-        window = [m for m in await store.read(f"{subjects.EVENTS}.>", after=first) if m.seq <= last]
-        opened = {e.coup: e.data.procedure for m in await store.read(subjects.aggregate_filter("coup"))
-                  for e in m.batch.events if isinstance(e.data, bm.CoupOpened)}
+        stored = await store.read(f"{subjects.EVENTS}.>")  # from the first: coups open at the start included
+        window = [m for m in stored if first < m.seq <= last]
+        opened = {e.coup: e.data.procedure for m in stored for e in m.batch.events if isinstance(e.data, bm.CoupOpened)}
         procs.stop_all()  # the ceiling has the server to itself
         # The ceiling appends each event as its own message, with its envelope.
         sizes = [len(m.subject) + len(envelope.encode(envelope.Batch((e,)))) for m in window for e in m.batch.events]
@@ -60,12 +60,6 @@ async def one_run(tables_count: int, seconds: float, every: float = 0.0) -> dict
             "events": len(sizes), "ceiling_coups_per_s": len(settled) / ceiling_s if ceiling_s else 0.0,
             **latency_percentiles(list(settled.values())), **spent,
             "by_procedure": {p: {"coups": len(x), **latency_percentiles(x)} for p, x in sorted(by_procedure.items())}}
-
-
-def latency_percentiles(seconds: list[float]) -> dict[str, float]:
-    """p50 and p99, in milliseconds, of latencies in seconds."""
-    ordered = sorted(seconds)
-    return {"p50_ms": 1000 * statistics.median(ordered), "p99_ms": 1000 * ordered[int(0.99 * (len(ordered) - 1))]}
 
 
 async def _ceiling(nc: Any, sizes: list[int]) -> float:
@@ -109,6 +103,6 @@ def median_by_procedure(results: list[dict[str, Any]]) -> dict[str, dict[str, fl
     """For each procedure coups were opened under: their number in all runs, and the
     median over the runs of their p50 and p99."""
     procedures = sorted({p for r in results for p in r["by_procedure"]})
-    return {p: {"coups": sum(r["by_procedure"][p]["coups"] for r in results if p in r["by_procedure"]),
-                **{k: _median([r["by_procedure"][p] for r in results if p in r["by_procedure"]], k)
-                   for k in ("p50_ms", "p99_ms")}} for p in procedures}
+    dealt = {p: [r["by_procedure"][p] for r in results if p in r["by_procedure"]] for p in procedures}
+    return {p: {"coups": sum(f["coups"] for f in runs), "p50_ms": _median(runs, "p50_ms"),
+                "p99_ms": _median(runs, "p99_ms")} for p, runs in dealt.items()}

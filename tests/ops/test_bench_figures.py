@@ -4,7 +4,8 @@ taken over the runs that dealt it."""
 
 from __future__ import annotations
 
-from bench.pipeline import latency_percentiles, median_by_procedure
+from bench.load import latency_percentiles
+from bench.pipeline import median_by_procedure
 
 
 def test_percentiles_are_of_the_coups_latencies_in_milliseconds() -> None:
