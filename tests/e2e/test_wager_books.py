@@ -12,6 +12,7 @@ from services import runner
 from casino import commands as c
 from casino.launcher import default_tables
 from casino.rules import wagerbook as W
+from casino.service import Peer
 from casino.simulator import Simulator
 from casino.store import subjects
 from casino.store.jetstream import JetStreamEventStore
@@ -33,13 +34,10 @@ async def test_the_wager_service_keeps_one_book_a_table_and_reads_an_earlier_one
         stored = await JetStreamEventStore(nc).read(subjects.coup_filter(first))
         closed = [e.data for m in stored for e in m.batch.events if isinstance(e.data, W.BookClosed)]
 
-        async def ask(command: c.Command) -> c.Reply:
-            msg = await nc.request(subjects.command(table, "wager"), c.encoder.encode(command), timeout=10)
-            return c.reply_decoder.decode(msg.data)
-
-        again = await ask(c.CloseBook(id="late-close", table=table, coup=first))
+        peer, wager = Peer(nc, timeout=10), subjects.command(table, "wager")
+        again = await peer.ask(wager, c.CloseBook(id="late-close", table=table, coup=first))
         assert again.ok and again.wagers == closed[0].wagers
-        late = await ask(c.PlaceWager(id="late-bet", table=table, coup=first, seat=1, bet="banker", amount=5000))
+        late = await peer.ask(wager, c.PlaceWager(id="late-bet", table=table, coup=first, seat=1, bet="banker", amount=5000))
         assert not late.ok and "betting is closed" in late.reason
         assert len(await JetStreamEventStore(nc).read(subjects.coup_filter(first))) == len(stored)
     finally:
