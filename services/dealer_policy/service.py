@@ -4,6 +4,9 @@ applies the tableau or the blackjack flow, and records the result."""
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
 import msgspec
 
 from casino import commands as c
@@ -52,6 +55,8 @@ class TableCoup(msgspec.Struct):
     staged: Staged = msgspec.field(default_factory=Staged)
     appending: str = ""  # the message id of the batch being appended
     stale: bool = False  # another writer appended while we were deciding
+    # The finished coup's round ending at the shoe, asked after the terminal has the result.
+    ending: asyncio.Future[Any] | None = None
 
     @property
     def finished(self) -> bool:
@@ -95,7 +100,7 @@ class DealerPolicyService:
 
     def _next_coup(self, t: TableCoup) -> None:
         t.carried_holder, t.style, t.style_shoe = self._carry(t)
-        t.state, t.applied, t.last_seq = None, frozenset(), 0
+        t.state, t.applied, t.last_seq, t.ending = None, frozenset(), 0, None
 
     def _apply(self, t: TableCoup, event: AnyEvent, causation: str) -> None:
         if isinstance(event, CoupConfigured):
@@ -242,6 +247,8 @@ class DealerPolicyService:
         return self._reply(t)
 
     async def _open(self, t: TableCoup, cmd: c.OpenCoup) -> None:
+        if t.state is not None:  # the last coup's round ends at the shoe before the next starts
+            await self._end_round(t)
         number = t.number + 1
         coup = f"{t.name}-{number:06d}"
         start = await self.peer.must(subjects.command(t.name, "shoe"),
@@ -328,12 +335,29 @@ class DealerPolicyService:
                 self._stage(t, self._decide(t, passing), f"{t.coup}:pass:{w.hand}", f"{t.coup}:pass:{w.hand}")
             elif w.kind == "finished":
                 await self._flush(t)
-                await self.peer.must(subjects.command(t.name, "shoe"),
-                                     c.EndRound(f"{t.coup}:end", t.name, t.coup, t.config.ruleset, _pickup(t.state)))
+                self._ask_end_round(t)
                 return
             else:
                 await self._flush(t)
                 return
+
+    def _ask_end_round(self, t: TableCoup) -> None:
+        """Ask the shoe to end the finished coup's round (its cards to the
+        discard rack) while the terminal is answered: the result is recorded,
+        and the next coup at the table waits for the round's end (``_end_round``).
+        Asked again if a first asking failed."""
+        if t.ending is not None and not (t.ending.done() and (t.ending.cancelled() or t.ending.exception())):
+            return
+        t.ending = asyncio.ensure_future(self.peer.must(subjects.command(t.name, "shoe"), c.EndRound(
+            f"{t.coup}:end", t.name, t.coup, t.config.ruleset, _pickup(t.state))))
+        t.ending.add_done_callback(_log_failed_ending)
+
+    async def _end_round(self, t: TableCoup) -> None:
+        """Until the finished coup's round has ended at the shoe. Another instance
+        may have finished the coup: the shoe answers a round already ended as done."""
+        self._ask_end_round(t)
+        assert t.ending is not None
+        await asyncio.shield(t.ending)
 
     async def resume(self) -> None:
         """After a restart: finish every step a coup was in the middle of."""
@@ -355,6 +379,11 @@ class DealerPolicyService:
             await self._open_book(t)
         else:
             await self.advance(t)
+
+
+def _log_failed_ending(ending: asyncio.Future[Any]) -> None:
+    if not ending.cancelled() and (exc := ending.exception()) is not None:
+        log.warning("a round's end at the shoe failed (asked again before the next coup): %s", exc)
 
 
 def _cards_dealt(state: Coup | None) -> int:

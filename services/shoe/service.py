@@ -170,7 +170,7 @@ class ShoeService:
                 return await self._draw(cmd)
             case EndRound():
                 t = await self._table(cmd.table, cmd.ruleset)
-                if t.state.round is None and t.last_round == cmd.coup:
+                if t.last_round == cmd.coup:  # asked again, perhaps once the next round has started
                     return Reply(True, coup=cmd.coup)
                 events = S.decide(t.rules, t.state, S.EndRound(cmd.coup, cmd.pickup))
                 await self._commit(cmd.table, t, events, cmd.coup, f"{cmd.coup}:end", cmd.id)

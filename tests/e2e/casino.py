@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import Sequence
+from typing import TypeVar
 
 import nats
 from nats.aio.client import Client
@@ -23,6 +24,7 @@ from casino.store.jetstream import JetStreamEventStore
 from casino.tables import TableConfig
 
 _ids = itertools.count()
+E = TypeVar("E")
 
 
 class Stacked:
@@ -62,14 +64,18 @@ class Casino:
     async def events(self, flt: str) -> list[tuple[str, AnyEvent]]:
         return [(subjects.tokens(m.subject)[3], e.data) for m in await self.store.read(flt) for e in m.batch.events]
 
-    async def settled(self, coup: str, timeout: float = 10.0) -> settlement.CoupSettled:
+    async def recorded(self, coup: str, kind: type[E], timeout: float = 10.0) -> E:
+        """The coup's first event of this kind, once it is in the stream."""
         deadline = asyncio.get_running_loop().time() + timeout
         while asyncio.get_running_loop().time() < deadline:
             for _, e in await self.events(subjects.coup_filter(coup)):
-                if isinstance(e, settlement.CoupSettled):
+                if isinstance(e, kind):
                     return e
             await asyncio.sleep(0.05)
-        raise TimeoutError(f"coup {coup} was not settled")
+        raise TimeoutError(f"coup {coup} has no {kind.__name__}")
+
+    async def settled(self, coup: str, timeout: float = 10.0) -> settlement.CoupSettled:
+        return await self.recorded(coup, settlement.CoupSettled, timeout)
 
 
 def order_of(cards: Sequence[Card]) -> Order:

@@ -11,6 +11,7 @@ from casino import commands as c
 from casino.rules import play
 from casino.rules.baccarat import messages as bm
 from casino.rules.blackjack import messages as jm
+from casino.rules.shoe import RoundEnded
 from casino.rules.wagers import Wager
 from casino.store import subjects
 from casino.store.envelope import CoupConfigured
@@ -66,6 +67,9 @@ def jm_awaiting(w: c.Waiting) -> object:
 
 
 async def recorded(casino: Casino, table: str, coup: str) -> tuple[list[object], list[object], object]:
+    """The coup's, the shoe's and the settlement's record, once the round has
+    ended at the shoe (asked as the terminal has the result) and the coup is settled."""
+    await casino.recorded(coup, RoundEnded)
     events = await casino.events(subjects.coup_filter(coup))
     coup_events = [e for agg, e in events if agg == "coup" and not isinstance(e, CoupConfigured)]
     shoe_events = [e for agg, e in await casino.events(subjects.aggregate_filter("shoe", table)) if agg == "shoe"]

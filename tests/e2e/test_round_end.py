@@ -1,0 +1,80 @@
+"""The terminal has a coup's result as soon as the result is recorded; the
+round's end at the shoe (the cards to the discard rack) is asked meanwhile,
+and the table's next coup does not start before it: asked again if the first
+asking failed, and recorded once; the shoe answers it asked again as done."""
+
+from __future__ import annotations
+
+import asyncio
+
+import nats
+import pytest
+from services import runner
+from services.shoe.service import ShoeService
+
+from casino import commands as c
+from casino.launcher import default_tables
+from casino.rules.shoe import RoundEnded, RoundStarted
+from casino.service import Peer
+from casino.simulator import Simulator
+from casino.store import subjects
+from casino.store.jetstream import JetStreamEventStore
+
+pytestmark = pytest.mark.anyio
+TABLES = default_tables(1, ["baccarat-000-methods"])
+TABLE = next(iter(TABLES))
+
+
+async def test_a_failed_round_end_is_asked_again_before_the_next_coup_starts(
+        nats_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[str] = []
+    handle = ShoeService.handle
+
+    async def fails_once(self: ShoeService, cmd: c.ShoeCommand) -> c.Reply:
+        if isinstance(cmd, c.EndRound):
+            asked.append(cmd.coup)
+            if len(asked) == 1:
+                raise RuntimeError("the shoe cannot write just now")
+        return await handle(self, cmd)
+
+    monkeypatch.setattr(ShoeService, "handle", fails_once)
+    running = [await runner.start(kind, nats_url, tables=TABLES) for kind in runner.KINDS]
+    nc = await nats.connect(nats_url)
+    store = JetStreamEventStore(nc)
+
+    async def shoe_events() -> list[tuple[int, object]]:
+        return [(m.seq, e.data) for m in await store.read(subjects.aggregate_filter("shoe", TABLE))
+                for e in m.batch.events]
+
+    try:
+        first, second = f"{TABLE}-000001", f"{TABLE}-000002"
+        await Simulator(nc, TABLES, seed=3, patience=40).run(1)  # answered and settled
+        assert asked == [first]
+        assert not [e for _, e in await shoe_events() if isinstance(e, RoundEnded)]
+
+        await Simulator(nc, TABLES, seed=4, patience=40).run(1)
+        for _ in range(100):  # the second coup's round ends as its result is answered
+            events = await shoe_events()
+            ended = [(seq, e.coup_id) for seq, e in events if isinstance(e, RoundEnded)]
+            if len(ended) == 2:
+                break
+            await asyncio.sleep(0.05)
+        started = {e.coup_id: seq for seq, e in events if isinstance(e, RoundStarted)}
+        assert [coup for _, coup in ended] == [first, second]  # each recorded once
+        assert ended[0][0] < started[second]  # the first coup's round ended before the second started
+        assert asked == [first, first, second]
+
+        # A round's end asked again (an instance restarted, another finished the
+        # coup) once the next round has started is answered as done, nothing written.
+        peer = Peer(nc, timeout=10)
+        third = await peer.ask(subjects.command(TABLE, "coup"), c.OpenCoup(id="third", table=TABLE))
+        assert third.ok and third.coup == f"{TABLE}-000003"
+        before = await shoe_events()
+        again = await peer.ask(subjects.command(TABLE, "shoe"), c.EndRound(
+            id=f"{second}:end", table=TABLE, coup=second, ruleset=TABLES[TABLE].ruleset, pickup=()))
+        assert again.ok, again
+        assert await shoe_events() == before
+    finally:
+        await nc.close()
+        for r in reversed(running):
+            await r.stop()
