@@ -18,7 +18,7 @@ from casino.rules.blackjack import coup as bj
 from casino.rules.blackjack import messages as jm
 from casino.rules.errors import RuleViolation
 from casino.rules.ruleset import BaccaratRules, BlackjackRules, Ruleset
-from casino.service import Clock, Peer, Recorder, digest, log, utc_now
+from casino.service import Clock, Peer, Recorder, TableLocks, digest, log, utc_now
 from casino.store import subjects
 from casino.store.envelope import AnyEvent, Batch, CoupConfigured
 from casino.store.eventstore import Conflict, EventStore
@@ -70,6 +70,7 @@ class DealerPolicyService:
         self.store, self.peer, self.config = store, peer, tables
         self.recorder = Recorder(store, self.producer, clock)
         self.tables: dict[str, TableCoup] = {}
+        self.folding = TableLocks()
         self.metrics: Metrics | None = None
 
     # ---- state ----------------------------------------------------------
@@ -81,11 +82,14 @@ class DealerPolicyService:
         return TableCoup(name, cfg, rulesets.load(cfg.ruleset))
 
     async def rebuild(self, table: str | None = None) -> None:
-        """Fold each table's coups from the stream; keep the latest."""
+        """Fold each table's coups from the stream; keep the latest. What the
+        follower brings meanwhile waits (applied to a state not yet folded up
+        to it, a later event would hide the earlier ones from the fold)."""
         for name in [table] if table else list(self.config):
-            self.tables[name] = self._new_table(name)
-            for msg in await self.store.read(subjects.aggregate_filter("coup", name)):
-                await self.observe(msg.subject, msg.seq, msg.batch)
+            async with self.folding(name):
+                self.tables[name] = self._new_table(name)
+                for msg in await self.store.read(subjects.aggregate_filter("coup", name)):
+                    self._observe(msg.subject, msg.seq, msg.batch)
 
     @staticmethod
     def _carry(t: TableCoup) -> tuple[int | None, str, str]:
@@ -171,6 +175,10 @@ class DealerPolicyService:
 
     async def observe(self, subject: str, seq: int, batch: Batch) -> None:
         """Follow the stream: apply what another instance appended."""
+        async with self.folding(subjects.tokens(subject)[0]):
+            self._observe(subject, seq, batch)
+
+    def _observe(self, subject: str, seq: int, batch: Batch) -> None:
         table, shoe, coup, _ = subjects.tokens(subject)
         t = self.tables.get(table)
         if t is None or coup < t.coup or (seq <= t.last_seq and coup == t.coup):

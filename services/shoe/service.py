@@ -16,7 +16,7 @@ from casino.rules import shoe as S
 from casino.rules.cards import Card, full_set
 from casino.rules.errors import RuleViolation
 from casino.rules.ruleset import ShoeRules
-from casino.service import Clock, Recorder, utc_now
+from casino.service import Clock, Recorder, TableLocks, utc_now
 from casino.store import subjects
 from casino.store.envelope import AnyEvent, Batch
 from casino.store.eventstore import EventStore
@@ -72,15 +72,19 @@ class ShoeService:
         self.store, self.secrets, self.shuffle = store, secrets_, shuffle
         self.recorder = Recorder(store, self.producer, clock)
         self.tables: dict[str, TableShoe] = {}
+        self.folding = TableLocks()
         self.metrics: Metrics | None = None
 
     # ---- state ----------------------------------------------------------
 
     async def rebuild(self, table: str) -> None:
-        """Fold one table's shoe events from the stream."""
-        self.tables[table] = TableShoe(self.tables[table].rules)
-        for msg in await self.store.read(subjects.aggregate_filter("shoe", table)):
-            await self.observe(msg.subject, msg.seq, msg.batch)
+        """Fold one table's shoe events from the stream. What the follower
+        brings meanwhile waits (applied to a state not yet folded up to it, a
+        later event would hide the earlier ones from the fold)."""
+        async with self.folding(table):
+            self.tables[table] = TableShoe(self.tables[table].rules)
+            for msg in await self.store.read(subjects.aggregate_filter("shoe", table)):
+                await self._observe(msg.subject, msg.seq, msg.batch)
 
     async def reload(self, cmd: ShoeCommand) -> None:
         """Catch up with what other instances appended since our last event."""
@@ -120,6 +124,10 @@ class ShoeService:
 
     async def observe(self, subject: str, seq: int, batch: Batch) -> None:
         """Follow the stream: apply what another instance appended."""
+        async with self.folding(subjects.tokens(subject)[0]):
+            await self._observe(subject, seq, batch)
+
+    async def _observe(self, subject: str, seq: int, batch: Batch) -> None:
         table = subjects.tokens(subject)[0]
         t = self.tables.get(table)
         if t is None or seq <= t.last_seq:
