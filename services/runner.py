@@ -76,6 +76,8 @@ class Running:
             self.http.close()
         if self.commands:
             await self.commands.stop()
+        if isinstance(self.service, DealerPolicyService):
+            await self.service.finish_rounds()
         for consumer in self.consumers:
             await consumer.stop()
         await self.nc.drain()

@@ -367,6 +367,13 @@ class DealerPolicyService:
         assert t.ending is not None
         await asyncio.shield(t.ending)
 
+    async def finish_rounds(self) -> None:
+        """On stopping: wait for the rounds' ends still being asked (what does
+        not finish is asked again by the next coup, or on resuming)."""
+        pending = [t.ending for t in self.tables.values() if t.ending is not None and not t.ending.done()]
+        if pending:
+            await asyncio.wait(pending, timeout=10)
+
     async def resume(self) -> None:
         """After a restart: finish every step a coup was in the middle of."""
         for t in self.tables.values():
