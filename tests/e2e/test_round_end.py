@@ -78,3 +78,19 @@ async def test_a_failed_round_end_is_asked_again_before_the_next_coup_starts(
         await nc.close()
         for r in reversed(running):
             await r.stop()
+
+
+async def test_a_dealer_policy_stopping_waits_for_the_round_end_it_asked(nats_url: str) -> None:
+    running = [await runner.start(kind, nats_url, tables=TABLES) for kind in runner.KINDS]
+    nc = await nats.connect(nats_url)
+    try:
+        await Simulator(nc, TABLES, seed=5, patience=40).run(1)
+        dealer = next(r for r in running if r.kind == "dealer-policy")
+        await dealer.stop()
+        ending = dealer.service.tables[TABLE].ending
+        assert ending is not None and ending.done() and ending.result().ok
+    finally:
+        await nc.close()
+        for r in reversed(running):
+            if r.kind != "dealer-policy":
+                await r.stop()
