@@ -79,6 +79,12 @@ def main() -> None:
               f"pace): p50 {paced['p50_ms']:.0f} ms, p99 {paced['p99_ms']:.0f} ms")
         print(f"  {by_procedure(paced)}")
         print(f"  per coup: {spent(paced)}")
+    alone = pl["one_table"]
+    print(f"  the floor: one table alone, a coup every {alone['every_s']} s: p50 {alone['p50_ms']:.0f} ms, "
+          f"p99 {alone['p99_ms']:.0f} ms; {by_procedure(alone)}")
+    print(f"  one hop at a time on this machine: a request answered p50 {alone['request_p50_ms']:.2f} / p99 "
+          f"{alone['request_p99_ms']:.2f} ms, a guarded append acknowledged p50 {alone['append_p50_ms']:.2f} / "
+          f"p99 {alone['append_p99_ms']:.2f} ms")
     print("scale (tables: coups/s, p99 coup ms, resident MiB per service; per coup, each process):")
     for n in ("1", "4", "16", "64"):
         s = results["scale"][n]

@@ -6,24 +6,36 @@ to the same kind of stream; with p50 and p99 from
 the close of betting to settlement, flat out and at half and a tenth of that
 load, in all and by the procedure each coup was opened under (Method A's
 dealer deals alone; under B, C and D the simulated players answer offers and
-expose hands between the close and the result)."""
+expose hands between the close and the result). Beside them, the floor under
+that latency on this machine: one table dealing alone, and what one hop of a
+coup's chain (a request answered, a guarded append acknowledged) costs one
+at a time."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
+import nats
 from nats.js.api import StorageType, StreamConfig
 
 from bench.load import Meter, casino, latency_percentiles, median_spent, process_ids, stop_players
 from casino.launcher import APPROVALS
+from casino.natsserver import NatsServer
 from casino.rules.baccarat import messages as bm
 from casino.simulator import Simulator
 from casino.store import envelope, subjects
-from casino.store.jetstream import JetStreamEventStore
+from casino.store.jetstream import STREAM, JetStreamEventStore, ensure_streams
 from casino.tables import TableConfig
+
+ONE_TABLE_EVERY = 0.2
 
 
 async def one_run(tables_count: int, seconds: float, every: float = 0.0) -> dict[str, Any]:
@@ -76,6 +88,61 @@ async def _ceiling(nc: Any, sizes: list[int]) -> float:
     return time.perf_counter() - start
 
 
+# Answers every request on floor.ask, in a process of its own.
+_ANSWERER = """
+import asyncio, sys
+import nats
+
+async def main():
+    nc = await nats.connect(sys.argv[1])
+    async def answer(msg):
+        await msg.respond(b"ok")
+    await nc.subscribe("floor.ask", cb=answer)
+    await asyncio.Event().wait()
+
+asyncio.run(main())
+"""
+
+
+async def round_trips(samples: int = 400, gap: float = 0.005, size: int = 600) -> dict[str, float]:
+    """What one hop of a coup's chain costs on this machine at light load, one
+    at a time with a pause before each (so each process waits for the message
+    and is woken by it, as between a coup's steps): a request answered by
+    another process, and a guarded append to the event stream (expected
+    sequence and message id, as the services append) with its ack; p50 and p99
+    in milliseconds."""
+    with tempfile.TemporaryDirectory() as tmp, NatsServer(Path(tmp) / "nats") as server:
+        answerer = subprocess.Popen([sys.executable, "-c", _ANSWERER, server.url])
+        nc = await nats.connect(server.url)
+        try:
+            for _ in range(100):  # until the answerer listens
+                with contextlib.suppress(nats.errors.NoRespondersError, nats.errors.TimeoutError):
+                    await nc.request("floor.ask", b"", timeout=1)
+                    break
+                await asyncio.sleep(0.1)
+            js = nc.jetstream()
+            await ensure_streams(js)
+            asks, appends = [], []
+            for i in range(samples):
+                await asyncio.sleep(gap)
+                start = time.perf_counter()
+                await nc.request("floor.ask", b"x" * 200, timeout=5)
+                asks.append(time.perf_counter() - start)
+                await asyncio.sleep(gap)
+                start = time.perf_counter()
+                await js.publish(subjects.event("FLOOR", "FLOOR-shoe-1", f"FLOOR-{i:06d}", "coup"), b"x" * size,
+                                 stream=STREAM, headers={"Nats-Expected-Last-Subject-Sequence": "0",
+                                                         "Nats-Msg-Id": f"floor-{i}"})
+                appends.append(time.perf_counter() - start)
+        finally:
+            answerer.kill()
+            answerer.wait()
+            await nc.close()
+    ask, append = latency_percentiles(asks), latency_percentiles(appends)
+    return {"request_p50_ms": ask["p50_ms"], "request_p99_ms": ask["p99_ms"],
+            "append_p50_ms": append["p50_ms"], "append_p99_ms": append["p99_ms"]}
+
+
 async def measure(tables: int = 16, seconds: float = 20, runs: int = 3) -> dict[str, Any]:
     """Flat out (throughput, and latency with every table always busy), then
     latency at half and at a tenth of that load: each table opening a coup at a
@@ -92,6 +159,13 @@ async def measure(tables: int = 16, seconds: float = 20, runs: int = 3) -> dict[
         out[key] = {"offered_coups_per_s": tables / every, "coups_per_s": _median(paced, "coups_per_s"),
                     "p50_ms": _median(paced, "p50_ms"), "p99_ms": _median(paced, "p99_ms"), **median_spent(paced),
                     "by_procedure": median_by_procedure(paced)}
+    # The floor: one table alone, a coup every 0.2 s (as long as the tenth-load runs), and one hop.
+    alone = [await one_run(1, seconds * 2, ONE_TABLE_EVERY) for _ in range(runs)]
+    hops = [await round_trips() for _ in range(runs)]
+    out["one_table"] = {"every_s": ONE_TABLE_EVERY, "coups_per_s": _median(alone, "coups_per_s"),
+                        "p50_ms": _median(alone, "p50_ms"), "p99_ms": _median(alone, "p99_ms"),
+                        "by_procedure": median_by_procedure(alone),
+                        **{key: _median(hops, key) for key in hops[0]}}
     return out
 
 

@@ -1,11 +1,13 @@
 """The pipeline benchmark's latency figures: percentiles of the coups' own
 latencies, and per procedure, the coups of every run counted and the median
-taken over the runs that dealt it."""
+taken over the runs that dealt it; one hop of a coup's chain timed through a
+real nats-server."""
 
 from __future__ import annotations
 
+import pytest
 from bench.load import latency_percentiles
-from bench.pipeline import median_by_procedure
+from bench.pipeline import median_by_procedure, round_trips
 
 
 def test_percentiles_are_of_the_coups_latencies_in_milliseconds() -> None:
@@ -27,3 +29,11 @@ def test_a_procedure_counts_every_runs_coups_and_takes_the_median_of_the_runs_th
     assert figures["method_a"] == {"coups": 33, "p50_ms": 11.0, "p99_ms": 22.0}
     assert figures["method_b"] == {"coups": 12, "p50_ms": 32.0, "p99_ms": 65.0}
     assert list(figures) == ["method_a", "method_b"]
+
+
+@pytest.mark.anyio
+async def test_a_hop_is_timed_through_a_real_server_and_another_process() -> None:
+    figures = await round_trips(samples=20, gap=0.001)
+    assert set(figures) == {"request_p50_ms", "request_p99_ms", "append_p50_ms", "append_p99_ms"}
+    for hop in ("request", "append"):
+        assert 0 < figures[f"{hop}_p50_ms"] <= figures[f"{hop}_p99_ms"] < 5000
