@@ -386,21 +386,32 @@ def _instance(kind: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "_", f"{kind}-{socket.gethostname()}-{os.getpid()}-{next(_instances)}")
 
 
+CHECKPOINT_EVERY = 1.0  # seconds between the projections' checkpoints, at most
+
+
 async def _projections(nc: Client, store: JetStreamEventStore, metrics: Metrics) -> tuple[Projector, PullConsumer]:
-    """Fold the stream into the read models from the first event, then keep
-    them current from a durable consumer that starts where the fold ended."""
+    """Fold the stream into the read models on from the last checkpoint (from
+    the first event if there is none), then keep them current from a durable
+    consumer that starts where the fold ended, saving a checkpoint at most
+    every ``CHECKPOINT_EVERY`` seconds: a restart reads only what came since."""
     kv = await KvProjections(nc.jetstream()).open()
     name = _instance("projections")
-    projector = Projector()
-    for m in await store.read(f"{subjects.EVENTS}.>"):
-        projector.apply(m.subject, m.seq, m.batch)
-    await kv.put(projector, set(projector.everything()))
+    restored = await kv.restore()
+    projector = restored or Projector()
+    changed: set[tuple[str, str]] = set()
+    for m in await store.read(f"{subjects.EVENTS}.>", after=projector.seq):
+        changed |= projector.apply(m.subject, m.seq, m.batch)
+    await kv.put(projector, changed if restored else set(projector.everything()))
     projector.forget_ended_shoes()
+    await kv.save(projector)
+    loop = asyncio.get_running_loop()
+    next_save = loop.time() + CHECKPOINT_EVERY
     _gauges(projector, metrics)
     # Each coup's messages from its round's start, verified from memory when it settles.
     following = Following(first=(RoundStarted,))
 
     async def on_batch(msgs: list[tuple[Msg, Delivery]]) -> None:
+        nonlocal next_save
         with metrics.handling.labels("projections").time():
             changed: set[tuple[str, str]] = set()
             settled = []
@@ -416,6 +427,9 @@ async def _projections(nc: Client, store: JetStreamEventStore, metrics: Metrics)
                 await kv.put(projector, changed)
                 projector.forget_ended_shoes()
                 _gauges(projector, metrics)
+                if loop.time() >= next_save:
+                    await kv.save(projector)
+                    next_save = loop.time() + CHECKPOINT_EVERY
             for coup in settled:  # every settled coup is verified as it closes
                 await _verify(store, coup, following.pop(coup), metrics)
             await _ack(msgs[-1][0])  # and every delivery before it (ack policy all)

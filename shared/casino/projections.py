@@ -1,12 +1,16 @@
 """Read models for the floor: table status, shoe statistics, per-table takings.
 
 ``Projector`` is a fold of the event stream (pure); the projections service
-keeps its result in JetStream key-value buckets as events arrive, and
+keeps its result in JetStream key-value buckets as events arrive, with a
+checkpoint of the fold's whole state (one value: its stream sequence and every
+table's and shoe in play's figures) from which a restart folds on, and
 ``casino projections rebuild`` folds the stream again from the first event.
 """
 
 from __future__ import annotations
 
+import logging
+import zlib
 from collections.abc import Iterable
 from typing import Any
 
@@ -20,6 +24,7 @@ from casino.store.envelope import Batch, CoupConfigured
 
 BUCKETS = {"table_status": "casino_table_status", "shoe_stats": "casino_shoe_stats", "takings": "casino_takings"}
 META = "casino_projections"
+log = logging.getLogger("casino")
 
 
 class TableStatus(msgspec.Struct):
@@ -59,6 +64,21 @@ class Takings(msgspec.Struct):
     staked: int = 0
     returned: int = 0
     house_net: int = 0
+
+
+# Raised whenever the fold changes what it makes of the events: a checkpoint of
+# another version is not restored, and the service folds again from the first event.
+FOLD_VERSION = 1
+
+
+class Checkpoint(msgspec.Struct):
+    """The fold's whole state at a stream sequence."""
+
+    version: int
+    seq: int
+    table_status: list[TableStatus]
+    shoe_stats: list[ShoeStats]
+    takings: list[Takings]
 
 
 class Projector:
@@ -149,6 +169,25 @@ class Projector:
         for shoe_id in [k for k, st in self.shoe_stats.items() if st.ended]:
             del self.shoe_stats[shoe_id]
 
+    def checkpoint(self) -> bytes:
+        """The whole state, compressed (a few hundred bytes a table)."""
+        state = Checkpoint(FOLD_VERSION, self.seq, list(self.table_status.values()),
+                           list(self.shoe_stats.values()), list(self.takings.values()))
+        return zlib.compress(msgspec.msgpack.encode(state))
+
+    @classmethod
+    def from_checkpoint(cls, data: bytes) -> Projector | None:
+        """The fold as checkpointed; None for a checkpoint of another version of the fold."""
+        state = msgspec.msgpack.decode(zlib.decompress(data), type=Checkpoint)
+        if state.version != FOLD_VERSION:
+            return None
+        projector = cls()
+        projector.seq = state.seq
+        projector.table_status = {s.table: s for s in state.table_status}
+        projector.shoe_stats = {s.shoe: s for s in state.shoe_stats}
+        projector.takings = {t.table: t for t in state.takings}
+        return projector
+
     def value(self, bucket: str, key: str) -> bytes:
         source: dict[str, Any] = getattr(self, bucket)
         return msgspec.json.encode(source[key])
@@ -180,13 +219,35 @@ class KvProjections:
         await self.kv[META].put("seq", str(projector.seq).encode())
 
     async def seq(self) -> int:
+        entry = await self._meta("seq")
+        return int(entry or b"0")
+
+    async def save(self, projector: Projector) -> None:
+        """The checkpoint, in one value, after the keys it covers are written:
+        keys written after it (a stop before the next) are written again, the
+        same, by the fold from it."""
+        await self.kv[META].put("checkpoint", projector.checkpoint())
+
+    async def restore(self) -> Projector | None:
+        """The fold as of the last checkpoint; None where none was saved, or
+        the one saved cannot be read (the fold starts again from the first event)."""
+        data = await self._meta("checkpoint")
+        if not data:
+            return None
+        try:
+            return Projector.from_checkpoint(data)
+        except (zlib.error, msgspec.DecodeError) as exc:
+            log.warning("the projections' checkpoint cannot be read (%s): folding from the first event", exc)
+            return None
+
+    async def _meta(self, key: str) -> bytes | None:
         from nats.js.errors import KeyNotFoundError
 
         try:
-            entry = await self.kv[META].get("seq")
+            value: bytes | None = (await self.kv[META].get(key)).value
         except KeyNotFoundError:
-            return 0
-        return int(entry.value or b"0")
+            return None
+        return value
 
     async def values(self, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], bytes | None]:
         """The live value of each (bucket, key), None where there is none. Read

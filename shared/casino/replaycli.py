@@ -256,6 +256,8 @@ async def rebuild_projections(store: EventStore, nc: Client) -> int:
     for bucket, key in differ:
         print(f"{bucket} {key}: live {live.get((bucket, key))!r}, rebuilt {rebuilt.get((bucket, key))!r}")
     await kv.put(projector, set(rebuilt))
+    projector.forget_ended_shoes()
+    await kv.save(projector)  # a restart of the projections service folds on from the rebuilt state
     print(f"rebuilt {len(rebuilt)} read-model entries up to stream sequence {projector.seq}: "
           + ("equal to the live ones" if not differ else f"{len(differ)} differed from the live ones"))
     return 0

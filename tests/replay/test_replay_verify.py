@@ -14,7 +14,7 @@ import nats
 import pytest
 from services import runner
 
-from casino import rulesets
+from casino import projections, rulesets
 from casino.launcher import default_tables
 from casino.projections import KvProjections, Projector
 from casino.replay import SCHEMA, render_text, replay_coup
@@ -297,3 +297,79 @@ async def test_an_undecodable_event_fails_the_verification_of_a_whole_store(
         for workers in (1, 2):
             with pytest.raises(msgspec.ValidationError):
                 await _verified(url, workers)
+
+
+def _folded(stored: list[Stored]) -> Projector:
+    projector = Projector()
+    for m in stored:
+        projector.apply(m.subject, m.seq, m.batch)
+    return projector
+
+
+def test_a_checkpoint_restores_the_whole_fold_and_only_its_own_version(
+        recorded: Recorded, monkeypatch: pytest.MonkeyPatch) -> None:
+    projector = _folded(recorded)
+    restored = Projector.from_checkpoint(projector.checkpoint())
+    assert restored is not None
+    assert (restored.seq, restored.everything()) == (projector.seq, projector.everything())
+    data = projector.checkpoint()
+    monkeypatch.setattr(projections, "FOLD_VERSION", projections.FOLD_VERSION + 1)
+    assert Projector.from_checkpoint(data) is None  # the fold changed: fold again from the first event
+
+
+async def test_keys_written_after_the_last_checkpoint_are_written_again_the_same(
+        recorded: Recorded, nats_url: str) -> None:
+    """A stop between writing a batch's keys and the next checkpoint: the fold
+    on from the checkpoint applies those events again to the state before them,
+    so nothing is counted twice."""
+    half = len(recorded) // 2
+    nc = await nats.connect(nats_url)
+    try:
+        kv = await KvProjections(nc.jetstream()).open()
+        before = _folded(recorded[:half])
+        await kv.put(before, set(before.everything()))
+        await kv.save(before)
+        ahead = _folded(recorded[:half])
+        changed = set().union(*(ahead.apply(m.subject, m.seq, m.batch) for m in recorded[half:]))
+        await kv.put(ahead, changed)  # and stopped before its checkpoint
+
+        resumed = await kv.restore()
+        assert resumed is not None and resumed.seq == recorded[half - 1].seq
+        again = set().union(*(resumed.apply(m.subject, m.seq, m.batch) for m in recorded[half:]))
+        await kv.put(resumed, again)
+        whole = _folded(recorded).everything()
+        assert await kv.values(whole) == whole
+    finally:
+        await nc.close()
+
+
+async def test_the_projections_service_restarts_from_its_checkpoint(
+        recorded: Recorded, nats_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    half = len(recorded) // 2
+    await _a_store_holding(recorded[:half], nats_url)
+    first = await runner.start("projections", nats_url)  # folds the first half, checkpointed
+    await first.stop()
+    await _a_store_holding(recorded[half:], nats_url)
+
+    reads: list[tuple[str, int]] = []
+    read = JetStreamEventStore.read
+
+    async def recording(self: JetStreamEventStore, filter_: str, after: int = 0) -> list[Stored]:
+        reads.append((filter_, after))
+        return await read(self, filter_, after)
+
+    monkeypatch.setattr(JetStreamEventStore, "read", recording)
+    second = await runner.start("projections", nats_url)
+    nc = await nats.connect(nats_url)
+    try:
+        assert (f"{subjects.EVENTS}.>", half) in reads  # on from the checkpoint,
+        assert (f"{subjects.EVENTS}.>", 0) not in reads  # not from the first event
+        whole = _folded(recorded)
+        kv = await KvProjections(nc.jetstream()).open()
+        assert await kv.seq() == len(recorded)
+        assert await kv.values(whole.everything()) == whole.everything()
+        whole.forget_ended_shoes()
+        assert set(second.service.shoe_stats) == set(whole.shoe_stats)
+    finally:
+        await nc.close()
+        await second.stop()
