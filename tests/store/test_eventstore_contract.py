@@ -119,3 +119,28 @@ def test_a_delivery_is_what_nats_py_reads_from_the_ack_subject(reply: str) -> No
     assert delivery(reply) == (meta.sequence.stream, meta.sequence.consumer, meta.num_delivered, meta.num_pending)
     with pytest.raises(ValueError):
         delivery("_INBOX.abc.1")
+
+
+async def test_a_read_longer_than_its_stall_limit_goes_on_while_messages_come(
+        nats_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A service reads a table's history at start: however long it is, the read
+    ends when the history does, not after a fixed time."""
+    from casino.store import jetstream
+    from casino.store.envelope import encode
+
+    nc = await nats.connect(nats_url)
+    try:
+        js = nc.jetstream()
+        await ensure_streams(js)
+        data = encode(batch(CardDrawn("T1-shoe-1", "T1-000001", 0, "AS")))
+        subject = subjects.event("T1", "T1-shoe-1", "T1-000001", "shoe")
+        count = 30_000
+        for start in range(0, count, 1000):
+            await asyncio.gather(*(js.publish(subject, data) for _ in range(start, start + 1000)))
+        monkeypatch.setattr(jetstream, "READ_STALL", 0.05)
+        started = asyncio.get_running_loop().time()
+        stored = await JetStreamEventStore(nc).read(subjects.shoe_filter("T1", "T1-shoe-1"))
+        assert asyncio.get_running_loop().time() - started > 0.05  # longer than the limit
+        assert [m.seq for m in stored] == list(range(1, count + 1))
+    finally:
+        await nc.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 
 from nats.aio.client import Client
@@ -21,6 +22,7 @@ SECRETS_STREAM = "CASINO_SHOE_SECRETS"
 DLQ_STREAM = "CASINO_DLQ"
 DLQ_SUBJECTS = "casino.dlq"
 MAX_DELIVERIES = 5
+READ_STALL = 30.0  # seconds a read may go without a message before it gives up
 WRONG_LAST_SEQUENCE = 10071
 
 
@@ -135,7 +137,13 @@ class JetStreamEventStore:
         try:
             info = await sub.consumer_info()
             if info.num_pending or (info.delivered is not None and info.delivered.consumer_seq):
-                await asyncio.wait_for(done.wait(), timeout=30)
+                # However long a history is, the read goes on while messages come.
+                while not done.is_set():
+                    had = len(out)
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(done.wait(), timeout=READ_STALL)
+                    if not done.is_set() and len(out) == had:
+                        raise TimeoutError(f"reading {filter_}: no message for {READ_STALL:.0f} s")
         finally:
             await sub.unsubscribe()
         if failed:
