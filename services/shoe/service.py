@@ -88,10 +88,13 @@ class ShoeService:
 
     async def reload(self, cmd: ShoeCommand) -> None:
         """Catch up with what other instances appended since our last event."""
-        t = self.tables.get(cmd.table)
+        await self._catch_up(cmd.table)
+
+    async def _catch_up(self, table: str) -> None:
+        t = self.tables.get(table)
         if t is None:
             return
-        for msg in await self.store.read(subjects.aggregate_filter("shoe", cmd.table), after=t.last_seq):
+        for msg in await self.store.read(subjects.aggregate_filter("shoe", table), after=t.last_seq):
             await self.observe(msg.subject, msg.seq, msg.batch)
 
     def _apply(self, t: TableShoe, event: S.AnyShoeEvent) -> None:
@@ -115,12 +118,14 @@ class ShoeService:
         ack = await self.recorder.record(
             subjects.event(table, shoe, coup, "shoe"), out, expected=t.last_seq, msg_id=msg_id, table=table,
             shoe=shoe, coup=coup, causation=causation, guard=subjects.aggregate_filter("shoe", table))
-        if not ack.duplicate:
+        if ack.duplicate:  # written before: the record stands, read back, not this decision
+            await self._catch_up(table)
+        else:
             count_recorded(self.metrics, table, list(events))
-        if ack.seq > t.last_seq:  # not yet applied from the stream
-            for e in events:
-                self._apply(t, e)
-            t.last_seq = ack.seq
+            if ack.seq > t.last_seq:  # not yet applied from the stream
+                for e in events:
+                    self._apply(t, e)
+                t.last_seq = ack.seq
 
     async def observe(self, subject: str, seq: int, batch: Batch) -> None:
         """Follow the stream: apply what another instance appended."""

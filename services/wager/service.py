@@ -53,12 +53,17 @@ class WagerService:
         ack = await self.recorder.record(
             subjects.event(cb.table, cb.shoe, coup, "wager"), out, expected=cb.last_seq, msg_id=msg_id,
             table=cb.table, shoe=cb.shoe, coup=coup, causation=causation)
-        if not ack.duplicate:
+        if ack.duplicate:
+            # Written before (a retry, or an instance since stopped): the record
+            # stands, not this decision, which may have been taken on a book
+            # read before the record moved on.
+            await self.rebuild(coup)
+        else:
             count_recorded(self.metrics, cb.table, list(events))
-        if ack.seq > cb.last_seq:  # not yet applied from the stream
-            for e in events:
-                self._apply(cb, e, causation)
-            cb.last_seq = ack.seq
+            if ack.seq > cb.last_seq:  # not yet applied from the stream
+                for e in events:
+                    self._apply(cb, e, causation)
+                cb.last_seq = ack.seq
         if any(isinstance(e, W.BookOpened) for e in events):
             self._forget_before(cb.table, ack.seq)
 
