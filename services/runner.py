@@ -248,8 +248,7 @@ async def start(kind: str, url: str, *, tables: dict[str, TableConfig] | None = 
         commands = CommandServer(subjects.command("*", "shoe"), "shoe",
                                  _command_handler(c.shoe_decoder, service.handle, service.reload, metrics), metrics)
     elif kind == "wager":
-        service = WagerService(store, clock)
-        await service.rebuild()
+        service = WagerService(store, clock)  # each coup's book is read when a command first names it
         commands = CommandServer(subjects.command("*", "wager"), "wager",
                                  _command_handler(c.wager_decoder, service.handle, service.reload, metrics), metrics)
     elif kind == "dealer-policy":

@@ -40,10 +40,12 @@ class WagerService:
             self._rules[name] = rulesets.load(name)
         return self._rules[name]
 
-    async def rebuild(self, coup: str | None = None) -> None:
-        """Fold the books of every coup (or one) from the stream."""
-        flt = subjects.coup_filter(coup) if coup else subjects.aggregate_filter("wager")
-        for msg in await self.store.read(flt):
+    async def rebuild(self, coup: str) -> None:
+        """Fold one coup's book from the stream. Books are read as commands
+        name their coups (a command for a book not held is refused for want of
+        it, reloads it and is decided again), not all at start: a start would
+        otherwise read every wager ever placed."""
+        for msg in await self.store.read(subjects.coup_filter(coup)):
             if subjects.tokens(msg.subject)[3] == "wager":
                 await self.observe(msg.subject, msg.seq, msg.batch)
 

@@ -44,3 +44,36 @@ async def test_the_wager_service_keeps_one_book_a_table_and_reads_an_earlier_one
         await nc.close()
         for r in reversed(list(running.values())):
             await r.stop()
+
+
+async def test_a_restarted_wager_service_reads_no_book_until_a_command_names_its_coup(nats_url: str) -> None:
+    running = {kind: await runner.start(kind, nats_url, tables=TABLES) for kind in runner.KINDS}
+    nc = await nats.connect(nats_url)
+    try:
+        await Simulator(nc, TABLES, seed=9, patience=40).run(3)
+        table = next(iter(TABLES))
+        peer = Peer(nc, timeout=10)
+        opened = await peer.ask(subjects.command(table, "coup"), c.OpenCoup(id="open-4", table=table))
+        assert opened.ok
+        wager = subjects.command(table, "wager")
+        first = c.PlaceWager(id="bet-1", table=table, coup=opened.coup, seat=1, bet="banker", amount=5000)
+        assert (await peer.ask(wager, first)).ok
+
+        await running["wager"].stop()
+        running["wager"] = await runner.start("wager", nats_url, tables=TABLES)
+        assert running["wager"].service.books == {}  # nothing read at start
+        second = c.PlaceWager(id="bet-2", table=table, coup=opened.coup, seat=2, bet="player", amount=5000)
+        assert (await peer.ask(wager, second)).ok
+        assert (await peer.ask(wager, first)).ok  # asked again: recorded once
+        closed = await peer.ask(subjects.command(table, "coup"),
+                                c.CloseBetting(id="close-4", table=table, coup=opened.coup))
+        assert closed.ok, closed
+        book = running["wager"].service.books[opened.coup].book
+        assert [(w.seat, w.bet) for w in book.wagers] == [(1, "banker"), (2, "player")]
+        stored = await JetStreamEventStore(nc).read(subjects.coup_filter(opened.coup))
+        placed = [e.data for m in stored for e in m.batch.events if isinstance(e.data, W.WagerPlaced)]
+        assert len(placed) == 2
+    finally:
+        await nc.close()
+        for r in reversed(list(running.values())):
+            await r.stop()
