@@ -240,6 +240,9 @@ async def start(kind: str, url: str, *, tables: dict[str, TableConfig] | None = 
     await ensure_streams(nc.jetstream())
     store = JetStreamEventStore(nc)
     metrics = Metrics(kind)
+    # Alive from here (not ready until its consumers have caught up): folding a
+    # long history at start is work, not a hang for the startup probe to end.
+    http = await serve_http(metrics, http_port) if http_port is not None else None
     service: Any
     commands: CommandServer | None = None
     consumers: list[PullConsumer] = []
@@ -276,8 +279,7 @@ async def start(kind: str, url: str, *, tables: dict[str, TableConfig] | None = 
         await consumer.start(nc)
     running = Running(kind, service, nc, metrics, commands, consumers)
     running.tasks.append(asyncio.create_task(_watch_consumers(nc, [c.durable for c in consumers], metrics)))
-    if http_port is not None:
-        running.http = await serve_http(metrics, http_port)
+    running.http = http
     return running
 
 

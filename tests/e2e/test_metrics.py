@@ -90,3 +90,30 @@ async def test_metrics_health_and_readiness_of_every_service(nats_url: str) -> N
     assert total(dealer, "casino_command_seconds_count", service="dealer-policy") >= 12 * 2  # open and close each coup
     assert total(wager, "casino_command_seconds_count", service="wager") >= 12 * 3  # open, a wager, close
     assert total(shoe, "casino_command_seconds_count", service="shoe") >= 12 * 2  # start and end of each round
+
+
+async def test_a_service_folding_its_history_at_start_is_alive_and_not_ready(
+        nats_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long history takes a while to fold at start: the startup probe sees the
+    process alive meanwhile (and does not restart it), the readiness probe not ready."""
+    from services.dealer_policy.service import DealerPolicyService
+
+    folding, done = asyncio.Event(), asyncio.Event()
+    rebuild = DealerPolicyService.rebuild
+
+    async def slow(self: DealerPolicyService, table: str | None = None) -> None:
+        folding.set()
+        await done.wait()
+        await rebuild(self, table)
+
+    monkeypatch.setattr(DealerPolicyService, "rebuild", slow)
+    port = free_port()
+    starting = asyncio.ensure_future(runner.start("dealer-policy", nats_url, tables=TABLES, http_port=port))
+    try:
+        await asyncio.wait_for(folding.wait(), 10)
+        assert await asyncio.to_thread(get, port, "/healthz") == (200, "alive\n")
+        assert (await asyncio.to_thread(get, port, "/readyz"))[0] == 503
+        assert not starting.done()
+    finally:
+        done.set()
+        await (await starting).stop()
