@@ -89,9 +89,12 @@ def process_ids(procs: Processes, server: NatsServer) -> dict[str, int]:
                                                                "simulator": os.getpid()}
 
 
-def stop_players(task: asyncio.Task[None]) -> None:
-    """Stop the simulated players; a request in flight when the connection
-    closes ends in an error that is no finding of the benchmark."""
+def stop_players(sim: Simulator, task: asyncio.Task[None]) -> None:
+    """Stop the simulated players: no table opens another coup (a table has
+    been seen to go on dealing after its cancellation), and what is in hand is
+    cancelled; a request in flight when the connection closes ends in an error
+    that is no finding of the benchmark."""
+    sim.stop()
     task.add_done_callback(lambda t: t.cancelled() or t.exception())
     task.cancel()
 
@@ -140,7 +143,7 @@ async def measure(tables_count: int, seconds: float) -> dict[str, Any]:
         growth = {name: round(1024 * (memory[name] - halfway[name]) * 1000 / max(done - halfway_done, 1), 1)
                   for name in memory}
         spent = meter.per_coup(done)
-        stop_players(task)
+        stop_players(sim, task)
         SimulatedTable.one_coup = original  # type: ignore[method-assign]
         await asyncio.sleep(3)  # let the last settlements land
         stored = await JetStreamEventStore(nc).read(f"{subjects.EVENTS}.>")

@@ -56,7 +56,7 @@ async def one_run(tables_count: int, seconds: float, every: float = 0.0) -> dict
         elapsed = time.perf_counter() - start
         settled = {coup: s for t in sim.playing for coup, s in (t.close_to_settled or {}).items()}
         spent = meter.per_coup(len(settled))
-        stop_players(task)
+        stop_players(sim, task)
         last = (await nc.jetstream().stream_info("CASINO")).state.last_seq
         stored = await store.read(f"{subjects.EVENTS}.>")  # from the first: coups open at the start included
         window = [m for m in stored if first < m.seq <= last]

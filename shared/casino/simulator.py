@@ -40,6 +40,7 @@ class SimulatedTable:
         self.close_to_settled: dict[str, float] | None = None
         self.rules: Ruleset = rulesets.load(config.ruleset)
         self.coups = 0
+        self.stopped = False  # no coup opened after this is set
 
     async def ask(self, service: str, command: type[c.Command], **fields: object) -> c.Reply:
         # Command ids are unique everywhere (the seed only steers the players' choices).
@@ -61,7 +62,7 @@ class SimulatedTable:
         ``every``, a coup opened every so many seconds (the first after ``first``)."""
         loop = asyncio.get_running_loop()
         await asyncio.sleep(first)
-        while coups is None or self.coups < coups:
+        while (coups is None or self.coups < coups) and not self.stopped:
             started = loop.time()
             await self.one_coup()
             self.coups += 1
@@ -145,6 +146,12 @@ class Simulator:
         self.waiting: dict[str, asyncio.Event] = {}
         self.peer = Peer(nc, timeout=10, attempts=patience)
         self.playing: list[SimulatedTable] = []
+
+    def stop(self) -> None:
+        """Open no more coups: each table finishes the one in hand, and its
+        play ends whether or not its task is also cancelled."""
+        for table in self.playing:
+            table.stopped = True
 
     @contextlib.contextmanager
     def _settled(self, coup: str) -> Iterator[asyncio.Event]:

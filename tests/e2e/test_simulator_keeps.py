@@ -38,3 +38,22 @@ async def test_a_simulator_keeps_per_coup_only_the_timings_a_table_was_asked_for
     assert untimed.close_to_settled is None
     assert sorted(timed.close_to_settled) == [f"{timed.name}-{n:06d}" for n in (1, 2, 3)]
     assert all(0 < s < 60 for s in timed.close_to_settled.values())
+
+
+async def test_a_stopped_simulator_opens_no_more_coups_and_its_run_ends_by_itself(nats_url: str) -> None:
+    running = [await runner.start(kind, nats_url, tables=TABLES) for kind in runner.KINDS]
+    nc = await nats.connect(nats_url)
+    try:
+        sim = Simulator(nc, TABLES, seed=4, patience=40)
+        dealing = asyncio.create_task(sim.run(None))  # forever, until stopped
+        while not sim.waiting:  # a coup is in hand
+            await asyncio.sleep(0.01)
+        sim.stop()
+        dealt = {t.name: t.coups for t in sim.playing}
+        await asyncio.wait_for(dealing, 60)  # not cancelled: each table ends its play
+        assert all(t.coups - dealt[t.name] <= 1 for t in sim.playing)  # the coup in hand, no more
+        assert sim.waiting == {}
+    finally:
+        await nc.close()
+        for r in reversed(running):
+            await r.stop()
