@@ -12,7 +12,7 @@ from typing import TypeVar
 import nats
 from nats.aio.client import Client
 from services import runner
-from services.shoe.service import Order
+from services.shoe.service import Order, ShuffleSource, secure_shuffle
 
 from casino import commands as c
 from casino.rules import settlement
@@ -38,14 +38,18 @@ class Stacked:
 
 
 class Casino:
-    def __init__(self, url: str, tables: dict[str, TableConfig], shoes: dict[str, list[Order]]) -> None:
-        self.url, self.tables, self.shuffle = url, tables, Stacked(shoes)
+    """The four services and a connection; shuffled by ``shoes`` where given, securely otherwise."""
+
+    nc: Client  # connected on entering
+
+    def __init__(self, url: str, tables: dict[str, TableConfig], shoes: dict[str, list[Order]] | None = None) -> None:
+        self.url, self.tables = url, tables
+        self.shuffle: ShuffleSource = Stacked(shoes) if shoes is not None else secure_shuffle
         self.running: list[runner.Running] = []
-        self.nc: Client | None = None
 
     async def __aenter__(self) -> Casino:
         for kind in runner.KINDS:
-            self.running.append(await runner.start(kind, self.url, tables=self.tables, shuffle=self.shuffle))
+            await self.start(kind)
         self.nc = await nats.connect(self.url)
         self.peer = Peer(self.nc, timeout=5, attempts=2)
         self.store = JetStreamEventStore(self.nc)
@@ -54,8 +58,22 @@ class Casino:
     async def __aexit__(self, *exc: object) -> None:
         for r in reversed(self.running):
             await r.stop()
-        if self.nc:
-            await self.nc.close()
+        await self.nc.close()
+
+    async def start(self, kind: str) -> runner.Running:
+        running = await runner.start(kind, self.url, tables=self.tables, shuffle=self.shuffle)
+        self.running.append(running)
+        return running
+
+    async def stop(self, kind: str) -> runner.Running:
+        """Stop one service (a test may start another in its place)."""
+        running = self.service(kind)
+        self.running.remove(running)
+        await running.stop()
+        return running
+
+    def service(self, kind: str) -> runner.Running:
+        return next(r for r in self.running if r.kind == kind)
 
     async def ask(self, table: str, service: str, command: type[c.Command], **fields: object) -> c.Reply:
         cmd = command(id=f"t-{next(_ids)}", table=table, **fields)  # type: ignore[call-arg]

@@ -31,7 +31,6 @@ async def test_malformed_or_unknown_commands_are_refused_and_write_nothing(
     nats_url: str, service: str, payload: bytes, why: str
 ) -> None:
     async with Casino(nats_url, TABLES, SHOES) as casino:
-        assert casino.nc is not None
         msg = await casino.nc.request(subjects.command("BAC000", service), payload, timeout=5)
         reply = c.reply_decoder.decode(msg.data)
         assert (reply.ok, reply.clause) == (False, "protocol") and why in reply.reason

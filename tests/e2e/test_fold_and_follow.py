@@ -55,10 +55,9 @@ async def fold_while_following(store: JetStreamEventStore, fold: Awaitable[Any],
 
 async def test_a_shoe_folded_while_its_follower_brings_the_latest_event_is_whole(nats_url: str) -> None:
     async with Casino(nats_url, TABLES, {TABLE: list(SHOES[TABLE])}) as casino:
-        assert casino.nc is not None
         coup = await drive(casino, TABLE, "method_a", BOOK, Scripted())
         await casino.recorded(coup, RoundEnded)
-        running = next(r.service for r in casino.running if r.kind == "shoe")
+        running = casino.service("shoe").service
         other = ShoeService(JetStreamEventStore(casino.nc), JetStreamSecrets(casino.nc.jetstream()))
         asked = c.StartRound(id="again", table=TABLE, coup=coup, ruleset=TABLES[TABLE].ruleset)
         await fold_while_following(
@@ -70,9 +69,8 @@ async def test_a_shoe_folded_while_its_follower_brings_the_latest_event_is_whole
 
 async def test_a_coup_folded_while_its_follower_brings_the_latest_event_is_whole(nats_url: str) -> None:
     async with Casino(nats_url, TABLES, {TABLE: list(SHOES[TABLE])}) as casino:
-        assert casino.nc is not None
         await drive(casino, TABLE, "method_a", BOOK, Scripted())
-        running = next(r.service for r in casino.running if r.kind == "dealer-policy")
+        running = casino.service("dealer-policy").service
         other = DealerPolicyService(JetStreamEventStore(casino.nc), Peer(casino.nc), TABLES)
         await fold_while_following(
             other.store, other.rebuild(TABLE),  # type: ignore[arg-type]

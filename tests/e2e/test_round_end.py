@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import asyncio
 
-import nats
 import pytest
-from services import runner
 from services.shoe.service import ShoeService
 
 from casino import commands as c
@@ -18,7 +16,7 @@ from casino.rules.shoe import RoundEnded, RoundStarted
 from casino.service import Peer
 from casino.simulator import Simulator
 from casino.store import subjects
-from casino.store.jetstream import JetStreamEventStore
+from tests.e2e.casino import Casino
 
 pytestmark = pytest.mark.anyio
 TABLES = default_tables(1, ["baccarat-000-methods"])
@@ -38,21 +36,18 @@ async def test_a_failed_round_end_is_asked_again_before_the_next_coup_starts(
         return await handle(self, cmd)
 
     monkeypatch.setattr(ShoeService, "handle", fails_once)
-    running = [await runner.start(kind, nats_url, tables=TABLES) for kind in runner.KINDS]
-    nc = await nats.connect(nats_url)
-    store = JetStreamEventStore(nc)
+    async with Casino(nats_url, TABLES) as casino:
 
-    async def shoe_events() -> list[tuple[int, object]]:
-        return [(m.seq, e.data) for m in await store.read(subjects.aggregate_filter("shoe", TABLE))
-                for e in m.batch.events]
+        async def shoe_events() -> list[tuple[int, object]]:
+            return [(m.seq, e.data) for m in await casino.store.read(subjects.aggregate_filter("shoe", TABLE))
+                    for e in m.batch.events]
 
-    try:
         first, second = f"{TABLE}-000001", f"{TABLE}-000002"
-        await Simulator(nc, TABLES, seed=3, patience=40).run(1)  # answered and settled
+        await Simulator(casino.nc, TABLES, seed=3, patience=40).run(1)  # answered and settled
         assert asked == [first]
         assert not [e for _, e in await shoe_events() if isinstance(e, RoundEnded)]
 
-        await Simulator(nc, TABLES, seed=4, patience=40).run(1)
+        await Simulator(casino.nc, TABLES, seed=4, patience=40).run(1)
         for _ in range(100):  # the second coup's round ends as its result is answered
             events = await shoe_events()
             ended = [(seq, e.coup_id) for seq, e in events if isinstance(e, RoundEnded)]
@@ -66,7 +61,7 @@ async def test_a_failed_round_end_is_asked_again_before_the_next_coup_starts(
 
         # A round's end asked again (an instance restarted, another finished the
         # coup) once the next round has started is answered as done, nothing written.
-        peer = Peer(nc, timeout=10)
+        peer = Peer(casino.nc, timeout=10)
         third = await peer.ask(subjects.command(TABLE, "coup"), c.OpenCoup(id="third", table=TABLE))
         assert third.ok and third.coup == f"{TABLE}-000003"
         before = await shoe_events()
@@ -74,23 +69,11 @@ async def test_a_failed_round_end_is_asked_again_before_the_next_coup_starts(
             id=f"{second}:end", table=TABLE, coup=second, ruleset=TABLES[TABLE].ruleset, pickup=()))
         assert again.ok, again
         assert await shoe_events() == before
-    finally:
-        await nc.close()
-        for r in reversed(running):
-            await r.stop()
 
 
 async def test_a_dealer_policy_stopping_waits_for_the_round_end_it_asked(nats_url: str) -> None:
-    running = [await runner.start(kind, nats_url, tables=TABLES) for kind in runner.KINDS]
-    nc = await nats.connect(nats_url)
-    try:
-        await Simulator(nc, TABLES, seed=5, patience=40).run(1)
-        dealer = next(r for r in running if r.kind == "dealer-policy")
-        await dealer.stop()
+    async with Casino(nats_url, TABLES) as casino:
+        await Simulator(casino.nc, TABLES, seed=5, patience=40).run(1)
+        dealer = await casino.stop("dealer-policy")
         ending = dealer.service.tables[TABLE].ending
         assert ending is not None and ending.done() and ending.result().ok
-    finally:
-        await nc.close()
-        for r in reversed(running):
-            if r.kind != "dealer-policy":
-                await r.stop()

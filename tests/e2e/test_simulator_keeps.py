@@ -6,22 +6,19 @@ from __future__ import annotations
 
 import asyncio
 
-import nats
 import pytest
-from services import runner
 
 from casino.launcher import default_tables
 from casino.simulator import Simulator
+from tests.e2e.casino import Casino
 
 pytestmark = pytest.mark.anyio
 TABLES = default_tables(2, ["baccarat-000-methods"])
 
 
 async def test_a_simulator_keeps_per_coup_only_the_timings_a_table_was_asked_for(nats_url: str) -> None:
-    running = [await runner.start(kind, nats_url, tables=TABLES) for kind in runner.KINDS]
-    nc = await nats.connect(nats_url)
-    try:
-        sim = Simulator(nc, TABLES, seed=4, patience=40)
+    async with Casino(nats_url, TABLES) as casino:
+        sim = Simulator(casino.nc, TABLES, seed=4, patience=40)
         dealing = asyncio.create_task(sim.run(3))
         while not sim.playing:  # the tables exist before any of them has closed its betting
             await asyncio.sleep(0)
@@ -30,10 +27,6 @@ async def test_a_simulator_keeps_per_coup_only_the_timings_a_table_was_asked_for
         while not sim.waiting:  # a coup is open and waits for its settlement
             await asyncio.sleep(0.01)
         await asyncio.wait_for(dealing, 120)
-    finally:
-        await nc.close()
-        for r in reversed(running):
-            await r.stop()
     assert sim.waiting == {}
     assert untimed.close_to_settled is None
     assert sorted(timed.close_to_settled) == [f"{timed.name}-{n:06d}" for n in (1, 2, 3)]
@@ -41,10 +34,8 @@ async def test_a_simulator_keeps_per_coup_only_the_timings_a_table_was_asked_for
 
 
 async def test_a_stopped_simulator_opens_no_more_coups_and_its_run_ends_by_itself(nats_url: str) -> None:
-    running = [await runner.start(kind, nats_url, tables=TABLES) for kind in runner.KINDS]
-    nc = await nats.connect(nats_url)
-    try:
-        sim = Simulator(nc, TABLES, seed=4, patience=40)
+    async with Casino(nats_url, TABLES) as casino:
+        sim = Simulator(casino.nc, TABLES, seed=4, patience=40)
         dealing = asyncio.create_task(sim.run(None))  # forever, until stopped
         while not sim.waiting:  # a coup is in hand
             await asyncio.sleep(0.01)
@@ -53,7 +44,3 @@ async def test_a_stopped_simulator_opens_no_more_coups_and_its_run_ends_by_itsel
         await asyncio.wait_for(dealing, 60)  # not cancelled: each table ends its play
         assert all(t.coups - dealt[t.name] <= 1 for t in sim.playing)  # the coup in hand, no more
         assert sim.waiting == {}
-    finally:
-        await nc.close()
-        for r in reversed(running):
-            await r.stop()

@@ -5,9 +5,7 @@ back from the stream."""
 
 from __future__ import annotations
 
-import nats
 import pytest
-from services import runner
 
 from casino import commands as c
 from casino.launcher import default_tables
@@ -15,65 +13,53 @@ from casino.rules import wagerbook as W
 from casino.service import Peer
 from casino.simulator import Simulator
 from casino.store import subjects
-from casino.store.jetstream import JetStreamEventStore
+from tests.e2e.casino import Casino
 
 pytestmark = pytest.mark.anyio
 TABLES = default_tables(2, ["baccarat-000-methods", "blackjack-002-hole-card"])
 
 
 async def test_the_wager_service_keeps_one_book_a_table_and_reads_an_earlier_one_back(nats_url: str) -> None:
-    running = {kind: await runner.start(kind, nats_url, tables=TABLES) for kind in runner.KINDS}
-    nc = await nats.connect(nats_url)
-    try:
-        await Simulator(nc, TABLES, seed=9, patience=40).run(6)
-        books = running["wager"].service.books
+    async with Casino(nats_url, TABLES) as casino:
+        await Simulator(casino.nc, TABLES, seed=9, patience=40).run(6)
+        books = casino.service("wager").service.books
         assert sorted(books) == sorted(f"{table}-000006" for table in TABLES)
 
         table = next(iter(TABLES))
         first = f"{table}-000001"
-        stored = await JetStreamEventStore(nc).read(subjects.coup_filter(first))
+        stored = await casino.store.read(subjects.coup_filter(first))
         closed = [e.data for m in stored for e in m.batch.events if isinstance(e.data, W.BookClosed)]
 
-        peer, wager = Peer(nc, timeout=10), subjects.command(table, "wager")
+        peer, wager = Peer(casino.nc, timeout=10), subjects.command(table, "wager")
         again = await peer.ask(wager, c.CloseBook(id="late-close", table=table, coup=first))
         assert again.ok and again.wagers == closed[0].wagers
         late = await peer.ask(wager, c.PlaceWager(id="late-bet", table=table, coup=first, seat=1, bet="banker", amount=5000))
         assert not late.ok and "betting is closed" in late.reason
-        assert len(await JetStreamEventStore(nc).read(subjects.coup_filter(first))) == len(stored)
-    finally:
-        await nc.close()
-        for r in reversed(list(running.values())):
-            await r.stop()
+        assert len(await casino.store.read(subjects.coup_filter(first))) == len(stored)
 
 
 async def test_a_restarted_wager_service_reads_no_book_until_a_command_names_its_coup(nats_url: str) -> None:
-    running = {kind: await runner.start(kind, nats_url, tables=TABLES) for kind in runner.KINDS}
-    nc = await nats.connect(nats_url)
-    try:
-        await Simulator(nc, TABLES, seed=9, patience=40).run(3)
+    async with Casino(nats_url, TABLES) as casino:
+        await Simulator(casino.nc, TABLES, seed=9, patience=40).run(3)
         table = next(iter(TABLES))
-        peer = Peer(nc, timeout=10)
+        peer = Peer(casino.nc, timeout=10)
         opened = await peer.ask(subjects.command(table, "coup"), c.OpenCoup(id="open-4", table=table))
         assert opened.ok
         wager = subjects.command(table, "wager")
         first = c.PlaceWager(id="bet-1", table=table, coup=opened.coup, seat=1, bet="banker", amount=5000)
         assert (await peer.ask(wager, first)).ok
 
-        await running["wager"].stop()
-        running["wager"] = await runner.start("wager", nats_url, tables=TABLES)
-        assert running["wager"].service.books == {}  # nothing read at start
+        await casino.stop("wager")
+        restarted = await casino.start("wager")
+        assert restarted.service.books == {}  # nothing read at start
         second = c.PlaceWager(id="bet-2", table=table, coup=opened.coup, seat=2, bet="player", amount=5000)
         assert (await peer.ask(wager, second)).ok
         assert (await peer.ask(wager, first)).ok  # asked again: recorded once
         closed = await peer.ask(subjects.command(table, "coup"),
                                 c.CloseBetting(id="close-4", table=table, coup=opened.coup))
         assert closed.ok, closed
-        book = running["wager"].service.books[opened.coup].book
+        book = restarted.service.books[opened.coup].book
         assert [(w.seat, w.bet) for w in book.wagers] == [(1, "banker"), (2, "player")]
-        stored = await JetStreamEventStore(nc).read(subjects.coup_filter(opened.coup))
+        stored = await casino.store.read(subjects.coup_filter(opened.coup))
         placed = [e.data for m in stored for e in m.batch.events if isinstance(e.data, W.WagerPlaced)]
         assert len(placed) == 2
-    finally:
-        await nc.close()
-        for r in reversed(list(running.values())):
-            await r.stop()

@@ -59,7 +59,6 @@ async def test_a_poison_event_goes_to_the_dead_letters_and_the_consumers_go_on(n
     from tests.e2e.test_golden_coups import TABLES
 
     async with Casino(nats_url, TABLES, SHOES) as casino:
-        assert casino.nc is not None
         poison = subjects.event("BAC000", "BAC000-shoe-1", "BAC000-000099", "coup")
         await casino.nc.jetstream().publish(poison, b"\x00 not an event batch")
         reply = await casino.ask("BAC000", "coup", c.OpenCoup, procedure="method_a")  # the casino goes on
