@@ -136,4 +136,7 @@ class TableLocks:
         self._locks: dict[str, asyncio.Lock] = {}
 
     def __call__(self, table: str) -> asyncio.Lock:
-        return self._locks.setdefault(table, asyncio.Lock())
+        lock = self._locks.get(table)
+        if lock is None:  # made once a table: this is asked for every command and every followed event
+            lock = self._locks[table] = asyncio.Lock()
+        return lock
