@@ -21,6 +21,7 @@ from casino.rules.baccarat import messages as bm
 from casino.rules.blackjack import messages as jm
 from casino.store import subjects
 from casino.store.envelope import Batch, CoupConfigured
+from casino.store.eventstore import Stored
 
 BUCKETS = {"table_status": "casino_table_status", "shoe_stats": "casino_shoe_stats", "takings": "casino_takings"}
 META = "casino_projections"
@@ -118,6 +119,13 @@ class Projector:
             else:
                 if self._coup(table, shoe_id, coup, e):
                     changed.add(("table_status", table))
+        return changed
+
+    def fold(self, stored: Iterable[Stored]) -> set[tuple[str, str]]:
+        """Apply stored batches in stream order; the (bucket, key) pairs they changed."""
+        changed: set[tuple[str, str]] = set()
+        for m in stored:
+            changed |= self.apply(m.subject, m.seq, m.batch)
         return changed
 
     def _status(self, table: str) -> TableStatus:

@@ -239,8 +239,7 @@ async def rebuild_projections(store: EventStore, nc: Client) -> int:
     """Rebuild the read models from the first event, compare them with the live
     ones (once the live projector has caught up), and store the rebuilt ones."""
     projector = Projector()
-    for m in await store.read(f"{subjects.EVENTS}.>"):
-        projector.apply(m.subject, m.seq, m.batch)
+    projector.fold(await store.read(f"{subjects.EVENTS}.>"))
     kv = await KvProjections(nc.jetstream()).open()
     for _ in range(100):
         if await kv.seq() >= projector.seq:

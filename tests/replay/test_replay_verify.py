@@ -66,8 +66,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recorded]:
             while await kv.seq() < out[-1].seq:
                 await anyio.sleep(0.05)
             projector = Projector()
-            for m in out:
-                projector.apply(m.subject, m.seq, m.batch)
+            projector.fold(out)
             out.live = {k: v for k, v in (await kv.values(projector.everything())).items() if v is not None}
             out.held_shoes = set(running[-1].service.shoe_stats)
             return out
@@ -215,8 +214,7 @@ def test_replay_schema_is_documented() -> None:
 
 def test_projections_rebuilt_from_the_first_event_equal_the_live_ones(recorded: Recorded) -> None:
     projector = Projector()
-    for m in recorded:
-        projector.apply(m.subject, m.seq, m.batch)
+    projector.fold(recorded)
     rebuilt = projector.everything()
     assert rebuilt == recorded.live
     takings = {k: msgspec.json.decode(v) for (b, k), v in rebuilt.items() if b == "takings"}
@@ -301,8 +299,7 @@ async def test_an_undecodable_event_fails_the_verification_of_a_whole_store(
 
 def _folded(stored: list[Stored]) -> Projector:
     projector = Projector()
-    for m in stored:
-        projector.apply(m.subject, m.seq, m.batch)
+    projector.fold(stored)
     return projector
 
 
@@ -330,13 +327,11 @@ async def test_keys_written_after_the_last_checkpoint_are_written_again_the_same
         await kv.put(before, set(before.everything()))
         await kv.save(before)
         ahead = _folded(recorded[:half])
-        changed = set().union(*(ahead.apply(m.subject, m.seq, m.batch) for m in recorded[half:]))
-        await kv.put(ahead, changed)  # and stopped before its checkpoint
+        await kv.put(ahead, ahead.fold(recorded[half:]))  # and stopped before its checkpoint
 
         resumed = await kv.restore()
         assert resumed is not None and resumed.seq == recorded[half - 1].seq
-        again = set().union(*(resumed.apply(m.subject, m.seq, m.batch) for m in recorded[half:]))
-        await kv.put(resumed, again)
+        await kv.put(resumed, resumed.fold(recorded[half:]))
         whole = _folded(recorded).everything()
         assert await kv.values(whole) == whole
     finally:
