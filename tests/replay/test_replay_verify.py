@@ -122,8 +122,12 @@ def _tamper(stored: list[Stored], change: type, mutate: object) -> tuple[list[St
     return out, seq
 
 
-def _a_coup(recorded: list[Stored], game: str) -> list[Stored]:
-    return next(ms for ms in by_coup(recorded).values() if replay_coup(ms).game == game)
+def _a_coup(recorded: list[Stored], game: str, holding: type = object) -> list[Stored]:
+    """The first coup of ``game`` with an event of type ``holding`` (the shoe is
+    shuffled anew each run: a blackjack coup may end on the dealer's blackjack
+    before any player decides)."""
+    return next(ms for ms in by_coup(recorded).values() if replay_coup(ms).game == game
+                and any(isinstance(e.data, holding) for m in ms for e in m.batch.events))
 
 
 @pytest.mark.parametrize("game", ["baccarat", "blackjack"])
@@ -138,7 +142,7 @@ def test_verify_catches_a_changed_card(recorded: list[Stored], game: str) -> Non
 
 
 def test_verify_reports_a_recorded_decision_the_rules_refuse(recorded: list[Stored]) -> None:
-    coup = _a_coup(recorded, "blackjack")
+    coup = _a_coup(recorded, "blackjack", jm.DecisionTaken)
     tampered, seq = _tamper(coup, jm.DecisionTaken, lambda e: msgspec.structs.replace(e, seat=e.seat + 100))
     findings = verify_coup(tampered)
     assert findings and findings[0].seq == seq, findings
@@ -149,7 +153,7 @@ def test_verify_reports_a_recorded_decision_the_rules_refuse(recorded: list[Stor
 
 
 def test_verify_reports_a_recorded_step_no_command_causes(recorded: list[Stored]) -> None:
-    coup = _a_coup(recorded, "blackjack")
+    coup = _a_coup(recorded, "blackjack", jm.DecisionTaken)
     tampered, seq = _tamper(coup, jm.DecisionTaken, lambda e: jm.HandCompleted(e.seat, e.hand, "stand"))
     findings = verify_coup(tampered)
     assert findings and findings[0].seq == seq and findings[0].what == "HandCompleted is not caused by any command", \
