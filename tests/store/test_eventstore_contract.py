@@ -101,6 +101,20 @@ async def test_one_filter_per_coup_per_table_per_shoe(store: EventStore) -> None
     assert len(await store.read(subjects.table_filter("T1"), after=3)) == 2
 
 
+async def test_the_last_message_on_a_filter_is_found_without_reading_the_history(store: EventStore) -> None:
+    assert await store.last(subjects.aggregate_filter("coup", "T1")) is None
+    writes = [("T1", "T1-shoe-1", "T1-000001", "coup"), ("T1", "T1-shoe-2", "T1-000002", "coup"),
+              ("T1", "T1-shoe-2", "T1-000002", "shoe"), ("T2", "T2-shoe-1", "T2-000001", "coup")]
+    for i, (table, shoe, coup, agg) in enumerate(writes):
+        await store.append(subjects.event(table, shoe, coup, agg), batch(DEALT, coup=coup), expected=0,
+                           msg_id=f"w{i}")
+    last = await store.last(subjects.aggregate_filter("coup", "T1"))
+    assert last is not None
+    [whole] = [m for m in await store.read(subjects.aggregate_filter("coup", "T1")) if m.seq == last.seq]
+    assert (last.subject, last.batch, last.msg_id) == (whole.subject, whole.batch, "w1")
+    assert await store.last(subjects.aggregate_filter("coup", "T3")) is None
+
+
 async def test_a_retry_after_the_aggregate_moved_on_is_still_written_once(store: EventStore) -> None:
     a = await store.append(COUP, batch(DEALT), expected=0, msg_id="cmd-1")
     await store.append(COUP, batch(DEALT), expected=a.seq, msg_id="cmd-2")

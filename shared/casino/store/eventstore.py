@@ -40,6 +40,9 @@ class EventStore(Protocol):
 
     async def read(self, filter_: str, after: int = 0) -> list[Stored]: ...
 
+    async def last(self, filter_: str) -> Stored | None:
+        """The latest message on ``filter_`` (wildcards allowed), None if there is none."""
+
 
 class InMemoryEventStore:
     """The fake: the same contract, in a list."""
@@ -64,3 +67,9 @@ class InMemoryEventStore:
         ids = {seq: msg_id for msg_id, seq in self.ids.items()}
         return [Stored(seq, subj, decode(data), ids.get(seq, "")) for seq, subj, data in self.messages
                 if seq > after and matches(filter_, subj)]
+
+    async def last(self, filter_: str) -> Stored | None:
+        for seq, subj, data in reversed(self.messages):
+            if matches(filter_, subj):
+                return Stored(seq, subj, decode(data), next((i for i, s in self.ids.items() if s == seq), ""))
+        return None

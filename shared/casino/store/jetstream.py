@@ -150,6 +150,16 @@ class JetStreamEventStore:
             raise failed[0]
         return out
 
+    async def last(self, filter_: str) -> Stored | None:
+        """One direct get (any replica answers): the server finds the latest
+        message on a wildcard filter from its index of subjects, without
+        reading the history."""
+        try:
+            m = await self.js.get_last_msg(self.stream, filter_, direct=True)
+        except NotFoundError:
+            return None
+        return Stored(m.seq or 0, m.subject or "", decode(m.data or b""), (m.headers or {}).get("Nats-Msg-Id", ""))
+
     async def tables(self) -> list[str]:
         """Every table with events in the store, from the subjects its shoe
         events between coups are filed under (a few per shoe; a table's first
