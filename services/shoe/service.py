@@ -19,7 +19,7 @@ from casino.rules.ruleset import ShoeRules
 from casino.service import Clock, Recorder, TableLocks, utc_now
 from casino.store import subjects
 from casino.store.envelope import AnyEvent, Batch
-from casino.store.eventstore import EventStore
+from casino.store.eventstore import EventStore, Stored
 
 Order = tuple[tuple[Card, ...], str]
 ShuffleSource = Callable[[str, int], Order]
@@ -64,6 +64,12 @@ def shoe_id(table: str, n: int) -> str:
     return f"{table}-shoe-{n}"
 
 
+def shoe_number(table: str, shoe: str) -> int | None:
+    """``n`` of ``shoe_id(table, n)``; None for a name of another form."""
+    n = shoe.removeprefix(f"{table}-shoe-")
+    return int(n) if n != shoe and n.isdigit() else None
+
+
 class ShoeService:
     producer = "shoe"
 
@@ -78,13 +84,35 @@ class ShoeService:
     # ---- state ----------------------------------------------------------
 
     async def rebuild(self, table: str) -> None:
-        """Fold one table's shoe events from the stream. What the follower
-        brings meanwhile waits (applied to a state not yet folded up to it, a
-        later event would hide the earlier ones from the fold)."""
+        """Fold one table's shoe from the stream. What the follower brings
+        meanwhile waits (applied to a state not yet folded up to it, a later
+        event would hide the earlier ones from the fold)."""
         async with self.folding(table):
-            self.tables[table] = TableShoe(self.tables[table].rules)
-            for msg in await self.store.read(subjects.aggregate_filter("shoe", table)):
+            t = self.tables[table] = TableShoe(self.tables[table].rules)
+            history, t.shuffles = await self._since_last_round_ended(table)
+            for msg in history:
                 await self._observe(msg.subject, msg.seq, msg.batch)
+
+    async def _since_last_round_ended(self, table: str) -> tuple[list[Stored], int]:
+        """The table's shoe events from the shoe in play back to the shoe where
+        the last round ended (most often the shoe in play alone), and how many
+        shuffles came before them. A shuffle starts the shoe afresh but for
+        the round being dealt (003 7.9: it goes on from the new shoe), and a
+        round's end leaves none: nothing before it decides anything."""
+        latest = await self.store.last(subjects.aggregate_filter("shoe", table))
+        if latest is None:
+            return [], 0
+        number = shoe_number(table, subjects.tokens(latest.subject)[1])
+        if number is None:  # not a shoe this service named: the whole history
+            return await self.store.read(subjects.aggregate_filter("shoe", table)), 0
+        history: list[Stored] = []
+        while number >= 1:
+            shoe = await self.store.read(subjects.event(table, shoe_id(table, number), "*", "shoe"))
+            history[:0] = shoe
+            if any(isinstance(env.data, S.RoundEnded) for msg in shoe for env in msg.batch.events):
+                break
+            number -= 1
+        return history, max(number - 1, 0)
 
     async def reload(self, cmd: ShoeCommand) -> None:
         """Catch up with what other instances appended since our last event."""

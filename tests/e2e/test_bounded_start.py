@@ -1,0 +1,130 @@
+"""A service taking up a table reads the table's latest shoe, not its whole
+history: the dealer-policy the coups dealt from that shoe, the shoe service
+that shoe back to the last round's end. It then holds what an instance that
+dealt the whole history holds, and the tables deal on. (With a history of
+months a start that read everything would take minutes.)"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from services.dealer_policy.service import DealerPolicyService, TableCoup
+from services.shoe.secrets import JetStreamSecrets
+from services.shoe.service import MemorySecrets, ShoeService, TableShoe, secure_shuffle, shoe_id
+
+from casino import commands as c
+from casino.launcher import APPROVALS
+from casino.rules import shoe as S
+from casino.rulesets import BUILT_IN
+from casino.service import Peer
+from casino.simulator import Simulator
+from casino.store import subjects
+from casino.store.eventstore import EventStore, InMemoryEventStore, Stored
+from casino.store.jetstream import JetStreamEventStore
+from casino.tables import TableConfig
+from casino.verify import verify_coup
+from tests.e2e.casino import Casino
+
+pytestmark = pytest.mark.anyio
+TABLE = "T-1"
+
+
+def small_shoe(tmp_path: Path, name: str) -> str:
+    """A built-in ruleset dealt from one deck (two for blackjack, whose rounds
+    take more cards than one deck leaves behind the cut card): a new shoe every
+    few coups."""
+    decks = 2 if name.startswith("blackjack") else 1
+    path = tmp_path / f"{name}-{decks}-decks.toml"
+    path.write_text(re.sub(r"(?m)^decks = \d+", f"decks = {decks}", (BUILT_IN / f"{name}.toml").read_text()))
+    return str(path)
+
+
+def reads_of(store: EventStore) -> list[str]:
+    """The filters ``store`` is read with from now on."""
+    filters: list[str] = []
+    read = store.read
+
+    async def recorded(filter_: str, after: int = 0) -> list[Stored]:
+        filters.append(filter_)
+        return await read(filter_, after)
+
+    store.read = recorded  # type: ignore[method-assign]
+    return filters
+
+
+def deciding(t: TableCoup) -> tuple[object, ...]:
+    """What a table's next decisions depend on."""
+    return (t.number, t.coup, t.shoe, t.state, t.last_seq, t.seen, t.applied, DealerPolicyService._carry(t))
+
+
+def shoe_held(t: TableShoe) -> tuple[object, ...]:
+    return t.state, t.order, t.last_seq, t.shuffles, t.last_round
+
+
+@pytest.mark.parametrize("ruleset", ["baccarat-000-methods", "baccarat-001-styles", "blackjack-003-no-hole-card"])
+async def test_a_start_reads_the_latest_shoe_and_holds_what_the_whole_history_gives(
+        nats_url: str, tmp_path: Path, ruleset: str) -> None:
+    tables = {TABLE: TableConfig(small_shoe(tmp_path, ruleset), approvals=APPROVALS if "baccarat" in ruleset else ())}
+    async with Casino(nats_url, tables) as casino:
+        await Simulator(casino.nc, tables, seed=11, patience=40).run(24)
+        running = casino.service("dealer-policy").service.tables[TABLE]
+        await casino.recorded(running.coup, S.RoundEnded)
+        shoes = {subjects.tokens(m.subject)[1] for m in await casino.store.read(subjects.table_filter(TABLE))}
+        assert len(shoes) >= 3, shoes  # the history spans shoes, or the test proves nothing
+
+        dealer = DealerPolicyService(JetStreamEventStore(casino.nc), Peer(casino.nc), tables)
+        dealer_reads = reads_of(dealer.store)
+        await dealer.rebuild()
+        assert dealer_reads == [subjects.event(TABLE, running.shoe, "*", "coup")]
+        assert deciding(dealer.tables[TABLE]) == deciding(running)
+
+        shoe = ShoeService(JetStreamEventStore(casino.nc), JetStreamSecrets(casino.nc.jetstream()))
+        shoe_reads = reads_of(shoe.store)
+        again = await shoe.handle(c.StartRound(id="again", table=TABLE, coup=running.coup, ruleset=tables[TABLE].ruleset))
+        assert again.ok
+        assert shoe_reads and all(f.startswith(f"{subjects.EVENTS}.{TABLE}.{TABLE}-shoe-") for f in shoe_reads)
+        assert len(shoe_reads) < len(shoes)
+        assert shoe_held(shoe.tables[TABLE]) == shoe_held(casino.service("shoe").service.tables[TABLE])
+
+        # Both restarted from the latest shoe, the table deals on across more shoes.
+        for kind in ("dealer-policy", "shoe"):
+            await casino.stop(kind)
+            await casino.start(kind)
+        await Simulator(casino.nc, tables, seed=12, patience=40).run(12)
+        coups = sorted({subjects.tokens(m.subject)[2] for m in await casino.store.read(subjects.aggregate_filter("coup", TABLE))})
+        assert coups == [f"{TABLE}-{n:06d}" for n in range(1, 37)]
+        for coup in coups:
+            assert verify_coup(await casino.store.read(subjects.coup_filter(coup))) == []
+
+
+async def test_a_round_dealt_on_from_a_new_shoe_is_folded_from_the_shoe_before(tmp_path: Path) -> None:
+    """003 7.9: the cut card out first in a round, the round goes on from a new
+    shoe; restarted before it ends, the service reads back to the shoe where
+    the last round ended and holds the round being dealt."""
+    ruleset = small_shoe(tmp_path, "blackjack-003-no-hole-card")
+    store, secrets = InMemoryEventStore(), MemorySecrets()
+    first = ShoeService(store, secrets, secure_shuffle)
+    n = 0
+    while first.tables.get(TABLE) is None or first.tables[TABLE].state.shoe_id == shoe_id(TABLE, 1):
+        n += 1
+        coup = f"{TABLE}-{n:06d}"
+        assert (await first.handle(c.StartRound(id=f"{coup}:start", table=TABLE, coup=coup, ruleset=ruleset))).ok
+        drawn = await first.handle(c.DrawCard(id=f"{coup}:draw", table=TABLE, coup=coup, ruleset=ruleset, index=0))
+        if first.tables[TABLE].state.shoe_id == shoe_id(TABLE, 1):
+            await first.handle(c.EndRound(id=f"{coup}:end", table=TABLE, coup=coup, ruleset=ruleset,
+                                          pickup=drawn.cards))
+    cut = [e.data for m in await store.read(subjects.aggregate_filter("shoe", TABLE)) for e in m.batch.events
+           if isinstance(e.data, S.CutCardReached)]
+    assert [e.clause for e in cut] == ["003 7.9"]  # the round goes on from shoe 2, not ended
+    assert first.tables[TABLE].state.round == coup
+
+    second = ShoeService(store, secrets, secure_shuffle)
+    filters = reads_of(store)
+    assert (await second.handle(c.StartRound(id="again", table=TABLE, coup=coup, ruleset=ruleset))).ok
+    assert filters == [subjects.event(TABLE, shoe_id(TABLE, k), "*", "shoe") for k in (2, 1)]
+    assert shoe_held(second.tables[TABLE]) == shoe_held(first.tables[TABLE])
+    end = await second.handle(c.EndRound(id=f"{coup}:end", table=TABLE, coup=coup, ruleset=ruleset,
+                                         pickup=drawn.cards))
+    assert end.ok and second.tables[TABLE].last_round == coup
