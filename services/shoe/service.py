@@ -231,6 +231,9 @@ class ShoeService:
                 raise RuleViolation("shoe", f"card {cmd.index} of coup {cmd.coup} is not the next card")
             state, events = t.state, []
             while len(state.layout) < end:
+                if state.position >= len(t.order[0]):
+                    raise RuleViolation("shoe", f"shoe {state.shoe_id} has no card left for coup {cmd.coup}: the "
+                                                "ruleset's penetration leaves too few cards behind the cut card")
                 step = S.decide(t.rules, state, S.Draw(cmd.coup, t.order[0][state.position]))
                 if not any(isinstance(e, S.CardDrawn) for e in step):
                     break

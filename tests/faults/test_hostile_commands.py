@@ -6,9 +6,12 @@ with its cards and its money accounted for."""
 from __future__ import annotations
 
 import asyncio
+import re
+from pathlib import Path
 from typing import Any
 
 import msgspec
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from services.dealer_policy.service import DealerPolicyService
@@ -20,6 +23,7 @@ from casino import commands as c
 from casino.launcher import APPROVALS
 from casino.replaycli import by_coup
 from casino.rules.errors import RuleViolation
+from casino.rulesets import BUILT_IN
 from casino.service import answer
 from casino.store import subjects
 from casino.store.eventstore import InMemoryEventStore, Stored
@@ -219,3 +223,23 @@ def test_terminals_at_two_tables_may_number_their_commands_alike() -> None:
     assert len(placed) == 2 * 3 * 2  # two wagers a coup, three coups, two tables
     coups = by_coup(stored)
     assert len(coups) == 6 and all(verify_coup(msgs) == [] for msgs in coups.values())
+
+
+
+def test_a_draw_from_a_shoe_with_no_card_left_is_refused_naming_the_shoe(tmp_path: Path) -> None:
+    """A ruleset may put the cut card so deep that a long round empties the
+    shoe (one deck, 95%): the next draw is refused, not failed."""
+    ruleset = tmp_path / "one-deck.toml"
+    text = (BUILT_IN / "blackjack-003-no-hole-card.toml").read_text()
+    ruleset.write_text(re.sub(r"(?m)^penetration = .*$", "penetration = 0.95",
+                              re.sub(r"(?m)^decks = \d+", "decks = 1", text)))
+    shoe = ShoeService(InMemoryEventStore(), MemorySecrets())
+
+    def draw(index: int) -> c.Reply:
+        return asyncio.run(shoe.handle(c.DrawCard(id=f"d{index}", table="T", coup="T-1", ruleset=str(ruleset),
+                                                  index=index)))
+
+    assert asyncio.run(shoe.handle(c.StartRound(id="start", table="T", coup="T-1", ruleset=str(ruleset)))).ok
+    assert all(draw(index).ok for index in range(51))  # a deck less the burn card (002 (3))
+    with pytest.raises(RuleViolation, match="shoe T-shoe-1 has no card left for coup T-1"):
+        draw(51)
