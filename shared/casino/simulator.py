@@ -73,17 +73,23 @@ class SimulatedTable:
         if not opened.ok:  # e.g. 001 8.5: the style in force stays until the shoe ends
             opened = await self.ask("coup", c.OpenCoup, procedure="")
         if not opened.ok:
-            raise Refused(f"{self.name}: {opened.clause}: {opened.reason}")
+            # A coup left in hand (the terminal stopped in the middle of it) is dealt to its end first.
+            opened = await self.ask("coup", c.Status)
+            if not (opened.ok and opened.waiting and opened.waiting.kind not in ("open", "finished")):
+                raise Refused(f"{self.name}: {opened.clause}: {opened.reason}")
         with self.settled(coup := opened.coup) as done:
-            await self._deal(coup, done)
+            await self._deal(coup, done, opened.waiting)
 
-    async def _deal(self, coup: str, done: asyncio.Event) -> None:
-        """Place the wagers, close the betting, answer what the coup waits for, and
-        wait for its settlement."""
-        for seat, bet, amount in self._wagers():
-            await self.ask("wager", c.PlaceWager, coup=coup, seat=seat, bet=bet, amount=amount)
+    async def _deal(self, coup: str, done: asyncio.Event, waiting: c.Waiting | None) -> None:
+        """Place the wagers and close the betting (unless closed already), answer
+        what the coup waits for, and wait for its settlement."""
         closing = time.perf_counter()
-        reply = await self.ask("coup", c.CloseBetting, coup=coup)
+        reply = c.Reply(True, coup=coup, waiting=waiting)
+        if waiting is None or waiting.kind == "close_betting":
+            for seat, bet, amount in self._wagers():
+                await self.ask("wager", c.PlaceWager, coup=coup, seat=seat, bet=bet, amount=amount)
+            closing = time.perf_counter()
+            reply = await self.ask("coup", c.CloseBetting, coup=coup)
         while reply.ok and reply.waiting is not None and reply.waiting.kind not in ("finished", "open"):
             reply = await self._respond(coup, reply.waiting)
         if not reply.ok:
@@ -120,6 +126,9 @@ class SimulatedTable:
         return out
 
     async def _respond(self, coup: str, w: c.Waiting) -> c.Reply:
+        if w.kind in ("card", "pass"):  # the dealer's own steps: the dealer-policy finishes them as it resumes
+            await asyncio.sleep(0.2)
+            return await self.ask("coup", c.Status)
         assert w.seat is not None
         if w.kind == "answer":
             return await self.ask("coup", c.AnswerOffer, coup=coup, seat=w.seat, accept=self.rnd.random() < 0.6)

@@ -8,6 +8,7 @@ import asyncio
 
 import pytest
 
+from casino import commands as c
 from casino.launcher import default_tables
 from casino.simulator import Simulator
 from tests.e2e.casino import Casino
@@ -44,3 +45,21 @@ async def test_a_stopped_simulator_opens_no_more_coups_and_its_run_ends_by_itsel
         await asyncio.wait_for(dealing, 60)  # not cancelled: each table ends its play
         assert all(t.coups - dealt[t.name] <= 1 for t in sim.playing)  # the coup in hand, no more
         assert sim.waiting == {}
+
+
+@pytest.mark.parametrize("left", ["betting open", "betting closed"])
+async def test_a_simulated_table_deals_the_coup_left_in_hand_to_its_end_first(nats_url: str, left: str) -> None:
+    """The floor stopped in the middle of a coup (``make run`` interrupted) and
+    started again: the table takes the coup up where it stands, then deals on."""
+    tables = dict(list(TABLES.items())[:1])
+    [table] = tables
+    async with Casino(nats_url, tables) as casino:
+        opened = await casino.ask(table, "coup", c.OpenCoup, procedure="method_b")
+        assert opened.ok and opened.waiting is not None and opened.waiting.kind == "close_betting"
+        if left == "betting closed":
+            assert (await casino.ask(table, "wager", c.PlaceWager, coup=opened.coup, seat=3, bet="banker",
+                                     amount=5000)).ok
+            closed = await casino.ask(table, "coup", c.CloseBetting, coup=opened.coup)
+            assert closed.ok and closed.waiting is not None and closed.waiting.kind == "answer"
+        await asyncio.wait_for(Simulator(casino.nc, tables, seed=4, patience=40).run(2), 60)
+        assert [(await casino.settled(f"{table}-{n:06d}")).coup_id for n in (1, 2)] == [opened.coup, f"{table}-000002"]
