@@ -82,21 +82,20 @@ class DealerPolicyService:
         return TableCoup(name, cfg, rulesets.load(cfg.ruleset))
 
     async def rebuild(self, table: str | None = None) -> None:
-        """Fold each table's coups dealt from its latest shoe; keep the latest
-        coup. Nothing earlier decides anything: the next coup's number and
-        shoe holder (000 8.18) come from the latest, and a style carries over
-        only on the shoe it was dealt from (001 8.5). So a start reads a few
-        dozen coups a table however long the history. What the follower
-        brings meanwhile waits (applied to a state not yet folded up to it, a
-        later event would hide the earlier ones from the fold)."""
+        """Fold each table's latest coup. Nothing earlier decides anything: the
+        next coup's number, the shoe holder (000 8.18) and the style in force
+        (001 8.5: every coup of a style ruleset is dealt in a style) come from
+        it. So a start reads one coup a table however long the history. What
+        the follower brings meanwhile waits (applied to a state not yet folded
+        up to it, a later event would hide the earlier ones from the fold)."""
         for name in [table] if table else list(self.config):
             async with self.folding(name):
                 self.tables[name] = self._new_table(name)
                 latest = await self.store.last(subjects.aggregate_filter("coup", name))
                 if latest is None:
                     continue
-                _, shoe, _, _ = subjects.tokens(latest.subject)
-                for msg in await self.store.read(subjects.event(name, shoe, "*", "coup")):
+                _, shoe, coup, _ = subjects.tokens(latest.subject)
+                for msg in await self.store.read(subjects.event(name, shoe, coup, "coup")):
                     self._observe(msg.subject, msg.seq, msg.batch)
 
     @staticmethod

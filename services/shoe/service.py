@@ -132,7 +132,8 @@ class ShoeService:
         elif isinstance(event, S.RoundEnded):
             t.last_round = event.coup_id
 
-    async def _table(self, table: str, ruleset: str) -> TableShoe:
+    async def table(self, table: str, ruleset: str) -> TableShoe:
+        """The table's shoe, folded from the stream the first time it is asked for."""
         if table not in self.tables:
             rules = rulesets.load(ruleset).shoe
             self.tables[table] = TableShoe(rules)
@@ -197,7 +198,7 @@ class ShoeService:
     async def handle(self, cmd: ShoeCommand) -> Reply:
         match cmd:
             case StartRound():
-                t = await self._table(cmd.table, cmd.ruleset)
+                t = await self.table(cmd.table, cmd.ruleset)
                 if t.state.round == cmd.coup or t.last_round == cmd.coup:  # asked again
                     return Reply(True, coup=cmd.coup, shoe=t.state.shoe_id or "")
                 if t.state.round is not None:
@@ -210,7 +211,7 @@ class ShoeService:
             case DrawCard():
                 return await self._draw(cmd)
             case EndRound():
-                t = await self._table(cmd.table, cmd.ruleset)
+                t = await self.table(cmd.table, cmd.ruleset)
                 if t.last_round == cmd.coup:  # asked again, perhaps once the next round has started
                     return Reply(True, coup=cmd.coup)
                 events = S.decide(t.rules, t.state, S.EndRound(cmd.coup, cmd.pickup))
@@ -219,7 +220,7 @@ class ShoeService:
         raise RuleViolation("protocol", f"unknown shoe command {type(cmd).__name__}")
 
     async def _draw(self, cmd: DrawCard) -> Reply:
-        t = await self._table(cmd.table, cmd.ruleset)
+        t = await self.table(cmd.table, cmd.ruleset)
         if t.state.round != cmd.coup:
             raise RuleViolation("shoe", f"coup {cmd.coup} is not the round being dealt")
         if cmd.count < 1:

@@ -1,13 +1,15 @@
 """The pipeline benchmark's latency figures: percentiles of the coups' own
 latencies, and per procedure, the coups of every run counted and the median
 taken over the runs that dealt it; one hop of a coup's chain timed through a
-real nats-server."""
+real nats-server; a start timed both ways on a store left by dealing tables,
+each way holding what the other does."""
 
 from __future__ import annotations
 
 import pytest
 from bench.load import latency_percentiles
 from bench.pipeline import median_by_procedure, round_trips
+from bench.start import measure as measure_start
 
 
 def test_percentiles_are_of_the_coups_latencies_in_milliseconds() -> None:
@@ -37,3 +39,14 @@ async def test_a_hop_is_timed_through_a_real_server_and_another_process() -> Non
     assert set(figures) == {"request_p50_ms", "request_p99_ms", "append_p50_ms", "append_p99_ms"}
     for hop in ("request", "append"):
         assert 0 < figures[f"{hop}_p50_ms"] <= figures[f"{hop}_p99_ms"] < 5000
+
+
+@pytest.mark.anyio
+async def test_a_start_is_timed_from_the_latest_coup_or_shoe_and_from_the_whole_history_holding_the_same() -> None:
+    figures = await measure_start(tables_count=2, seconds=4, runs=1)
+    assert figures["coups"] > 20 and figures["messages"] > figures["coups"]
+    assert figures["same_state"] is True
+    for service in ("dealer_policy", "shoe"):
+        f = figures[service]
+        assert f["latest_s"] > 0 and f["whole_history_s"] > 0
+        assert f["ratio"] == f["latest_s"] / f["whole_history_s"]
