@@ -101,7 +101,8 @@ class DealerPolicyService:
     @staticmethod
     def _carry(t: TableCoup) -> tuple[int | None, str, str]:
         """What the finished coup leaves to the next: the shoe holder (000 8.18),
-        the style in force on the shoe (001 8.5)."""
+        the style in force (001 8.5: on the shoe; on a continuous shuffler, until
+        changed by approved procedure)."""
         holder, style, style_shoe = t.carried_holder, t.style, t.style_shoe
         if isinstance(t.state, bac.BaccaratCoup):
             holder = bac.shoe_holder_after(t.state)
@@ -273,7 +274,8 @@ class DealerPolicyService:
         events: list[AnyEvent] = [
             CoupConfigured(t.name, game, t.config.ruleset, _ruleset_digest(t.rules), number)]
         if isinstance(t.rules, BaccaratRules):
-            shoe_style = style if style_shoe == start.shoe else None
+            # 001 8.5: the style in force on the shoe; a continuous shuffler deals each round from a new one
+            shoe_style = (style or None) if style_shoe == start.shoe or _continuous(t.rules) else None
             procedure = cmd.procedure or shoe_style or t.config.procedure or t.rules.procedures[0]
             opening = bm.OpenCoup(coup, procedure, t.config.approvals + cmd.approvals, shoe_style, holder)
             events += bac.decide(t.rules, bac.BaccaratCoup(), opening)  # refused here: nothing has changed
@@ -401,6 +403,10 @@ class DealerPolicyService:
             await self._open_book(t)
         else:
             await self.advance(t)
+
+
+def _continuous(rules: Ruleset) -> bool:
+    return rules.shoe.shuffler == "continuous_shuffler"
 
 
 def _log_failed_ending(ending: asyncio.Future[Any]) -> None:

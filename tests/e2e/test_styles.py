@@ -1,0 +1,49 @@
+"""001 8.5 from one coup to the next, as the dealer-policy carries it: a game
+dealt from a card shoe keeps its style until the shoe ends; on a continuous
+shuffler, which deals each round from a new shoe, the style changes only by
+approved procedure. Both hold across a restart of the dealer-policy."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from casino import commands as c
+from casino.rules.baccarat.messages import Approval
+from casino.rulesets import BUILT_IN
+from casino.tables import TableConfig
+from tests.e2e.casino import Casino
+
+pytestmark = pytest.mark.anyio
+TABLE = "S-1"
+REFUSED = {"shoe": "a game dealt from a shoe continues in style_a until it ends",
+           "continuous_shuffler": "on a continuous shuffler the style changes only by approved procedure"}
+
+
+@pytest.mark.parametrize("shuffler", ["shoe", "continuous_shuffler"])
+async def test_001_8_5_the_style_in_force_carries_from_coup_to_coup(nats_url: str, tmp_path: Path,
+                                                                    shuffler: str) -> None:
+    ruleset = tmp_path / f"styles-{shuffler}.toml"
+    text = (BUILT_IN / "baccarat-001-styles.toml").read_text()
+    ruleset.write_text(re.sub(r'(?m)^shuffler = ".*"', f'shuffler = "{shuffler}"', text))
+    tables = {TABLE: TableConfig(str(ruleset))}
+    async with Casino(nats_url, tables) as casino:
+        first = await casino.ask(TABLE, "coup", c.OpenCoup, procedure="style_a")
+        assert first.ok
+        assert (await casino.ask(TABLE, "wager", c.PlaceWager, coup=first.coup, seat=3, bet="banker", amount=5000)).ok
+        closed = await casino.ask(TABLE, "coup", c.CloseBetting, coup=first.coup)
+        assert closed.ok and closed.waiting is not None and closed.waiting.kind == "finished"
+        await casino.settled(first.coup)
+
+        for restarted in (False, True):
+            if restarted:
+                await casino.stop("dealer-policy")
+                await casino.start("dealer-policy")
+            refused = await casino.ask(TABLE, "coup", c.OpenCoup, procedure="style_b")
+            assert (refused.ok, refused.clause, refused.reason) == (False, "001 8.5", REFUSED[shuffler])
+
+        approved = await casino.ask(TABLE, "coup", c.OpenCoup, procedure="style_b",
+                                    approvals=(Approval("style_change", "casino_supervisor", "SUP-7"),))
+        assert approved.ok is (shuffler == "continuous_shuffler"), approved
