@@ -38,7 +38,9 @@ class EventStore(Protocol):
     async def append(self, subject: str, batch: Batch, *, expected: int, msg_id: str,
                      guard: str | None = None) -> Appended: ...
 
-    async def read(self, filter_: str, after: int = 0) -> list[Stored]: ...
+    async def read(self, filter_: str, after: int = 0, limit: int | None = None) -> list[Stored]:
+        """The messages on ``filter_`` with a sequence above ``after``, in
+        order: all of them, or the first ``limit``."""
 
     async def last(self, filter_: str) -> Stored | None:
         """The latest message on ``filter_`` (wildcards allowed), None if there is none."""
@@ -63,10 +65,10 @@ class InMemoryEventStore:
         self.ids[msg_id] = seq
         return Appended(seq)
 
-    async def read(self, filter_: str, after: int = 0) -> list[Stored]:
+    async def read(self, filter_: str, after: int = 0, limit: int | None = None) -> list[Stored]:
         ids = {seq: msg_id for msg_id, seq in self.ids.items()}
         return [Stored(seq, subj, decode(data), ids.get(seq, "")) for seq, subj, data in self.messages
-                if seq > after and matches(filter_, subj)]
+                if seq > after and matches(filter_, subj)][:limit]
 
     async def last(self, filter_: str) -> Stored | None:
         for seq, subj, data in reversed(self.messages):

@@ -9,7 +9,7 @@ import json
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
-from nats.js.api import ConsumerConfig, DeliverPolicy, StorageType, StreamConfig
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, StorageType, StreamConfig
 from nats.js.errors import APIError, BadRequestError, NotFoundError
 
 from casino.store.envelope import Batch, decode, encode
@@ -106,8 +106,9 @@ class JetStreamEventStore:
             raise Conflict(str(exc.description)) from None
         return Appended(ack.seq, bool(ack.duplicate))
 
-    async def read(self, filter_: str, after: int = 0) -> list[Stored]:
-        """Every message on ``filter_`` with a sequence above ``after``, in order.
+    async def read(self, filter_: str, after: int = 0, limit: int | None = None) -> list[Stored]:
+        """Every message on ``filter_`` with a sequence above ``after``, in
+        order, or the first ``limit`` of them.
 
         An ordered push consumer hands each message to a callback: no request
         per batch and no timer per message, which is what reading a whole
@@ -117,6 +118,8 @@ class JetStreamEventStore:
         done = asyncio.Event()
 
         async def take(m: Msg) -> None:
+            if done.is_set():  # pushed before the consumer went: past the limit
+                return
             seq, _, _, pending = delivery(m.reply)
             try:
                 msg_id = (m.headers or {}).get("Nats-Msg-Id", "")
@@ -124,7 +127,7 @@ class JetStreamEventStore:
             except Exception as exc:  # an undecodable event: the reader is told, not left waiting
                 failed.append(exc)
                 done.set()
-            if not pending:
+            if not pending or len(out) == limit:
                 done.set()
 
         # The consumer goes once nobody listens (the server's own default for
@@ -133,7 +136,11 @@ class JetStreamEventStore:
         config = ConsumerConfig(
             inactive_threshold=5.0, deliver_policy=DeliverPolicy.BY_START_SEQUENCE if after else DeliverPolicy.ALL,
             opt_start_seq=after + 1 if after else None)
-        sub = await self.js.subscribe(filter_, stream=self.stream, cb=take, ordered_consumer=True, config=config)
+        if limit is None:
+            sub = await self.js.subscribe(filter_, stream=self.stream, cb=take, ordered_consumer=True, config=config)
+        else:  # the server sends the first ``limit`` and waits for acks that never come: nothing past the page
+            config.ack_policy, config.max_ack_pending, config.ack_wait = AckPolicy.ALL, limit, READ_STALL * 10
+            sub = await self.js.subscribe(filter_, stream=self.stream, cb=take, manual_ack=True, config=config)
         try:
             info = await sub.consumer_info()
             if info.num_pending or (info.delivered is not None and info.delivered.consumer_seq):
@@ -148,7 +155,11 @@ class JetStreamEventStore:
             await sub.unsubscribe()
         if failed:
             raise failed[0]
-        return out
+        # The subscription is gone but for a reference cycle that the collector
+        # breaks only now and then, and it holds ``take`` and so ``out``: hand
+        # back the messages, not that list (a paged read would keep every page).
+        read, out[:] = out[:], []
+        return read
 
     async def last(self, filter_: str) -> Stored | None:
         """One direct get (any replica answers): the server finds the latest
