@@ -2,7 +2,10 @@
 every table of a store with a history (the dealer-policy from each table's
 latest coup, the shoe service from its shoe in play), against folding each
 table's whole history, on a store left by tables dealing flat out. The two
-folds are checked to hold the same."""
+folds are checked to hold the same. Beside them, the projections' first fold
+of the whole stream (no checkpoint yet, or a new version of the fold) page by
+page, against reading the stream whole: time, and the peak of memory allocated
+while folding (traced in a run of its own)."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ import asyncio
 import json
 import statistics
 import time
+import tracemalloc
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -22,6 +26,7 @@ from services.shoe.service import ShoeService, TableShoe
 from bench.load import casino, stop_players
 from casino import rulesets
 from casino.launcher import SHORT, default_tables
+from casino.projections import Projector, fold_stream
 from casino.service import Peer
 from casino.simulator import Simulator
 from casino.store import subjects
@@ -71,6 +76,34 @@ async def timed(fold: Callable[[Client, dict[str, TableConfig]], Awaitable[Any]]
     return statistics.median(seconds), service
 
 
+async def projections_paged(nc: Client, tables: dict[str, TableConfig]) -> Projector:
+    projector = Projector()
+
+    async def folded(changed: set[tuple[str, str]]) -> None:
+        projector.forget_ended_shoes()
+
+    await fold_stream(projector, JetStreamEventStore(nc), folded)
+    return projector
+
+
+async def projections_whole(nc: Client, tables: dict[str, TableConfig]) -> Projector:
+    projector = Projector()
+    projector.fold(await JetStreamEventStore(nc).read(f"{subjects.EVENTS}.>"))
+    projector.forget_ended_shoes()
+    return projector
+
+
+async def peak_mib(fold: Callable[[Client, dict[str, TableConfig]], Awaitable[Any]], nc: Client,
+                   tables: dict[str, TableConfig]) -> float:
+    """The most memory the fold had allocated at once."""
+    tracemalloc.start()
+    try:
+        await fold(nc, tables)
+        return tracemalloc.get_traced_memory()[1] / 2**20
+    finally:
+        tracemalloc.stop()
+
+
 def held(dealer: DealerPolicyService, shoe: ShoeService) -> dict[str, tuple[object, ...]]:
     """What each table's next decisions depend on."""
     return {name: (t.number, t.coup, t.shoe, t.state, t.last_seq, DealerPolicyService._carry(t),
@@ -93,9 +126,15 @@ async def measure(tables_count: int, seconds: float, runs: int) -> dict[str, Any
             latest_s, services[name, "latest"] = await timed(latest, nc, tables, runs)
             whole_s, services[name, "whole"] = await timed(whole, nc, tables, runs)
             out[name] = {"latest_s": latest_s, "whole_history_s": whole_s, "ratio": latest_s / whole_s}
+        paged_s, paged = await timed(projections_paged, nc, tables, runs)
+        whole_s, whole = await timed(projections_whole, nc, tables, runs)
+        out["projections"] = {"paged_s": paged_s, "whole_s": whole_s,
+                              "paged_peak_mib": await peak_mib(projections_paged, nc, tables),
+                              "whole_peak_mib": await peak_mib(projections_whole, nc, tables)}
         out["coups"] = sum(t.number for t in services["dealer_policy", "whole"].tables.values())
         out["same_state"] = (held(services["dealer_policy", "latest"], services["shoe", "latest"])
-                             == held(services["dealer_policy", "whole"], services["shoe", "whole"]))
+                             == held(services["dealer_policy", "whole"], services["shoe", "whole"])
+                             and paged.everything() == whole.everything())
     return out
 
 
@@ -111,8 +150,11 @@ def main() -> None:
         f = r[name]
         print(f"{name}: {f['latest_s']:.3f} s from each table's latest coup or shoe against {f['whole_history_s']:.3f} s "
               f"for the whole history = {f['ratio']:.3f} ({r['coups']:,} coups, {r['messages']:,} messages)")
+    f = r["projections"]
+    print(f"projections' first fold: {f['paged_s']:.2f} s page by page, at most {f['paged_peak_mib']:.0f} MiB allocated, "
+          f"against {f['whole_s']:.2f} s and {f['whole_peak_mib']:.0f} MiB reading the stream whole")
     if not r["same_state"]:
-        raise SystemExit("the fold from the latest coup or shoe does not hold what the whole history gives")
+        raise SystemExit("a fold from the latest coup, shoe or page does not hold what the whole history gives")
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ from nats.js.errors import NotFoundError
 
 from casino import commands as c
 from casino.metrics import Metrics, serve_http
-from casino.projections import KvProjections, Projector
+from casino.projections import KvProjections, Projector, fold_stream
 from casino.rules.settlement import CoupSettled
 from casino.rules.shoe import RoundStarted
 from casino.service import Clock, Peer, TableLocks, answer, utc_now
@@ -63,9 +63,9 @@ class Running:
     brings it messages."""
 
     def __init__(self, kind: str, service: Any, nc: Client, metrics: Metrics, commands: CommandServer | None,
-                 consumers: list[PullConsumer]) -> None:
+                 consumers: list[PullConsumer], finishing: list[Callable[[], Awaitable[None]]]) -> None:
         self.kind, self.service, self.nc, self.metrics = kind, service, nc, metrics
-        self.commands, self.consumers = commands, consumers
+        self.commands, self.consumers, self.finishing = commands, consumers, finishing
         self.tasks: list[asyncio.Task[None]] = []
         self.http: asyncio.AbstractServer | None = None
 
@@ -80,6 +80,8 @@ class Running:
             await self.service.finish_rounds()
         for consumer in self.consumers:
             await consumer.stop()
+        for finish in self.finishing:
+            await finish()
         await self.nc.drain()
 
 
@@ -246,6 +248,7 @@ async def start(kind: str, url: str, *, tables: dict[str, TableConfig] | None = 
     service: Any
     commands: CommandServer | None = None
     consumers: list[PullConsumer] = []
+    finishing: list[Callable[[], Awaitable[None]]] = []  # once the consumers have stopped
     if kind == "shoe":
         service = ShoeService(store, JetStreamSecrets(nc.jetstream()), shuffle, clock)
         commands = CommandServer(subjects.command("*", "shoe"), "shoe",
@@ -264,8 +267,9 @@ async def start(kind: str, url: str, *, tables: dict[str, TableConfig] | None = 
         service = SettlementService(store, clock)
         consumers.append(await _settlement_consumer(nc, service, metrics))
     elif kind == "projections":
-        service, consumer = await _projections(nc, store, metrics)
+        service, consumer, last_checkpoint = await _projections(nc, store, metrics)
         consumers.append(consumer)
+        finishing.append(last_checkpoint)
     else:
         raise ValueError(f"unknown service {kind!r}; one of {', '.join(KINDS)}, projections")
     if kind in ("shoe", "wager", "dealer-policy"):
@@ -277,7 +281,7 @@ async def start(kind: str, url: str, *, tables: dict[str, TableConfig] | None = 
         await commands.start(nc)
     for consumer in consumers:
         await consumer.start(nc)
-    running = Running(kind, service, nc, metrics, commands, consumers)
+    running = Running(kind, service, nc, metrics, commands, consumers, finishing)
     running.tasks.append(asyncio.create_task(_watch_consumers(nc, [c.durable for c in consumers], metrics)))
     running.http = http
     return running
@@ -390,19 +394,34 @@ def _instance(kind: str) -> str:
 CHECKPOINT_EVERY = 1.0  # seconds between the projections' checkpoints, at most
 
 
-async def _projections(nc: Client, store: JetStreamEventStore, metrics: Metrics) -> tuple[Projector, PullConsumer]:
+async def _projections(nc: Client, store: JetStreamEventStore, metrics: Metrics,
+                       ) -> tuple[Projector, PullConsumer, Callable[[], Awaitable[None]]]:
     """Fold the stream into the read models on from the last checkpoint (from
     the first event if there is none), then keep them current from a durable
     consumer that starts where the fold ended, saving a checkpoint at most
-    every ``CHECKPOINT_EVERY`` seconds: a restart reads only what came since."""
+    every ``CHECKPOINT_EVERY`` seconds and on stopping: a restart reads only
+    what came since. Returned with the projector and the consumer: the last
+    checkpoint, to save once the consumer has stopped."""
     kv = await KvProjections(nc.jetstream()).open()
     name = _instance("projections")
-    restored = await kv.restore()
-    projector = restored or Projector()
-    changed = projector.fold(await store.read(f"{subjects.EVENTS}.>", after=projector.seq))
-    await kv.put(projector, changed if restored else set(projector.everything()))
-    projector.forget_ended_shoes()
-    await kv.save(projector)
+    projector = await kv.restore() or Projector()
+    written = projector.seq  # the stream sequence up to which every key changed is written
+
+    async def write(changed: set[tuple[str, str]]) -> None:
+        nonlocal written
+        await kv.put(projector, changed)
+        written = projector.seq
+        projector.forget_ended_shoes()
+
+    async def folded(changed: set[tuple[str, str]]) -> None:  # each page written, then checkpointed
+        await write(changed)
+        await kv.save(projector)
+
+    async def last_checkpoint() -> None:
+        if written == projector.seq:  # not ahead of the keys (a batch cut short in the middle)
+            await kv.save(projector)
+
+    await fold_stream(projector, store, folded)
     loop = asyncio.get_running_loop()
     next_save = loop.time() + CHECKPOINT_EVERY
     _gauges(projector, metrics)
@@ -423,8 +442,7 @@ async def _projections(nc: Client, store: JetStreamEventStore, metrics: Metrics)
                 changed |= projector.apply(m.subject, at.stream_seq, batch)
                 settled += [e.data.coup_id for e in batch.events if isinstance(e.data, CoupSettled)]
             if changed:
-                await kv.put(projector, changed)
-                projector.forget_ended_shoes()
+                await write(changed)
                 _gauges(projector, metrics)
                 if loop.time() >= next_save:
                     await kv.save(projector)
@@ -436,7 +454,7 @@ async def _projections(nc: Client, store: JetStreamEventStore, metrics: Metrics)
     await nc.jetstream().add_consumer(STREAM, ConsumerConfig(
         durable_name=name, filter_subject=f"{subjects.EVENTS}.>", deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
         opt_start_seq=projector.seq + 1, inactive_threshold=600.0, ack_policy=AckPolicy.ALL))
-    return projector, PullConsumer(name, on_batch)
+    return projector, PullConsumer(name, on_batch), last_checkpoint
 
 
 async def _follow(nc: Client, service: Any, kind: str, metrics: Metrics) -> PullConsumer:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import zlib
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 import msgspec
@@ -21,11 +21,12 @@ from casino.rules.baccarat import messages as bm
 from casino.rules.blackjack import messages as jm
 from casino.store import subjects
 from casino.store.envelope import Batch, CoupConfigured
-from casino.store.eventstore import Stored
+from casino.store.eventstore import EventStore, Stored
 
 BUCKETS = {"table_status": "casino_table_status", "shoe_stats": "casino_shoe_stats", "takings": "casino_takings"}
 META = "casino_projections"
 log = logging.getLogger("casino")
+FOLD_PAGE = 10_000  # messages read and folded at a time from the store: memory bounded however long the stream
 
 
 class TableStatus(msgspec.Struct):
@@ -204,6 +205,18 @@ class Projector:
         return {(b, k): self.value(b, k) for b in BUCKETS for k in getattr(self, b)}
 
 
+async def fold_stream(projector: Projector, store: EventStore,
+                      folded: Callable[[set[tuple[str, str]]], Awaitable[None]]) -> None:
+    """Fold the store from the projector's sequence to its end, ``FOLD_PAGE``
+    messages at a time, handing ``folded`` the (bucket, key) pairs each page
+    changed: a first fold of a long history holds one page, not the history."""
+    while True:
+        page = await store.read(f"{subjects.EVENTS}.>", after=projector.seq, limit=FOLD_PAGE)
+        await folded(projector.fold(page))
+        if len(page) < FOLD_PAGE:
+            return
+
+
 class KvProjections:
     """The projections in JetStream key-value buckets."""
 
@@ -221,10 +234,12 @@ class KvProjections:
                 self.kv[bucket] = await self.js.create_key_value(bucket=bucket, history=1)
         return self
 
-    async def put(self, projector: Projector, changed: set[tuple[str, str]]) -> None:
+    async def put(self, projector: Projector, changed: set[tuple[str, str]], with_seq: bool = True) -> None:
+        """The keys changed, then (``with_seq``) the stream sequence they are written up to."""
         for bucket, key in sorted(changed):
             await self.kv[BUCKETS[bucket]].put(key, projector.value(bucket, key))
-        await self.kv[META].put("seq", str(projector.seq).encode())
+        if with_seq:
+            await self.kv[META].put("seq", str(projector.seq).encode())
 
     async def seq(self) -> int:
         entry = await self._meta("seq")

@@ -16,7 +16,7 @@ from nats.aio.client import Client
 
 from casino import storeaccess
 from casino.parallel import cores, in_processes
-from casino.projections import KvProjections, Projector
+from casino.projections import KvProjections, Projector, fold_stream
 from casino.replay import render_text, replay_coup
 from casino.rules.shoe import ShoeEnded
 from casino.store import subjects
@@ -236,29 +236,41 @@ def _in_play(msgs: list[Stored]) -> bool:
 
 
 async def rebuild_projections(store: EventStore, nc: Client) -> int:
-    """Rebuild the read models from the first event, compare them with the live
-    ones (once the live projector has caught up), and store the rebuilt ones."""
-    projector = Projector()
-    projector.fold(await store.read(f"{subjects.EVENTS}.>"))
+    """Rebuild the read models from the first event, a page at a time, compare
+    them with the live ones (once the live projector has caught up with the
+    stream), and store the rebuilt ones. An ended shoe's figures are final:
+    compared, written and let go as its page is folded."""
     kv = await KvProjections(nc.jetstream()).open()
+    latest = await store.last(f"{subjects.EVENTS}.>")
+    end = latest.seq if latest else 0
     for _ in range(100):
-        if await kv.seq() >= projector.seq:
+        if await kv.seq() >= end:
             break
         await asyncio.sleep(0.1)
-    live_seq = await kv.seq()
-    if live_seq < projector.seq:
-        print(f"the live read models stop at stream sequence {live_seq} of {projector.seq}: "
+    if (live_seq := await kv.seq()) < end:
+        print(f"the live read models stop at stream sequence {live_seq} of {end}: "
               "the projections service is not running or still catching up")
-    rebuilt = projector.everything()
-    live = await kv.values(rebuilt)
-    differ = sorted(k for k in rebuilt if live.get(k) != rebuilt[k])
-    for bucket, key in differ:
-        print(f"{bucket} {key}: live {live.get((bucket, key))!r}, rebuilt {rebuilt.get((bucket, key))!r}")
-    await kv.put(projector, set(rebuilt))
-    projector.forget_ended_shoes()
+    projector, compared, differ = Projector(), 0, 0
+
+    async def compare_and_write(keys: set[tuple[str, str]], with_seq: bool) -> None:
+        nonlocal compared, differ
+        rebuilt = {k: projector.value(*k) for k in keys}
+        live = await kv.values(rebuilt)
+        for bucket, key in sorted(k for k in rebuilt if live.get(k) != rebuilt[k]):
+            print(f"{bucket} {key}: live {live.get((bucket, key))!r}, rebuilt {rebuilt[bucket, key]!r}")
+            differ += 1
+        await kv.put(projector, set(rebuilt), with_seq=with_seq)
+        compared += len(rebuilt)
+
+    async def folded(changed: set[tuple[str, str]]) -> None:
+        await compare_and_write({("shoe_stats", k) for k, st in projector.shoe_stats.items() if st.ended}, False)
+        projector.forget_ended_shoes()
+
+    await fold_stream(projector, store, folded)
+    await compare_and_write(set(projector.everything()), True)
     await kv.save(projector)  # a restart of the projections service folds on from the rebuilt state
-    print(f"rebuilt {len(rebuilt)} read-model entries up to stream sequence {projector.seq}: "
-          + ("equal to the live ones" if not differ else f"{len(differ)} differed from the live ones"))
+    print(f"rebuilt {compared} read-model entries up to stream sequence {projector.seq}: "
+          + ("equal to the live ones" if not differ else f"{differ} differed from the live ones"))
     return 0
 
 

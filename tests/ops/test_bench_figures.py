@@ -50,3 +50,5 @@ async def test_a_start_is_timed_from_the_latest_coup_or_shoe_and_from_the_whole_
         f = figures[service]
         assert f["latest_s"] > 0 and f["whole_history_s"] > 0
         assert f["ratio"] == f["latest_s"] / f["whole_history_s"]
+    f = figures["projections"]
+    assert f["paged_s"] > 0 and f["whole_s"] > 0 and f["paged_peak_mib"] > 0 and f["whole_peak_mib"] > 0

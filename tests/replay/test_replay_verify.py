@@ -5,6 +5,7 @@ written under an older schema version still replays and verifies."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +19,7 @@ from casino import projections, rulesets
 from casino.launcher import default_tables
 from casino.projections import KvProjections, Projector
 from casino.replay import SCHEMA, render_text, replay_coup
-from casino.replaycli import Report, by_coup, verify_history, verify_store
+from casino.replaycli import Report, by_coup, rebuild_projections, verify_history, verify_store
 from casino.rules import settlement, shoe
 from casino.rules.baccarat import messages as bm
 from casino.rules.blackjack import messages as jm
@@ -301,6 +302,21 @@ async def test_an_undecodable_event_fails_the_verification_of_a_whole_store(
                 await _verified(url, workers)
 
 
+def recorded_reads(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int, int]]:
+    """(filter, after, messages read) of each read of the store from now on."""
+    reads: list[tuple[str, int, int]] = []
+    read = JetStreamEventStore.read
+
+    async def recording(self: JetStreamEventStore, filter_: str, after: int = 0,
+                        limit: int | None = None) -> list[Stored]:
+        out = await read(self, filter_, after, limit)
+        reads.append((filter_, after, len(out)))
+        return out
+
+    monkeypatch.setattr(JetStreamEventStore, "read", recording)
+    return reads
+
+
 def _folded(stored: list[Stored]) -> Projector:
     projector = Projector()
     projector.fold(stored)
@@ -350,19 +366,12 @@ async def test_the_projections_service_restarts_from_its_checkpoint(
     await first.stop()
     await _a_store_holding(recorded[half:], nats_url)
 
-    reads: list[tuple[str, int]] = []
-    read = JetStreamEventStore.read
-
-    async def recording(self: JetStreamEventStore, filter_: str, after: int = 0) -> list[Stored]:
-        reads.append((filter_, after))
-        return await read(self, filter_, after)
-
-    monkeypatch.setattr(JetStreamEventStore, "read", recording)
+    reads = recorded_reads(monkeypatch)
     second = await runner.start("projections", nats_url)
     nc = await nats.connect(nats_url)
     try:
-        assert (f"{subjects.EVENTS}.>", half) in reads  # on from the checkpoint,
-        assert (f"{subjects.EVENTS}.>", 0) not in reads  # not from the first event
+        assert reads[0][:2] == (f"{subjects.EVENTS}.>", half)  # on from the checkpoint,
+        assert all(after for _, after, _ in reads)  # not from the first event
         whole = _folded(recorded)
         kv = await KvProjections(nc.jetstream()).open()
         assert await kv.seq() == len(recorded)
@@ -372,3 +381,73 @@ async def test_the_projections_service_restarts_from_its_checkpoint(
     finally:
         await nc.close()
         await second.stop()
+
+
+async def test_a_first_fold_of_the_whole_stream_holds_a_page_at_a_time_and_checkpoints_each(
+        recorded: Recorded, nats_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A first start on a long history (or a new version of the fold) reads
+    the stream page by page: memory for a page, not the history, and a stop
+    in the middle goes on from the last page's checkpoint."""
+    await _a_store_holding(recorded, nats_url)
+    monkeypatch.setattr(projections, "FOLD_PAGE", 50)
+    saved: list[int] = []
+    save = KvProjections.save
+
+    async def saving(self: KvProjections, projector: Projector) -> None:
+        saved.append(projector.seq)
+        await save(self, projector)
+
+    monkeypatch.setattr(KvProjections, "save", saving)
+    reads = recorded_reads(monkeypatch)
+    service = await runner.start("projections", nats_url)
+    await service.stop()
+    pages = [n for flt, _, n in reads if flt == f"{subjects.EVENTS}.>"]
+    assert sum(pages) == len(recorded) and max(pages) == 50 and len(pages) == len(recorded) // 50 + 1
+    assert saved[:len(pages)] == [min(50 * k, len(recorded)) for k in range(1, len(pages) + 1)]
+    nc = await nats.connect(nats_url)
+    try:
+        whole = _folded(recorded).everything()
+        kv = await KvProjections(nc.jetstream()).open()
+        assert await kv.values(whole) == whole
+    finally:
+        await nc.close()
+
+
+async def test_the_projections_service_stopping_saves_its_last_checkpoint(
+        recorded: Recorded, nats_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    half = len(recorded) // 2
+    await _a_store_holding(recorded[:half], nats_url)
+    monkeypatch.setattr(runner, "CHECKPOINT_EVERY", 3600.0)  # none while it runs, but at its start
+    service = await runner.start("projections", nats_url)
+    await _a_store_holding(recorded[half:], nats_url)
+    nc = await nats.connect(nats_url)
+    try:
+        kv = await KvProjections(nc.jetstream()).open()
+        while await kv.seq() < len(recorded):
+            await asyncio.sleep(0.05)
+        before = await kv.restore()
+        await service.stop()
+        after = await kv.restore()
+        assert before is not None and before.seq == half
+        assert after is not None and after.seq == len(recorded)
+        assert after.everything() == service.service.everything()
+    finally:
+        await nc.close()
+
+
+async def test_projections_rebuilt_page_by_page_equal_the_live_ones(
+        recorded: Recorded, nats_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    await _a_store_holding(recorded, nats_url)
+    live = await runner.start("projections", nats_url)
+    monkeypatch.setattr(projections, "FOLD_PAGE", 50)
+    reads = recorded_reads(monkeypatch)
+    nc = await nats.connect(nats_url)
+    try:
+        assert await rebuild_projections(JetStreamEventStore(nc), nc) == 0
+    finally:
+        await nc.close()
+        await live.stop()
+    entries = len(_folded(recorded).everything())
+    assert f"rebuilt {entries} read-model entries up to stream sequence {len(recorded)}: equal to the live ones" \
+        in capsys.readouterr().out
+    assert max(n for _, _, n in reads) == 50
