@@ -118,7 +118,7 @@ async def measure(tables_count: int, seconds: float, runs: int) -> dict[str, Any
         task = asyncio.create_task(sim.run(None))
         await asyncio.sleep(seconds)
         stop_players(sim, task)
-        await asyncio.sleep(3)  # the coups in hand are resumed or finished
+        await asyncio.sleep(3)  # what is in flight lands (a coup left in hand stays so, for every fold alike)
         messages = (await nc.jetstream().stream_info("CASINO")).state.messages
         out: dict[str, Any] = {"tables": tables_count, "runs": runs, "messages": messages}
         services = {}
