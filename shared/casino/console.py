@@ -5,11 +5,13 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 
+from casino.projections import Takings
 from casino.rules import settlement, shoe
 from casino.rules.baccarat import messages as bm
 from casino.rules.blackjack import messages as jm
 from casino.store import subjects
 from casino.store.envelope import Batch, CoupConfigured
+from casino.store.eventstore import EventStore
 
 
 @dataclass
@@ -25,13 +27,12 @@ class TableView:
     shoe: str = ""
     shoe_cards: int = 0
     position: int = 0
-    reshuffles: int = 0
 
     def line(self) -> str:
         hands = "  ".join(f"{h}:{' '.join(cs)}" for h, cs in self.cards.items())
         pen = f"{100 * self.position / self.shoe_cards:4.0f}%" if self.shoe_cards else "   -"
         return (f"{self.name:<8} {self.coup:<16} {self.procedure:<10} {hands[:58]:<58} {self.result:<22} "
-                f"shoe {pen} reshuffles {self.reshuffles:<3} settled {self.settled:<5} house {self.house_net:>9}")
+                f"{self.shoe or '-':<18} {pen} settled {self.settled:<5} house {self.house_net:>9}")
 
 
 class Console:
@@ -66,7 +67,6 @@ class Console:
                 v.result = f"dealer {'BJ' if e.dealer_blackjack else e.dealer_total}"
             case shoe.ShoeShuffled():
                 v.shoe, v.shoe_cards, v.position = e.shoe_id, e.cards, 0
-                v.reshuffles += 1
             case shoe.CardDrawn() | shoe.CardBurned():
                 v.position = e.position + 1
             case settlement.CoupSettled():
@@ -85,3 +85,19 @@ class Console:
         sys.stdout.write("\x1b[J" + text + "\n")
         sys.stdout.flush()
         self._drawn = text.count("\n") + 1
+
+
+async def where_tables_stand(console: Console, store: EventStore, takings: dict[str, Takings]) -> None:
+    """Show where each table stands without reading its history: its latest
+    coup and its shoe in play from the store, its settled coups and the
+    house's net from the read models' takings."""
+    for table, view in console.views.items():
+        for aggregate in ("coup", "shoe"):
+            latest = await store.last(subjects.aggregate_filter(aggregate, table))
+            if latest is None:
+                continue
+            _, shoe, coup, _ = subjects.tokens(latest.subject)
+            for msg in await store.read(subjects.event(table, shoe, coup if aggregate == "coup" else "*", aggregate)):
+                console.on_batch(msg.subject, msg.batch)
+        if table in takings:
+            view.settled, view.house_net = takings[table].coups_settled, takings[table].house_net

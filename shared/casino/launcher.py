@@ -15,13 +15,14 @@ import sys
 import time
 from pathlib import Path
 
+import msgspec
 import nats
 from nats.aio.client import Client
 
 from casino import natsauth
-from casino.console import Console
+from casino.console import Console, where_tables_stand
 from casino.natsserver import NatsServer
-from casino.projections import KvProjections
+from casino.projections import KvProjections, Takings
 from casino.rules.baccarat.messages import Approval
 from casino.simulator import Simulator
 from casino.store import subjects
@@ -81,10 +82,12 @@ async def _wait_ready(url: str, timeout: float = 30.0) -> None:
 async def _simulate(url: str, tables: dict[str, TableConfig], coups: int | None, seed: int | None) -> None:
     console = Console(list(tables))
     nc = await nats.connect(url)
-    store = JetStreamEventStore(nc)
-    for table in tables:  # a second run continues the same store: show where each table stands
-        for msg in await store.read(subjects.table_filter(table)):
-            console.on_batch(msg.subject, msg.batch)
+    # A second run continues the same store: show where each table stands.
+    await _projections_caught_up(nc)
+    kv = await KvProjections(nc.jetstream()).open()
+    takings = {key: msgspec.json.decode(value, type=Takings)
+               for (_, key), value in (await kv.values(("takings", t) for t in tables)).items() if value}
+    await where_tables_stand(console, JetStreamEventStore(nc), takings)
 
     async def redraw() -> None:
         last = 0.0
