@@ -126,9 +126,6 @@ class SimulatedTable:
         return out
 
     async def _respond(self, coup: str, w: c.Waiting) -> c.Reply:
-        if w.kind in ("card", "pass"):  # the dealer's own steps: the dealer-policy finishes them as it resumes
-            await asyncio.sleep(0.2)
-            return await self.ask("coup", c.Status)
         assert w.seat is not None
         if w.kind == "answer":
             return await self.ask("coup", c.AnswerOffer, coup=coup, seat=w.seat, accept=self.rnd.random() < 0.6)
