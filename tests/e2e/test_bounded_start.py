@@ -6,7 +6,6 @@ months a start that read everything would take minutes.)"""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,6 @@ from services.shoe.service import MemorySecrets, ShoeService, TableShoe, secure_
 from casino import commands as c
 from casino.launcher import APPROVALS
 from casino.rules import shoe as S
-from casino.rulesets import BUILT_IN
 from casino.service import Peer
 from casino.simulator import Simulator
 from casino.store import subjects
@@ -26,6 +24,7 @@ from casino.store.jetstream import JetStreamEventStore
 from casino.tables import TableConfig
 from casino.verify import verify_coup
 from tests.e2e.casino import Casino
+from tests.variants import ruleset_variant
 
 pytestmark = pytest.mark.anyio
 TABLE = "T-1"
@@ -35,10 +34,7 @@ def small_shoe(tmp_path: Path, name: str) -> str:
     """A built-in ruleset dealt from one deck (two for blackjack, whose rounds
     take more cards than one deck leaves behind the cut card): a new shoe every
     few coups."""
-    decks = 2 if name.startswith("blackjack") else 1
-    path = tmp_path / f"{name}-{decks}-decks.toml"
-    path.write_text(re.sub(r"(?m)^decks = \d+", f"decks = {decks}", (BUILT_IN / f"{name}.toml").read_text()))
-    return str(path)
+    return ruleset_variant(tmp_path, name, decks=2 if name.startswith("blackjack") else 1)
 
 
 def reads_of(store: EventStore) -> list[str]:

@@ -5,16 +5,15 @@ approved procedure. Both hold across a restart of the dealer-policy."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
 
 from casino import commands as c
 from casino.rules.baccarat.messages import Approval
-from casino.rulesets import BUILT_IN
 from casino.tables import TableConfig
 from tests.e2e.casino import Casino
+from tests.variants import ruleset_variant
 
 pytestmark = pytest.mark.anyio
 TABLE = "S-1"
@@ -25,10 +24,7 @@ REFUSED = {"shoe": "a game dealt from a shoe continues in style_a until it ends"
 @pytest.mark.parametrize("shuffler", ["shoe", "continuous_shuffler"])
 async def test_001_8_5_the_style_in_force_carries_from_coup_to_coup(nats_url: str, tmp_path: Path,
                                                                     shuffler: str) -> None:
-    ruleset = tmp_path / f"styles-{shuffler}.toml"
-    text = (BUILT_IN / "baccarat-001-styles.toml").read_text()
-    ruleset.write_text(re.sub(r'(?m)^shuffler = ".*"', f'shuffler = "{shuffler}"', text))
-    tables = {TABLE: TableConfig(str(ruleset))}
+    tables = {TABLE: TableConfig(ruleset_variant(tmp_path, "baccarat-001-styles", shuffler=shuffler))}
     async with Casino(nats_url, tables) as casino:
         first = await casino.ask(TABLE, "coup", c.OpenCoup, procedure="style_a")
         assert first.ok

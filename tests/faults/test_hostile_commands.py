@@ -6,7 +6,6 @@ with its cards and its money accounted for."""
 from __future__ import annotations
 
 import asyncio
-import re
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +22,12 @@ from casino import commands as c
 from casino.launcher import APPROVALS
 from casino.replaycli import by_coup
 from casino.rules.errors import RuleViolation
-from casino.rulesets import BUILT_IN
 from casino.service import answer
 from casino.store import subjects
 from casino.store.eventstore import InMemoryEventStore, Stored
 from casino.tables import TableConfig
 from casino.verify import verify_coup
+from tests.variants import ruleset_variant
 
 TABLES = {"B": TableConfig("baccarat-000-methods", approvals=APPROVALS), "J": TableConfig("blackjack-002-hole-card")}
 
@@ -229,17 +228,14 @@ def test_terminals_at_two_tables_may_number_their_commands_alike() -> None:
 def test_a_draw_from_a_shoe_with_no_card_left_is_refused_naming_the_shoe(tmp_path: Path) -> None:
     """A ruleset may put the cut card so deep that a long round empties the
     shoe (one deck, 95%): the next draw is refused, not failed."""
-    ruleset = tmp_path / "one-deck.toml"
-    text = (BUILT_IN / "blackjack-003-no-hole-card.toml").read_text()
-    ruleset.write_text(re.sub(r"(?m)^penetration = .*$", "penetration = 0.95",
-                              re.sub(r"(?m)^decks = \d+", "decks = 1", text)))
+    ruleset = ruleset_variant(tmp_path, "blackjack-003-no-hole-card", decks=1, penetration=0.95)
     shoe = ShoeService(InMemoryEventStore(), MemorySecrets())
 
     def draw(index: int) -> c.Reply:
-        return asyncio.run(shoe.handle(c.DrawCard(id=f"d{index}", table="T", coup="T-1", ruleset=str(ruleset),
+        return asyncio.run(shoe.handle(c.DrawCard(id=f"d{index}", table="T", coup="T-1", ruleset=ruleset,
                                                   index=index)))
 
-    assert asyncio.run(shoe.handle(c.StartRound(id="start", table="T", coup="T-1", ruleset=str(ruleset)))).ok
+    assert asyncio.run(shoe.handle(c.StartRound(id="start", table="T", coup="T-1", ruleset=ruleset))).ok
     assert all(draw(index).ok for index in range(51))  # a deck less the burn card (002 (3))
     with pytest.raises(RuleViolation, match="shoe T-shoe-1 has no card left for coup T-1"):
         draw(51)

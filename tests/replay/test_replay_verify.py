@@ -15,7 +15,7 @@ import nats
 import pytest
 from services import runner
 
-from casino import projections, rulesets
+from casino import projections
 from casino.launcher import default_tables
 from casino.projections import KvProjections, Projector
 from casino.replay import SCHEMA, render_text, replay_coup
@@ -30,14 +30,12 @@ from casino.store.jetstream import STREAM, JetStreamEventStore, ensure_streams
 from casino.svg import render_svg
 from casino.verify import verify_coup, verify_shoes
 from tests.natsfixture import nats_server
+from tests.variants import ruleset_variant
 
 pytestmark = pytest.mark.anyio
 def small_shoe(tmp: Path) -> str:
     """Blackjack 002 from a one-deck shoe cut at half: shoes end every round or two."""
-    text = (rulesets.BUILT_IN / "blackjack-002-hole-card.toml").read_text()
-    path = tmp / "blackjack-002-one-deck.toml"
-    path.write_text(text.replace("decks = 6", "decks = 1").replace("penetration = 0.75", "penetration = 0.5"))
-    return str(path)
+    return ruleset_variant(tmp, "blackjack-002-hole-card", decks=1, penetration=0.5)
 
 
 class Recorded(list[Stored]):
