@@ -118,8 +118,6 @@ class JetStreamEventStore:
         done = asyncio.Event()
 
         async def take(m: Msg) -> None:
-            if done.is_set():  # pushed before the consumer went: past the limit
-                return
             seq, _, _, pending = delivery(m.reply)
             try:
                 msg_id = (m.headers or {}).get("Nats-Msg-Id", "")
