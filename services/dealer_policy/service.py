@@ -340,8 +340,9 @@ class DealerPolicyService:
             w = self.waiting(t)
             if w.kind == "card":
                 index, count = _cards_dealt(t.state), _cards_due(t.state)
+                by_tableau = isinstance(t.state, bac.BaccaratCoup) and bac.dealt_by_tableau(t.state)
                 drawn = await self.peer.must(subjects.command(t.name, "shoe"), c.DrawCard(
-                    f"{t.coup}:draw:{index}", t.name, t.coup, t.config.ruleset, index, count))
+                    f"{t.coup}:draw:{index}", t.name, t.coup, t.config.ruleset, index, count, by_tableau))
                 for i, (card, position) in enumerate(zip(drawn.cards, drawn.positions, strict=True)):
                     w = self.waiting(t)
                     deal: object = (bm.DealCard(card, position, w.seat)

@@ -13,9 +13,10 @@ from casino import rulesets
 from casino.commands import DrawCard, EndRound, Reply, ShoeCommand, StartRound
 from casino.metrics import Metrics, count_recorded
 from casino.rules import shoe as S
+from casino.rules.baccarat import tableau
 from casino.rules.cards import Card, full_set
 from casino.rules.errors import RuleViolation
-from casino.rules.ruleset import ShoeRules
+from casino.rules.ruleset import BaccaratRules, ShoeRules
 from casino.service import Clock, Recorder, TableLocks, utc_now
 from casino.store import subjects
 from casino.store.envelope import AnyEvent, Batch
@@ -53,6 +54,7 @@ class MemorySecrets:
 
 class TableShoe(msgspec.Struct):
     rules: ShoeRules
+    baccarat: bool = False  # a draw may go on by the tableau
     state: S.ShoeState = S.ShoeState()
     order: Order | None = None
     last_seq: int = 0
@@ -88,7 +90,7 @@ class ShoeService:
         meanwhile waits (applied to a state not yet folded up to it, a later
         event would hide the earlier ones from the fold)."""
         async with self.folding(table):
-            t = self.tables[table] = TableShoe(self.tables[table].rules)
+            t = self.tables[table] = TableShoe(self.tables[table].rules, self.tables[table].baccarat)
             history, t.shuffles = await self._since_last_round_ended(table)
             for msg in history:
                 await self._observe(msg.subject, msg.seq, msg.batch)
@@ -135,8 +137,8 @@ class ShoeService:
     async def table(self, table: str, ruleset: str) -> TableShoe:
         """The table's shoe, folded from the stream the first time it is asked for."""
         if table not in self.tables:
-            rules = rulesets.load(ruleset).shoe
-            self.tables[table] = TableShoe(rules)
+            rules = rulesets.load(ruleset)
+            self.tables[table] = TableShoe(rules.shoe, isinstance(rules, BaccaratRules))
             await self.rebuild(table)
         return self.tables[table]
 
@@ -225,13 +227,14 @@ class ShoeService:
             raise RuleViolation("shoe", f"coup {cmd.coup} is not the round being dealt")
         if cmd.count < 1:
             raise RuleViolation("protocol", f"a draw is of one card or more, not {cmd.count}")
-        end = cmd.index + cmd.count
-        while len(t.state.layout) < end:  # what is not drawn yet (asked again: the same cards)
+        if cmd.tableau and not t.baccarat:
+            raise RuleViolation("protocol", f"{cmd.table} deals no baccarat: no draw goes on by the tableau")
+        while len(t.state.layout) < _last(cmd, t.state.layout):  # not drawn yet (asked again: the same cards)
             first = len(t.state.layout)
             if cmd.index > first or t.order is None:
                 raise RuleViolation("shoe", f"card {cmd.index} of coup {cmd.coup} is not the next card")
             state, events = t.state, []
-            while len(state.layout) < end:
+            while len(state.layout) < _last(cmd, state.layout):
                 if state.position >= len(t.order[0]):
                     raise RuleViolation("shoe", f"shoe {state.shoe_id} has no card left for coup {cmd.coup}: the "
                                                 "ruleset's penetration leaves too few cards behind the cut card")
@@ -246,7 +249,17 @@ class ShoeService:
             else:  # 003 7.9: the cut card came out first: reshuffle now
                 await self._commit(cmd.table, t, step, cmd.coup, f"{cmd.coup}:cut:{t.state.shoe_id}", cmd.id)
                 await self._reshuffle(cmd.table, t, cmd.coup, cmd.id)
-        layout = t.state.layout
+        layout, end = t.state.layout, _last(cmd, t.state.layout)
         start = t.state.position - len(layout)  # the round's cards lie together in the shoe
         return Reply(True, coup=cmd.coup, shoe=t.state.shoe_id or "", cards=layout[cmd.index:end],
                      positions=tuple(range(start + cmd.index, start + end)))
+
+
+def _last(cmd: DrawCard, layout: tuple[Card, ...]) -> int:
+    """One past the round's last card that ``cmd`` draws: ``count`` of them from
+    ``index``, then with ``tableau`` each further card the tableau calls for
+    (known once the cards before it are drawn)."""
+    end = cmd.index + cmd.count
+    while cmd.tableau and len(layout) >= end and tableau.another_card(layout[:end]):
+        end += 1
+    return end

@@ -153,12 +153,15 @@ class StartRound(Command, frozen=True, tag="shoe.start_round"):
 class DrawCard(Command, frozen=True, tag="shoe.draw_card"):
     """The coup's cards from the ``index``-th (0 first), ``count`` of them, drawn
     in one step: asking again for the same cards returns the same cards, so a
-    retried draw never takes a second card."""
+    retried draw never takes a second card. With ``tableau`` (baccarat, where
+    nobody is waited for until the coup's last card) the draw goes on with
+    every further card the tableau calls for, in the same step."""
 
     coup: str
     ruleset: str
     index: int
     count: int = 1
+    tableau: bool = False
 
 
 class EndRound(Command, frozen=True, tag="shoe.end_round"):

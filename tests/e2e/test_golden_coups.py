@@ -11,7 +11,7 @@ from casino import commands as c
 from casino.rules import play
 from casino.rules.baccarat import messages as bm
 from casino.rules.blackjack import messages as jm
-from casino.rules.shoe import RoundEnded
+from casino.rules.shoe import CardDrawn, RoundEnded
 from casino.rules.wagers import Wager
 from casino.store import subjects
 from casino.store.envelope import CoupConfigured
@@ -76,19 +76,22 @@ async def recorded(casino: Casino, table: str, coup: str) -> tuple[list[object],
     return coup_events, shoe_events, await casino.settled(coup)
 
 
+# And how many draws the shoe records: where nobody handles the cards the
+# whole deal is the tableau's, one draw; otherwise the initial deal, then the
+# third cards together once the hands are handled.
 BACCARAT = [
-    ("method_a", "BAC000", Scripted()),
-    ("method_b", "BAC000", Scripted({("player", 3): False}, returns={6})),
-    ("method_c", "BAC000", Scripted({("shoe", 2): False})),
-    ("method_d", "BAC000", Scripted({("shoe", 6): "player"})),
-    ("style_a", "BAC001", Scripted()),
-    ("style_b", "BAC001", Scripted({("banker", 6): False}, returns={2})),
+    ("method_a", "BAC000", Scripted(), 1),
+    ("method_b", "BAC000", Scripted({("player", 3): False}, returns={6}), 2),
+    ("method_c", "BAC000", Scripted({("shoe", 2): False}), 2),
+    ("method_d", "BAC000", Scripted({("shoe", 6): "player"}), 2),
+    ("style_a", "BAC001", Scripted(), 1),
+    ("style_b", "BAC001", Scripted({("banker", 6): False}, returns={2}), 2),
 ]
 
 
-@pytest.mark.parametrize("procedure,table,players", BACCARAT, ids=[p for p, _, _ in BACCARAT])
+@pytest.mark.parametrize("procedure,table,players,draws", BACCARAT, ids=[p for p, _, _, _ in BACCARAT])
 async def test_a_baccarat_coup_through_all_four_services_equals_the_golden_coup(
-    nats_url: str, procedure: str, table: str, players: Scripted
+    nats_url: str, procedure: str, table: str, players: Scripted, draws: int
 ) -> None:
     rules = baccarat(TABLES[table].ruleset)
     stacked = order(rules.shoe.decks, DRAWS, burn_cards(rules.shoe))
@@ -97,6 +100,8 @@ async def test_a_baccarat_coup_through_all_four_services_equals_the_golden_coup(
     async with Casino(nats_url, TABLES, {table: [order_of(stacked)]}) as casino:
         coup = await drive(casino, table, procedure, book, players)
         coup_events, shoe_events, settled = await recorded(casino, table, coup)
+        shoe_messages = await casino.store.read(subjects.aggregate_filter("shoe", table))
+        assert sum(any(isinstance(e.data, CardDrawn) for e in m.batch.events) for m in shoe_messages) == draws
 
     golden_shoe = play.Shoe(rules.shoe, [order_of(stacked)], prefix=f"{table}-shoe-")
     golden = play.play_baccarat(rules, golden_shoe, bm.OpenCoup(coup, procedure, TABLES[table].approvals),

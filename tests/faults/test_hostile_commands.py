@@ -22,11 +22,13 @@ from casino import commands as c
 from casino.launcher import APPROVALS
 from casino.replaycli import by_coup
 from casino.rules.errors import RuleViolation
+from casino.rules.shoe import CardDrawn
 from casino.service import answer
 from casino.store import subjects
 from casino.store.eventstore import InMemoryEventStore, Stored
 from casino.tables import TableConfig
 from casino.verify import verify_coup
+from tests.rules.stacking import baccarat, burn_cards, order
 from tests.variants import ruleset_variant
 
 TABLES = {"B": TableConfig("baccarat-000-methods", approvals=APPROVALS), "J": TableConfig("blackjack-002-hole-card")}
@@ -239,3 +241,33 @@ def test_a_draw_from_a_shoe_with_no_card_left_is_refused_naming_the_shoe(tmp_pat
     assert all(draw(index).ok for index in range(51))  # a deck less the burn card (002 (3))
     with pytest.raises(RuleViolation, match="shoe T-shoe-1 has no card left for coup T-1"):
         draw(51)
+
+
+def test_a_draw_by_the_tableau_is_one_step_asked_again_the_same_and_refused_at_blackjack() -> None:
+    """The dealer-policy asks for a baccarat run the tableau alone decides in
+    one draw: the shoe draws every card the tableau calls for as one batch; the
+    same draw asked again (a retry, a resumed dealer) is answered with the same
+    cards and writes nothing; blackjack has no tableau to go on by."""
+    store = InMemoryEventStore()
+    shoe = ShoeService(store, MemorySecrets(), shuffle=lambda table, decks: (
+        order(decks, ["2S", "3H", "2D", "3C", "6H", "9D"], burn_cards(baccarat().shoe)), "salt"))
+
+    def ask(command: c.Command) -> c.Reply:
+        return asyncio.run(shoe.handle(command))
+
+    assert ask(c.StartRound(id="start", table="T", coup="T-1", ruleset="baccarat-000-methods")).ok
+    draw = c.DrawCard(id="T-1:draw:0", table="T", coup="T-1", ruleset="baccarat-000-methods", index=0, count=4,
+                      tableau=True)
+    first = ask(draw)
+    assert first.cards == ("2S", "3H", "2D", "3C", "6H", "9D")  # both hands draw a third card
+    written = len(asyncio.run(store.read(f"{subjects.EVENTS}.>")))
+    assert ask(draw) == first
+    assert len(asyncio.run(store.read(f"{subjects.EVENTS}.>"))) == written
+    drawn = [m for m in asyncio.run(store.read(f"{subjects.EVENTS}.>"))
+             if any(isinstance(e.data, CardDrawn) for e in m.batch.events)]
+    assert len(drawn) == 1 and len(drawn[0].batch.events) == 6
+
+    assert ask(c.StartRound(id="bj", table="J", coup="J-1", ruleset="blackjack-003-no-hole-card")).ok
+    with pytest.raises(RuleViolation, match="J deals no baccarat: no draw goes on by the tableau"):
+        ask(c.DrawCard(id="J-1:draw:0", table="J", coup="J-1", ruleset="blackjack-003-no-hole-card", index=0,
+                       count=2, tableau=True))

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import random
+
 import msgspec
 import pytest
 
 from casino.rules import settlement
+from casino.rules.baccarat import coup as bac
 from casino.rules.baccarat import messages as bm
 from casino.rules.baccarat import tableau
 from casino.rules.baccarat.messages import CoupResulted
-from tests.rules.stacking import baccarat, of, play_bac, wagers
+from casino.rules.cards import full_set
+from tests.rules.stacking import Scripted, baccarat, inspector, of, play_bac, stacked_shoe, wagers
 
 # The Banker's drawing table as printed on punto banco layouts: for each Banker
 # total, the values of Player's third card on which Banker draws ("-": Player stood).
@@ -50,6 +54,54 @@ def test_the_deal_is_player_banker_player_banker_then_the_tableau() -> None:
         ("player", "2S"), ("banker", "3H"), ("player", "2D"), ("banker", "3C"), ("player", "6H"), ("banker", "9D")]
     # Player 4 draws a six (0); Banker 6 draws against a six: 9 makes 5.
     assert rec.coup.result == CoupResulted("banker", 0, 5, False, True, True)  # both hands paired
+
+
+def test_a_coups_cards_alone_tell_the_hands_and_whether_the_tableau_calls_for_another() -> None:
+    """What the shoe works out when it draws a run by the tableau: from the
+    coup's cards in the order drawn, the two hands, and whether another card is due."""
+    rnd = random.Random(11)
+    rules = baccarat()
+    for _ in range(300):
+        cards = list(full_set(1))
+        rnd.shuffle(cards)
+        rec = play_bac(rules, cards[:6], "method_a", wagers((1, "player", 5000)))
+        drawn = [d.card for d in rec.coup.cards]
+        assert tableau.hands(drawn) == (rec.coup.player, rec.coup.banker)
+        assert [tableau.another_card(drawn[:k]) for k in range(len(drawn) + 1)] == [True] * len(drawn) + [False]
+        with pytest.raises(ValueError, match="the tableau calls for no card"):
+            tableau.hands(drawn + ["AS"])
+
+
+@pytest.mark.parametrize("procedure,runs", [
+    ("method_a", [True] * 6),  # nobody handles the cards: the whole deal is the tableau's
+    ("method_b", [False] * 4 + [True] * 2),  # the hands are handled, then the third cards
+    ("method_c", [False] * 4 + [True] * 2),
+    ("method_d", [False] * 4 + [True] * 2),
+])
+def test_the_dealer_draws_by_the_tableau_alone_only_where_nobody_is_waited_for(procedure: str, runs: list[bool]) -> None:
+    """``dealt_by_tableau`` at each card due; the property tests deal every
+    procedure drawing such runs at once, and a card drawn where the coup waits
+    for a player is refused ("no card is due")."""
+    rules = baccarat()
+    shoe = stacked_shoe(rules.shoe, ["2S", "3H", "2D", "3C", "6H", "9D"])
+    state, players = bac.BaccaratCoup(), Scripted()
+    state = bac.step(rules, state, bm.OpenCoup("c", procedure, (inspector(),)))[1]
+    shoe.start_round("c")
+    state = bac.step(rules, state, bm.CloseBetting(wagers((1, "banker", 5000), (2, "player", 5000))))[1]
+    seen = []
+    while (w := bac.awaiting(state)).kind != "nothing":
+        if w.kind == "card":
+            seen.append(bac.dealt_by_tableau(state))
+            card, position = shoe.draw("c")
+            command: object = bm.DealCard(card, position, w.seat)
+        elif w.kind == "answer":
+            command = players.answer(state, w)
+        elif w.kind == "pass":
+            command = bm.PassCards(w.hand or "player")
+        else:
+            command = players.give_back(state, w)
+        state = bac.step(rules, state, command)[1]  # type: ignore[arg-type]
+    assert seen == runs
 
 
 RESULT = CoupResulted("banker", 3, 7, False, True, False)

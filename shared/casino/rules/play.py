@@ -16,6 +16,7 @@ import msgspec
 from casino.rules import settlement, shoe
 from casino.rules.baccarat import coup as bac
 from casino.rules.baccarat import messages as bm
+from casino.rules.baccarat import tableau
 from casino.rules.blackjack import coup as bj
 from casino.rules.blackjack import messages as jm
 from casino.rules.cards import Card
@@ -124,8 +125,14 @@ def play_baccarat(
     do(bm.CloseBetting(tuple(wagers)))
     while (w := bac.awaiting(state)).kind != "nothing":
         if w.kind == "card":
-            card, position = table_shoe.draw(opening.coup_id)
-            do(bm.DealCard(card, position, w.seat))
+            # as the dealer-policy asks the shoe: a run the tableau alone decides is drawn at once
+            run = [table_shoe.draw(opening.coup_id)]
+            if bac.dealt_by_tableau(state):
+                dealt = [d.card for d in state.cards]
+                while tableau.another_card(dealt + [card for card, _ in run]):
+                    run.append(table_shoe.draw(opening.coup_id))
+            for card, position in run:
+                do(bm.DealCard(card, position, bac.awaiting(state).seat))
         elif w.kind == "answer":
             do(players.answer(state, w))
         elif w.kind == "pass":

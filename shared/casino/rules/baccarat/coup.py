@@ -155,6 +155,15 @@ def _card_due(s: BaccaratCoup) -> Hand | None:
     return None if due is None else ("player" if due == "player" else "banker")
 
 
+def dealt_by_tableau(state: BaccaratCoup) -> bool:
+    """Whether every card still due is drawn one after another by the tableau
+    alone, nobody waited for: the third cards, and the initial deal too where no
+    player handles the cards (Method A, Style A). The shoe may then draw them
+    all at once (``tableau.another_card``)."""
+    s = state
+    return s.phase == "drawing" or (s.phase == "dealing" and not _to_handle(s))
+
+
 def _dealer_seat(s: BaccaratCoup) -> int | None:
     return s.shoe_holder if s.procedure in SHOE_METHODS else None
 

@@ -69,6 +69,26 @@ def next_hand_to_draw(player: Sequence[Card], banker: Sequence[Card]) -> str | N
     return None
 
 
+def hands(cards: Sequence[Card]) -> tuple[tuple[Card, ...], tuple[Card, ...]]:
+    """A coup's cards, in the order they were drawn, as Player's and Banker's hands."""
+    player: tuple[Card, ...] = ()
+    banker: tuple[Card, ...] = ()
+    for c in cards:
+        due = next_hand_to_draw(player, banker)
+        if due is None:
+            raise ValueError(f"the tableau calls for no card after {player} and {banker}, not {c}")
+        if due == "player":
+            player += (c,)
+        else:
+            banker += (c,)
+    return player, banker
+
+
+def another_card(cards: Sequence[Card]) -> bool:
+    """Whether the tableau calls for another card after a coup's cards, in the order drawn."""
+    return next_hand_to_draw(*hands(cards)) is not None
+
+
 def winner(player: Sequence[Card], banker: Sequence[Card]) -> Literal["player", "banker", "tie"]:
     """``"player"``, ``"banker"`` or ``"tie"``."""
     p, b = points(player), points(banker)
