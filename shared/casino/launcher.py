@@ -13,7 +13,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Coroutine
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import nats
@@ -111,8 +113,42 @@ async def _simulate(url: str, tables: dict[str, TableConfig], coups: int | None,
         await nc.close()
 
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)  # Ctrl-C, and a polite kill
+
+
 def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
+
+
+def _run(main: Coroutine[Any, Any, None]) -> None:
+    """``asyncio.run(main)``, a stop signal cancelling it where it waits (not
+    raising in whatever it runs, which can leave a task's error unretrieved):
+    KeyboardInterrupt once it has wound down."""
+    async def until_stopped() -> bool:
+        loop, task = asyncio.get_running_loop(), asyncio.current_task()
+        assert task is not None
+        stopped = False
+
+        def stop() -> None:
+            nonlocal stopped
+            stopped = True
+            task.cancel()
+
+        for sig in STOP_SIGNALS:
+            loop.add_signal_handler(sig, stop)
+        try:
+            await main
+        except asyncio.CancelledError:
+            if not stopped:
+                raise
+        finally:
+            for sig in STOP_SIGNALS:
+                loop.remove_signal_handler(sig)
+                signal.signal(sig, _interrupt)
+        return stopped
+
+    if asyncio.run(until_stopped()):
+        raise KeyboardInterrupt
 
 
 async def _projections_caught_up(nc: Client, timeout: float = 10) -> None:
@@ -126,8 +162,8 @@ async def _projections_caught_up(nc: Client, timeout: float = 10) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # Ctrl-C (SIGINT) and a polite kill (SIGTERM) both stop everything in order.
-    signal.signal(signal.SIGINT, _interrupt)
-    signal.signal(signal.SIGTERM, _interrupt)
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, _interrupt)
     var = Path(args.var)
     (var / "logs").mkdir(parents=True, exist_ok=True)
     tables = default_tables(args.tables, [r.strip() for r in args.rulesets.split(",") if r.strip()])
@@ -143,9 +179,9 @@ def run(args: argparse.Namespace) -> int:
     url_file = var / URL_FILE  # where `casino replay` and `casino verify` find the running store
     url_file.write_text(server.url, encoding="utf-8")
     print(f"nats-server with JetStream on {server.url}, data in {var / 'nats'}; logs in {var / 'logs'}", flush=True)
-    procs: list[subprocess.Popen[bytes]] = []
+    procs: dict[str, subprocess.Popen[bytes]] = {}
     try:
-        asyncio.run(_provision(url("admin")))
+        _run(_provision(url("admin")))
         for service in SERVICES:
             cmd = [sys.executable, "-m", f"services.{service}"]
             if service == "dealer_policy":
@@ -153,25 +189,27 @@ def run(args: argparse.Namespace) -> int:
             env = {**os.environ, "CASINO_NATS_URL": url(service.replace("_", "-"))}  # not on the command line
             with (var / "logs" / f"{service}.log").open("ab") as log:
                 # A session of their own: Ctrl-C reaches the launcher, which stops them in order.
-                procs.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                                              env=env))
-        asyncio.run(_wait_ready(url("admin")))
+                procs[service] = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
+                                                  start_new_session=True, env=env)
+        _run(_wait_ready(url("admin")))
         print(f"dealing at {', '.join(tables)}" + (f", {args.coups} coups each" if args.coups else "; Ctrl-C stops"),
               flush=True)
-        asyncio.run(_simulate(url("floor"), tables, args.coups, args.seed))
+        _run(_simulate(url("floor"), tables, args.coups, args.seed))
         print("every coup dealt and settled", flush=True)
         return 0
     except KeyboardInterrupt:
         print("\nstopping", flush=True)
         return 0
     finally:
-        for p in procs:
+        # In the reverse order of starting: the dealer-policy, which asks the
+        # shoe for the round's end of a coup just dealt, before the shoe.
+        for service, p in reversed(procs.items()):
             p.terminate()
-        for p in procs:
             try:
                 p.wait(10)
             except subprocess.TimeoutExpired:
                 p.kill()
+                print(f"the {service} service did not stop within 10 s: killed", file=sys.stderr, flush=True)
         server.stop()
         url_file.unlink(missing_ok=True)
 

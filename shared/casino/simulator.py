@@ -185,9 +185,28 @@ class Simulator:
         tables = [SimulatedTable(name, cfg, self.peer, random.Random(self.rnd.random()), self._settled, store)
                   for name, cfg in self.tables.items()]
         self.playing = tables
+        # Paced tables start at even intervals, as tables on a floor do not deal in step.
+        plays = [asyncio.ensure_future(t.play(coups, self.every, self.every * i / len(tables)))
+                 for i, t in enumerate(tables)]
         try:
-            # Paced tables start at even intervals, as tables on a floor do not deal in step.
-            await asyncio.gather(*(t.play(coups, self.every, self.every * i / len(tables))
-                                   for i, t in enumerate(tables)))
+            done, _ = await asyncio.wait(plays, return_when=asyncio.FIRST_EXCEPTION)
+            for play in done:
+                play.result()  # a table that failed fails the run
         finally:
+            await _ended(plays, self.stop)
             await sub.unsubscribe()
+
+
+async def _ended(plays: list[asyncio.Task[None]], stop: Callable[[], None]) -> None:
+    """Until every table's play has ended, stopping those still dealing: no
+    table opens another coup, and each is cancelled again until it ends (in
+    Python 3.11 a cancellation is lost in a request answered at that moment)."""
+    stop()
+    pending = {play for play in plays if not play.done()}
+    while pending:
+        for play in pending:
+            play.cancel()
+        _, pending = await asyncio.wait(pending, timeout=0.5)
+    for play in plays:
+        if not play.cancelled():
+            play.exception()  # retrieved: the run reports the first failure only

@@ -5,9 +5,11 @@ table is settled, and a second run continues the same store."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import random
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -91,3 +93,40 @@ async def test_a_paced_table_opens_a_coup_every_so_many_seconds() -> None:
     await table.play(4, every=0.05, first=0.03)
     assert len(opened) == 4 and opened[0] - start >= 0.03
     assert all(later - earlier >= 0.05 for earlier, later in itertools.pairwise(opened))
+
+
+def _processes_using(path: Path) -> list[str]:
+    """The command lines of the processes naming ``path`` (the services and the server of a run under it)."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        with contextlib.suppress(OSError):
+            if str(path) in (line := cmdline.read_bytes().replace(b"\0", b" ").decode()):
+                found.append(line)
+    return found
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "polite-kill"])
+async def test_ctrl_c_or_a_polite_kill_stops_everything_in_order_and_a_second_run_continues(
+        tmp_path: Path, sig: signal.Signals) -> None:
+    """`make run` stopped while every table deals: exit 0 with nothing on
+    standard error (no traceback of a task the signal interrupted, no service
+    that had to be killed: the dealer-policy stops before the shoe it asks for
+    a round's end), no process left behind; a second run continues the store
+    and the whole store verifies."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "casino.cli", "run", "--var", str(tmp_path), "--port", str(free_port()), "--seed", "7",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    assert proc.stdout is not None
+    while b"dealing at" not in (line := await asyncio.wait_for(proc.stdout.readline(), 60)):
+        assert line, "casino run ended before dealing"
+    await asyncio.sleep(4)  # every table in the middle of its coups
+    proc.send_signal(sig)
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0 and b"stopping" in out and err == b"", err.decode()
+    assert _processes_using(tmp_path) == []
+
+    again = run(tmp_path, 1)
+    assert again.returncode == 0 and again.stderr == "", again.stdout + again.stderr
+    verified = subprocess.run([sys.executable, "-m", "casino.cli", "verify", "--var", str(tmp_path)],
+                              capture_output=True, text=True, timeout=120)
+    assert verified.returncode == 0 and "every one follows the rules" in verified.stdout, verified.stdout
