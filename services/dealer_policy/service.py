@@ -425,7 +425,8 @@ def _cards_dealt(state: Coup | None) -> int:
 def _cards_due(state: Coup | None) -> int:
     """How many cards are certainly due now, whatever they turn out to be: the
     rest of the initial deal; after it, one at a time (the tableau or a player's
-    decision depends on each)."""
+    decision depends on each). A baccarat run the tableau alone decides is
+    drawn on from these by the shoe (``DrawCard.tableau``)."""
     if isinstance(state, bac.BaccaratCoup):
         return 4 - len(state.cards) if state.phase == "dealing" else 1
     assert state is not None

@@ -6,8 +6,9 @@ written under an older schema version still replays and verifies."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import msgspec
@@ -249,6 +250,16 @@ async def _a_store_holding(stored: list[Stored], url: str) -> None:
         await nc.close()
 
 
+@contextlib.asynccontextmanager
+async def _read_models(url: str) -> AsyncIterator[KvProjections]:
+    """The read models' buckets, over a connection of their own."""
+    nc = await nats.connect(url)
+    try:
+        yield await KvProjections(nc.jetstream()).open()
+    finally:
+        await nc.close()
+
+
 async def _verified(url: str, workers: int) -> Report:
     nc = await nats.connect(url)
     try:
@@ -338,9 +349,7 @@ async def test_keys_written_after_the_last_checkpoint_are_written_again_the_same
     on from the checkpoint applies those events again to the state before them,
     so nothing is counted twice."""
     half = len(recorded) // 2
-    nc = await nats.connect(nats_url)
-    try:
-        kv = await KvProjections(nc.jetstream()).open()
+    async with _read_models(nats_url) as kv:
         before = _folded(recorded[:half])
         await kv.put(before, set(before.everything()))
         await kv.save(before)
@@ -352,8 +361,6 @@ async def test_keys_written_after_the_last_checkpoint_are_written_again_the_same
         await kv.put(resumed, resumed.fold(recorded[half:]))
         whole = _folded(recorded).everything()
         assert await kv.values(whole) == whole
-    finally:
-        await nc.close()
 
 
 async def test_the_projections_service_restarts_from_its_checkpoint(
@@ -366,18 +373,16 @@ async def test_the_projections_service_restarts_from_its_checkpoint(
 
     reads = recorded_reads(monkeypatch)
     second = await runner.start("projections", nats_url)
-    nc = await nats.connect(nats_url)
     try:
         assert reads[0][:2] == (f"{subjects.EVENTS}.>", half)  # on from the checkpoint,
         assert all(after for _, after, _ in reads)  # not from the first event
         whole = _folded(recorded)
-        kv = await KvProjections(nc.jetstream()).open()
-        assert await kv.seq() == len(recorded)
-        assert await kv.values(whole.everything()) == whole.everything()
-        whole.forget_ended_shoes()
-        assert set(second.service.shoe_stats) == set(whole.shoe_stats)
+        async with _read_models(nats_url) as kv:
+            assert await kv.seq() == len(recorded)
+            assert await kv.values(whole.everything()) == whole.everything()
+            whole.forget_ended_shoes()
+            assert set(second.service.shoe_stats) == set(whole.shoe_stats)
     finally:
-        await nc.close()
         await second.stop()
 
 
@@ -402,13 +407,9 @@ async def test_a_first_fold_of_the_whole_stream_holds_a_page_at_a_time_and_check
     pages = [n for flt, _, n in reads if flt == f"{subjects.EVENTS}.>"]
     assert sum(pages) == len(recorded) and max(pages) == 50 and len(pages) == len(recorded) // 50 + 1
     assert saved[:len(pages)] == [min(50 * k, len(recorded)) for k in range(1, len(pages) + 1)]
-    nc = await nats.connect(nats_url)
-    try:
+    async with _read_models(nats_url) as kv:
         whole = _folded(recorded).everything()
-        kv = await KvProjections(nc.jetstream()).open()
         assert await kv.values(whole) == whole
-    finally:
-        await nc.close()
 
 
 async def test_the_projections_service_stopping_saves_its_last_checkpoint(
@@ -418,9 +419,7 @@ async def test_the_projections_service_stopping_saves_its_last_checkpoint(
     monkeypatch.setattr(runner, "CHECKPOINT_EVERY", 3600.0)  # none while it runs, but at its start
     service = await runner.start("projections", nats_url)
     await _a_store_holding(recorded[half:], nats_url)
-    nc = await nats.connect(nats_url)
-    try:
-        kv = await KvProjections(nc.jetstream()).open()
+    async with _read_models(nats_url) as kv:
         while await kv.seq() < len(recorded):
             await asyncio.sleep(0.05)
         before = await kv.restore()
@@ -429,8 +428,6 @@ async def test_the_projections_service_stopping_saves_its_last_checkpoint(
         assert before is not None and before.seq == half
         assert after is not None and after.seq == len(recorded)
         assert after.everything() == service.service.everything()
-    finally:
-        await nc.close()
 
 
 async def test_projections_rebuilt_page_by_page_equal_the_live_ones(
