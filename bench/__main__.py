@@ -11,7 +11,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from bench import load, pipeline, replay, rules
+from bench import history, load, pipeline, replay, rules
 
 
 async def scale(counts: list[int], seconds: float, runs: int) -> dict[str, Any]:
@@ -52,6 +52,7 @@ def main() -> None:
         "replay": asyncio.run(replay.measure(150, args.runs)),
         "pipeline": asyncio.run(pipeline.measure(16, args.seconds, args.runs)),
         "scale": asyncio.run(scale([1, 4, 16, 64], args.seconds / 2, args.runs)),
+        "history": asyncio.run(history.measure(20000, 300, args.runs)),
     }
     r, rp, pl = results["rules"], results["replay"], results["pipeline"]
     rows = [
@@ -91,6 +92,11 @@ def main() -> None:
         mem = ", ".join(f"{k} {v:.0f}" for k, v in s["rss_mib"].items())
         print(f"  {n:>3}: {s['coups_per_s']:7.1f}  {s['p99_ms']:8.0f}  {mem}")
         print(f"       {spent(s)}")
+    h, bare = results["history"]["with_history"], results["history"]["baseline"]
+    print(f"history: the shoe's rounds at a table with {h['history_coups']:,} coups behind it, against a table with "
+          f"none: the server's CPU {h['server_cpu_ms_per_round']:.2f} against {bare['server_cpu_ms_per_round']:.2f} "
+          f"ms a round, ratio {results['history']['cpu_ratio']:.2f}; p50/p99 {h['p50_ms']:.1f}/{h['p99_ms']:.1f} "
+          f"against {bare['p50_ms']:.1f}/{bare['p99_ms']:.1f} ms (target: flat, a ratio about 1)")
     print(f"each figure is the median of {args.runs} runs")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

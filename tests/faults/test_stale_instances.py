@@ -1,16 +1,25 @@
 """An instance that decides on a state the record has moved past, and finds
 its write already made (a retry of a command another instance, since stopped,
-recorded), answers from the record, not from its own decision."""
+recorded), answers from the record, not from its own decision; one whose
+write would go on top of what it has not seen is refused it, reads on and
+decides again."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+from bench.history import deal
+from services.shoe.service import MemorySecrets, ShoeService, secure_shuffle, shoe_id
 from services.wager.service import WagerService
 
 from casino import commands as c
+from casino.rules import shoe as S
 from casino.rules import wagerbook as W
 from casino.store import subjects
-from casino.store.eventstore import InMemoryEventStore
+from casino.store.envelope import Batch
+from casino.store.eventstore import Appended, Conflict, InMemoryEventStore
+from tests.variants import ruleset_variant
 
 pytestmark = pytest.mark.anyio
 TABLE, SHOE, COUP, RULESET = "BAC-1", "BAC-1-shoe-1", "BAC-1-000001", "baccarat-000-methods"
@@ -34,3 +43,102 @@ async def test_a_book_closed_by_a_stopped_instance_is_answered_with_its_recorded
     assert second.books[COUP].book == first.books[COUP].book
     stored = [e.data for m in await store.read(subjects.coup_filter(COUP)) for e in m.batch.events]
     assert sum(isinstance(e, W.BookClosed) for e in stored) == 1
+
+
+def one_deck(tmp_path: Path) -> str:
+    """Baccarat from one deck: a new shoe every few coups."""
+    return ruleset_variant(tmp_path, RULESET, decks=1)
+
+
+def appends_of(store: InMemoryEventStore) -> list[tuple[str, str | None, int, str]]:
+    """Each append to ``store`` from now on: subject, guard, expected sequence, and how it ended."""
+    seen: list[tuple[str, str | None, int, str]] = []
+    append = store.append
+
+    async def recorded(subject: str, batch: Batch, *, expected: int, msg_id: str,
+                       guard: str | None = None) -> Appended:
+        try:
+            ack = await append(subject, batch, expected=expected, msg_id=msg_id, guard=guard)
+        except Conflict:
+            seen.append((subject, guard, expected, "conflict"))
+            raise
+        seen.append((subject, guard, expected, "duplicate" if ack.duplicate else "written"))
+        return ack
+
+    store.append = recorded  # type: ignore[method-assign]
+    return seen
+
+
+async def shoe_events(store: InMemoryEventStore, table: str, shoe: str) -> list[object]:
+    return [e.data for m in await store.read(subjects.event(table, shoe, "*", "shoe")) for e in m.batch.events]
+
+
+async def test_each_shoe_append_is_guarded_on_the_shoe_in_play_not_on_the_tables_whole_history(tmp_path: Path) -> None:
+    """The server matches a guard's every subject on each append: a guard over
+    every shoe of the table grows with its history (``python -m bench.history``)."""
+    ruleset, store = one_deck(tmp_path), InMemoryEventStore()
+    appends = appends_of(store)
+    shoe = ShoeService(store, MemorySecrets(), secure_shuffle)
+    await deal(shoe, 1, 20, TABLE, ruleset)
+    shoes = {subjects.tokens(subject)[1] for subject, *_ in appends}
+    assert len(shoes) >= 3, shoes  # the history spans shoes, or the test proves nothing
+    first, *rest = appends
+    assert first[1:] == (subjects.aggregate_filter("shoe", TABLE), 0, "written")  # the table's first: nothing before
+    for subject, guard, _, outcome in rest:
+        assert outcome == "written"
+        assert guard == subjects.event(TABLE, subjects.tokens(subject)[1], "*", "shoe")
+
+
+async def test_a_shoe_instance_left_behind_by_a_new_shoe_writes_nothing_on_the_shoe_that_ended(tmp_path: Path) -> None:
+    ruleset, store, secrets = one_deck(tmp_path), InMemoryEventStore(), MemorySecrets()
+    first = ShoeService(store, secrets, secure_shuffle)
+    await deal(first, 1, 1, TABLE, ruleset)
+    behind = ShoeService(store, secrets, secure_shuffle)
+    await behind.table(TABLE, ruleset)  # holds the table after coup 1, and follows it no further
+    n = 1
+    while first.tables[TABLE].state.shoe_id == shoe_id(TABLE, 1):
+        n += 1
+        await deal(first, n, 1, TABLE, ruleset)
+    appends = appends_of(store)
+
+    coup = f"{TABLE}-{n + 1:06d}"
+    start = c.StartRound(id=f"{coup}:start", table=TABLE, coup=coup, ruleset=ruleset)
+    with pytest.raises(Conflict):  # decided on shoe 1 where it left it
+        await behind.handle(start)
+    await behind.reload(start)  # as the service answers a conflict: read on, decide again
+    assert (await behind.handle(start)).ok
+    assert [a[3] for a in appends] == ["conflict", "written"]
+    assert [subjects.tokens(a[0])[1] for a in appends] == [shoe_id(TABLE, 1), shoe_id(TABLE, 2)]
+    assert isinstance((await shoe_events(store, TABLE, shoe_id(TABLE, 1)))[-1], S.ShoeEnded)
+    await first.reload(c.StartRound(id="catch-up", table=TABLE, coup=coup, ruleset=ruleset))
+    assert behind.tables[TABLE].state == first.tables[TABLE].state and behind.tables[TABLE].state.round == coup
+
+
+async def test_two_instances_starting_the_next_shoe_write_it_once(tmp_path: Path) -> None:
+    """One instance has seen the shoe end and not the next shoe begun: its
+    shuffle of that shoe is the other's, already written, and it deals on."""
+    ruleset, store, secrets = one_deck(tmp_path), InMemoryEventStore(), MemorySecrets()
+    first = ShoeService(store, secrets, secure_shuffle)
+    behind = ShoeService(store, secrets, secure_shuffle)
+    append = store.append
+
+    async def fold_behind_at_the_shoes_end(subject: str, batch: Batch, *, expected: int, msg_id: str,
+                                           guard: str | None = None) -> Appended:
+        ack = await append(subject, batch, expected=expected, msg_id=msg_id, guard=guard)
+        if any(isinstance(e.data, S.ShoeEnded) for e in batch.events) and TABLE not in behind.tables:
+            await behind.table(TABLE, ruleset)
+        return ack
+
+    store.append = fold_behind_at_the_shoes_end  # type: ignore[method-assign]
+    n = 0
+    while TABLE not in behind.tables:
+        n += 1
+        await deal(first, n, 1, TABLE, ruleset)
+    assert behind.tables[TABLE].state.shoe_id is None  # the shoe ended, the next not begun
+    appends = appends_of(store)
+
+    await deal(behind, n + 1, 1, TABLE, ruleset)
+    assert appends[0][1:] == (subjects.event(TABLE, shoe_id(TABLE, 2), "*", "shoe"), 0, "duplicate")
+    assert sum(isinstance(e, S.ShoeShuffled) for e in await shoe_events(store, TABLE, shoe_id(TABLE, 2))) == 1
+    await first.reload(c.StartRound(id="catch-up", table=TABLE, coup=f"{TABLE}-{n + 1:06d}", ruleset=ruleset))
+    assert behind.tables[TABLE].state == first.tables[TABLE].state

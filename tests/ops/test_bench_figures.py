@@ -2,11 +2,13 @@
 latencies, and per procedure, the coups of every run counted and the median
 taken over the runs that dealt it; one hop of a coup's chain timed through a
 real nats-server; a start timed both ways on a store left by dealing tables,
-each way holding what the other does."""
+each way holding what the other does; a table given a history deals on
+from it, timed beside a table with none."""
 
 from __future__ import annotations
 
 import pytest
+from bench.history import one_run as with_history
 from bench.load import latency_percentiles
 from bench.pipeline import median_by_procedure, round_trips
 from bench.start import measure as measure_start
@@ -52,3 +54,12 @@ async def test_a_start_is_timed_from_the_latest_coup_or_shoe_and_from_the_whole_
         assert f["ratio"] == f["latest_s"] / f["whole_history_s"]
     f = figures["projections"]
     assert f["paged_s"] > 0 and f["whole_s"] > 0 and f["paged_peak_mib"] > 0 and f["whole_peak_mib"] > 0
+
+
+@pytest.mark.anyio
+async def test_a_table_given_a_history_deals_on_from_its_shoes_timed_and_costed() -> None:
+    figures = await with_history(history=400, rounds=10)
+    assert figures["history_coups"] == 400 and figures["rounds"] == 10
+    shoe = figures["shoe_in_play"]
+    assert int(shoe.rsplit("-", 1)[1]) >= 5  # 430 coups take several shoes: the history's, dealt on
+    assert 0 < figures["p50_ms"] <= figures["p99_ms"] and figures["server_cpu_ms_per_round"] > 0

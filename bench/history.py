@@ -1,0 +1,133 @@
+"""History: what a table's shoe costs the nats-server per round as the
+table's history grows. A table is given a history of so many coups (dealt
+by the shoe service, then appended to the stream as it wrote them), and the
+shoe service deals more rounds on it (start, the cards by the tableau, end),
+each round's wall time and the server's CPU measured; the baseline is the
+same rounds at a table with no history. A guard that matched the table's
+whole history on each append made the server's work grow with it."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import nats
+from nats.aio.client import Client
+from services.shoe.secrets import JetStreamSecrets
+from services.shoe.service import MemorySecrets, ShoeService, secure_shuffle
+
+from bench.load import latency_percentiles, usage
+from casino import commands as c
+from casino.natsserver import NatsServer
+from casino.store.envelope import Batch, encode
+from casino.store.eventstore import Appended, Stored
+from casino.store.jetstream import STREAM, JetStreamEventStore, ensure_streams
+
+TABLE, RULESET = "BAC000", "baccarat-000-methods"
+
+
+class Unchecked:
+    """A store that keeps what is appended, unchecked, to be written later in
+    one go: a history is dealt at the speed of the rules."""
+
+    def __init__(self) -> None:
+        self.appended: list[tuple[str, Batch, str]] = []
+
+    async def append(self, subject: str, batch: Batch, *, expected: int, msg_id: str,
+                     guard: str | None = None) -> Appended:
+        self.appended.append((subject, batch, msg_id))
+        return Appended(len(self.appended))
+
+    async def read(self, filter_: str, after: int = 0, limit: int | None = None) -> list[Stored]:
+        return []
+
+    async def last(self, filter_: str) -> Stored | None:
+        return None
+
+
+async def deal(shoe: ShoeService, first: int, count: int, table: str = TABLE, ruleset: str = RULESET) -> list[float]:
+    """Deal baccarat rounds ``first`` to ``first + count - 1`` at ``table``
+    (started, drawn by the tableau, ended): each one's seconds."""
+    took = []
+    for n in range(first, first + count):
+        coup = f"{table}-{n:06d}"
+        start = time.perf_counter()
+        ok = [(await shoe.handle(c.StartRound(id=f"{coup}:start", table=table, coup=coup, ruleset=ruleset))).ok]
+        drawn = await shoe.handle(c.DrawCard(id=f"{coup}:draw", table=table, coup=coup, ruleset=ruleset, index=0,
+                                             count=4, tableau=True))
+        ok.append((await shoe.handle(c.EndRound(id=f"{coup}:end", table=table, coup=coup, ruleset=ruleset,
+                                                pickup=drawn.cards))).ok)
+        if not (drawn.ok and all(ok)):
+            raise RuntimeError(f"round {coup} was refused: {drawn}")
+        took.append(time.perf_counter() - start)
+    return took
+
+
+async def write_history(nc: Client, coups: int) -> None:
+    """``coups`` rounds at the table, across as many shoes as they take, in the
+    stream as the shoe service wrote them, and their shoes' orders kept."""
+    store, secrets = Unchecked(), MemorySecrets()
+    await deal(ShoeService(store, secrets, secure_shuffle), 1, coups)
+    js = nc.jetstream()
+    for i in range(0, len(store.appended), 2000):
+        await asyncio.gather(*[
+            await js.publish_async(subject, encode(batch), stream=STREAM, headers={"Nats-Msg-Id": msg_id})
+            for subject, batch, msg_id in store.appended[i:i + 2000]])
+    kept = JetStreamSecrets(js)
+    for (table, shoe), order in secrets.orders.items():
+        await kept.put(table, shoe, order)
+
+
+async def one_run(history: int, rounds: int) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as tmp, NatsServer(Path(tmp) / "nats") as server:
+        assert server.process is not None
+        nc = await nats.connect(server.url)
+        try:
+            await ensure_streams(nc.jetstream())
+            await write_history(nc, history)
+            shoe = ShoeService(JetStreamEventStore(nc), JetStreamSecrets(nc.jetstream()))
+            await deal(shoe, history + 1, 20)  # the table folded, the connection warm
+            before = usage(server.process.pid)[0]
+            took = await deal(shoe, history + 21, rounds)
+            cpu = usage(server.process.pid)[0] - before
+            shoe_in_play = shoe.tables[TABLE].state.shoe_id
+        finally:
+            await nc.close()
+    return {"history_coups": history, "rounds": rounds, **latency_percentiles(took),
+            "server_cpu_ms_per_round": 1000 * cpu / rounds, "shoe_in_play": shoe_in_play}
+
+
+async def measure(history: int = 20000, rounds: int = 300, runs: int = 3) -> dict[str, Any]:
+    """The rounds at a table with ``history`` coups behind it against a table
+    with none; the median of ``runs`` each, alternated."""
+    bare, kept = [], []
+    for _ in range(runs):
+        bare.append(await one_run(0, rounds))
+        kept.append(await one_run(history, rounds))
+
+    def median(results: list[dict[str, Any]]) -> dict[str, Any]:
+        return {k: statistics.median(r[k] for r in results) for k in results[0] if k != "shoe_in_play"}
+
+    with_history, baseline = median(kept), median(bare)
+    return {"runs": runs, "with_history": with_history, "baseline": baseline,
+            "cpu_ratio": with_history["server_cpu_ms_per_round"] / baseline["server_cpu_ms_per_round"],
+            "p99_ratio": with_history["p99_ms"] / baseline["p99_ms"]}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(prog="python -m bench.history")
+    p.add_argument("--coups", type=int, default=20000, help="coups of history at the table")
+    p.add_argument("--rounds", type=int, default=300)
+    p.add_argument("--runs", type=int, default=1)
+    args = p.parse_args()
+    print(json.dumps(asyncio.run(measure(args.coups, args.rounds, args.runs)), indent=2))
+
+
+if __name__ == "__main__":
+    main()
