@@ -36,7 +36,7 @@ from casino.rules.settlement import CoupSettled
 from casino.rules.shoe import RoundStarted
 from casino.service import Clock, Peer, TableLocks, answer, utc_now
 from casino.store import envelope, subjects
-from casino.store.eventstore import Stored
+from casino.store.eventstore import EventStore, Stored
 from casino.store.following import Delivery, Following
 from casino.store.jetstream import (
     MAX_DELIVERIES,
@@ -320,15 +320,15 @@ async def _decoded(nc: Client, consumer: str, m: Msg, at: Delivery, metrics: Met
         return None
 
 
-async def _verify(store: JetStreamEventStore, coup: str, kept: list[Stored] | None, metrics: Metrics) -> None:
+async def _verify(store: EventStore, table: str, coup: str, kept: list[Stored] | None,
+                  metrics: Metrics) -> None:
     """Verify a settled coup from the messages kept as they passed; one not
     followed whole, or with a finding, is judged on its record read back from
-    the stream."""
-    table = coup.rsplit("-", 1)[0]
+    the stream (its table's shoes: a round may go on into a new shoe)."""
     findings = verify_coup(kept) if kept is not None else None
     if findings != []:
         metrics.read_back.labels(metrics.service).inc()
-        findings = verify_coup(await store.read(subjects.coup_filter(coup)))
+        findings = verify_coup(await store.read(subjects.coup_filter(coup, table)))
     metrics.verified.labels(table).inc()
     if findings:
         metrics.verification_failures.labels(table).inc()
@@ -432,7 +432,7 @@ async def _projections(nc: Client, store: JetStreamEventStore, metrics: Metrics,
         nonlocal next_save
         with metrics.handling.labels("projections").time():
             changed: set[tuple[str, str]] = set()
-            settled = []
+            settled: list[tuple[str, str]] = []
             for m, at in msgs:
                 batch = await _decoded(nc, name, m, at, metrics)
                 if batch is None:
@@ -440,15 +440,16 @@ async def _projections(nc: Client, store: JetStreamEventStore, metrics: Metrics,
                     continue
                 following.take(Stored(at.stream_seq, m.subject, batch), at)
                 changed |= projector.apply(m.subject, at.stream_seq, batch)
-                settled += [e.data.coup_id for e in batch.events if isinstance(e.data, CoupSettled)]
+                settled += [(subjects.tokens(m.subject)[0], e.data.coup_id) for e in batch.events
+                            if isinstance(e.data, CoupSettled)]
             if changed:
                 await write(changed)
                 _gauges(projector, metrics)
                 if loop.time() >= next_save:
                     await kv.save(projector)
                     next_save = loop.time() + CHECKPOINT_EVERY
-            for coup in settled:  # every settled coup is verified as it closes
-                await _verify(store, coup, following.pop(coup), metrics)
+            for table, coup in settled:  # every settled coup is verified as it closes
+                await _verify(store, table, coup, following.pop(coup), metrics)
             await _ack(msgs[-1][0])  # and every delivery before it (ack policy all)
 
     await nc.jetstream().add_consumer(STREAM, ConsumerConfig(

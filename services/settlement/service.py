@@ -73,7 +73,7 @@ class SettlementService:
         if kept is None:
             if self.metrics:
                 self.metrics.read_back.labels(self.metrics.service).inc()
-            kept = await self.store.read(subjects.coup_filter(coup))
+            kept = await self.store.read(subjects.coup_filter(coup, table, shoe))
             if any(isinstance(env.data, pay.CoupSettled) for m in kept for env in m.batch.events):
                 return
         envelopes = [env for m in kept for env in m.batch.events]

@@ -44,8 +44,11 @@ class WagerService:
         """Fold one coup's book from the stream. Books are read as commands
         name their coups (a command for a book not held is refused for want of
         it, reloads it and is decided again), not all at start: a start would
-        otherwise read every wager ever placed."""
-        for msg in await self.store.read(subjects.coup_filter(coup)):
+        otherwise read every wager ever placed. A book held is read from its
+        own subject."""
+        held = self.books.get(coup)
+        filter_ = subjects.coup_filter(coup) if held is None else subjects.event(held.table, held.shoe, coup, "wager")
+        for msg in await self.store.read(filter_):
             if subjects.tokens(msg.subject)[3] == "wager":
                 await self.observe(msg.subject, msg.seq, msg.batch)
 

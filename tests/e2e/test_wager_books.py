@@ -1,11 +1,12 @@
 """The wager service holds the book of each table's current coup, not of
 every coup it has seen: a casino dealing for months would otherwise run out
 of memory. A command for an earlier coup still finds that coup's book, read
-back from the stream."""
+back from the stream; a book held is read back from its own subject."""
 
 from __future__ import annotations
 
 import pytest
+from services.wager.service import WagerService
 
 from casino import commands as c
 from casino.launcher import default_tables
@@ -13,7 +14,9 @@ from casino.rules import wagerbook as W
 from casino.service import Peer
 from casino.simulator import Simulator
 from casino.store import subjects
+from casino.store.eventstore import InMemoryEventStore
 from tests.e2e.casino import Casino
+from tests.e2e.test_bounded_start import reads_of
 
 pytestmark = pytest.mark.anyio
 TABLES = default_tables(2, ["baccarat-000-methods", "blackjack-002-hole-card"])
@@ -63,3 +66,23 @@ async def test_a_restarted_wager_service_reads_no_book_until_a_command_names_its
         stored = await casino.store.read(subjects.coup_filter(opened.coup))
         placed = [e.data for m in stored for e in m.batch.events if isinstance(e.data, W.WagerPlaced)]
         assert len(placed) == 2
+
+
+async def test_a_book_held_is_read_back_from_its_own_subject_and_one_not_held_by_its_coup() -> None:
+    """A wildcard before the coup's token has the server match every table and
+    shoe the stream has ever held; a book held names its own."""
+    table, shoe, coup, ruleset = "BAC-1", "BAC-1-shoe-1", "BAC-1-000001", "baccarat-000-methods"
+    store = InMemoryEventStore()
+    held = WagerService(store)
+    assert (await held.handle(c.OpenBook(id="open", table=table, coup=coup, shoe=shoe, ruleset=ruleset))).ok
+    assert (await held.handle(c.PlaceWager(id="w1", table=table, coup=coup, seat=1, bet="banker", amount=5000))).ok
+    over = c.PlaceWager(id="w2", table=table, coup=coup, seat=2, bet="banker", amount=10**9)
+    reads = reads_of(store)
+    await held.reload(over)  # as a refusal is answered: on current state
+    assert reads == [subjects.event(table, shoe, coup, "wager")]
+
+    restarted = WagerService(store)
+    reads.clear()
+    await restarted.reload(over)
+    assert reads == [subjects.coup_filter(coup)]
+    assert restarted.books[coup].book == held.books[coup].book

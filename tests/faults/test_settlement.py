@@ -13,6 +13,7 @@ from nats.js.api import ConsumerConfig
 from services import runner
 from services.settlement.service import FOLLOWED, SettlementService
 
+from casino.metrics import Metrics
 from casino.rules.settlement import CoupSettled
 from casino.store import subjects
 from casino.store.eventstore import InMemoryEventStore, Stored
@@ -25,16 +26,17 @@ class CountingStore(InMemoryEventStore):
     def __init__(self, source: InMemoryEventStore) -> None:
         super().__init__()
         self.messages, self.ids = copy.deepcopy(source.messages), dict(source.ids)
-        self.reads = 0
+        self.reads: list[str] = []
 
     async def read(self, filter_: str, after: int = 0) -> list[Stored]:
-        self.reads += 1
+        self.reads.append(filter_)
         return await super().read(filter_, after)
 
 
-async def _settle(source: InMemoryEventStore, how: str) -> tuple[list[CoupSettled], int]:
+async def _settle(source: InMemoryEventStore, how: str) -> tuple[list[CoupSettled], CountingStore]:
     """Feed every event in stream order, as the consumer would, and return
-    what was settled and how many times the coup was read back."""
+    what was settled and the store settled in (with the filters each coup was
+    read back with)."""
     store = CountingStore(source)
     service = SettlementService(store)
     # What the consumer delivers: the coup and wager messages (or, filtered as an
@@ -49,17 +51,20 @@ async def _settle(source: InMemoryEventStore, how: str) -> tuple[list[CoupSettle
             await service.on_coup_events(msg, Delivery(msg.seq, n, 2 if how == "redelivered" else 1, 0))
     settled = [e.data for m in await InMemoryEventStore.read(store, f"{subjects.EVENTS}.*.*.*.settle")
                for e in m.batch.events]
-    return [s for s in settled if isinstance(s, CoupSettled)], store.reads
+    return [s for s in settled if isinstance(s, CoupSettled)], store
 
 
 def test_settlement_pays_the_same_from_what_it_followed_as_from_the_stream() -> None:
     source = asyncio.run(deal_in_memory(6))
-    followed, reads = asyncio.run(_settle(source, "in order"))
-    assert len(followed) == 12 and reads == 0  # every coup paid from what passed, none read back
+    followed, store = asyncio.run(_settle(source, "in order"))
+    assert len(followed) == 12 and store.reads == []  # every coup paid from what passed, none read back
     assert any(p.returned for s in followed for p in s.payouts)
     for how in ("gap before each result", "redelivered", "coup events only"):
-        again, reads = asyncio.run(_settle(source, how))
-        assert reads == 12, how  # each coup read back from the stream, none paid from half of it
+        again, store = asyncio.run(_settle(source, how))
+        reads = store.reads
+        assert len(reads) == 12, how  # each coup read back from the stream, none paid from half of it
+        # by its table and shoe: a wildcard before the coup's token has the server match every shoe ever held
+        assert all("*" not in f for f in reads), reads
         assert again == followed, how
 
 
@@ -81,3 +86,18 @@ async def test_settlement_gives_an_older_consumer_the_wager_events_and_keeps_its
         await nc.close()
     assert sorted(config.filter_subjects or []) == ["casino.ev.*.*.*.coup", "casino.ev.*.*.*.wager"]
     assert (config.ack_wait, config.max_deliver) == (30.0, 10)
+
+
+@pytest.mark.anyio
+async def test_a_coup_not_followed_whole_is_verified_on_its_record_read_back_from_its_tables_shoes() -> None:
+    """The projections verify each settled coup; one not followed whole is
+    read back by its table (a round may go on into a new shoe), not from
+    every table the stream has ever held."""
+    _, store = await _settle(await deal_in_memory(2), "in order")
+    metrics = Metrics("projections")
+    for table, coup in (("B", "B-000001"), ("J", "J-000002")):
+        await runner._verify(store, table, coup, None, metrics)
+    assert store.reads == [subjects.coup_filter("B-000001", "B"), subjects.coup_filter("J-000002", "J")]
+    for table in ("B", "J"):
+        assert metrics.registry.get_sample_value("casino_coups_verified_total", {"table": table}) == 1
+        assert metrics.registry.get_sample_value("casino_verification_failures_total", {"table": table}) is None

@@ -25,8 +25,11 @@ def event(table: str, shoe: str, coup: str, aggregate: str) -> str:
     return f"{EVENTS}.{table}.{shoe or NO_COUP}.{coup or NO_COUP}.{aggregate}"
 
 
-def coup_filter(coup: str) -> str:
-    return f"{EVENTS}.*.*.{coup}.>"
+def coup_filter(coup: str, table: str = "*", shoe: str = "*") -> str:
+    """Every event of one coup; name its table and shoe where they are known:
+    the server matches every table and shoe under a wildcard before the
+    coup's own token, as many as the stream has ever held."""
+    return f"{EVENTS}.{table}.{shoe}.{coup}.>"
 
 
 def table_filter(table: str) -> str:
