@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -10,6 +11,7 @@ from casino import rulesets
 from casino.rules.errors import RuleViolation
 from casino.rules.ruleset import BaccaratRules, BlackjackRules, RulesetError
 from casino.rules.table import Table
+from tests.variants import ruleset_variant
 
 GOOD = rulesets.BUILT_IN / "blackjack-002-hole-card.toml"
 
@@ -43,6 +45,26 @@ def test_a_bad_ruleset_file_is_refused_with_a_message_naming_the_field(
     with pytest.raises(RulesetError) as err:
         rulesets.load(str(path))
     assert field in str(err.value)
+
+
+@pytest.mark.parametrize("decks,penetration,first_of_round,refused", [
+    (1, 0.95, "deal_round", True),  # 3 cards behind the cut card
+    (1, 0.90, "deal_round", True),  # 5
+    (1, 0.90, "reshuffle_now", False),  # 5: the cut card out first reshuffles at once
+    (1, 0.92, "reshuffle_now", True),  # 4
+    (1, 0.88, "deal_round", False),  # 6
+    (8, 0.95, "deal_round", False),  # 21
+])
+def test_a_baccarat_ruleset_whose_cut_card_leaves_too_few_cards_for_a_coup_is_refused(
+        tmp_path: Path, decks: int, penetration: float, first_of_round: str, refused: bool) -> None:
+    path = ruleset_variant(tmp_path, "baccarat-000-methods", decks=decks, penetration=penetration,
+                           cut_card_first_of_round=first_of_round)
+    if not refused:
+        assert isinstance(rulesets.load(path), BaccaratRules)
+        return
+    with pytest.raises(RulesetError) as err:
+        rulesets.load(path)
+    assert "penetration" in str(err.value) and "behind the cut card" in str(err.value)
 
 
 def test_an_unknown_ruleset_name_lists_the_built_in_ones() -> None:

@@ -81,6 +81,15 @@ class ShoeRules(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         _require(1 <= self.decks <= 8, "decks", "must be 1 to 8")
         _require(0.1 <= self.penetration <= 0.95, "penetration", "must be 0.1 to 0.95")
 
+    @property
+    def cards(self) -> int:
+        return 52 * self.decks
+
+    @property
+    def cut_index(self) -> int | None:
+        """Position of the first card behind the cut card (None: no cut card)."""
+        return None if self.shuffler == "continuous_shuffler" else round(self.cards * self.penetration)
+
 
 class BaccaratRules(msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag_field="game", tag="baccarat"):
     """A baccarat ruleset (documents 000 and 001).
@@ -128,6 +137,13 @@ class BaccaratRules(msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag
         _require({"player", "banker"} <= set(self.limits), "limits", "must include player and banker")
         for key in self.approvals:
             _require(key in APPROVABLE, "approvals", f"has an unknown entry {key!r}")
+        # A coup takes at most three cards a hand, six in all, and the cut card
+        # may come out at its first card (deal_round: the coup is dealt to its
+        # end from the cards behind it) or at its second (reshuffle_now).
+        cut, most = self.shoe.cut_index, 6 if self.shoe.cut_card_first_of_round == "deal_round" else 5
+        _require(cut is None or self.shoe.cards - cut >= most, "penetration",
+                 f"leaves {self.shoe.cards - (cut or 0)} cards behind the cut card of a {self.shoe.decks}-deck shoe; "
+                 f"a coup begun at the cut card may need {most}")
 
     @property
     def table(self) -> Table:

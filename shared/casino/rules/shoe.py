@@ -27,13 +27,6 @@ def commitment(order: Sequence[Card], salt: str) -> str:
     return hashlib.sha256(f"{salt}:{' '.join(order)}".encode()).hexdigest()
 
 
-def cut_index(rules: ShoeRules, cards: int) -> int | None:
-    """Position of the first card behind the cut card (None: no cut card)."""
-    if rules.shuffler == "continuous_shuffler":
-        return None
-    return round(cards * rules.penetration)
-
-
 # ---- commands -------------------------------------------------------------
 
 
@@ -201,9 +194,8 @@ def _shuffle(rules: ShoeRules, state: ShoeState, cmd: Shuffle) -> list[AnyShoeEv
         raise RuleViolation("shoe", "the current shoe must end (and be revealed) before a new shuffle")
     if state.round is not None and state.round_cards:
         raise RuleViolation("002 (9)", "a round in progress is completed before the cards are reshuffled")
-    n = rules.decks * 52
     return [
-        ShoeShuffled(cmd.shoe_id, rules.decks, n, cut_index(rules, n), cmd.commitment,
+        ShoeShuffled(cmd.shoe_id, rules.decks, rules.cards, rules.cut_index, cmd.commitment,
                      _burns_for(rules), rules.burn == "by_first_card_value"),
     ]
 
