@@ -96,7 +96,7 @@ def _command_handler(decoder: msgspec.json.Decoder[Any], handle: Callable[[Any],
     async def on_command(subject: str, body: bytes) -> bytes:
         table = subject.split(".")[2]
         async with locks(table):
-            return await answer(body, decoder, handle, reload, refused_by)
+            return await answer(body, decoder, handle, reload, refused_by, table)
 
     return on_command
 

@@ -100,40 +100,42 @@ class WagerService:
         for coup in [coup for coup, b in self.books.items() if b.table == table and b.last_seq < seq]:
             del self.books[coup]
 
-    def _book(self, coup: str) -> CoupBook:
-        if coup not in self.books:
-            raise RuleViolation("wager book", f"there is no book for coup {coup}")
-        return self.books[coup]
+    def _book(self, cmd: WagerCommand) -> CoupBook:
+        cb = self.books.get(cmd.coup)
+        if cb is None:
+            raise RuleViolation("wager book", f"there is no book for coup {cmd.coup}")
+        if cb.table != cmd.table:  # a terminal wagers at its own table's coups only
+            raise RuleViolation("wager book", f"coup {cmd.coup} is dealt at table {cb.table}, not {cmd.table}")
+        return cb
 
     async def reload(self, cmd: WagerCommand) -> None:
         await self.rebuild(cmd.coup)
 
     async def handle(self, cmd: WagerCommand) -> Reply:
-        if isinstance(cmd, PlaceWager | CancelWager | PlaceExtra) and cmd.id in self._book(cmd.coup).applied:
+        if isinstance(cmd, PlaceWager | CancelWager | PlaceExtra) and cmd.id in self._book(cmd).applied:
             return Reply(True, coup=cmd.coup)  # a retried command: recorded once already
         match cmd:
             case OpenBook():
-                cb = self.books.get(cmd.coup)
-                if cb is not None and cb.book.status != "new":
+                if cmd.coup in self.books and self._book(cmd).book.status != "new":
                     return Reply(True, coup=cmd.coup)
                 cb = self.books[cmd.coup] = CoupBook(cmd.table, cmd.shoe, cmd.ruleset)
                 await self._decide(cb, cmd, W.OpenBook(cmd.coup, cmd.ruleset), f"{cmd.coup}:open-book")
                 return Reply(True, coup=cmd.coup)
             case PlaceWager():
-                cb = self._book(cmd.coup)
+                cb = self._book(cmd)
                 await self._decide(cb, cmd, W.PlaceWager(cmd.seat, cmd.bet, cmd.amount), write_id(cmd.coup, cmd.id))
                 return Reply(True, coup=cmd.coup)
             case CancelWager():
-                cb = self._book(cmd.coup)
+                cb = self._book(cmd)
                 await self._decide(cb, cmd, W.CancelWager(cmd.seat, cmd.bet), write_id(cmd.coup, cmd.id))
                 return Reply(True, coup=cmd.coup)
             case CloseBook():
-                cb = self._book(cmd.coup)
+                cb = self._book(cmd)
                 if cb.book.status != "closed":
                     await self._decide(cb, cmd, W.CloseBook(), f"{cmd.coup}:close-book")
                 return Reply(True, coup=cmd.coup, wagers=cb.book.wagers)
             case PlaceExtra():
-                cb = self._book(cmd.coup)
+                cb = self._book(cmd)
                 await self._decide(cb, cmd, W.PlaceExtra(cmd.seat, cmd.hand, cmd.kind, cmd.amount), write_id(cmd.coup, cmd.id))
                 return Reply(True, coup=cmd.coup)
         raise RuleViolation("protocol", f"unknown wager command {type(cmd).__name__}")

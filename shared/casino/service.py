@@ -59,26 +59,30 @@ class Recorder:
 
 async def answer(data: bytes, decoder: msgspec.json.Decoder[Any], handler: Callable[[Any], Awaitable[Reply]],
                  reload: Callable[[Any], Awaitable[None]] | None = None,
-                 refused_by: Callable[[str], None] | None = None) -> bytes:
+                 refused_by: Callable[[str], None] | None = None, table: str | None = None) -> bytes:
     """Decode a command, run its handler, and encode the reply. A malformed or
-    unknown command, or a step the rules forbid, is refused with its reason; a
+    unknown command, one for another table than ``table`` (the table whose
+    subject it came on: a terminal may publish on its own table's subjects
+    only), or a step the rules forbid, is refused with its reason; a
     concurrency conflict reloads the aggregate and tries again. A refusal is
     only given on current state: if another instance may have moved the
     aggregate on, it is reloaded and the command decided once more."""
-    reply = await _answer(data, decoder, handler, reload)
+    reply = await _answer(data, decoder, handler, reload, table)
     if not reply.ok and refused_by is not None:
         refused_by(reply.clause)
     return encoder.encode(reply)
 
 
 async def _answer(data: bytes, decoder: msgspec.json.Decoder[Any], handler: Callable[[Any], Awaitable[Reply]],
-                  reload: Callable[[Any], Awaitable[None]] | None) -> Reply:
+                  reload: Callable[[Any], Awaitable[None]] | None, table: str | None) -> Reply:
     if len(data) > MAX_COMMAND_BYTES:
         return refused(f"command too large: {len(data)} bytes, at most {MAX_COMMAND_BYTES}", "protocol")
     try:
         command = decoder.decode(data)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         return refused(f"malformed or unknown command: {exc}", "protocol")
+    if table is not None and command.table != table:
+        return refused(f"a command for table {command.table} came on table {table}'s subject", "protocol")
     reloaded = False
     for _ in range(5):
         try:  # a failure of the handler or of the reload is answered, never left unanswered

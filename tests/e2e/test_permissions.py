@@ -1,6 +1,7 @@
 """The NATS permission model on a real server: every service as its own user
 deals coups; the wager service cannot publish a shoe event; a terminal of one
-table cannot command another; an anonymous client cannot connect."""
+table cannot command another, not even by naming it in a command sent on its
+own table's subject; an anonymous client cannot connect."""
 
 from __future__ import annotations
 
@@ -72,6 +73,12 @@ async def test_each_service_as_its_own_user_and_nothing_more(tmp_path: Path) -> 
             await terminal.request(subjects.command("BJ003-1", "coup"), c.encoder.encode(other), timeout=1)
         await asyncio.sleep(0.2)
         assert any("permissions violation" in e.lower() for e in errors), errors
+        for service, command in (("coup", other), ("wager", c.PlaceWager(
+                id="w", table="BJ003-1", coup="BJ003-1-000003", seat=1, bet="box", amount=1000))):
+            sent = await terminal.request(subjects.command("BAC000-1", service), c.encoder.encode(command), timeout=5)
+            refused = c.reply_decoder.decode(sent.data)
+            assert (refused.ok, refused.clause) == (False, "protocol"), refused
+            assert "table BJ003-1 came on table BAC000-1's subject" in refused.reason
         await terminal.close()
         assert len(await store.read(f"{subjects.EVENTS}.>")) == before  # nothing was written
         for r in reversed(running):

@@ -227,6 +227,22 @@ def test_terminals_at_two_tables_may_number_their_commands_alike() -> None:
 
 
 
+def test_a_wager_command_naming_another_tables_coup_is_refused_and_writes_nothing() -> None:
+    """A terminal commands its own table only: naming its own table with
+    another table's coup neither wagers on that coup nor opens its book."""
+    store = InMemoryEventStore()
+    wager = WagerService(store)
+    opened = c.OpenBook(id="open", table="B", coup="B-000001", shoe="B-shoe-1", ruleset="baccarat-000-methods")
+    assert asyncio.run(wager.handle(opened)).ok
+    written = len(store.messages)
+    for command in (c.PlaceWager(id="w", table="A", coup="B-000001", seat=1, bet="banker", amount=5000),
+                    c.CloseBook(id="close", table="A", coup="B-000001"),
+                    c.OpenBook(id="open", table="A", coup="B-000001", shoe="A-shoe-1", ruleset="baccarat-000-methods")):
+        with pytest.raises(RuleViolation, match="coup B-000001 is dealt at table B, not A"):
+            asyncio.run(wager.handle(command))
+    assert len(store.messages) == written and wager.books["B-000001"].book.wagers == ()
+
+
 def test_a_draw_from_a_shoe_with_no_card_left_is_refused_naming_the_shoe(tmp_path: Path) -> None:
     """A ruleset may put the cut card so deep that a long round empties the
     shoe (one deck, 95%): the next draw is refused, not failed."""
