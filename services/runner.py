@@ -85,20 +85,29 @@ class Running:
         await self.nc.drain()
 
 
-def _command_handler(decoder: msgspec.json.Decoder[Any], handle: Callable[[Any], Awaitable[c.Reply]],
+def _command_handler(decoders: dict[str, msgspec.json.Decoder[Any]], handle: Callable[[Any], Awaitable[c.Reply]],
                      reload: Callable[[Any], Awaitable[None]], metrics: Metrics,
                      ) -> Callable[[str, bytes], Awaitable[bytes]]:
+    """Answers a command on ``casino.cmd.<table>.<kind>`` with the decoder of
+    its kind, one command of a table at a time whatever its kind."""
     locks = TableLocks()
 
     def refused_by(clause: str) -> None:
         metrics.refused.labels(metrics.service, clause).inc()
 
     async def on_command(subject: str, body: bytes) -> bytes:
-        table = subject.split(".")[2]
+        _, _, table, kind = subject.split(".")
         async with locks(table):
-            return await answer(body, decoder, handle, reload, refused_by, table)
+            return await answer(body, decoders[kind], handle, reload, refused_by, table)
 
     return on_command
+
+
+def _command_server(queue: str, decoders: dict[str, msgspec.json.Decoder[Any]], service: Any,
+                    metrics: Metrics) -> CommandServer:
+    """The service's commands, each kind on its own subject of every table."""
+    return CommandServer([subjects.command("*", kind) for kind in decoders], queue,
+                         _command_handler(decoders, service.handle, service.reload, metrics), metrics)
 
 
 class CommandServer:
@@ -106,20 +115,20 @@ class CommandServer:
     (faststream's subscriber stack cost a third of a service's CPU per
     command), up to ``workers`` at once; each table's in turn (TableLocks)."""
 
-    def __init__(self, subject: str, queue: str, on_command: Callable[[str, bytes], Awaitable[bytes]],
+    def __init__(self, subjects_: list[str], queue: str, on_command: Callable[[str, bytes], Awaitable[bytes]],
                  metrics: Metrics, workers: int = 16) -> None:
-        self.subject, self.queue, self.on_command, self.metrics = subject, queue, on_command, metrics
+        self.subjects, self.queue, self.on_command, self.metrics = subjects_, queue, on_command, metrics
         self.slots = asyncio.Semaphore(workers)
         self.running: set[asyncio.Task[None]] = set()
-        self.sub: Any = None
+        self.subs: list[Any] = []
 
     async def start(self, nc: Client) -> None:
-        self.sub = await nc.subscribe(self.subject, queue=self.queue, cb=self._receive)
+        self.subs = [await nc.subscribe(subject, queue=self.queue, cb=self._receive) for subject in self.subjects]
 
     async def stop(self) -> None:
         """Take no more commands and finish the ones in hand."""
-        if self.sub is not None:
-            await self.sub.unsubscribe()
+        for sub in self.subs:
+            await sub.unsubscribe()
         if self.running:
             await asyncio.wait(self.running, timeout=10)
 
@@ -251,18 +260,15 @@ async def start(kind: str, url: str, *, tables: dict[str, TableConfig] | None = 
     finishing: list[Callable[[], Awaitable[None]]] = []  # once the consumers have stopped
     if kind == "shoe":
         service = ShoeService(store, JetStreamSecrets(nc.jetstream()), shuffle, clock)
-        commands = CommandServer(subjects.command("*", "shoe"), "shoe",
-                                 _command_handler(c.shoe_decoder, service.handle, service.reload, metrics), metrics)
+        commands = _command_server("shoe", {"shoe": c.shoe_decoder}, service, metrics)
     elif kind == "wager":
         service = WagerService(store, clock)  # each coup's book is read when a command first names it
-        commands = CommandServer(subjects.command("*", "wager"), "wager",
-                                 _command_handler(c.wager_decoder, service.handle, service.reload, metrics), metrics)
+        commands = _command_server("wager", {"wager": c.wager_decoder, "book": c.book_decoder}, service, metrics)
     elif kind == "dealer-policy":
         # Patient with the shoe and wager services: one may be restarting.
         service = DealerPolicyService(store, Peer(nc, attempts=25), tables or {}, clock)
         await service.rebuild()
-        commands = CommandServer(subjects.command("*", "coup"), "coup",
-                                 _command_handler(c.coup_decoder, service.handle, service.reload, metrics), metrics)
+        commands = _command_server("coup", {"coup": c.coup_decoder}, service, metrics)
     elif kind == "settlement":
         service = SettlementService(store, clock)
         consumers.append(await _settlement_consumer(nc, service, metrics))

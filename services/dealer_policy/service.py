@@ -290,14 +290,14 @@ class DealerPolicyService:
 
     async def _open_book(self, t: TableCoup) -> None:
         """Open the coup's wager book (asked again, the wager service answers from its record)."""
-        await self.peer.must(subjects.command(t.name, "wager"),
+        await self.peer.must(subjects.command(t.name, "book"),
                              c.OpenBook(f"{t.coup}:open-book", t.name, t.coup, t.shoe, t.config.ruleset))
 
     async def _command(self, t: TableCoup, cmd: c.CoupCommand) -> None:
         rule_cmd: object
         match cmd:
             case c.CloseBetting():
-                book = await self.peer.must(subjects.command(t.name, "wager"),
+                book = await self.peer.must(subjects.command(t.name, "book"),
                                             c.CloseBook(f"{t.coup}:close-book", t.name, t.coup))
                 closing = bm.CloseBetting(book.wagers) if isinstance(t.state, bac.BaccaratCoup) else \
                     jm.CloseBetting(book.wagers)
@@ -328,7 +328,7 @@ class DealerPolicyService:
     async def _extra_stake(self, t: TableCoup, cmd: c.Decide, events: list[AnyEvent]) -> None:
         for e in events:
             if isinstance(e, jm.DecisionTaken) and e.action in ("double", "split", "insurance"):
-                await self.peer.must(subjects.command(t.name, "wager"), c.PlaceExtra(
+                await self.peer.must(subjects.command(t.name, "book"), c.PlaceExtra(
                     cmd.id, t.name, t.coup, e.seat, e.hand, e.action, e.amount))
 
     async def advance(self, t: TableCoup) -> None:

@@ -5,7 +5,17 @@ from __future__ import annotations
 import msgspec
 
 from casino import rulesets
-from casino.commands import CancelWager, CloseBook, OpenBook, PlaceExtra, PlaceWager, Reply, WagerCommand, write_id
+from casino.commands import (
+    BookCommand,
+    CancelWager,
+    CloseBook,
+    OpenBook,
+    PlaceExtra,
+    PlaceWager,
+    Reply,
+    WagerCommand,
+    write_id,
+)
 from casino.metrics import Metrics, count_recorded
 from casino.rules import wagerbook as W
 from casino.rules.errors import RuleViolation
@@ -100,7 +110,7 @@ class WagerService:
         for coup in [coup for coup, b in self.books.items() if b.table == table and b.last_seq < seq]:
             del self.books[coup]
 
-    def _book(self, cmd: WagerCommand) -> CoupBook:
+    def _book(self, cmd: WagerCommand | BookCommand) -> CoupBook:
         cb = self.books.get(cmd.coup)
         if cb is None:
             raise RuleViolation("wager book", f"there is no book for coup {cmd.coup}")
@@ -108,10 +118,10 @@ class WagerService:
             raise RuleViolation("wager book", f"coup {cmd.coup} is dealt at table {cb.table}, not {cmd.table}")
         return cb
 
-    async def reload(self, cmd: WagerCommand) -> None:
+    async def reload(self, cmd: WagerCommand | BookCommand) -> None:
         await self.rebuild(cmd.coup)
 
-    async def handle(self, cmd: WagerCommand) -> Reply:
+    async def handle(self, cmd: WagerCommand | BookCommand) -> Reply:
         if isinstance(cmd, PlaceWager | CancelWager | PlaceExtra) and cmd.id in self._book(cmd).applied:
             return Reply(True, coup=cmd.coup)  # a retried command: recorded once already
         match cmd:
@@ -140,7 +150,7 @@ class WagerService:
                 return Reply(True, coup=cmd.coup)
         raise RuleViolation("protocol", f"unknown wager command {type(cmd).__name__}")
 
-    async def _decide(self, cb: CoupBook, cmd: WagerCommand, command: W.AnyBookCommand, msg_id: str) -> None:
+    async def _decide(self, cb: CoupBook, cmd: WagerCommand | BookCommand, command: W.AnyBookCommand, msg_id: str) -> None:
         events = W.decide(self.rules(cb.ruleset), cb.book, command)
         await self._commit(cb, cmd.coup, events, msg_id, cmd.id)
 

@@ -121,6 +121,15 @@ class CancelWager(Command, frozen=True, tag="table.cancel_wager"):
     bet: str
 
 
+WagerCommand = PlaceWager | CancelWager
+
+
+# ---- to the wager service from the dealer-policy (casino.cmd.<table>.book) --
+# A subject of their own: only the dealer-policy may publish on it, so no
+# terminal opens or closes a book, or stakes a double, split or insurance the
+# coup has not decided.
+
+
 class OpenBook(Command, frozen=True, tag="wager.open_book"):
     coup: str
     shoe: str
@@ -139,7 +148,7 @@ class PlaceExtra(Command, frozen=True, tag="wager.place_extra"):
     amount: int
 
 
-WagerCommand = PlaceWager | CancelWager | OpenBook | CloseBook | PlaceExtra
+BookCommand = OpenBook | CloseBook | PlaceExtra
 
 
 # ---- to the shoe service (casino.cmd.<table>.shoe) --------------------------
@@ -213,6 +222,7 @@ def refused(reason: str, clause: str) -> Reply:
 
 coup_decoder = msgspec.json.Decoder(CoupCommand)
 wager_decoder = msgspec.json.Decoder(WagerCommand)
+book_decoder = msgspec.json.Decoder(BookCommand)
 shoe_decoder = msgspec.json.Decoder(ShoeCommand)
 reply_decoder = msgspec.json.Decoder(Reply)
 encoder = msgspec.json.Encoder()

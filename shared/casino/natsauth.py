@@ -46,8 +46,10 @@ def permissions(tables: Iterable[str]) -> dict[str, dict[str, object]]:
         "shoe": {"publish": [_events("shoe"), "casino.secret.>", *_READ_EVENTS,
                              "$JS.API.DIRECT.GET.CASINO_SHOE_SECRETS.>", "$JS.API.STREAM.MSG.GET.CASINO_SHOE_SECRETS"],
                  "subscribe": [_COMMANDS.format("shoe"), "_INBOX.>"]},
-        "wager": {"publish": [_events("wager"), *_READ_EVENTS], "subscribe": [_COMMANDS.format("wager"), "_INBOX.>"]},
-        "dealer-policy": {"publish": [_events("coup"), _COMMANDS.format("shoe"), _COMMANDS.format("wager"),
+        "wager": {"publish": [_events("wager"), *_READ_EVENTS],
+                  "subscribe": [_COMMANDS.format("wager"), _COMMANDS.format("book"), "_INBOX.>"]},
+        # The dealer-policy alone opens and closes wager books.
+        "dealer-policy": {"publish": [_events("coup"), _COMMANDS.format("shoe"), _COMMANDS.format("book"),
                                       *_READ_EVENTS],
                           "subscribe": [_COMMANDS.format("coup"), "_INBOX.>"]},
         "settlement": {"publish": [_events("settle"), *_READ_EVENTS], "subscribe": ["_INBOX.>"]},

@@ -1,7 +1,8 @@
 """The NATS permission model on a real server: every service as its own user
 deals coups; the wager service cannot publish a shoe event; a terminal of one
 table cannot command another, not even by naming it in a command sent on its
-own table's subject; an anonymous client cannot connect."""
+own table's subject, nor open, close or add to a wager book (the dealer-policy
+alone may); an anonymous client cannot connect."""
 
 from __future__ import annotations
 
@@ -79,6 +80,16 @@ async def test_each_service_as_its_own_user_and_nothing_more(tmp_path: Path) -> 
             refused = c.reply_decoder.decode(sent.data)
             assert (refused.ok, refused.clause) == (False, "protocol"), refused
             assert "table BJ003-1 came on table BAC000-1's subject" in refused.reason
+        # Books are the dealer-policy's: a terminal can neither send to their subject nor pass one as a wager.
+        book = c.CloseBook(id="close", table="BAC000-1", coup="BAC000-1-000003")
+        errors.clear()
+        with pytest.raises((nats.errors.TimeoutError, nats.errors.NoRespondersError)):
+            await terminal.request(subjects.command("BAC000-1", "book"), c.encoder.encode(book), timeout=1)
+        await asyncio.sleep(0.2)
+        assert any("permissions violation" in e.lower() for e in errors), errors
+        sent = await terminal.request(subjects.command("BAC000-1", "wager"), c.encoder.encode(book), timeout=5)
+        refused = c.reply_decoder.decode(sent.data)
+        assert (refused.ok, refused.clause) == (False, "protocol") and "unknown" in refused.reason, refused
         await terminal.close()
         assert len(await store.read(f"{subjects.EVENTS}.>")) == before  # nothing was written
         for r in reversed(running):

@@ -34,7 +34,7 @@ async def test_the_wager_service_keeps_one_book_a_table_and_reads_an_earlier_one
         closed = [e.data for m in stored for e in m.batch.events if isinstance(e.data, W.BookClosed)]
 
         peer, wager = Peer(casino.nc, timeout=10), subjects.command(table, "wager")
-        again = await peer.ask(wager, c.CloseBook(id="late-close", table=table, coup=first))
+        again = await peer.ask(subjects.command(table, "book"), c.CloseBook(id="late-close", table=table, coup=first))
         assert again.ok and again.wagers == closed[0].wagers
         late = await peer.ask(wager, c.PlaceWager(id="late-bet", table=table, coup=first, seat=1, bet="banker", amount=5000))
         assert not late.ok and "betting is closed" in late.reason

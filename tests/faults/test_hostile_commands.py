@@ -65,6 +65,7 @@ async def deal_in_memory(coups: int, same_ids: bool = False) -> InMemoryEventSto
     wager, dealer = WagerService(store), DealerPolicyService(store, peer, TABLES)  # type: ignore[arg-type]
     peer.routes = {"shoe": (c.shoe_decoder, shoe.handle, shoe.reload),
                    "wager": (c.wager_decoder, wager.handle, wager.reload),
+                   "book": (c.book_decoder, wager.handle, wager.reload),
                    "coup": (c.coup_decoder, dealer.handle, dealer.reload)}
     for table in TABLES:
         tid = "" if same_ids else table
@@ -118,6 +119,7 @@ async def run(steps: list[tuple[Any, ...]]) -> None:
     dealer, settle = DealerPolicyService(store, peer, TABLES), SettlementService(store)  # type: ignore[arg-type]
     peer.routes = {"shoe": (c.shoe_decoder, shoe.handle, shoe.reload),
                    "wager": (c.wager_decoder, wager.handle, wager.reload),
+                   "book": (c.book_decoder, wager.handle, wager.reload),
                    "coup": (c.coup_decoder, dealer.handle, dealer.reload)}
     ids = iter(range(10**6))
     for table in TABLES:
