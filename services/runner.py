@@ -111,7 +111,7 @@ def _command_server(queue: str, decoders: dict[str, msgspec.json.Decoder[Any]], 
 
 
 class CommandServer:
-    """Answers the commands on one subject straight from a nats-py subscription
+    """Answers the commands on its subjects straight from nats-py subscriptions
     (faststream's subscriber stack cost a third of a service's CPU per
     command), up to ``workers`` at once; each table's in turn (TableLocks)."""
 
