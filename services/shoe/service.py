@@ -58,7 +58,6 @@ class TableShoe(msgspec.Struct):
     state: S.ShoeState = S.ShoeState()
     order: Order | None = None
     last_seq: int = 0
-    last_shoe: str = ""  # the shoe token of the subject of the message at ``last_seq``
     shuffles: int = 0
     last_round: str = ""
 
@@ -147,7 +146,7 @@ class ShoeService:
                       causation: str) -> None:
         shoe = t.state.shoe_id or next((e.shoe_id for e in events), "")
         subject = subjects.event(table, shoe, coup, "shoe")
-        guard, expected = _guard(table, t, subject)
+        guard, expected = _guard(table, t, shoe)
         out: list[AnyEvent] = list(events)
         ack = await self.recorder.record(subject, out, expected=expected, msg_id=msg_id, table=table, shoe=shoe,
                                          coup=coup, causation=causation, guard=guard)
@@ -158,7 +157,7 @@ class ShoeService:
             if ack.seq > t.last_seq:  # not yet applied from the stream
                 for e in events:
                     self._apply(t, e)
-                t.last_seq, t.last_shoe = ack.seq, subjects.tokens(subject)[1]
+                t.last_seq = ack.seq
 
     async def observe(self, subject: str, seq: int, batch: Batch) -> None:
         """Follow the stream: apply what another instance appended."""
@@ -172,7 +171,7 @@ class ShoeService:
             return
         for env in batch.events:
             self._apply(t, env.data)  # type: ignore[arg-type]
-        t.last_seq, t.last_shoe = seq, subjects.tokens(subject)[1]
+        t.last_seq = seq
         if any(isinstance(env.data, S.ShoeShuffled) for env in batch.events) and t.state.shoe_id:
             t.order = await self.secrets.get(table, t.state.shoe_id)
 
@@ -257,27 +256,25 @@ class ShoeService:
                      positions=tuple(range(start + cmd.index, start + end)))
 
 
-def _guard(table: str, t: TableShoe, subject: str) -> tuple[str, int]:
-    """The subjects an append to ``subject`` is guarded on, and the last
-    sequence this instance knows on them: another instance's write since
-    then is a conflict.
+def _guard(table: str, t: TableShoe, shoe: str) -> tuple[str, int]:
+    """The subjects an append to ``shoe`` is guarded on, and the last sequence
+    this instance knows on them: another instance's write since then is a
+    conflict.
 
-    The table's shoe events are one aggregate, but the guard is the shoe in
-    play's subjects alone: the server finds the last message on a wildcard
-    filter by matching every subject under it, so a guard over every shoe of
-    the table costs each append in proportion to the table's history (measured
-    by ``python -m bench.history``). One shoe's subjects are enough: another
-    instance can only move the table on by writing to the shoe in play (the
-    next shoe starts after the shoe in play is ended on its own subjects), or
-    by starting the next shoe, which an append to that shoe is guarded on. A
-    new shoe with the one in play not ended (its shuffled order missing from
-    the secret store) is guarded on the whole table, as is a table's first."""
-    shoe = subjects.tokens(subject)[1]
-    if shoe == t.last_shoe:
+    The table's shoe events are one aggregate, but the guard is one shoe's
+    subjects: the server finds the last message on a wildcard filter by
+    matching every subject under it, so a guard over every shoe of the table
+    costs each append in proportion to the table's history (measured by
+    ``python -m bench.history``). One shoe is enough: while a shoe is in play
+    everything is written to it (no shuffle before it is ended, on its own
+    subjects), so another instance moves the table on only by writing to it;
+    once it has ended, the next append starts the next shoe and expects
+    nothing on it yet. A table's first append expects nothing on the table."""
+    if t.state.active:  # the shoe in play, the one this append goes to; our last message is on it
         return subjects.event(table, shoe, "*", "shoe"), t.last_seq
-    if t.last_seq and t.state.shoe_id is None:  # the shoe before has ended: nothing more goes on it
+    if t.last_seq:  # the shoe before has ended: nothing more goes on it
         return subjects.event(table, shoe, "*", "shoe"), 0
-    return subjects.aggregate_filter("shoe", table), t.last_seq
+    return subjects.aggregate_filter("shoe", table), 0
 
 
 def _last(cmd: DrawCard, layout: tuple[Card, ...]) -> int:

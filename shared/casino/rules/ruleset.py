@@ -140,10 +140,11 @@ class BaccaratRules(msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag
         # A coup takes at most three cards a hand, six in all, and the cut card
         # may come out at its first card (deal_round: the coup is dealt to its
         # end from the cards behind it) or at its second (reshuffle_now).
-        cut, most = self.shoe.cut_index, 6 if self.shoe.cut_card_first_of_round == "deal_round" else 5
-        _require(cut is None or self.shoe.cards - cut >= most, "penetration",
-                 f"leaves {self.shoe.cards - (cut or 0)} cards behind the cut card of a {self.shoe.decks}-deck shoe; "
-                 f"a coup begun at the cut card may need {most}")
+        if self.shoe.cut_index is not None:
+            behind = self.shoe.cards - self.shoe.cut_index
+            most = 6 if self.shoe.cut_card_first_of_round == "deal_round" else 5
+            _require(behind >= most, "penetration", f"leaves {behind} cards behind the cut card of a "
+                                                    f"{self.shoe.decks}-deck shoe; a coup begun at it may need {most}")
 
     @property
     def table(self) -> Table:
