@@ -50,17 +50,18 @@ class WagerService:
             self._rules[name] = rulesets.load(name)
         return self._rules[name]
 
-    async def rebuild(self, coup: str) -> None:
+    async def rebuild(self, table: str, coup: str) -> None:
         """Fold one coup's book from the stream. Books are read as commands
         name their coups (a command for a book not held is refused for want of
         it, reloads it and is decided again), not all at start: a start would
         otherwise read every wager ever placed. A book held is read from its
-        own subject."""
+        own subject, one not held from the table the command came for (a
+        coup of another table is not found there: its command is refused)."""
         held = self.books.get(coup)
-        filter_ = subjects.coup_filter(coup) if held is None else subjects.event(held.table, held.shoe, coup, "wager")
+        filter_ = subjects.event(table, "*", coup, "wager") if held is None else \
+            subjects.event(held.table, held.shoe, coup, "wager")
         for msg in await self.store.read(filter_):
-            if subjects.tokens(msg.subject)[3] == "wager":
-                await self.observe(msg.subject, msg.seq, msg.batch)
+            await self.observe(msg.subject, msg.seq, msg.batch)
 
     async def _commit(self, cb: CoupBook, coup: str, events: list[W.AnyBookEvent], msg_id: str,
                       causation: str) -> None:
@@ -72,7 +73,7 @@ class WagerService:
             # Written before (a retry, or an instance since stopped): the record
             # stands, not this decision, which may have been taken on a book
             # read before the record moved on.
-            await self.rebuild(coup)
+            await self.rebuild(cb.table, coup)
         else:
             count_recorded(self.metrics, cb.table, list(events))
             if ack.seq > cb.last_seq:  # not yet applied from the stream
@@ -119,7 +120,7 @@ class WagerService:
         return cb
 
     async def reload(self, cmd: WagerCommand | BookCommand) -> None:
-        await self.rebuild(cmd.coup)
+        await self.rebuild(cmd.table, cmd.coup)
 
     async def handle(self, cmd: WagerCommand | BookCommand) -> Reply:
         if isinstance(cmd, PlaceWager | CancelWager | PlaceExtra) and cmd.id in self._book(cmd).applied:

@@ -68,9 +68,10 @@ async def test_a_restarted_wager_service_reads_no_book_until_a_command_names_its
         assert len(placed) == 2
 
 
-async def test_a_book_held_is_read_back_from_its_own_subject_and_one_not_held_by_its_coup() -> None:
+async def test_a_book_held_is_read_back_from_its_own_subject_and_one_not_held_from_its_table() -> None:
     """A wildcard before the coup's token has the server match every table and
-    shoe the stream has ever held; a book held names its own."""
+    shoe the stream has ever held; a book held names its own, one not held the
+    table the command came for."""
     table, shoe, coup, ruleset = "BAC-1", "BAC-1-shoe-1", "BAC-1-000001", "baccarat-000-methods"
     store = InMemoryEventStore()
     held = WagerService(store)
@@ -84,5 +85,5 @@ async def test_a_book_held_is_read_back_from_its_own_subject_and_one_not_held_by
     restarted = WagerService(store)
     reads.clear()
     await restarted.reload(over)
-    assert reads == [subjects.coup_filter(coup)]
+    assert reads == [subjects.event(table, "*", coup, "wager")]
     assert restarted.books[coup].book == held.books[coup].book

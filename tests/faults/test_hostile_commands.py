@@ -243,6 +243,14 @@ def test_a_wager_command_naming_another_tables_coup_is_refused_and_writes_nothin
         with pytest.raises(RuleViolation, match="coup B-000001 is dealt at table B, not A"):
             asyncio.run(wager.handle(command))
     assert len(store.messages) == written and wager.books["B-000001"].book.wagers == ()
+    # A service that does not hold the book (restarted) looks for it at the
+    # command's own table only, finds none, and refuses the same way.
+    restarted = WagerService(store)
+    wager_a = c.PlaceWager(id="w", table="A", coup="B-000001", seat=1, bet="banker", amount=5000)
+    asyncio.run(restarted.reload(wager_a))
+    with pytest.raises(RuleViolation, match="there is no book for coup B-000001"):
+        asyncio.run(restarted.handle(wager_a))
+    assert len(store.messages) == written and "B-000001" not in restarted.books
 
 
 def test_a_draw_from_a_shoe_with_no_card_left_is_refused_naming_the_shoe(tmp_path: Path) -> None:
