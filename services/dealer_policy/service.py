@@ -21,7 +21,7 @@ from casino.rules.ruleset import BaccaratRules, BlackjackRules, Ruleset
 from casino.service import Clock, Peer, Recorder, TableLocks, digest, log, utc_now
 from casino.store import subjects
 from casino.store.envelope import AnyEvent, Batch, CoupConfigured
-from casino.store.eventstore import Conflict, EventStore
+from casino.store.eventstore import Conflict, EventStore, latest_at_table
 from casino.tables import TableConfig
 
 Coup = bac.BaccaratCoup | bj.BlackjackCoup
@@ -91,7 +91,7 @@ class DealerPolicyService:
         for name in [table] if table else list(self.config):
             async with self.folding(name):
                 self.tables[name] = self._new_table(name)
-                latest = await self.store.last(subjects.aggregate_filter("coup", name))
+                latest = await latest_at_table(self.store, name, "coup")
                 if latest is None:
                     continue
                 _, shoe, coup, _ = subjects.tokens(latest.subject)

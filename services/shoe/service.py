@@ -20,7 +20,7 @@ from casino.rules.ruleset import BaccaratRules, ShoeRules
 from casino.service import Clock, Recorder, TableLocks, utc_now
 from casino.store import subjects
 from casino.store.envelope import AnyEvent, Batch
-from casino.store.eventstore import EventStore, Stored
+from casino.store.eventstore import EventStore, Stored, latest_at_table
 
 Order = tuple[tuple[Card, ...], str]
 ShuffleSource = Callable[[str, int], Order]
@@ -62,16 +62,6 @@ class TableShoe(msgspec.Struct):
     last_round: str = ""
 
 
-def shoe_id(table: str, n: int) -> str:
-    return f"{table}-shoe-{n}"
-
-
-def shoe_number(table: str, shoe: str) -> int | None:
-    """``n`` of ``shoe_id(table, n)``; None for a name of another form."""
-    n = shoe.removeprefix(f"{table}-shoe-")
-    return int(n) if n != shoe and n.isdigit() else None
-
-
 class ShoeService:
     producer = "shoe"
 
@@ -101,15 +91,15 @@ class ShoeService:
         shuffles came before them. A shuffle starts the shoe afresh but for
         the round being dealt (003 7.9: it goes on from the new shoe), and a
         round's end leaves none: nothing before it decides anything."""
-        latest = await self.store.last(subjects.aggregate_filter("shoe", table))
+        latest = await latest_at_table(self.store, table, "shoe")
         if latest is None:
             return [], 0
-        number = shoe_number(table, subjects.tokens(latest.subject)[1])
+        number = subjects.shoe_number(table, subjects.tokens(latest.subject)[1])
         if number is None:  # not a shoe this service named: the whole history
             return await self.store.read(subjects.aggregate_filter("shoe", table)), 0
         history: list[Stored] = []
         while number >= 1:
-            shoe = await self.store.read(subjects.event(table, shoe_id(table, number), "*", "shoe"))
+            shoe = await self.store.read(subjects.event(table, subjects.shoe_id(table, number), "*", "shoe"))
             history[:0] = shoe
             if any(isinstance(env.data, S.RoundEnded) for msg in shoe for env in msg.batch.events):
                 break
@@ -180,7 +170,7 @@ class ShoeService:
         if t.state.active and t.order is not None:
             ended = S.decide(t.rules, t.state, S.EndShoe(*t.order))
             await self._commit(table, t, ended, coup, f"{t.state.shoe_id}:end", causation)
-        new = shoe_id(table, t.shuffles + 1)
+        new = subjects.shoe_id(table, t.shuffles + 1)
         order = await self.secrets.get(table, new)
         if order is None:
             order = self.shuffle(table, t.rules.decks)

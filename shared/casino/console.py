@@ -11,7 +11,7 @@ from casino.rules.baccarat import messages as bm
 from casino.rules.blackjack import messages as jm
 from casino.store import subjects
 from casino.store.envelope import Batch, CoupConfigured
-from casino.store.eventstore import EventStore
+from casino.store.eventstore import EventStore, latest_at_table
 
 
 @dataclass
@@ -93,7 +93,7 @@ async def where_tables_stand(console: Console, store: EventStore, takings: dict[
     house's net from the read models' takings."""
     for table, view in console.views.items():
         for aggregate in ("coup", "shoe"):
-            latest = await store.last(subjects.aggregate_filter(aggregate, table))
+            latest = await latest_at_table(store, table, aggregate)
             if latest is None:
                 continue
             _, shoe, coup, _ = subjects.tokens(latest.subject)

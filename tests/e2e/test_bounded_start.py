@@ -6,12 +6,14 @@ months a start that read everything would take minutes.)"""
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
+import nats
 import pytest
 from services.dealer_policy.service import DealerPolicyService, TableCoup
 from services.shoe.secrets import JetStreamSecrets
-from services.shoe.service import MemorySecrets, ShoeService, TableShoe, secure_shuffle, shoe_id
+from services.shoe.service import MemorySecrets, ShoeService, TableShoe, secure_shuffle
 
 from casino import commands as c
 from casino.launcher import APPROVALS
@@ -19,11 +21,12 @@ from casino.rules import shoe as S
 from casino.service import Peer
 from casino.simulator import Simulator
 from casino.store import subjects
-from casino.store.eventstore import EventStore, InMemoryEventStore, Stored
-from casino.store.jetstream import JetStreamEventStore
+from casino.store.eventstore import EventStore, InMemoryEventStore, Stored, latest_at_table
+from casino.store.jetstream import JetStreamEventStore, ensure_streams
 from casino.tables import TableConfig
 from casino.verify import verify_coup
 from tests.e2e.casino import Casino
+from tests.store.test_eventstore_contract import DEALT, batch
 from tests.variants import ruleset_variant
 
 pytestmark = pytest.mark.anyio
@@ -103,12 +106,12 @@ async def test_a_round_dealt_on_from_a_new_shoe_is_folded_from_the_shoe_before(t
     store, secrets = InMemoryEventStore(), MemorySecrets()
     first = ShoeService(store, secrets, secure_shuffle)
     n = 0
-    while first.tables.get(TABLE) is None or first.tables[TABLE].state.shoe_id == shoe_id(TABLE, 1):
+    while first.tables.get(TABLE) is None or first.tables[TABLE].state.shoe_id == subjects.shoe_id(TABLE, 1):
         n += 1
         coup = f"{TABLE}-{n:06d}"
         assert (await first.handle(c.StartRound(id=f"{coup}:start", table=TABLE, coup=coup, ruleset=ruleset))).ok
         drawn = await first.handle(c.DrawCard(id=f"{coup}:draw", table=TABLE, coup=coup, ruleset=ruleset, index=0))
-        if first.tables[TABLE].state.shoe_id == shoe_id(TABLE, 1):
+        if first.tables[TABLE].state.shoe_id == subjects.shoe_id(TABLE, 1):
             await first.handle(c.EndRound(id=f"{coup}:end", table=TABLE, coup=coup, ruleset=ruleset,
                                           pickup=drawn.cards))
     cut = [e.data for m in await store.read(subjects.aggregate_filter("shoe", TABLE)) for e in m.batch.events
@@ -119,8 +122,89 @@ async def test_a_round_dealt_on_from_a_new_shoe_is_folded_from_the_shoe_before(t
     second = ShoeService(store, secrets, secure_shuffle)
     filters = reads_of(store)
     assert (await second.handle(c.StartRound(id="again", table=TABLE, coup=coup, ruleset=ruleset))).ok
-    assert filters == [subjects.event(TABLE, shoe_id(TABLE, k), "*", "shoe") for k in (2, 1)]
+    assert filters == [subjects.event(TABLE, subjects.shoe_id(TABLE, k), "*", "shoe") for k in (2, 1)]
     assert shoe_held(second.tables[TABLE]) == shoe_held(first.tables[TABLE])
     end = await second.handle(c.EndRound(id=f"{coup}:end", table=TABLE, coup=coup, ruleset=ruleset,
                                          pickup=drawn.cards))
     assert end.ok and second.tables[TABLE].last_round == coup
+
+
+def lasts_of(store: EventStore) -> list[str]:
+    """The filters ``store``'s latest message is asked for with from now on."""
+    filters: list[str] = []
+    last = store.last
+
+    async def recorded(filter_: str) -> Stored | None:
+        filters.append(filter_)
+        return await last(filter_)
+
+    store.last = recorded  # type: ignore[method-assign]
+    return filters
+
+
+@pytest.mark.parametrize("kind", ["memory", "jetstream"])
+async def test_the_latest_coup_and_shoe_event_are_found_in_the_shoe_in_play_as_the_whole_table_gives_them(
+        request: pytest.FixtureRequest, tmp_path: Path, kind: str) -> None:
+    """Rounds across shoes, one of them going on into a new shoe (003 7.9),
+    each coup filed under the shoe it opened in as the dealer-policy files it:
+    after every append the lookup through the shoe in play finds what the
+    table's whole history gives; where a start most often falls (a round
+    ended) it matches no wildcard over the table's shoes."""
+    if kind == "memory":
+        store: EventStore = InMemoryEventStore()
+    else:
+        nc = await nats.connect(request.getfixturevalue("nats_url"))
+        await ensure_streams(nc.jetstream())
+        store = JetStreamEventStore(nc)
+    ruleset = small_shoe(tmp_path, "blackjack-003-no-hole-card")
+    shoe = ShoeService(store, MemorySecrets(), secure_shuffle)
+    lasts = lasts_of(store)
+
+    async def same_as_the_whole_table() -> None:
+        for aggregate in ("coup", "shoe"):
+            found = await latest_at_table(store, TABLE, aggregate)
+            whole = await store.last(subjects.aggregate_filter(aggregate, TABLE))
+            assert (found and found.seq) == (whole and whole.seq), aggregate
+
+    async def record_coup(coup: str, opened_in: str, expected: int, step: str) -> int:
+        ack = await store.append(subjects.event(TABLE, opened_in, coup, "coup"), batch(DEALT, table=TABLE, coup=coup),
+                                 expected=expected, msg_id=f"{coup}:{step}")
+        await same_as_the_whole_table()
+        return ack.seq
+
+    went_on, rnd = 0, random.Random(5)
+    for n in range(1, 101):
+        coup = f"{TABLE}-{n:06d}"
+        started = await shoe.handle(c.StartRound(id=f"{coup}:start", table=TABLE, coup=coup, ruleset=ruleset))
+        assert started.ok and started.shoe
+        await same_as_the_whole_table()
+        seq = await record_coup(coup, started.shoe, 0, "open")
+        cards = []
+        for k in range(rnd.choice([1, 2, 4, 6])):
+            drawn = await shoe.handle(c.DrawCard(id=f"{coup}:draw:{k}", table=TABLE, coup=coup, ruleset=ruleset,
+                                                 index=k))
+            cards += drawn.cards
+            await same_as_the_whole_table()
+        await record_coup(coup, started.shoe, seq, "result")
+        if shoe.tables[TABLE].state.shoe_id != started.shoe:
+            went_on += 1  # no coup in the shoe in play yet: the table is matched whole
+        else:
+            lasts.clear()
+            await latest_at_table(store, TABLE, "coup")
+            await latest_at_table(store, TABLE, "shoe")
+            assert not any(f.startswith(f"{subjects.EVENTS}.{TABLE}.*.*") for f in lasts), lasts
+        assert (await shoe.handle(c.EndRound(id=f"{coup}:end", table=TABLE, coup=coup, ruleset=ruleset,
+                                             pickup=tuple(cards)))).ok
+        await same_as_the_whole_table()
+    assert went_on >= 1 and shoe.tables[TABLE].shuffles >= 3  # or the test proves nothing
+    if kind == "jetstream":
+        await nc.close()
+
+
+async def test_shoes_named_otherwise_are_looked_for_over_the_whole_table() -> None:
+    store = InMemoryEventStore()
+    await store.append(subjects.event(TABLE, "odd", subjects.NO_COUP, "shoe"), batch(DEALT), expected=0, msg_id="a")
+    await store.append(subjects.event(TABLE, "odd", f"{TABLE}-000001", "coup"), batch(DEALT), expected=0, msg_id="b")
+    found = await latest_at_table(store, TABLE, "coup")
+    assert found is not None and found.msg_id == "b"
+    assert await latest_at_table(store, "T-2", "coup") is None

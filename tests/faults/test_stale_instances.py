@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from bench.history import deal
-from services.shoe.service import MemorySecrets, ShoeService, secure_shuffle, shoe_id
+from services.shoe.service import MemorySecrets, ShoeService, secure_shuffle
 from services.wager.service import WagerService
 
 from casino import commands as c
@@ -96,7 +96,7 @@ async def test_a_shoe_instance_left_behind_by_a_new_shoe_writes_nothing_on_the_s
     behind = ShoeService(store, secrets, secure_shuffle)
     await behind.table(TABLE, ruleset)  # holds the table after coup 1, and follows it no further
     n = 1
-    while first.tables[TABLE].state.shoe_id == shoe_id(TABLE, 1):
+    while first.tables[TABLE].state.shoe_id == subjects.shoe_id(TABLE, 1):
         n += 1
         await deal(first, n, 1, TABLE, ruleset)
     appends = appends_of(store)
@@ -108,8 +108,8 @@ async def test_a_shoe_instance_left_behind_by_a_new_shoe_writes_nothing_on_the_s
     await behind.reload(start)  # as the service answers a conflict: read on, decide again
     assert (await behind.handle(start)).ok
     assert [a[3] for a in appends] == ["conflict", "written"]
-    assert [subjects.tokens(a[0])[1] for a in appends] == [shoe_id(TABLE, 1), shoe_id(TABLE, 2)]
-    assert isinstance((await shoe_events(store, TABLE, shoe_id(TABLE, 1)))[-1], S.ShoeEnded)
+    assert [subjects.tokens(a[0])[1] for a in appends] == [subjects.shoe_id(TABLE, 1), subjects.shoe_id(TABLE, 2)]
+    assert isinstance((await shoe_events(store, TABLE, subjects.shoe_id(TABLE, 1)))[-1], S.ShoeEnded)
     await first.reload(c.StartRound(id="catch-up", table=TABLE, coup=coup, ruleset=ruleset))
     assert behind.tables[TABLE].state == first.tables[TABLE].state and behind.tables[TABLE].state.round == coup
 
@@ -138,7 +138,7 @@ async def test_two_instances_starting_the_next_shoe_write_it_once(tmp_path: Path
     appends = appends_of(store)
 
     await deal(behind, n + 1, 1, TABLE, ruleset)
-    assert appends[0][1:] == (subjects.event(TABLE, shoe_id(TABLE, 2), "*", "shoe"), 0, "duplicate")
-    assert sum(isinstance(e, S.ShoeShuffled) for e in await shoe_events(store, TABLE, shoe_id(TABLE, 2))) == 1
+    assert appends[0][1:] == (subjects.event(TABLE, subjects.shoe_id(TABLE, 2), "*", "shoe"), 0, "duplicate")
+    assert sum(isinstance(e, S.ShoeShuffled) for e in await shoe_events(store, TABLE, subjects.shoe_id(TABLE, 2))) == 1
     await first.reload(c.StartRound(id="catch-up", table=TABLE, coup=f"{TABLE}-{n + 1:06d}", ruleset=ruleset))
     assert behind.tables[TABLE].state == first.tables[TABLE].state

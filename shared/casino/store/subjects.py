@@ -25,6 +25,17 @@ def event(table: str, shoe: str, coup: str, aggregate: str) -> str:
     return f"{EVENTS}.{table}.{shoe or NO_COUP}.{coup or NO_COUP}.{aggregate}"
 
 
+def shoe_id(table: str, n: int) -> str:
+    """The table's n-th shoe, as the shoe service names its shoes: 1, 2, ... in turn."""
+    return f"{table}-shoe-{n}"
+
+
+def shoe_number(table: str, shoe: str) -> int | None:
+    """``n`` of ``shoe_id(table, n)``; None for a name of another form."""
+    n = shoe.removeprefix(f"{table}-shoe-")
+    return int(n) if n != shoe and n.isdigit() else None
+
+
 def coup_filter(coup: str, table: str = "*", shoe: str = "*") -> str:
     """Every event of one coup; name its table and shoe where they are known:
     the server matches every table and shoe under a wildcard before the
