@@ -97,6 +97,10 @@ def main() -> None:
           f"none: the server's CPU {h['server_cpu_ms_per_round']:.2f} against {bare['server_cpu_ms_per_round']:.2f} "
           f"ms a round, ratio {results['history']['cpu_ratio']:.2f}; p50/p99 {h['p50_ms']:.1f}/{h['p99_ms']:.1f} "
           f"against {bare['p50_ms']:.1f}/{bare['p99_ms']:.1f} ms (target: flat, a ratio about 1)")
+    print(f"  taking up that table at a start, the server's CPU: the latest coup "
+          f"{h['latest_coup_shoe_in_play_cpu_ms']:.2f} ms found in the shoe in play against "
+          f"{h['latest_coup_whole_table_cpu_ms']:.2f} over the whole table, the latest shoe event "
+          f"{h['latest_shoe_shoe_in_play_cpu_ms']:.2f} against {h['latest_shoe_whole_table_cpu_ms']:.2f} ms")
     print(f"each figure is the median of {args.runs} runs")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -4,16 +4,21 @@ by the shoe service, then appended to the stream as it wrote them), and the
 shoe service deals more rounds on it (start, the cards by the tableau, end),
 each round's wall time and the server's CPU measured; the baseline is the
 same rounds at a table with no history. A guard that matched the table's
-whole history on each append made the server's work grow with it."""
+whole history on each append made the server's work grow with it. Beside
+them, what taking up the table at a service's start costs the server: its
+latest coup and shoe event found in the shoe in play, against a filter over
+the table's whole history."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import statistics
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +30,11 @@ from services.shoe.service import MemorySecrets, ShoeService, secure_shuffle
 from bench.load import latency_percentiles, usage
 from casino import commands as c
 from casino.natsserver import NatsServer
-from casino.store.envelope import Batch, encode
-from casino.store.eventstore import Appended, Stored
+from casino.rules import shoe as S
+from casino.service import Recorder
+from casino.store import subjects
+from casino.store.envelope import Batch, CoupConfigured, encode
+from casino.store.eventstore import Appended, Stored, latest_at_table
 from casino.store.jetstream import STREAM, JetStreamEventStore, ensure_streams
 
 TABLE, RULESET = "BAC000", "baccarat-000-methods"
@@ -71,14 +79,27 @@ async def deal(shoe: ShoeService, first: int, count: int, table: str = TABLE, ru
 
 async def write_history(nc: Client, coups: int) -> None:
     """``coups`` rounds at the table, across as many shoes as they take, in the
-    stream as the shoe service wrote them, and their shoes' orders kept."""
+    stream as the shoe service wrote them, each with a coup message filed
+    under the shoe its round started in (as the dealer-policy files a coup),
+    and their shoes' orders kept."""
     store, secrets = Unchecked(), MemorySecrets()
     await deal(ShoeService(store, secrets, secure_shuffle), 1, coups)
+    coups_filed = Unchecked()
+    recorder = Recorder(coups_filed, "dealer-policy")
+    written = []
+    for subject, batch, msg_id in store.appended:
+        written.append((subject, batch, msg_id))
+        if any(isinstance(e.data, S.RoundStarted) for e in batch.events):
+            _, shoe, coup, _ = subjects.tokens(subject)
+            configured = CoupConfigured(TABLE, "baccarat", RULESET, "", int(coup.rsplit("-", 1)[1]))
+            await recorder.record(subjects.event(TABLE, shoe, coup, "coup"), [configured], expected=0,
+                                  msg_id=f"{coup}:open", table=TABLE, shoe=shoe, coup=coup, causation=f"{coup}:open")
+            written.append(coups_filed.appended[-1])
     js = nc.jetstream()
-    for i in range(0, len(store.appended), 2000):
+    for i in range(0, len(written), 2000):
         await asyncio.gather(*[
             await js.publish_async(subject, encode(batch), stream=STREAM, headers={"Nats-Msg-Id": msg_id})
-            for subject, batch, msg_id in store.appended[i:i + 2000]])
+            for subject, batch, msg_id in written[i:i + 2000]])
     kept = JetStreamSecrets(js)
     for (table, shoe), order in secrets.orders.items():
         await kept.put(table, shoe, order)
@@ -91,6 +112,7 @@ async def one_run(history: int, rounds: int) -> dict[str, Any]:
         try:
             await ensure_streams(nc.jetstream())
             await write_history(nc, history)
+            taking_up = await take_up(JetStreamEventStore(nc), server.process.pid)
             shoe = ShoeService(JetStreamEventStore(nc), JetStreamSecrets(nc.jetstream()))
             await deal(shoe, history + 1, 20)  # the table folded, the connection warm
             before = usage(server.process.pid)[0]
@@ -100,7 +122,29 @@ async def one_run(history: int, rounds: int) -> dict[str, Any]:
         finally:
             await nc.close()
     return {"history_coups": history, "rounds": rounds, **latency_percentiles(took),
-            "server_cpu_ms_per_round": 1000 * cpu / rounds, "shoe_in_play": shoe_in_play}
+            "server_cpu_ms_per_round": 1000 * cpu / rounds, "shoe_in_play": shoe_in_play, **taking_up}
+
+
+async def take_up(store: JetStreamEventStore, pid: int, times: int = 20) -> dict[str, float]:
+    """The server's CPU, in milliseconds, to find the table's latest coup and
+    shoe event as a service taking up the table does (in the shoe in play),
+    and over the table's whole history; both must find the same message."""
+    out = {}
+    for aggregate in ("coup", "shoe"):
+        ways: dict[str, Callable[[], Awaitable[Stored | None]]] = {
+            "shoe_in_play": functools.partial(latest_at_table, store, TABLE, aggregate),
+            "whole_table": functools.partial(store.last, subjects.aggregate_filter(aggregate, TABLE))}
+        found = set()
+        for way, get in ways.items():
+            latest = await get()
+            found.add(latest and latest.seq)
+            before = usage(pid)[0]
+            for _ in range(times):
+                await get()
+            out[f"latest_{aggregate}_{way}_cpu_ms"] = 1000 * (usage(pid)[0] - before) / times
+        if len(found) != 1:
+            raise RuntimeError(f"the latest {aggregate} found two ways differs: {found}")
+    return out
 
 
 async def measure(history: int = 20000, rounds: int = 300, runs: int = 3) -> dict[str, Any]:

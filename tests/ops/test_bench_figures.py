@@ -63,3 +63,7 @@ async def test_a_table_given_a_history_deals_on_from_its_shoes_timed_and_costed(
     shoe = figures["shoe_in_play"]
     assert int(shoe.rsplit("-", 1)[1]) >= 5  # 430 coups take several shoes: the history's, dealt on
     assert 0 < figures["p50_ms"] <= figures["p99_ms"] and figures["server_cpu_ms_per_round"] > 0
+    # Taking the table up: the latest coup and shoe event, both ways (found the same, or the run fails).
+    for aggregate in ("coup", "shoe"):
+        assert figures[f"latest_{aggregate}_shoe_in_play_cpu_ms"] >= 0
+        assert figures[f"latest_{aggregate}_whole_table_cpu_ms"] > 0
