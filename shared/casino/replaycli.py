@@ -79,7 +79,7 @@ def coup_id(table: str, coup: str) -> str:
 
 
 async def show_coup(store: EventStore, args: argparse.Namespace) -> int:
-    stored = await store.read(subjects.coup_filter(coup_id(args.table, args.coup)))
+    stored = await store.read(subjects.coup_filter(coup_id(args.table, args.coup), args.table))
     try:
         r = replay_coup(stored)
     except LookupError:
@@ -107,7 +107,7 @@ async def list_coups(store: EventStore, args: argparse.Namespace) -> int:
     if args.what == "shoe":
         table = args.shoe.rsplit("-shoe-", 1)[0]
         coups = sorted(by_coup(await store.read(subjects.shoe_filter(table, args.shoe))))
-        stored = [m for c in coups for m in await store.read(subjects.coup_filter(c))]
+        stored = [m for c in coups for m in await store.read(subjects.coup_filter(c, table))]
     else:
         stored = await store.read(subjects.table_filter(args.table))
     print(f"{'coup':<18} {'opened (UTC)':<20} {'dealt by':<12} {'result':<34} settled")
@@ -137,12 +137,12 @@ def _utc(t: datetime) -> datetime:
 
 async def verify(store: EventStore, nc: Client, args: argparse.Namespace) -> int:
     if args.coup:
-        stored = await store.read(subjects.coup_filter(args.coup))
+        stored = await store.read(subjects.coup_filter(args.coup, subjects.table_of_coup(args.coup)))
         report = verify_all(stored, [])
     elif args.shoe:
         table = args.shoe.rsplit("-shoe-", 1)[0]
         shoes = await store.read(subjects.shoe_filter(table, args.shoe))
-        stored = [m for c in sorted(by_coup(shoes)) for m in await store.read(subjects.coup_filter(c))]
+        stored = [m for c in sorted(by_coup(shoes)) for m in await store.read(subjects.coup_filter(c, table))]
         report = verify_all(stored, shoes)
     elif args.table:
         stored = await store.read(subjects.table_filter(args.table))

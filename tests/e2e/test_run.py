@@ -72,6 +72,10 @@ async def test_casino_run_deals_every_coup_to_settlement_and_a_second_run_contin
     assert [line.split()[0] for line in listed.stdout.splitlines()[1:]] == [f"BAC000-1-00000{n}" for n in (2, 3, 4)]
     shoe = cli("replay", "shoe", "BAC001-1-shoe-1")
     assert len(shoe.stdout.splitlines()) == 6
+    one = cli("verify", "--coup", "BAC000-1-000003")
+    assert one.returncode == 0 and "verified 1 coups" in one.stdout, one.stdout + one.stderr
+    shoe_verified = cli("verify", "--shoe", "BAC001-1-shoe-1")
+    assert shoe_verified.returncode == 0 and "verified 5 coups" in shoe_verified.stdout, shoe_verified.stdout
     rebuilt = cli("projections", "rebuild")
     assert "equal to the live ones" in rebuilt.stdout, rebuilt.stdout
 

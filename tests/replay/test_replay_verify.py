@@ -446,3 +446,12 @@ async def test_projections_rebuilt_page_by_page_equal_the_live_ones(
     assert f"rebuilt {entries} read-model entries up to stream sequence {len(recorded)}: equal to the live ones" \
         in capsys.readouterr().out
     assert max(n for _, _, n in reads) == 50
+
+
+def test_a_coup_named_as_the_dealer_policy_names_it_gives_its_table_to_read_it_from() -> None:
+    """A coup read across every table has the server match every table and
+    shoe the stream has held; the replay and verify commands name its table."""
+    assert subjects.table_of_coup("BAC000-1-000042") == "BAC000-1"
+    assert subjects.coup_filter("BAC000-1-000042", subjects.table_of_coup("BAC000-1-000042")) == \
+        "casino.ev.BAC000-1.*.BAC000-1-000042.>"
+    assert [subjects.table_of_coup(c) for c in ("c1", "T-x", "-000001")] == ["*", "*", "*"]

@@ -36,6 +36,13 @@ def shoe_number(table: str, shoe: str) -> int | None:
     return int(n) if n != shoe and n.isdigit() else None
 
 
+def table_of_coup(coup: str) -> str:
+    """The table of a coup named as the dealer-policy names them
+    (``<table>-<number>``), else a wildcard for any table."""
+    table, _, number = coup.rpartition("-")
+    return table if table and number.isdigit() else "*"
+
+
 def coup_filter(coup: str, table: str = "*", shoe: str = "*") -> str:
     """Every event of one coup; name its table and shoe where they are known:
     the server matches every table and shoe under a wildcard before the
