@@ -2,9 +2,10 @@
 decide, settle, with every event) against a minimal straight-line dealer
 written here, on the same shuffled shoes.
 
-Beside them, the floor of recording a coup as events: only folding the events
-the library gave (the coup's and the shoe's) back into their states, which is
-what any deal that records them this way does at the least."""
+Beside them, two floors of recording a coup as these events, what any deal
+that records them does at the least: only folding the events the library gave
+(the coup's and the shoe's) back into their states; and only making each of
+those events again from its fields, no rule applied."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import random
 import statistics
 import time
 from typing import Any
+
+import msgspec
 
 from casino import rulesets
 from casino.rules import play, shoe
@@ -72,6 +75,15 @@ def play_all(rules: BaccaratRules, orders: list[tuple[tuple[str, ...], str]], co
     return records, table_shoe
 
 
+def as_fields(events: list[Any]) -> list[tuple[type, tuple[Any, ...]]]:
+    return [(type(e), msgspec.structs.astuple(e)) for e in events]
+
+
+def remake(fields: list[tuple[type, tuple[Any, ...]]]) -> list[Any]:
+    """Each event made again from its fields: what recording it costs at the least."""
+    return [kind(*values) for kind, values in fields]
+
+
 def measure(coups: int = 2000, runs: int = 5) -> dict[str, Any]:
     rules = rulesets.load("baccarat-000-methods")
     assert isinstance(rules, BaccaratRules)
@@ -81,7 +93,7 @@ def measure(coups: int = 2000, runs: int = 5) -> dict[str, Any]:
         cards = list(full_set(rules.shoe.decks))
         rnd.shuffle(cards)
         orders.append((tuple(cards), f"s{n}"))
-    lib, base, folds = [], [], []
+    lib, base, folds, builds = [], [], [], []
     for _ in range(runs):
         start = time.perf_counter()
         play_all(rules, orders, coups)
@@ -98,7 +110,13 @@ def measure(coups: int = 2000, runs: int = 5) -> dict[str, Any]:
         for e in table_shoe.events:
             state = shoe.evolve(state, e)
         folds.append(time.perf_counter() - start)
+        fields = as_fields([e for record in records for e in record.events] + list(table_shoe.events))
+        start = time.perf_counter()
+        remake(fields)
+        builds.append(time.perf_counter() - start)
     rate, baseline = coups / statistics.median(lib), coups / statistics.median(base)
-    fold = coups / statistics.median(folds)
+    fold, build = coups / statistics.median(folds), coups / statistics.median(builds)
     return {"coups": coups, "runs": runs, "coups_per_s": rate, "baseline_coups_per_s": baseline,
-            "ratio": rate / baseline, "fold_only": {"coups_per_s": fold, "ratio": fold / baseline}}
+            "ratio": rate / baseline, "fold_only": {"coups_per_s": fold, "ratio": fold / baseline},
+            "events_only": {"coups_per_s": build, "ratio": build / baseline,
+                            "events_per_coup": len(fields) / coups}}

@@ -45,3 +45,17 @@ def test_the_straight_line_dealer_deals_each_coup_as_the_rules_do() -> None:
     # All the coups in one run: a coup that took a card too few would shift every coup after it.
     assert bench_rules.straight_line(every_card, len(records)) == paid
     assert winners == {"banker", "player", "tie"} and third_cards > 300
+
+
+def test_the_events_only_floor_makes_every_event_of_the_coups_again() -> None:
+    """The floor of recording a coup makes the same events the library
+    recorded, the coup's and the shoe's, field for field."""
+    rules = rulesets.load("baccarat-000-methods")
+    assert isinstance(rules, BaccaratRules)
+    cards = list(full_set(rules.shoe.decks))
+    random.Random(3).shuffle(cards)
+    records, table_shoe = bench_rules.play_all(rules, [(tuple(cards), "s0")], 20, keep=True)
+    events = [e for record in records for e in record.events] + list(table_shoe.events)
+    assert len(events) > 20 * 15 and bench_rules.remake(bench_rules.as_fields(events)) == events
+    figures = bench_rules.measure(60, 1)
+    assert figures["events_only"]["events_per_coup"] > 15 and figures["events_only"]["coups_per_s"] > 0
