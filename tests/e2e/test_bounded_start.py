@@ -151,11 +151,17 @@ async def test_the_latest_coup_and_shoe_event_are_found_in_the_shoe_in_play_as_t
     table's whole history gives; where a start most often falls (a round
     ended) it matches no wildcard over the table's shoes."""
     if kind == "memory":
-        store: EventStore = InMemoryEventStore()
-    else:
-        nc = await nats.connect(request.getfixturevalue("nats_url"))
+        await _latest_through_the_shoe_in_play(InMemoryEventStore(), tmp_path)
+        return
+    nc = await nats.connect(request.getfixturevalue("nats_url"))
+    try:
         await ensure_streams(nc.jetstream())
-        store = JetStreamEventStore(nc)
+        await _latest_through_the_shoe_in_play(JetStreamEventStore(nc), tmp_path)
+    finally:
+        await nc.close()
+
+
+async def _latest_through_the_shoe_in_play(store: EventStore, tmp_path: Path) -> None:
     ruleset = small_shoe(tmp_path, "blackjack-003-no-hole-card")
     shoe = ShoeService(store, MemorySecrets(), secure_shuffle)
     lasts = lasts_of(store)
@@ -197,8 +203,6 @@ async def test_the_latest_coup_and_shoe_event_are_found_in_the_shoe_in_play_as_t
                                              pickup=tuple(cards)))).ok
         await same_as_the_whole_table()
     assert went_on >= 1 and shoe.tables[TABLE].shuffles >= 3  # or the test proves nothing
-    if kind == "jetstream":
-        await nc.close()
 
 
 async def test_shoes_named_otherwise_are_looked_for_over_the_whole_table() -> None:

@@ -244,7 +244,7 @@ def test_a_wager_command_naming_another_tables_coup_is_refused_and_writes_nothin
             asyncio.run(wager.handle(command))
     assert len(store.messages) == written and wager.books["B-000001"].book.wagers == ()
     # A service that does not hold the book (restarted) looks for it at the
-    # command's own table only, finds none, and refuses the same way.
+    # command's own table only, finds none, and refuses for want of one.
     restarted = WagerService(store)
     wager_a = c.PlaceWager(id="w", table="A", coup="B-000001", seat=1, bet="banker", amount=5000)
     asyncio.run(restarted.reload(wager_a))
