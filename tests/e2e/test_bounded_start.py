@@ -21,7 +21,7 @@ from casino.rules import shoe as S
 from casino.service import Peer
 from casino.simulator import Simulator
 from casino.store import subjects
-from casino.store.eventstore import EventStore, InMemoryEventStore, Stored, latest_at_table
+from casino.store.eventstore import EventStore, InMemoryEventStore, latest_at_table
 from casino.store.jetstream import JetStreamEventStore, ensure_streams
 from casino.tables import TableConfig
 from casino.verify import verify_coup
@@ -40,17 +40,22 @@ def small_shoe(tmp_path: Path, name: str) -> str:
     return ruleset_variant(tmp_path, name, decks=2 if name.startswith("blackjack") else 1)
 
 
+def filters_of(store: EventStore, method: str = "read") -> list[str]:
+    """The filters ``store`` is asked with from now on, by ``method`` (``read``, ``last``)."""
+    filters: list[str] = []
+    asked = getattr(store, method)
+
+    async def recorded(filter_: str, *args: object) -> object:
+        filters.append(filter_)
+        return await asked(filter_, *args)
+
+    setattr(store, method, recorded)
+    return filters
+
+
 def reads_of(store: EventStore) -> list[str]:
     """The filters ``store`` is read with from now on."""
-    filters: list[str] = []
-    read = store.read
-
-    async def recorded(filter_: str, after: int = 0) -> list[Stored]:
-        filters.append(filter_)
-        return await read(filter_, after)
-
-    store.read = recorded  # type: ignore[method-assign]
-    return filters
+    return filters_of(store, "read")
 
 
 def deciding(t: TableCoup) -> tuple[object, ...]:
@@ -129,19 +134,6 @@ async def test_a_round_dealt_on_from_a_new_shoe_is_folded_from_the_shoe_before(t
     assert end.ok and second.tables[TABLE].last_round == coup
 
 
-def lasts_of(store: EventStore) -> list[str]:
-    """The filters ``store``'s latest message is asked for with from now on."""
-    filters: list[str] = []
-    last = store.last
-
-    async def recorded(filter_: str) -> Stored | None:
-        filters.append(filter_)
-        return await last(filter_)
-
-    store.last = recorded  # type: ignore[method-assign]
-    return filters
-
-
 @pytest.mark.parametrize(("kind", "shoes"), [("memory", "one deck"), ("jetstream", "one deck"),
                                              ("memory", "continuous shuffler")])
 async def test_the_latest_coup_and_shoe_event_are_found_in_the_shoe_in_play_as_the_whole_table_gives_them(
@@ -169,7 +161,7 @@ async def test_the_latest_coup_and_shoe_event_are_found_in_the_shoe_in_play_as_t
 async def _latest_through_the_shoe_in_play(store: EventStore, ruleset: str) -> int:
     """100 rounds of 1 to 6 cards; how many went on into a new shoe."""
     shoe = ShoeService(store, MemorySecrets(), secure_shuffle)
-    lasts = lasts_of(store)
+    lasts = filters_of(store, "last")
 
     async def same_as_the_whole_table() -> None:
         for aggregate in ("coup", "shoe"):
