@@ -105,7 +105,7 @@ def by_coup(stored: list[Stored]) -> dict[str, list[Stored]]:
 
 async def list_coups(store: EventStore, args: argparse.Namespace) -> int:
     if args.what == "shoe":
-        table = args.shoe.rsplit("-shoe-", 1)[0]
+        table = subjects.table_of_shoe(args.shoe)
         coups = sorted(by_coup(await store.read(subjects.shoe_filter(table, args.shoe))))
         stored = [m for c in coups for m in await store.read(subjects.coup_filter(c, table))]
     else:
@@ -140,7 +140,7 @@ async def verify(store: EventStore, nc: Client, args: argparse.Namespace) -> int
         stored = await store.read(subjects.coup_filter(args.coup, subjects.table_of_coup(args.coup)))
         report = verify_all(stored, [])
     elif args.shoe:
-        table = args.shoe.rsplit("-shoe-", 1)[0]
+        table = subjects.table_of_shoe(args.shoe)
         shoes = await store.read(subjects.shoe_filter(table, args.shoe))
         stored = [m for c in sorted(by_coup(shoes)) for m in await store.read(subjects.coup_filter(c, table))]
         report = verify_all(stored, shoes)

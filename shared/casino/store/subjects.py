@@ -36,6 +36,11 @@ def shoe_number(table: str, shoe: str) -> int | None:
     return int(n) if n != shoe and n.isdigit() else None
 
 
+def table_of_shoe(shoe: str) -> str:
+    """The table of a shoe named as ``shoe_id`` names them."""
+    return shoe.rsplit("-shoe-", 1)[0]
+
+
 def table_of_coup(coup: str) -> str:
     """The table of a coup named as the dealer-policy names them
     (``<table>-<number>``), else a wildcard for any table."""
