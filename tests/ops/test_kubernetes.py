@@ -65,7 +65,8 @@ def test_deployments_probes_resources_security_and_replicas(overlay: str, replic
     assert pdbs == SERVICES and monitors == SERVICES
     streams = {d["spec"]["name"]: d["spec"] for d in docs if d["kind"] == "Stream"}  # type: ignore[index]
     assert set(streams) == {"CASINO", "CASINO_SHOE_SECRETS"}
-    assert all(s["replicas"] == js_replicas and s["denyDelete"] and s["denyPurge"] for s in streams.values())
+    assert all(s["replicas"] == js_replicas and s["denyDelete"] and s["denyPurge"] and s["compression"] == "s2"
+               for s in streams.values())
 
 
 def test_the_prometheus_rule_is_the_tested_alert_file() -> None:

@@ -9,7 +9,7 @@ import json
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
-from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, StorageType, StreamConfig
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, StorageType, StoreCompression, StreamConfig
 from nats.js.errors import APIError, BadRequestError, NotFoundError
 
 from casino.store.envelope import Batch, decode, encode
@@ -24,13 +24,19 @@ DLQ_SUBJECTS = "casino.dlq"
 MAX_DELIVERIES = 5
 READ_STALL = 30.0  # seconds a read may go without a message before it gives up
 WRONG_LAST_SEQUENCE = 10071
+# Every stream is compressed on disk: a coup's events, JSON with their envelopes,
+# take about a fifth of the space (21.7 against 4.4 kB a coup in a 16-table run).
+# The server compresses a block of messages once it is full; appends and reads of
+# recent messages are not slowed.
+COMPRESSION = StoreCompression.S2
 
 
 def stream_config(replicas: int = 1, duplicate_window_s: float = 120.0) -> StreamConfig:
-    """The one event stream: file storage, nothing deleted or purged, a duplicate window."""
+    """The one event stream: file storage, compressed, nothing deleted or purged, a duplicate window."""
     return StreamConfig(
         name=STREAM, subjects=[f"{EVENTS}.>"], storage=StorageType.FILE, num_replicas=replicas,
         deny_delete=True, deny_purge=True, allow_direct=True, duplicate_window=duplicate_window_s,
+        compression=COMPRESSION,
     )
 
 
@@ -38,14 +44,14 @@ def secrets_config(replicas: int = 1) -> StreamConfig:
     """The shoe service's shuffled orders, kept out of the public stream."""
     return StreamConfig(
         name=SECRETS_STREAM, subjects=[f"{SECRETS}.>"], storage=StorageType.FILE, num_replicas=replicas,
-        deny_delete=True, deny_purge=True, allow_direct=True,
+        deny_delete=True, deny_purge=True, allow_direct=True, compression=COMPRESSION,
     )
 
 
 def dlq_config(replicas: int = 1) -> StreamConfig:
     """Dead letters: events a consumer could not handle, with the reason."""
     return StreamConfig(name=DLQ_STREAM, subjects=[f"{DLQ_SUBJECTS}.>"], storage=StorageType.FILE,
-                        num_replicas=replicas, deny_delete=True, deny_purge=True)
+                        num_replicas=replicas, deny_delete=True, deny_purge=True, compression=COMPRESSION)
 
 
 async def dead_letter(js: JetStreamContext, consumer: str, subject: str, seq: int, data: bytes, reason: str) -> None:
