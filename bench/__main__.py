@@ -11,7 +11,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from bench import history, load, pipeline, replay, rules
+from bench import history, holding, load, pipeline, replay, rules
 
 
 async def scale(counts: list[int], seconds: float, runs: int) -> dict[str, Any]:
@@ -53,6 +53,7 @@ def main() -> None:
         "pipeline": asyncio.run(pipeline.measure(16, args.seconds, args.runs)),
         "scale": asyncio.run(scale([1, 4, 16, 64], args.seconds / 2, args.runs)),
         "history": asyncio.run(history.measure(20000, 300, args.runs)),
+        "holding": asyncio.run(holding.measure(50000, args.runs)),
     }
     r, rp, pl = results["rules"], results["replay"], results["pipeline"]
     rows = [
@@ -103,6 +104,15 @@ def main() -> None:
           f"{h['latest_coup_shoe_in_play_cpu_ms']:.2f} ms found in the shoe in play against "
           f"{h['latest_coup_whole_table_cpu_ms']:.2f} over the whole table, the latest shoe event "
           f"{h['latest_shoe_shoe_in_play_cpu_ms']:.2f} against {h['latest_shoe_whole_table_cpu_ms']:.2f} ms")
+    print(f"what the stream's history costs the server: {pl['stored_bytes_per_coup']:,.0f} bytes of messages a coup "
+          f"(16 tables flat out), {pl['disk_bytes_per_coup']:,.0f} on disk compressed")
+    ho, own, same, empty = results["holding"], *(results["holding"][k] for k in
+                                                 ("coups_own_subjects", "same_messages", "empty"))
+    print(f"  memory after a restart on {own['coups']:,} coups, each under its own subjects: {own['rss_mib']:.0f} MiB "
+          f"against {same['rss_mib']:.0f} for the same messages under a few subjects and {empty['rss_mib']:.0f} empty: "
+          f"{own['kib_per_coup']:.2f} against {same['kib_per_coup']:.2f} KiB a coup, ratio {ho['memory_ratio']:.1f}; "
+          f"the restarted server answers in {own['ready_s']:.2f} s ({own['killed_ready_s']:.2f} after a kill) against "
+          f"{same['ready_s']:.2f} ({same['killed_ready_s']:.2f})")
     print(f"each figure is the median of {args.runs} runs")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -26,13 +26,14 @@ from typing import Any
 import nats
 from nats.js.api import StorageType, StreamConfig
 
+from bench.holding import on_disk
 from bench.load import Meter, casino, latency_percentiles, median_spent, process_ids, stop_players
 from casino.launcher import APPROVALS
 from casino.natsserver import NatsServer
 from casino.rules.baccarat import messages as bm
 from casino.simulator import Simulator
 from casino.store import envelope, subjects
-from casino.store.jetstream import STREAM, JetStreamEventStore, ensure_streams
+from casino.store.jetstream import COMPRESSION, STREAM, JetStreamEventStore, ensure_streams
 from casino.tables import TableConfig
 
 ONE_TABLE_EVERY = 0.2
@@ -62,6 +63,8 @@ async def one_run(tables_count: int, seconds: float, every: float = 0.0) -> dict
         window = [m for m in stored if first < m.seq <= last]
         opened = {e.coup: e.data.procedure for m in stored for e in m.batch.events if isinstance(e.data, bm.CoupOpened)}
         procs.stop_all()  # the ceiling has the server to itself
+        kept = {"stored_bytes_per_coup": (await nc.jetstream().stream_info(STREAM)).state.bytes / len(opened),
+                "disk_bytes_per_coup": on_disk(server, STREAM) / len(opened)}
         # The ceiling appends each event as its own message, with its envelope.
         sizes = [len(m.subject) + len(envelope.encode(envelope.Batch((e,)))) for m in window for e in m.batch.events]
         ceiling_s = await _ceiling(nc, sizes) if not every else 0.0
@@ -70,7 +73,7 @@ async def one_run(tables_count: int, seconds: float, every: float = 0.0) -> dict
         by_procedure.setdefault(opened[coup], []).append(seconds)
     return {"coups": len(settled), "coups_per_s": len(settled) / elapsed, "messages": len(window),
             "events": len(sizes), "ceiling_coups_per_s": len(settled) / ceiling_s if ceiling_s else 0.0,
-            **latency_percentiles(list(settled.values())), **spent,
+            **latency_percentiles(list(settled.values())), **spent, **kept,
             "by_procedure": {p: {"coups": len(x), **latency_percentiles(x)} for p, x in sorted(by_procedure.items())}}
 
 
@@ -78,7 +81,7 @@ async def _ceiling(nc: Any, sizes: list[int]) -> float:
     """Seconds for nats-py to append messages of these sizes, with acks, pipelined."""
     js = nc.jetstream()
     await js.add_stream(StreamConfig(name="CEILING", subjects=["ceiling.>"], storage=StorageType.FILE,
-                                     duplicate_window=120))
+                                     duplicate_window=120, compression=COMPRESSION))
     payloads = [b"x" * max(1, s - 20) for s in sizes]
     start = time.perf_counter()
     window = 256
@@ -151,7 +154,9 @@ async def measure(tables: int = 16, seconds: float = 20, runs: int = 3) -> dict[
     rate, ceiling = _median(results, "coups_per_s"), _median(results, "ceiling_coups_per_s")
     out = {"tables": tables, "seconds": seconds, "runs": runs, "coups_per_s": rate, "ceiling_coups_per_s": ceiling,
            "ratio": rate / ceiling if ceiling else 0.0, "p50_ms": _median(results, "p50_ms"),
-           "p99_ms": _median(results, "p99_ms"), **median_spent(results), "by_procedure": median_by_procedure(results)}
+           "p99_ms": _median(results, "p99_ms"), **median_spent(results), "by_procedure": median_by_procedure(results),
+           "stored_bytes_per_coup": _median(results, "stored_bytes_per_coup"),
+           "disk_bytes_per_coup": _median(results, "disk_bytes_per_coup")}
     # At a tenth of the rate, twice as long: enough coups of each procedure for a p99.
     for key, share, longer in (("half_load", 2, 1), ("tenth_load", 10, 2)):
         every = tables / (rate / share)

@@ -1,0 +1,145 @@
+"""What the nats-server holds in memory for the stream's history, and how
+long a restarted server takes to answer. The server keeps an index entry in
+memory for every subject the stream holds, and each coup is filed under
+subjects of its own (``casino.ev.<table>.<shoe>.<coup>.<aggregate>``, one
+for each service that writes to it), so that one filter finds a coup: its
+memory grows with every coup the stream keeps. A history of so many coups is
+written as the services file them, the server restarted on it (after a
+kill, and after a clean stop), and its resident memory and time to answer measured;
+against an empty store, and against the same messages filed without the
+coup's own subjects (each table's under one subject per aggregate), which is
+what the messages themselves cost."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import nats
+from nats.aio.client import Client
+
+from bench.load import rss_mib
+from casino.natsserver import NatsServer
+from casino.store import subjects
+from casino.store.jetstream import STREAM, ensure_streams
+
+AGGREGATES = ("coup", "shoe", "wager", "settle")  # a coup's subjects: one for each service that writes to it
+COUPS_A_SHOE = 70  # an eight-deck shoe deals about 70 coups of baccarat
+TABLES = 16
+BODY = 400  # bytes of a typical event batch
+
+
+def history(coups: int, own_subjects: bool = True) -> Iterator[str]:
+    """The subject of each message of ``coups`` coups dealt round the tables,
+    one message for each of a coup's aggregates and one for its shoe's events
+    between coups; as the services file them, or (not ``own_subjects``) each
+    table's under one subject per aggregate."""
+    for n in range(coups):
+        table = f"BAC-{n % TABLES + 1}"
+        number = n // TABLES + 1
+        shoe = subjects.shoe_id(table, (number - 1) // COUPS_A_SHOE + 1)
+        coup = f"{table}-{number:06d}"
+        if not own_subjects:
+            shoe = coup = "all"
+        if (number - 1) % COUPS_A_SHOE == 0:
+            yield subjects.event(table, shoe, "", "shoe")
+        for aggregate in AGGREGATES:
+            yield subjects.event(table, shoe, coup, aggregate)
+
+
+def on_disk(server: NatsServer, stream: str) -> int:
+    """Bytes the server's store holds on disk for ``stream``."""
+    folder = server.store_dir / "jetstream" / "$G" / "streams" / stream
+    if not folder.is_dir():
+        raise FileNotFoundError(f"no store for stream {stream} under {server.store_dir}")
+    return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+
+
+async def write(nc: Client, filed: Iterator[str], window: int = 4000) -> int:
+    """Append every message, pipelined, each acknowledged; how many."""
+    js, body, count = nc.jetstream(), b"x" * BODY, 0
+    pending = []
+    for subject in filed:
+        pending.append(await js.publish_async(subject, body, stream=STREAM))
+        count += 1
+        if len(pending) >= window:
+            await asyncio.gather(*pending)
+            pending = []
+    await asyncio.gather(*pending)
+    return count
+
+
+async def restarted(store: Path, messages: int) -> dict[str, float]:
+    """The server started again on ``store``: seconds until the stream answers
+    with all its messages, and its resident memory a moment later."""
+    start = time.perf_counter()
+    with NatsServer(store) as server:
+        assert server.process is not None
+        nc = await nats.connect(server.url)
+        try:
+            info = await nc.jetstream().stream_info(STREAM)
+            ready = time.perf_counter() - start
+            if info.state.messages != messages:
+                raise RuntimeError(f"the restarted stream holds {info.state.messages} messages, not {messages}")
+            await asyncio.sleep(1)
+            return {"ready_s": ready, "rss_mib": rss_mib(server.process.pid)}
+        finally:
+            await nc.close()
+
+
+async def one_run(coups: int, own_subjects: bool = True) -> dict[str, Any]:
+    """A server given ``coups`` coups of history, killed as it stands (a node
+    that crashes leaves its index behind its last writes), restarted, then
+    stopped cleanly and restarted again."""
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Path(tmp) / "nats"
+        server = NatsServer(store).start()
+        try:
+            nc = await nats.connect(server.url)
+            await ensure_streams(nc.jetstream())
+            messages = await write(nc, history(coups, own_subjects))
+            await nc.close()
+        finally:
+            server.kill()
+        killed = await restarted(store, messages)
+        clean = await restarted(store, messages)
+    return {"coups": coups, "messages": messages, "rss_mib": clean["rss_mib"], "ready_s": clean["ready_s"],
+            "killed_rss_mib": killed["rss_mib"], "killed_ready_s": killed["ready_s"]}
+
+
+async def measure(coups: int = 50000, runs: int = 3) -> dict[str, Any]:
+    """Each way the median of ``runs``: the history filed as the services file
+    it, the same messages without the coups' own subjects, and no history."""
+    ways: dict[str, list[dict[str, Any]]] = {"coups_own_subjects": [], "same_messages": [], "empty": []}
+    for _ in range(runs):
+        ways["coups_own_subjects"].append(await one_run(coups))
+        ways["same_messages"].append(await one_run(coups, own_subjects=False))
+        ways["empty"].append(await one_run(0))
+    out: dict[str, Any] = {"runs": runs, "tables": TABLES, "coups_a_shoe": COUPS_A_SHOE}
+    for way, results in ways.items():
+        out[way] = {k: statistics.median(r[k] for r in results) for k in results[0]}
+    empty = out["empty"]["rss_mib"]
+    for way in ("coups_own_subjects", "same_messages"):
+        out[way]["kib_per_coup"] = 1024 * (out[way]["rss_mib"] - empty) / coups
+    out["memory_ratio"] = (out["coups_own_subjects"]["rss_mib"] - empty) / max(
+        out["same_messages"]["rss_mib"] - empty, 0.1)
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(prog="python -m bench.holding")
+    p.add_argument("--coups", type=int, default=50000, help="coups of history in the stream")
+    p.add_argument("--runs", type=int, default=1)
+    args = p.parse_args()
+    print(json.dumps(asyncio.run(measure(args.coups, args.runs)), indent=2))
+
+
+if __name__ == "__main__":
+    main()
