@@ -108,11 +108,12 @@ def main() -> None:
           f"(16 tables flat out), {pl['disk_bytes_per_coup']:,.0f} on disk compressed")
     ho, own, same, empty = results["holding"], *(results["holding"][k] for k in
                                                  ("coups_own_subjects", "same_messages", "empty"))
-    print(f"  memory after a restart on {own['coups']:,} coups, each under its own subjects: {own['rss_mib']:.0f} MiB "
-          f"against {same['rss_mib']:.0f} for the same messages under a few subjects and {empty['rss_mib']:.0f} empty: "
-          f"{own['kib_per_coup']:.2f} against {same['kib_per_coup']:.2f} KiB a coup, ratio {ho['memory_ratio']:.1f}; "
-          f"the restarted server answers in {own['ready_s']:.2f} s ({own['killed_ready_s']:.2f} after a kill) against "
-          f"{same['ready_s']:.2f} ({same['killed_ready_s']:.2f})")
+    print(f"  after a restart on {own['coups']:,} coups, each under its own subjects, the server's live heap "
+          f"{own['heap_mib']:.0f} MiB ({own['rss_mib']:.0f} resident) against {same['heap_mib']:.0f} "
+          f"({same['rss_mib']:.0f}) for the same messages under a few subjects and {empty['heap_mib']:.0f} "
+          f"({empty['rss_mib']:.0f}) empty: {own['kib_per_coup']:.2f} against {same['kib_per_coup']:.2f} KiB a coup, "
+          f"ratio {ho['memory_ratio']:.1f}; it answers in {own['ready_s']:.2f} s ({own['killed_ready_s']:.2f} after "
+          f"a kill) against {same['ready_s']:.2f} ({same['killed_ready_s']:.2f})")
     print(f"each figure is the median of {args.runs} runs")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
