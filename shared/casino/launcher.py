@@ -58,9 +58,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 async def _provision(url: str) -> None:
-    """The streams, created by the administrator: the services may not."""
+    """The streams, created (or a store of an earlier release's compressed) by
+    the administrator: the services may not."""
     nc = await nats.connect(url)
-    await ensure_streams(nc.jetstream())
+    await ensure_streams(nc.jetstream(), upgrade=True)
     await nc.close()
 
 

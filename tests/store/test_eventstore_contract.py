@@ -18,7 +18,17 @@ from casino.rules.shoe import CardDrawn
 from casino.store import subjects
 from casino.store.envelope import Batch, Envelope, type_of
 from casino.store.eventstore import Conflict, EventStore, InMemoryEventStore
-from casino.store.jetstream import DLQ_STREAM, SECRETS_STREAM, STREAM, JetStreamEventStore, delivery, ensure_streams
+from casino.store.jetstream import (
+    DLQ_STREAM,
+    SECRETS_STREAM,
+    STREAM,
+    JetStreamEventStore,
+    delivery,
+    dlq_config,
+    ensure_streams,
+    secrets_config,
+    stream_config,
+)
 
 pytestmark = pytest.mark.anyio
 AT = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
@@ -193,5 +203,28 @@ async def test_every_stream_is_created_compressed_on_disk(nats_url: str) -> None
         await ensure_streams(js)
         for name in (STREAM, SECRETS_STREAM, DLQ_STREAM):
             assert (await js.stream_info(name)).config.compression == StoreCompression.S2, name
+    finally:
+        await nc.close()
+
+
+async def test_a_stream_of_an_earlier_release_is_compressed_by_the_administrator_only(nats_url: str) -> None:
+    """Streams created before compression keep working; the administrator's
+    start (``casino run`` provisions them) compresses them from then on and
+    keeps their messages; a service's start leaves them as they are."""
+    nc = await nats.connect(nats_url)
+    try:
+        js = nc.jetstream()
+        for config in (stream_config(), secrets_config(), dlq_config()):
+            config.compression = StoreCompression.NONE
+            await js.add_stream(config)
+        await js.publish(COUP, b"from an earlier release")
+        await ensure_streams(js)
+        assert (await js.stream_info(STREAM)).config.compression == StoreCompression.NONE
+        await ensure_streams(js, upgrade=True)
+        for name in (STREAM, SECRETS_STREAM, DLQ_STREAM):
+            info = await js.stream_info(name)
+            assert info.config.compression == StoreCompression.S2, name
+            assert info.config.deny_delete and info.config.deny_purge, name
+        assert (await js.get_last_msg(STREAM, COUP)).data == b"from an earlier release"
     finally:
         await nc.close()

@@ -61,13 +61,20 @@ async def dead_letter(js: JetStreamContext, consumer: str, subject: str, seq: in
         "Casino-Reason": reason[:1000], "Nats-Msg-Id": f"dlq:{consumer}:{seq}"})
 
 
-async def ensure_streams(js: JetStreamContext, replicas: int = 1) -> None:
-    """Create the streams if they do not exist (idempotent)."""
+async def ensure_streams(js: JetStreamContext, replicas: int = 1, upgrade: bool = False) -> None:
+    """Create the streams if they do not exist (idempotent). With ``upgrade``
+    (the administrator's: the services may not change a stream), a stream
+    created by an earlier release is compressed from then on, its other
+    settings and its messages kept."""
     for config in (stream_config(replicas), secrets_config(replicas), dlq_config(replicas)):
         try:
-            await js.stream_info(config.name or "")
+            info = await js.stream_info(config.name or "")
         except NotFoundError:
             await js.add_stream(config)
+            continue
+        if upgrade and info.config.compression != config.compression:
+            info.config.compression = config.compression
+            await js.update_stream(info.config)
 
 
 def delivery(reply: str) -> Delivery:
