@@ -27,7 +27,7 @@ from nats.aio.client import Client
 from services.shoe.secrets import JetStreamSecrets
 from services.shoe.service import MemorySecrets, ShoeService, secure_shuffle
 
-from bench.load import latency_percentiles, usage
+from bench.load import append_all, latency_percentiles, usage
 from casino import commands as c
 from casino.natsserver import NatsServer
 from casino.rules import shoe as S
@@ -35,7 +35,7 @@ from casino.service import Recorder
 from casino.store import subjects
 from casino.store.envelope import Batch, CoupConfigured, encode
 from casino.store.eventstore import Appended, Stored, latest_at_table
-from casino.store.jetstream import STREAM, JetStreamEventStore, ensure_streams
+from casino.store.jetstream import JetStreamEventStore, ensure_streams
 
 TABLE, RULESET = "BAC000", "baccarat-000-methods"
 
@@ -95,12 +95,8 @@ async def write_history(nc: Client, coups: int) -> None:
             await recorder.record(subjects.event(TABLE, shoe, coup, "coup"), [configured], expected=0,
                                   msg_id=f"{coup}:open", table=TABLE, shoe=shoe, coup=coup, causation=f"{coup}:open")
             written.append(coups_filed.appended[-1])
-    js = nc.jetstream()
-    for i in range(0, len(written), 2000):
-        await asyncio.gather(*[
-            await js.publish_async(subject, encode(batch), stream=STREAM, headers={"Nats-Msg-Id": msg_id})
-            for subject, batch, msg_id in written[i:i + 2000]])
-    kept = JetStreamSecrets(js)
+    await append_all(nc, ((subject, encode(batch), {"Nats-Msg-Id": msg_id}) for subject, batch, msg_id in written))
+    kept = JetStreamSecrets(nc.jetstream())
     for (table, shoe), order in secrets.orders.items():
         await kept.put(table, shoe, order)
 

@@ -25,9 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import nats
-from nats.aio.client import Client
 
-from bench.load import rss_mib
+from bench.load import append_all, rss_mib
 from casino.natsserver import NatsServer, free_port
 from casino.store import subjects
 from casino.store.jetstream import STREAM, ensure_streams
@@ -65,20 +64,6 @@ def on_disk(server: NatsServer, stream: str) -> int:
     if not folder.is_dir():
         raise FileNotFoundError(f"no store for stream {stream} under {server.store_dir}")
     return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
-
-
-async def write(nc: Client, filed: Iterator[str], window: int = 4000) -> int:
-    """Append every message, pipelined, each acknowledged; how many."""
-    js, body, count = nc.jetstream(), b"x" * BODY, 0
-    pending = []
-    for subject in filed:
-        pending.append(await js.publish_async(subject, body, stream=STREAM))
-        count += 1
-        if len(pending) >= window:
-            await asyncio.gather(*pending)
-            pending = []
-    await asyncio.gather(*pending)
-    return count
 
 
 def live_heap_mib(prof_port: int) -> float:
@@ -124,7 +109,8 @@ async def one_run(coups: int, own_subjects: bool = True) -> dict[str, Any]:
         try:
             nc = await nats.connect(server.url)
             await ensure_streams(nc.jetstream())
-            messages = await write(nc, history(coups, own_subjects))
+            body = b"x" * BODY
+            messages = await append_all(nc, ((subject, body, None) for subject in history(coups, own_subjects)))
             await nc.close()
         finally:
             server.kill()

@@ -15,7 +15,7 @@ import os
 import statistics
 import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ from casino.natsserver import NatsServer
 from casino.replaycli import verify_history
 from casino.simulator import SimulatedTable, Simulator
 from casino.store import subjects
-from casino.store.jetstream import JetStreamEventStore, ensure_streams
+from casino.store.jetstream import STREAM, JetStreamEventStore, ensure_streams
 from casino.tables import TableConfig
 
 
@@ -50,6 +50,21 @@ def usage(pid: int) -> tuple[float, float, float]:
             on_core, waiting = on_core + int(ran), waiting + int(waited)
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return on_core / 1e9, waiting / 1e9, int(fields[12]) / os.sysconf("SC_CLK_TCK")
+
+
+async def append_all(nc: Client, messages: Iterable[tuple[str, bytes, dict[str, str] | None]],
+                     window: int = 4000) -> int:
+    """Append every (subject, data, headers) to the event stream, pipelined,
+    each acknowledged; how many. A history is written this way, not dealt."""
+    js, pending, count = nc.jetstream(), [], 0
+    for subject, data, headers in messages:
+        pending.append(await js.publish_async(subject, data, stream=STREAM, headers=headers))
+        count += 1
+        if len(pending) >= window:
+            await asyncio.gather(*pending)
+            pending = []
+    await asyncio.gather(*pending)
+    return count
 
 
 MEASURES = ("cpu_ms_per_coup", "wait_ms_per_coup", "kernel_ms_per_coup")
