@@ -107,6 +107,14 @@ def local_auth(var: Path, tables: Iterable[str]) -> dict[str, str]:
     return pw
 
 
+# Each node's memory holds an index entry for every subject the stream keeps
+# (about 1.1 KiB a coup kept: README, Sizing the nats-server); 16 GiB with the
+# collector's soft limit at 14 GiB outlasts the values' 50 Gi volume at the
+# README's example casino. Requests equal to limits: the node is not evicted first.
+NATS_RESOURCES = {"cpu": "2", "memory": "16Gi"}
+NATS_GOMEMLIMIT = "14GiB"
+
+
 def helm_values(tables: Iterable[str]) -> dict[str, object]:
     """Values for the official NATS Helm chart: a 3-node JetStream cluster with
     TLS, the Prometheus exporter, and this permission model, each password
@@ -126,9 +134,14 @@ def helm_values(tables: Iterable[str]) -> dict[str, object]:
             "nats": {"tls": {"enabled": True, "secretName": "nats-server-tls"}},
             "merge": {"authorization": {"users": users}},
         },
-        "container": {"env": {
-            "CASINO_" + u.upper().replace("-", "_") + "_PASSWORD": {
-                "valueFrom": {"secretKeyRef": {"name": "nats-users", "key": u}}} for u in permissions(tables)}},
+        "container": {
+            "env": {
+                **{"CASINO_" + u.upper().replace("-", "_") + "_PASSWORD": {
+                    "valueFrom": {"secretKeyRef": {"name": "nats-users", "key": u}}} for u in permissions(tables)},
+                # The Go collector's soft limit, under the container's: it collects harder
+                # as the server nears it rather than letting the kernel kill the node.
+                "GOMEMLIMIT": NATS_GOMEMLIMIT},
+            "merge": {"resources": {"requests": dict(NATS_RESOURCES), "limits": dict(NATS_RESOURCES)}}},
         "promExporter": {"enabled": True, "podMonitor": {"enabled": True}},
         "podTemplate": {"topologySpreadConstraints": {"kubernetes.io/hostname": {
             "maxSkew": 1, "whenUnsatisfiable": "DoNotSchedule"}}},

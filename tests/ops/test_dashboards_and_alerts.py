@@ -1,6 +1,6 @@
 """The alert rules pass their promtool unit tests; every metric the dashboards
-and alerts use is one the services export (or, for the event store's volume,
-the NATS exporter)."""
+and alerts use is one the services export (or, for the event store's volume
+and the nats-server's memory, the NATS exporter and kube-state-metrics)."""
 
 from __future__ import annotations
 
@@ -17,9 +17,11 @@ from casino.metrics import Metrics
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 PROMQL_WORDS = {"sum", "by", "rate", "increase", "deriv", "histogram_quantile", "time", "and", "on", "le", "or",
-                "without", "max", "min", "avg", "count", "irate", "changes", "predict_linear"}
-# The NATS exporter's (the nats Helm chart's promExporter, -varz): how full each node's JetStream store is.
-NATS_EXPORTER = {"nats_varz_jetstream_stats_storage", "nats_varz_jetstream_config_max_storage"}
+                "without", "max", "min", "avg", "count", "irate", "changes", "predict_linear", "group_left"}
+# The NATS exporter's (the nats Helm chart's promExporter, -varz): how full each node's JetStream store
+# is, and its resident memory; kube-state-metrics': the memory limit of the nats container.
+NATS_EXPORTER = {"nats_varz_jetstream_stats_storage", "nats_varz_jetstream_config_max_storage", "nats_varz_mem",
+                 "kube_pod_container_resource_limits"}
 
 
 def promtool() -> str:

@@ -88,3 +88,18 @@ def test_the_nats_helm_values_carry_the_same_permission_model() -> None:
     values = yaml.safe_load((K8S / "nats" / "values.yaml").read_text())
     assert values == yaml.safe_load(yaml.safe_dump(natsauth.helm_values(tables)))
     assert values["config"]["cluster"]["replicas"] == 3 and values["config"]["nats"]["tls"]["enabled"]
+
+
+def test_the_nats_nodes_memory_alert_fires_only_past_the_collectors_soft_limit() -> None:
+    """The values give each node a memory limit and GOMEMLIMIT under it; the
+    memory alert's threshold lies between them: under GOMEMLIMIT the collector
+    holds the server, past it what is live no longer fits."""
+    values = yaml.safe_load((K8S / "nats" / "values.yaml").read_text())
+    resources = values["container"]["merge"]["resources"]
+    assert resources["requests"] == resources["limits"]
+    limit, soft = resources["limits"]["memory"], values["container"]["env"]["GOMEMLIMIT"]
+    assert limit.endswith("Gi") and soft.endswith("GiB")  # Kubernetes' units and Go's
+    rules = yaml.safe_load((ROOT / "deploy" / "prometheus" / "alerts.yml").read_text())
+    alert = next(r for g in rules["groups"] for r in g["rules"] if r["alert"] == "CasinoEventStoreMemoryNearLimit")
+    threshold = float(alert["expr"].rsplit(">", 1)[1])
+    assert float(soft[:-3]) / float(limit[:-2]) < threshold < 1
