@@ -113,7 +113,8 @@ def main() -> None:
           f"({same['rss_mib']:.0f}) for the same messages under a few subjects and {empty['heap_mib']:.0f} "
           f"({empty['rss_mib']:.0f}) empty: {own['kib_per_coup']:.2f} against {same['kib_per_coup']:.2f} KiB a coup, "
           f"ratio {ho['memory_ratio']:.1f}; it answers in {own['ready_s']:.2f} s ({own['killed_ready_s']:.2f} after "
-          f"a kill) against {same['ready_s']:.2f} ({same['killed_ready_s']:.2f})")
+          f"a kill) against {same['ready_s']:.2f} ({same['killed_ready_s']:.2f}); the server that wrote them, "
+          f"running: {own['running_kib_per_coup']:.2f} against {same['running_kib_per_coup']:.2f} KiB a coup")
     print(f"each figure is the median of {args.runs} runs")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

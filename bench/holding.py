@@ -77,15 +77,21 @@ def live_heap_mib(prof_port: int) -> float:
     return int(found.group(1)) / 2**20
 
 
+def profiled(store: Path) -> tuple[NatsServer, int]:
+    """A server on ``store`` (not yet started) with a profiling port, and the port."""
+    prof_port = free_port()
+    config = store.parent / "profiling.conf"
+    config.write_text(f"prof_port: {prof_port}\n")
+    return NatsServer(store, config=config), prof_port
+
+
 async def restarted(store: Path, messages: int) -> dict[str, float]:
     """The server started again on ``store``: seconds until the stream answers
     with all its messages, and a moment later its resident memory and its
     live heap."""
-    prof_port = free_port()
-    config = store.parent / "profiling.conf"
-    config.write_text(f"prof_port: {prof_port}\n")
+    server, prof_port = profiled(store)
     start = time.perf_counter()
-    with NatsServer(store, config=config) as server:
+    with server:
         assert server.process is not None
         nc = await nats.connect(server.url)
         try:
@@ -100,23 +106,27 @@ async def restarted(store: Path, messages: int) -> dict[str, float]:
 
 
 async def one_run(coups: int, own_subjects: bool = True) -> dict[str, Any]:
-    """A server given ``coups`` coups of history, killed as it stands (a node
-    that crashes leaves its index behind its last writes), restarted, then
-    stopped cleanly and restarted again."""
+    """A server given ``coups`` coups of history (its live heap then: what a
+    running node holds), killed as it stands (a node that crashes leaves its
+    index behind its last writes), restarted, then stopped cleanly and
+    restarted again."""
     with tempfile.TemporaryDirectory() as tmp:
         store = Path(tmp) / "nats"
-        server = NatsServer(store).start()
+        server, prof_port = profiled(store)
+        server.start()
         try:
             nc = await nats.connect(server.url)
             await ensure_streams(nc.jetstream())
             body = b"x" * BODY
             messages = await append_all(nc, ((subject, body, None) for subject in history(coups, own_subjects)))
             await nc.close()
+            running = live_heap_mib(prof_port)
         finally:
             server.kill()
         killed = await restarted(store, messages)
         clean = await restarted(store, messages)
-    return {"coups": coups, "messages": messages, **clean, **{f"killed_{k}": v for k, v in killed.items()}}
+    return {"coups": coups, "messages": messages, "running_heap_mib": running, **clean,
+            **{f"killed_{k}": v for k, v in killed.items()}}
 
 
 async def measure(coups: int = 50000, runs: int = 3) -> dict[str, Any]:
@@ -133,6 +143,7 @@ async def measure(coups: int = 50000, runs: int = 3) -> dict[str, Any]:
     empty = out["empty"]["heap_mib"]
     for way in ("coups_own_subjects", "same_messages"):
         out[way]["kib_per_coup"] = 1024 * (out[way]["heap_mib"] - empty) / coups
+        out[way]["running_kib_per_coup"] = 1024 * (out[way]["running_heap_mib"] - out["empty"]["running_heap_mib"]) / coups
     out["memory_ratio"] = (out["coups_own_subjects"]["heap_mib"] - empty) / max(
         out["same_messages"]["heap_mib"] - empty, 0.1)
     return out

@@ -108,7 +108,7 @@ def local_auth(var: Path, tables: Iterable[str]) -> dict[str, str]:
 
 
 # Each node's memory holds an index entry for every subject the stream keeps
-# (about 1.1 KiB a coup kept: README, Sizing the nats-server); 16 GiB with the
+# (about 1.2 KiB a coup kept: README, Sizing the nats-server); 16 GiB with the
 # collector's soft limit at 14 GiB outlasts the values' 50 Gi volume at the
 # README's example casino. Requests equal to limits: the node is not evicted first.
 NATS_RESOURCES = {"cpu": "2", "memory": "16Gi"}

@@ -45,6 +45,7 @@ async def test_a_restarted_server_holds_the_whole_history_each_way() -> None:
     assert own["messages"] == same["messages"] == 200 * len(holding.AGGREGATES) + shoes
     for figures in (own, same):
         assert figures["heap_mib"] > 0 and figures["rss_mib"] > figures["heap_mib"]
+        assert figures["running_heap_mib"] > 0 and figures["killed_heap_mib"] > 0
         assert figures["ready_s"] > 0 and figures["killed_ready_s"] > 0
     assert len(set(holding.history(200))) == own["messages"]
     assert len(set(holding.history(200, own_subjects=False))) == holding.TABLES * (len(holding.AGGREGATES) + 1)
