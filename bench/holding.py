@@ -140,10 +140,10 @@ async def measure(coups: int = 50000, runs: int = 3) -> dict[str, Any]:
     out: dict[str, Any] = {"runs": runs, "tables": TABLES, "coups_a_shoe": COUPS_A_SHOE}
     for way, results in ways.items():
         out[way] = {k: statistics.median(r[k] for r in results) for k in results[0]}
-    empty = out["empty"]["heap_mib"]
+    empty, empty_running = out["empty"]["heap_mib"], out["empty"]["running_heap_mib"]
     for way in ("coups_own_subjects", "same_messages"):
         out[way]["kib_per_coup"] = 1024 * (out[way]["heap_mib"] - empty) / coups
-        out[way]["running_kib_per_coup"] = 1024 * (out[way]["running_heap_mib"] - out["empty"]["running_heap_mib"]) / coups
+        out[way]["running_kib_per_coup"] = 1024 * (out[way]["running_heap_mib"] - empty_running) / coups
     out["memory_ratio"] = (out["coups_own_subjects"]["heap_mib"] - empty) / max(
         out["same_messages"]["heap_mib"] - empty, 0.1)
     return out
