@@ -15,12 +15,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import random
 import re
 import statistics
 import tempfile
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,9 +36,15 @@ AGGREGATES = ("coup", "shoe", "wager", "settle")  # a coup's subjects: one for e
 COUPS_A_SHOE = 70  # an eight-deck shoe deals about 70 coups of baccarat
 TABLES = 16
 # One message of this size on each subject: the index, what this measures, grows by
-# subject. A dealt coup has about 16 messages on its four subjects (17.5 kB in all),
-# so a real history's restart after a kill has more to read than this one.
+# subject. A dealt coup has about 14 messages on its four subjects (17 kB in all),
+# so a real history's restart has more to read than this one; ``as_dealt`` writes
+# those (``--as-dealt``).
 BODY = 400
+# Messages a subject and bytes a message (envelope and headers), as a 16-table run
+# of Methods A to D filed them (shoe 3.4 x 990, coup 3.9 x 2,406, wager 5.6 x 566,
+# settle 1 x 858; a shoe's events between coups 3,167).
+AS_DEALT = {"shoe": (3, 1100), "coup": (4, 2400), "wager": (6, 560), "settle": (1, 860), "between": (1, 3200)}
+STORE_READ_BACK_S = 1800  # a server does not listen before it has read its store back
 
 
 def history(coups: int, own_subjects: bool = True) -> Iterator[str]:
@@ -56,6 +63,29 @@ def history(coups: int, own_subjects: bool = True) -> Iterator[str]:
             yield subjects.event(table, shoe, "", "shoe")
         for aggregate in AGGREGATES:
             yield subjects.event(table, shoe, coup, aggregate)
+
+
+def bodies(size: int, count: int, rnd: random.Random) -> Iterator[bytes]:
+    """``count`` messages of ``size`` bytes that compress as the services' JSON
+    envelopes do (fields repeated from event to event, ids and times not)."""
+    for _ in range(count):
+        text = b""
+        while len(text) < size:
+            text += (b'{"id":"%032x/1","type":"baccarat.card_dealt","version":1,"table":"BAC-1",'
+                     b'"shoe":"BAC-1-shoe-1","coup":"BAC-1-000001","causation":"%032x","producer":'
+                     b'"dealer-policy","at":"2026-11-30T12:00:00.%06dZ","data":{"card":"KH","position":7}},'
+                     % (rnd.getrandbits(128), rnd.getrandbits(128), rnd.randrange(10**6)))
+        yield text[:size]
+
+
+def as_dealt(written: Iterable[str], seed: int = 7) -> Iterator[tuple[str, bytes, None]]:
+    """Each subject of a history with as many messages, of the sizes, as a dealt coup files on it."""
+    rnd = random.Random(seed)
+    for subject in written:
+        _, _, coup, aggregate = subjects.tokens(subject)
+        count, size = AS_DEALT["between" if coup == subjects.NO_COUP else aggregate]
+        for body in bodies(size, count, rnd):
+            yield subject, body, None
 
 
 def on_disk(server: NatsServer, stream: str) -> int:
@@ -82,7 +112,7 @@ def profiled(store: Path) -> tuple[NatsServer, int]:
     prof_port = free_port()
     config = store.parent / "profiling.conf"
     config.write_text(f"prof_port: {prof_port}\n")
-    return NatsServer(store, config=config), prof_port
+    return NatsServer(store, config=config, ready_within=STORE_READ_BACK_S), prof_port
 
 
 async def restarted(store: Path, messages: int) -> dict[str, float]:
@@ -105,7 +135,7 @@ async def restarted(store: Path, messages: int) -> dict[str, float]:
             await nc.close()
 
 
-async def one_run(coups: int, own_subjects: bool = True) -> dict[str, Any]:
+async def one_run(coups: int, own_subjects: bool = True, dealt: bool = False) -> dict[str, Any]:
     """A server given ``coups`` coups of history (its live heap then: what a
     running node holds), killed as it stands (a node that crashes leaves its
     index behind its last writes), restarted, then stopped cleanly and
@@ -118,26 +148,29 @@ async def one_run(coups: int, own_subjects: bool = True) -> dict[str, Any]:
             nc = await nats.connect(server.url)
             await ensure_streams(nc.jetstream())
             body = b"x" * BODY
-            messages = await append_all(nc, ((subject, body, None) for subject in history(coups, own_subjects)))
+            written = history(coups, own_subjects)
+            messages = await append_all(nc, as_dealt(written) if dealt else ((s, body, None) for s in written))
             await nc.close()
             running = live_heap_mib(prof_port)
+            disk = on_disk(server, STREAM)
         finally:
             server.kill()
         killed = await restarted(store, messages)
         clean = await restarted(store, messages)
-    return {"coups": coups, "messages": messages, "running_heap_mib": running, **clean,
+    return {"coups": coups, "messages": messages, "disk_bytes": disk, "running_heap_mib": running, **clean,
             **{f"killed_{k}": v for k, v in killed.items()}}
 
 
-async def measure(coups: int = 50000, runs: int = 3) -> dict[str, Any]:
+async def measure(coups: int = 50000, runs: int = 3, dealt: bool = False) -> dict[str, Any]:
     """Each way the median of ``runs``: the history filed as the services file
-    it, the same messages without the coups' own subjects, and no history."""
+    it, the same messages without the coups' own subjects, and no history;
+    one message a subject, or (``dealt``) as many as a dealt coup has."""
     ways: dict[str, list[dict[str, Any]]] = {"coups_own_subjects": [], "same_messages": [], "empty": []}
     for _ in range(runs):
-        ways["coups_own_subjects"].append(await one_run(coups))
-        ways["same_messages"].append(await one_run(coups, own_subjects=False))
+        ways["coups_own_subjects"].append(await one_run(coups, dealt=dealt))
+        ways["same_messages"].append(await one_run(coups, own_subjects=False, dealt=dealt))
         ways["empty"].append(await one_run(0))
-    out: dict[str, Any] = {"runs": runs, "tables": TABLES, "coups_a_shoe": COUPS_A_SHOE}
+    out: dict[str, Any] = {"runs": runs, "tables": TABLES, "coups_a_shoe": COUPS_A_SHOE, "as_dealt": dealt}
     for way, results in ways.items():
         out[way] = {k: statistics.median(r[k] for r in results) for k in results[0]}
     empty, empty_running = out["empty"]["heap_mib"], out["empty"]["running_heap_mib"]
@@ -153,8 +186,10 @@ def main() -> None:
     p = argparse.ArgumentParser(prog="python -m bench.holding")
     p.add_argument("--coups", type=int, default=50000, help="coups of history in the stream")
     p.add_argument("--runs", type=int, default=1)
+    p.add_argument("--as-dealt", action="store_true",
+                   help="as many messages a subject, of the sizes, as a dealt coup has (not one of 400 bytes)")
     args = p.parse_args()
-    print(json.dumps(asyncio.run(measure(args.coups, args.runs)), indent=2))
+    print(json.dumps(asyncio.run(measure(args.coups, args.runs, args.as_dealt)), indent=2))
 
 
 if __name__ == "__main__":

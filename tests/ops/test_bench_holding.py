@@ -1,13 +1,18 @@
 """The memory benchmark's history is filed as the services file a coup: the
 same subjects, one for each service that writes to it, under the shoe named
-as the shoe service names its shoes; a server restarted on it holds every
+as the shoe service names its shoes, and (``--as-dealt``) about as many
+messages of about the sizes on each; a server restarted on it holds every
 message, and a subject per coup and aggregate."""
 
 from __future__ import annotations
 
+import statistics
+from collections import Counter, defaultdict
+
 import pytest
 from bench import holding
 
+from casino.launcher import default_tables
 from casino.simulator import Simulator
 from casino.store import subjects
 from tests.e2e.casino import Casino
@@ -49,3 +54,31 @@ async def test_a_restarted_server_holds_the_whole_history_each_way() -> None:
         assert figures["ready_s"] > 0 and figures["killed_ready_s"] > 0
     assert len(set(holding.history(200))) == own["messages"]
     assert len(set(holding.history(200, own_subjects=False))) == holding.TABLES * (len(holding.AGGREGATES) + 1)
+
+
+async def test_the_history_as_dealt_has_the_messages_dealt_coups_have(nats_url: str) -> None:
+    tables = default_tables(2, ["baccarat-000-methods"])
+    async with Casino(nats_url, tables) as casino:
+        await Simulator(casino.nc, tables, seed=5, patience=40).run(12)
+        stored = [m for t in tables for m in await casino.store.read(subjects.table_filter(t))]
+        dealt = [await casino.nc.jetstream().get_msg("CASINO", m.seq) for m in stored]
+    counts: Counter[tuple[str, str]] = Counter()
+    sizes: dict[str, list[int]] = defaultdict(list)
+    for m in dealt:
+        assert m.subject is not None and m.data is not None
+        _, _, coup, aggregate = subjects.tokens(m.subject)
+        kind = "between" if coup == subjects.NO_COUP else aggregate
+        counts[kind, m.subject] += 1  # the message with its headers, as the benchmark counts it
+        sizes[kind].append(len(m.data) + sum(len(k) + len(v) + 4 for k, v in (m.headers or {}).items()))
+    for kind, (count, size) in holding.AS_DEALT.items():
+        per_subject = [n for (k, _), n in counts.items() if k == kind]
+        assert abs(statistics.mean(per_subject) - count) <= 1.5, (kind, statistics.mean(per_subject))
+        assert abs(statistics.mean(sizes[kind]) - size) <= 0.4 * size, (kind, statistics.mean(sizes[kind]))
+    written = list(holding.as_dealt(holding.history(holding.TABLES * holding.COUPS_A_SHOE)))
+    by_subject: dict[str, list[int]] = defaultdict(list)
+    for subject, body, _ in written:
+        by_subject[subject].append(len(body))
+    for subject, bodies in by_subject.items():
+        _, _, coup, aggregate = subjects.tokens(subject)
+        count, size = holding.AS_DEALT["between" if coup == subjects.NO_COUP else aggregate]
+        assert bodies == [size] * count
