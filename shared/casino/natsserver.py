@@ -51,8 +51,11 @@ class NatsServer:
     """A nats-server process; ``url`` once started."""
 
     def __init__(self, store_dir: str | Path, port: int | None = None, config: str | Path | None = None,
-                 log_file: str | Path | None = None, fixed_port: bool = False) -> None:
+                 log_file: str | Path | None = None, fixed_port: bool = False, ready_within: float = 10.0) -> None:
         self.store_dir = Path(store_dir)
+        # A server listens once it has read its store back: seconds or minutes on a long
+        # history (after a kill, every block's index is rebuilt), instants on a new one.
+        self.ready_within = ready_within
         # A port that is taken falls back to a free one, unless the port is the node's identity.
         self.port = port if port and (fixed_port or port_free(port)) else free_port()
         self.config = config
@@ -63,7 +66,7 @@ class NatsServer:
     def url(self) -> str:
         return f"nats://127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 10.0) -> NatsServer:
+    def start(self) -> NatsServer:
         self.store_dir.mkdir(parents=True, exist_ok=True)
         args = [binary(), "-js", "-a", "127.0.0.1", "-p", str(self.port), "-sd", str(self.store_dir)]
         if self.config:
@@ -71,7 +74,7 @@ class NatsServer:
         with self.log_file.open("ab") as log:
             self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT,
                                             start_new_session=True, env={**os.environ})
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + self.ready_within
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"nats-server exited: see {self.log_file}")
