@@ -78,12 +78,17 @@ def bodies(size: int, count: int, rnd: random.Random) -> Iterator[bytes]:
         yield text[:size]
 
 
+def kind(subject: str) -> str:
+    """What a subject holds, as ``AS_DEALT`` names it: a coup's aggregate, or a shoe's events between coups."""
+    _, _, coup, aggregate = subjects.tokens(subject)
+    return "between" if coup == subjects.NO_COUP else aggregate
+
+
 def as_dealt(written: Iterable[str], seed: int = 7) -> Iterator[tuple[str, bytes, None]]:
     """Each subject of a history with as many messages, of the sizes, as a dealt coup files on it."""
     rnd = random.Random(seed)
     for subject in written:
-        _, _, coup, aggregate = subjects.tokens(subject)
-        count, size = AS_DEALT["between" if coup == subjects.NO_COUP else aggregate]
+        count, size = AS_DEALT[kind(subject)]
         for body in bodies(size, count, rnd):
             yield subject, body, None
 

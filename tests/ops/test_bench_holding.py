@@ -66,10 +66,8 @@ async def test_the_history_as_dealt_has_the_messages_dealt_coups_have(nats_url: 
     sizes: dict[str, list[int]] = defaultdict(list)
     for m in dealt:
         assert m.subject is not None and m.data is not None
-        _, _, coup, aggregate = subjects.tokens(m.subject)
-        kind = "between" if coup == subjects.NO_COUP else aggregate
-        counts[kind, m.subject] += 1  # the message with its headers, as the benchmark counts it
-        sizes[kind].append(len(m.data) + sum(len(k) + len(v) + 4 for k, v in (m.headers or {}).items()))
+        counts[holding.kind(m.subject), m.subject] += 1  # the message with its headers, as the benchmark counts it
+        sizes[holding.kind(m.subject)].append(len(m.data) + sum(len(k) + len(v) + 4 for k, v in (m.headers or {}).items()))
     for kind, (count, size) in holding.AS_DEALT.items():
         per_subject = [n for (k, _), n in counts.items() if k == kind]
         assert abs(statistics.mean(per_subject) - count) <= 1.5, (kind, statistics.mean(per_subject))
@@ -79,6 +77,5 @@ async def test_the_history_as_dealt_has_the_messages_dealt_coups_have(nats_url: 
     for subject, body, _ in written:
         by_subject[subject].append(len(body))
     for subject, bodies in by_subject.items():
-        _, _, coup, aggregate = subjects.tokens(subject)
-        count, size = holding.AS_DEALT["between" if coup == subjects.NO_COUP else aggregate]
+        count, size = holding.AS_DEALT[holding.kind(subject)]
         assert bodies == [size] * count
