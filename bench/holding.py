@@ -28,7 +28,7 @@ from typing import Any
 import nats
 
 from bench.load import append_all, rss_mib
-from casino.natsserver import NatsServer, free_port
+from casino.natsserver import READ_BACK_WITHIN, NatsServer, free_port
 from casino.store import subjects
 from casino.store.jetstream import STREAM, ensure_streams
 
@@ -44,7 +44,6 @@ BODY = 400
 # of Methods A to D filed them (shoe 3.4 x 990, coup 3.9 x 2,406, wager 5.6 x 566,
 # settle 1 x 858; a shoe's events between coups 3,167).
 AS_DEALT = {"shoe": (3, 1100), "coup": (4, 2400), "wager": (6, 560), "settle": (1, 860), "between": (1, 3200)}
-STORE_READ_BACK_S = 1800  # a server does not listen before it has read its store back
 
 
 def history(coups: int, own_subjects: bool = True) -> Iterator[str]:
@@ -117,7 +116,7 @@ def profiled(store: Path) -> tuple[NatsServer, int]:
     prof_port = free_port()
     config = store.parent / "profiling.conf"
     config.write_text(f"prof_port: {prof_port}\n")
-    return NatsServer(store, config=config, ready_within=STORE_READ_BACK_S), prof_port
+    return NatsServer(store, config=config, ready_within=READ_BACK_WITHIN), prof_port
 
 
 async def restarted(store: Path, messages: int) -> dict[str, float]:

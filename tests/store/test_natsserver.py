@@ -1,0 +1,41 @@
+"""A nats-server on a store listens only once it has read the store back (on a
+long history, after a crash, minutes): it is waited for as long as its owner
+says, and what opens `make run`'s store waits for a long one."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from casino import storeaccess
+from casino.natsserver import READ_BACK_WITHIN, NatsServer
+
+pytestmark = pytest.mark.anyio
+
+
+def test_a_server_not_listening_within_its_wait_is_reported_and_not_left_running(tmp_path: Path) -> None:
+    server = NatsServer(tmp_path / "nats", ready_within=0.0)
+    with pytest.raises(TimeoutError):
+        server.start()
+    assert server.process is not None and server.process.poll() is not None
+    with NatsServer(tmp_path / "nats") as again:  # the same store, waited for: it listens
+        assert again.process is not None and again.process.poll() is None
+
+
+async def test_the_command_line_waits_for_make_runs_store_to_be_read_back(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    waits: list[float] = []
+
+    class Recorded(NatsServer):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            waits.append(self.ready_within)
+
+    monkeypatch.setattr(storeaccess, "NatsServer", Recorded)
+    (tmp_path / "nats").mkdir()
+    async with storeaccess.open_store(argparse.Namespace(nats=None, var=str(tmp_path))) as (_, nc):
+        assert nc.is_connected
+    assert waits == [READ_BACK_WITHIN] and READ_BACK_WITHIN >= 15 * 60
