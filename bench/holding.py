@@ -28,7 +28,7 @@ from typing import Any
 import nats
 
 from bench.load import append_all, rss_mib
-from casino.natsserver import READ_BACK_WITHIN, NatsServer, free_port
+from casino.natsserver import NatsServer, free_port
 from casino.store import subjects
 from casino.store.jetstream import STREAM, ensure_streams
 
@@ -116,7 +116,7 @@ def profiled(store: Path) -> tuple[NatsServer, int]:
     prof_port = free_port()
     config = store.parent / "profiling.conf"
     config.write_text(f"prof_port: {prof_port}\n")
-    return NatsServer(store, config=config, ready_within=READ_BACK_WITHIN), prof_port
+    return NatsServer(store, config=config), prof_port
 
 
 async def restarted(store: Path, messages: int) -> dict[str, float]:

@@ -23,7 +23,7 @@ from nats.aio.client import Client
 
 from casino import natsauth
 from casino.console import Console, where_tables_stand
-from casino.natsserver import READ_BACK_WITHIN, NatsServer
+from casino.natsserver import NatsServer
 from casino.projections import KvProjections, Takings
 from casino.rules.baccarat.messages import Approval
 from casino.simulator import Simulator
@@ -171,11 +171,12 @@ def run(args: argparse.Namespace) -> int:
     tables_file = var / "tables.toml"
     tables_file.write_text(dump_tables(tables), encoding="utf-8")
     pw = natsauth.local_auth(var, tables)  # every service its own user; no anonymous access
-    if (var / "nats" / "jetstream").is_dir():
+    server = NatsServer(var / "nats", port=args.port, config=var / natsauth.CONFIG_FILE,
+                        log_file=var / "logs" / "nats-server.log")
+    if server.holds_store():
         print(f"nats-server reads the store in {var / 'nats'} back before it listens: a long history takes "
               f"a while, after a crash minutes (README: Sizing the nats-server)", flush=True)
-    server = NatsServer(var / "nats", port=args.port, config=var / natsauth.CONFIG_FILE,
-                        log_file=var / "logs" / "nats-server.log", ready_within=READ_BACK_WITHIN).start()
+    server.start()
 
     def url(user: str) -> str:
         return natsauth.with_credentials(server.url, user, pw[user])

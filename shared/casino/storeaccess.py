@@ -14,7 +14,7 @@ import nats
 from nats.aio.client import Client
 
 from casino import natsauth
-from casino.natsserver import READ_BACK_WITHIN, NatsServer
+from casino.natsserver import NatsServer
 from casino.store.jetstream import JetStreamEventStore
 
 URL_FILE = "nats.url"
@@ -51,7 +51,7 @@ async def open_store(args: argparse.Namespace) -> AsyncIterator[tuple[JetStreamE
                 raise FileNotFoundError(f"no event store under {store_dir}: run `make run` first, or give --nats")
             config = var / natsauth.CONFIG_FILE
             server = NatsServer(store_dir, config=config if config.exists() else None,
-                                log_file=var / "nats-replay.log", ready_within=READ_BACK_WITHIN).start()
+                                log_file=var / "nats-replay.log").start()
             url = as_compliance(server.url)
     nc = await nats.connect(url)
     try:
