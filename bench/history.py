@@ -55,6 +55,9 @@ class Unchecked:
     async def read(self, filter_: str, after: int = 0, limit: int | None = None) -> list[Stored]:
         return []
 
+    async def scan(self, filter_: str, each: Callable[[Stored], object]) -> None:
+        pass
+
     async def last(self, filter_: str) -> Stored | None:
         return None
 

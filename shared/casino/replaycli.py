@@ -20,10 +20,10 @@ from casino.projections import KvProjections, Projector, fold_stream
 from casino.replay import render_text, replay_coup
 from casino.rules.shoe import ShoeEnded
 from casino.store import subjects
-from casino.store.envelope import CoupConfigured
+from casino.store.envelope import AnyEvent, CoupConfigured
 from casino.store.eventstore import EventStore, Stored
 from casino.store.jetstream import JetStreamEventStore
-from casino.verify import Finding, verify_coup, verify_shoes
+from casino.verify import SHOE_EVENTS, Finding, verify_coup, verify_shoe, verify_shoes
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -145,8 +145,7 @@ async def verify(store: EventStore, nc: Client, args: argparse.Namespace) -> int
         stored = [m for c in sorted(by_coup(shoes)) for m in await store.read(subjects.coup_filter(c, table))]
         report = verify_all(stored, shoes)
     elif args.table:
-        stored = await store.read(subjects.table_filter(args.table))
-        report = verify_history(stored)
+        report, _ = await verify_table(store, args.table, 0)
     else:
         report = await verify_store(nc, args.workers)
     for f in report.findings:
@@ -194,20 +193,108 @@ async def _verify_tables(url: str, last_seq: int, each_coup: Callable[[list[Stor
                          tables: list[str]) -> tuple[Report, int]:
     """The report on ``tables``, and how many of their events are at or below ``last_seq``."""
     nc = await nats.connect(url)
-    reports: list[Report] = []
-    read = 0
     try:
         store = JetStreamEventStore(nc)
-        for table in tables:
-            stored = await store.read(subjects.table_filter(table))
-            read += sum(1 for m in stored if m.seq <= last_seq)
-            if each_coup is not None:
-                for msgs in by_coup(stored).values():
-                    each_coup(msgs)
-            reports.append(verify_history(stored))
+        parts = [await verify_table(store, table, last_seq, each_coup) for table in tables]
     finally:
         await nc.close()
-    return Report.of(reports), read
+    return Report.of(report for report, _ in parts), sum(read for _, read in parts)
+
+
+async def verify_table(store: EventStore, table: str, last_seq: int,
+                       each_coup: Callable[[list[Stored]], object] | None = None) -> tuple[Report, int]:
+    """The report on one table's whole history, and how many of its events are
+    at or below ``last_seq``: read in one pass, verified as it is read."""
+    verifying = _Verifying(table, last_seq, each_coup)
+    await store.scan(subjects.table_filter(table), verifying.take)
+    return await verifying.finish(store), verifying.read
+
+
+class _Verifying:
+    """One table's history verified as it is read, in the memory of a few
+    shoes' records however long it is (and the name of each coup let go).
+
+    A coup is filed under the shoe in play when it opened (``<table>-shoe-<n>``,
+    numbered in turn); a round that goes on into a new shoe (003 7.9) files
+    what it draws from there under the new shoe. So once the stream reaches
+    shoe n + 2, the coups opened in shoe n and before have every record but one
+    written late (a settlement delayed for as long as a shoe is dealt): they
+    are verified and let go. A record for a coup already verified sends it to
+    be read and verified again whole at the end. A shoe is verified as its end
+    is read (every card it gave was recorded before). Coups under shoes named
+    otherwise are held to the end."""
+
+    def __init__(self, table: str, last_seq: int, each_coup: Callable[[list[Stored]], object] | None) -> None:
+        self.table, self.last_seq, self.each_coup = table, last_seq, each_coup
+        self.read = 0
+        self.held: dict[str, list[Stored]] = {}  # coups not yet verified: their records so far
+        self.opened_in: dict[str, int] = {}  # their shoes' numbers, where numbered
+        self.shoes: dict[str, list[tuple[int, AnyEvent]]] = {}  # shoes not yet ended: their events so far
+        self.numbers: dict[str, int | None] = {}  # each shoe's number, by its name
+        self.newest = 0  # the latest shoe read
+        self.gone: set[str] = set()  # coups verified (or found still being dealt) and let go
+        self.unfinished: set[str] = set()  # of those, the ones found still being dealt
+        self.again: set[str] = set()  # of those, the ones with records read after
+        self.coups, self.ended = 0, 0
+        self.findings: list[Finding] = []
+
+    def take(self, m: Stored) -> None:
+        self.read += m.seq <= self.last_seq
+        _, shoe_token, coup, aggregate = subjects.tokens(m.subject)
+        number = self.numbers.get(shoe_token, 0)
+        if number == 0:
+            number = self.numbers[shoe_token] = subjects.shoe_number(self.table, shoe_token)
+        if coup == subjects.NO_COUP:
+            pass
+        elif coup in self.gone:
+            self.again.add(coup)
+        else:
+            self.held.setdefault(coup, []).append(m)
+            if number is not None:
+                self.opened_in.setdefault(coup, number)
+        if aggregate == "shoe":
+            for env in m.batch.events:
+                if isinstance(env.data, SHOE_EVENTS):
+                    shoe_id = env.data.shoe_id
+                    self.shoes.setdefault(shoe_id, []).append((m.seq, env.data))
+                    if type(env.data) is ShoeEnded:
+                        self.findings += verify_shoe(shoe_id, self.shoes.pop(shoe_id))
+                        self.ended += 1
+        if number is not None and number > self.newest:
+            self.newest = number
+            self._verify([c for c, n in self.opened_in.items() if n <= number - 2])
+
+    def _verify(self, coups: list[str]) -> None:
+        for coup in coups:
+            self.opened_in.pop(coup, None)
+            self.gone.add(coup)
+            report = _verify_coups({coup: self.held.pop(coup)}, self.each_coup)
+            self.coups, self.findings = self.coups + report.coups, self.findings + report.findings
+            if not report.coups:
+                self.unfinished.add(coup)
+
+    async def finish(self, store: EventStore) -> Report:
+        self._verify(sorted(self.held))
+        for coup in sorted(self.again):
+            report = _verify_coups({coup: await store.read(subjects.coup_filter(coup, self.table))}, None)
+            self.findings = [f for f in self.findings if f.coup != coup] + report.findings
+            self.coups += report.coups - (coup not in self.unfinished)
+        return Report(self.coups, self.ended, self.findings)
+
+
+def _verify_coups(coups: dict[str, list[Stored]], each_coup: Callable[[list[Stored]], object] | None) -> Report:
+    """Every finished coup of ``coups`` verified (one being dealt is skipped);
+    ``each_coup`` is given every one's records."""
+    findings: list[Finding] = []
+    verified = 0
+    for _, msgs in sorted(coups.items()):
+        if each_coup is not None:
+            each_coup(msgs)
+        if not any(subjects.tokens(m.subject)[3] == "settle" for m in msgs) and _in_play(msgs):
+            continue
+        verified += 1
+        findings += verify_coup(msgs)
+    return Report(verified, 0, findings)
 
 
 def verify_history(stored: list[Stored]) -> Report:
@@ -218,16 +305,9 @@ def verify_history(stored: list[Stored]) -> Report:
 def verify_all(stored: list[Stored], shoe_events: list[Stored]) -> Report:
     """Verify every coup in ``stored`` (finished ones; one being dealt is skipped)
     and every ended shoe in ``shoe_events``."""
-    findings: list[Finding] = []
-    coups = 0
-    for _, msgs in sorted(by_coup(stored).items()):
-        if not any(subjects.tokens(m.subject)[3] == "settle" for m in msgs) and _in_play(msgs):
-            continue
-        coups += 1
-        findings += verify_coup(msgs)
+    report = _verify_coups(by_coup(stored), None)
     ended = {e.data.shoe_id for m in shoe_events for e in m.batch.events if isinstance(e.data, ShoeEnded)}
-    findings += verify_shoes(shoe_events)
-    return Report(coups, len(ended), findings)
+    return Report(report.coups, len(ended), report.findings + verify_shoes(shoe_events))
 
 
 def _in_play(msgs: list[Stored]) -> bool:

@@ -160,26 +160,36 @@ def _payouts(coup: str, msgs: list[Stored], events: list[AnyEvent], book: wagerb
     return findings
 
 
+# The shoe events a shoe is verified from.
+SHOE_EVENTS = (shoe.ShoeShuffled, shoe.CardBurned, shoe.CardDrawn, shoe.ShoeEnded)
+
+
 def verify_shoes(stored: list[Stored]) -> list[Finding]:
     """Every ended shoe among ``stored`` shoe events: commitment and order."""
     per_shoe: dict[str, list[tuple[int, AnyEvent]]] = defaultdict(list)
-    for m in sorted(stored, key=lambda m: m.seq):
+    for m in stored:
         for env in m.batch.events:
-            if isinstance(env.data, shoe.ShoeShuffled | shoe.CardBurned | shoe.CardDrawn | shoe.ShoeEnded):
+            if isinstance(env.data, SHOE_EVENTS):
                 per_shoe[env.data.shoe_id].append((m.seq, env.data))
+    return [f for shoe_id, events in per_shoe.items() for f in verify_shoe(shoe_id, events)]
+
+
+def verify_shoe(shoe_id: str, events: list[tuple[int, AnyEvent]]) -> list[Finding]:
+    """One shoe, from its events: nothing while it is still in play (verified when it ends)."""
+    events = sorted(events, key=lambda se: se[0])
+    shuffled = next((e for _, e in events if isinstance(e, shoe.ShoeShuffled)), None)
+    ended = next(((s, e) for s, e in events if isinstance(e, shoe.ShoeEnded)), None)
+    if ended is None:
+        return []
+    if shuffled is None:
+        return [Finding(shoe_id, ended[0], "the shoe ended, but its shuffle and commitment are not recorded")]
+    seq, end = ended
+    assert isinstance(end, shoe.ShoeEnded)
+    if shoe.commitment(end.order, end.salt) != shuffled.commitment:
+        return [Finding(shoe_id, seq, "the revealed order and salt do not match the shuffle's commitment")]
     findings = []
-    for shoe_id, events in per_shoe.items():
-        shuffled = next((e for _, e in events if isinstance(e, shoe.ShoeShuffled)), None)
-        ended = next(((s, e) for s, e in events if isinstance(e, shoe.ShoeEnded)), None)
-        if shuffled is None or ended is None:
-            continue  # still in play: verified when it ends
-        seq, end = ended
-        assert isinstance(end, shoe.ShoeEnded)
-        if shoe.commitment(end.order, end.salt) != shuffled.commitment:
-            findings.append(Finding(shoe_id, seq, "the revealed order and salt do not match the shuffle's commitment"))
-            continue
-        for s, e in events:
-            if isinstance(e, shoe.CardBurned | shoe.CardDrawn) and end.order[e.position] != e.card:
-                findings.append(Finding(shoe_id, s, f"position {e.position} gave {e.card}, "
-                                                    f"the revealed order has {end.order[e.position]}"))
+    for s, e in events:
+        if isinstance(e, shoe.CardBurned | shoe.CardDrawn) and end.order[e.position] != e.card:
+            findings.append(Finding(shoe_id, s, f"position {e.position} gave {e.card}, "
+                                                f"the revealed order has {end.order[e.position]}"))
     return findings

@@ -10,6 +10,7 @@ aggregate has moved on since the first attempt.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
 import msgspec
@@ -42,6 +43,10 @@ class EventStore(Protocol):
     async def read(self, filter_: str, after: int = 0, limit: int | None = None) -> list[Stored]:
         """The messages on ``filter_`` with a sequence above ``after``, in
         order: all of them, or the first ``limit``."""
+
+    async def scan(self, filter_: str, each: Callable[[Stored], object]) -> None:
+        """``each`` of the messages on ``filter_``, in order, as they are read:
+        a history of any length in the memory of one message."""
 
     async def last(self, filter_: str) -> Stored | None:
         """The latest message on ``filter_`` (wildcards allowed), None if there is none."""
@@ -93,6 +98,10 @@ class InMemoryEventStore:
         ids = {seq: msg_id for msg_id, seq in self.ids.items()}
         return [Stored(seq, subj, decode(data), ids.get(seq, "")) for seq, subj, data in self.messages
                 if seq > after and matches(filter_, subj)][:limit]
+
+    async def scan(self, filter_: str, each: Callable[[Stored], object]) -> None:
+        for m in await self.read(filter_):
+            each(m)
 
     async def last(self, filter_: str) -> Stored | None:
         for seq, subj, data in reversed(self.messages):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+from collections.abc import Callable
 
 from nats.aio.client import Client
 from nats.aio.msg import Msg
@@ -121,24 +122,37 @@ class JetStreamEventStore:
 
     async def read(self, filter_: str, after: int = 0, limit: int | None = None) -> list[Stored]:
         """Every message on ``filter_`` with a sequence above ``after``, in
-        order, or the first ``limit`` of them.
+        order, or the first ``limit`` of them."""
+        out: list[Stored] = []
+        await self.scan(filter_, out.append, after, limit)
+        # The subscription is gone but for a reference cycle that the collector
+        # breaks only now and then, and it holds ``out``: hand back the
+        # messages, not that list (a paged read would keep every page).
+        read, out[:] = out[:], []
+        return read
+
+    async def scan(self, filter_: str, each: Callable[[Stored], object], after: int = 0,
+                   limit: int | None = None) -> None:
+        """``each`` of the messages ``read`` gives, in order, as they come: none
+        of them kept here.
 
         An ordered push consumer hands each message to a callback: no request
         per batch and no timer per message, which is what reading a whole
         history costs most."""
-        out: list[Stored] = []
+        taken = 0
         failed: list[Exception] = []
         done = asyncio.Event()
 
         async def take(m: Msg) -> None:
+            nonlocal taken
             seq, _, _, pending = delivery(m.reply)
+            taken += 1
             try:
-                msg_id = (m.headers or {}).get("Nats-Msg-Id", "")
-                out.append(Stored(seq, m.subject, decode(m.data), msg_id))
-            except Exception as exc:  # an undecodable event: the reader is told, not left waiting
+                each(Stored(seq, m.subject, decode(m.data), (m.headers or {}).get("Nats-Msg-Id", "")))
+            except Exception as exc:  # an undecodable event, or one refused: the reader is told, not left waiting
                 failed.append(exc)
                 done.set()
-            if not pending or len(out) == limit:
+            if not pending or taken == limit:
                 done.set()
 
         # The consumer goes once nobody listens (the server's own default for
@@ -157,20 +171,15 @@ class JetStreamEventStore:
             if info.num_pending or (info.delivered is not None and info.delivered.consumer_seq):
                 # However long a history is, the read goes on while messages come.
                 while not done.is_set():
-                    had = len(out)
+                    had = taken
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(done.wait(), timeout=READ_STALL)
-                    if not done.is_set() and len(out) == had:
+                    if not done.is_set() and taken == had:
                         raise TimeoutError(f"reading {filter_}: no message for {READ_STALL:.0f} s")
         finally:
             await sub.unsubscribe()
         if failed:
             raise failed[0]
-        # The subscription is gone but for a reference cycle that the collector
-        # breaks only now and then, and it holds ``take`` and so ``out``: hand
-        # back the messages, not that list (a paged read would keep every page).
-        read, out[:] = out[:], []
-        return read
 
     async def last(self, filter_: str) -> Stored | None:
         """One direct get (any replica answers): the server finds the latest

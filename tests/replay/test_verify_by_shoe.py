@@ -1,0 +1,173 @@
+"""A table's history verified as it is read, each coup let go once the shoe
+two after its own begins, so that a year of it is verified in the memory a
+few shoes take: the same report as the whole history held at once, rounds
+that go on into a new shoe (003 7.9) and records written late included."""
+
+from __future__ import annotations
+
+import argparse
+import random
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import msgspec
+import nats
+import pytest
+
+from casino.launcher import APPROVALS
+from casino.replaycli import by_coup, verify, verify_history, verify_table
+from casino.rules import shoe
+from casino.rules.cards import full_set
+from casino.simulator import Simulator
+from casino.store import envelope, subjects
+from casino.store.eventstore import InMemoryEventStore, Stored
+from casino.store.jetstream import STREAM, JetStreamEventStore, ensure_streams
+from casino.tables import TableConfig
+from tests.e2e.casino import Casino
+from tests.natsfixture import nats_server
+from tests.variants import ruleset_variant
+
+pytestmark = pytest.mark.anyio
+BJ, BAC = "BJ-1", "BAC-1"
+COUPS = 30
+
+
+def orders(seed: int, decks: int) -> list[tuple[tuple[str, ...], str]]:
+    rnd = random.Random(seed)
+    out = []
+    for n in range(40):
+        cards = list(full_set(decks))
+        rnd.shuffle(cards)
+        out.append((tuple(cards), f"salt-{n}"))
+    return out
+
+
+@pytest.fixture(scope="module")
+def dealt(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Stored]]:
+    """Every message of a store where two tables dealt 30 coups each from small
+    stacked shoes (the same deal every run): blackjack under 003 from two decks,
+    where a round goes on into a new shoe, and baccarat from one deck."""
+    import anyio
+
+    rulesets = tmp_path_factory.mktemp("rulesets")
+    tables = {BJ: TableConfig(ruleset_variant(rulesets, "blackjack-003-no-hole-card", decks=2)),
+              BAC: TableConfig(ruleset_variant(rulesets, "baccarat-000-methods", decks=1), approvals=APPROVALS)}
+
+    async def deal(url: str) -> list[Stored]:
+        async with Casino(url, tables, {BJ: orders(1, 2), BAC: orders(2, 1)}) as casino:
+            await Simulator(casino.nc, tables, seed=1, patience=40).run(COUPS)
+            return await casino.store.read(f"{subjects.EVENTS}.>")
+
+    with nats_server(tmp_path_factory.mktemp("nats")) as url:
+        yield anyio.run(deal, url)
+
+
+def in_memory(stored: list[Stored]) -> InMemoryEventStore:
+    store = InMemoryEventStore()
+    store.messages = [(m.seq, m.subject, envelope.encode(m.batch)) for m in stored]
+    return store
+
+
+def at(table: str, stored: list[Stored]) -> list[Stored]:
+    return [m for m in stored if subjects.tokens(m.subject)[0] == table]
+
+
+def across_shoes(stored: list[Stored]) -> list[str]:
+    """The coups with records under two shoes."""
+    return [coup for coup, msgs in by_coup(stored).items() if len({subjects.tokens(m.subject)[1] for m in msgs}) > 1]
+
+
+@pytest.mark.parametrize("table", [BJ, BAC])
+async def test_a_table_verified_as_it_is_read_reports_what_its_whole_history_does_holding_two_shoes(
+        dealt: list[Stored], table: str) -> None:
+    history = at(table, dealt)
+    shoes = sorted({subjects.shoe_number(table, subjects.tokens(m.subject)[1]) or 0 for m in history})
+    assert len(shoes) >= 4  # or the history is not long enough to prove anything
+    if table == BJ:
+        assert across_shoes(history) == [f"{BJ}-000024"]  # a round gone on into a new shoe under 003 7.9
+    store, taken = in_memory(dealt), 0
+    scan = store.scan
+
+    async def counted(filter_: str, each: Callable[[Stored], object]) -> None:
+        def one(m: Stored) -> None:
+            nonlocal taken
+            taken += 1
+            each(m)
+        await scan(filter_, one)
+
+    store.scan = counted  # type: ignore[method-assign]
+    verified_at: dict[str, int] = {}
+    report, read = await verify_table(store, table, dealt[-1].seq,
+                                      lambda msgs: verified_at.setdefault(subjects.tokens(msgs[0].subject)[2], taken))
+    whole = verify_history(history)
+    assert (report.coups, report.shoes, report.findings) == (whole.coups, whole.shoes, []) == (COUPS, len(shoes) - 1, [])
+    assert read == len(history) and sorted(verified_at) == sorted(by_coup(history))
+    # Each coup is verified, and let go, as the first record of the shoe two
+    # after the one it opened in is read: never more than three shoes held.
+    first_of = {n: next(i for i, m in enumerate(history, 1)
+                        if subjects.shoe_number(table, subjects.tokens(m.subject)[1]) == n) for n in shoes}
+    for coup, msgs in by_coup(history).items():
+        opened_in = subjects.shoe_number(table, subjects.tokens(msgs[0].subject)[1]) or 0
+        assert verified_at[coup] == first_of.get(opened_in + 2, len(history)), coup
+
+
+async def test_a_card_changed_where_a_round_went_on_into_a_new_shoe_is_found(dealt: list[Stored]) -> None:
+    """The part of the round dealt from the new shoe is filed under it: the coup
+    is verified with it."""
+    coup = across_shoes(at(BJ, dealt))[0]
+    opened_in = next(subjects.tokens(m.subject)[1] for m in dealt if subjects.tokens(m.subject)[2:] == (coup, "coup"))
+    new_shoe = subjects.shoe_id(BJ, (subjects.shoe_number(BJ, opened_in) or 0) + 1)
+    later = next(m for m in dealt if subjects.tokens(m.subject)[1:] == (new_shoe, coup, "shoe")
+                 and any(isinstance(e.data, shoe.CardDrawn) for e in m.batch.events))
+
+    def other_card(env: envelope.Envelope) -> envelope.Envelope:
+        if not isinstance(env.data, shoe.CardDrawn):
+            return env
+        return msgspec.structs.replace(env, data=msgspec.structs.replace(env.data, card="KS" if env.data.card != "KS"
+                                                                         else "QS"))
+
+    tampered = [msgspec.structs.replace(m, batch=envelope.Batch(tuple(other_card(e) for e in m.batch.events)))
+                if m.seq == later.seq else m for m in dealt]
+    report, _ = await verify_table(in_memory(tampered), BJ, dealt[-1].seq)
+    assert report.findings == verify_history(at(BJ, tampered)).findings
+    assert report.findings and all(f.coup == coup and "but the shoe drew" in f.what for f in report.findings), \
+        report.findings
+
+
+async def test_a_record_written_after_its_coup_was_verified_has_the_coup_verified_again_whole(
+        dealt: list[Stored]) -> None:
+    """A settlement delayed while two more shoes are dealt: the coup is first
+    verified without it, then read again whole."""
+    first = f"{BAC}-000001"
+    settled = next(m for m in dealt if subjects.tokens(m.subject)[2:] == (first, "settle"))
+    late = [*[m for m in dealt if m.seq != settled.seq], msgspec.structs.replace(settled, seq=dealt[-1].seq + 1)]
+    report, _ = await verify_table(in_memory(late), BAC, late[-1].seq)
+    assert (report.coups, report.findings) == (COUPS, [])
+    # Without its settlement the coup would have been reported unsettled.
+    report, _ = await verify_table(in_memory(late[:-1]), BAC, late[-1].seq)
+    assert [(f.coup, f.what) for f in report.findings] == [(first, "the coup is not settled")]
+
+
+async def test_an_ended_shoe_whose_shuffle_is_missing_is_a_difference(dealt: list[Stored]) -> None:
+    shuffled = next(m for m in dealt if any(isinstance(e.data, shoe.ShoeShuffled) and e.data.shoe_id ==
+                                            subjects.shoe_id(BAC, 2) for e in m.batch.events))
+    report, _ = await verify_table(in_memory([m for m in dealt if m.seq != shuffled.seq]), BAC, dealt[-1].seq)
+    assert [(f.coup, f.what) for f in report.findings] == \
+        [(subjects.shoe_id(BAC, 2), "the shoe ended, but its shuffle and commitment are not recorded")]
+
+
+async def test_casino_verify_of_a_table_reads_it_from_the_server_in_one_pass(
+        dealt: list[Stored], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with nats_server(tmp_path) as url:
+        nc = await nats.connect(url)
+        try:
+            js = nc.jetstream()
+            await ensure_streams(js)
+            for m in dealt:
+                await js.publish(m.subject, envelope.encode(m.batch), stream=STREAM)
+            args = argparse.Namespace(coup=None, shoe=None, table=BJ, workers=1)
+            assert await verify(JetStreamEventStore(nc), nc, args) == 0
+        finally:
+            await nc.close()
+    whole = verify_history(at(BJ, dealt))
+    assert f"verified {COUPS} coups and {whole.shoes} ended shoes: every one follows the rules" in capsys.readouterr().out
