@@ -11,7 +11,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from bench import history, holding, load, pipeline, replay, rules
+from bench import history, holding, load, pipeline, replay, rules, verifying
 
 
 async def scale(counts: list[int], seconds: float, runs: int) -> dict[str, Any]:
@@ -50,6 +50,7 @@ def main() -> None:
     results: dict[str, Any] = {
         "rules": rules.measure(2000, args.runs),
         "replay": asyncio.run(replay.measure(150, args.runs)),
+        "verifying": asyncio.run(verifying.measure(1200, args.runs)),
         "pipeline": asyncio.run(pipeline.measure(16, args.seconds, args.runs)),
         "scale": asyncio.run(scale([1, 4, 16, 64], args.seconds / 2, args.runs)),
         "history": asyncio.run(history.measure(20000, 300, args.runs)),
@@ -73,6 +74,7 @@ def main() -> None:
           f"{r['events_only']['coups_per_s']:.1f} coups/s, ratio {r['events_only']['ratio']:.3f}")
     print(f"replay in one process: {rp['one_process']['coups_per_s']:.1f} coups/s, "
           f"ratio {rp['one_process']['ratio']:.3f}")
+    print(verifying.summary(results["verifying"]))
     print(f"pipeline latency, close of betting to settlement, 16 tables flat out: p50 {pl['p50_ms']:.0f} ms, "
           f"p99 {pl['p99_ms']:.0f} ms (target p99 < 25 ms)")
     print(f"  {by_procedure(pl)}")

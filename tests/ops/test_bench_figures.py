@@ -3,7 +3,8 @@ latencies, and per procedure, the coups of every run counted and the median
 taken over the runs that dealt it; one hop of a coup's chain timed through a
 real nats-server; a start timed both ways on a store left by dealing tables,
 each way holding what the other does; a table given a history deals on
-from it, timed beside a table with none."""
+from it, timed beside a table with none; a table verified both ways, each in
+a process of its own."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from bench.history import one_run as with_history
 from bench.load import latency_percentiles
 from bench.pipeline import median_by_procedure, round_trips
 from bench.start import measure as measure_start
+from bench.verifying import measure as measure_verifying
 
 
 def test_percentiles_are_of_the_coups_latencies_in_milliseconds() -> None:
@@ -67,3 +69,13 @@ async def test_a_table_given_a_history_deals_on_from_its_shoes_timed_and_costed(
     for aggregate in ("coup", "shoe"):
         assert figures[f"latest_{aggregate}_shoe_in_play_cpu_ms"] >= 0
         assert figures[f"latest_{aggregate}_whole_table_cpu_ms"] > 0
+
+
+@pytest.mark.anyio
+async def test_the_verification_memory_benchmark_verifies_the_table_both_ways_in_processes_of_their_own() -> None:
+    """Each way in a fresh process (which refuses a report with a difference),
+    the same coups verified, how far its memory rose measured from the kernel."""
+    figures = await measure_verifying(coups_per_table=20, runs=1)
+    assert figures["coups"] == 20 and figures["messages"] > 20 * 10
+    assert figures["held_whole"]["risen_mib"] > 0 and figures["as_read"]["risen_mib"] >= 0
+    assert figures["ratio"] == figures["as_read"]["risen_mib"] / figures["held_whole"]["risen_mib"]
