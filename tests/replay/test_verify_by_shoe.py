@@ -78,7 +78,7 @@ def across_shoes(stored: list[Stored]) -> list[str]:
 
 
 @pytest.mark.parametrize("table", [BJ, BAC])
-async def test_a_table_verified_as_it_is_read_reports_what_its_whole_history_does_holding_two_shoes(
+async def test_a_table_verified_as_it_is_read_reports_what_its_whole_history_does_holding_a_few_shoes(
         dealt: list[Stored], table: str) -> None:
     history = at(table, dealt)
     shoes = sorted({subjects.shoe_number(table, subjects.tokens(m.subject)[1]) or 0 for m in history})
