@@ -12,7 +12,7 @@ import nats
 import pytest
 
 from casino.launcher import SHORT, default_tables
-from casino.replaycli import verify_history
+from casino.replaycli import verify_history, verify_store
 from casino.simulator import Simulator
 from casino.store import subjects
 from casino.store.jetstream import JetStreamEventStore, ensure_streams
@@ -43,12 +43,14 @@ async def test_kill_minus_nine_any_service_at_any_moment_loses_and_duplicates_no
     finally:
         casino.stop_all()
     stored = await JetStreamEventStore(nc).read(f"{subjects.EVENTS}.>")
+    as_read = await verify_store(nc, 2)  # as `casino verify` does: each table verified as it is read
     await nc.close()
     print(f"kills: {dict(casino.kills)} over {4 * dealt} coups")
     assert casino.kills == {s: KILLS for s in SERVICES}  # every service killed as often as planned
     assert audit(stored, tables, dealt) == []
     report = verify_history(stored)
     assert report.findings == [] and report.coups == 4 * dealt
+    assert (as_read.coups, as_read.shoes, as_read.findings) == (report.coups, report.shoes, [])
 
 
 async def test_a_poison_event_goes_to_the_dead_letters_and_the_consumers_go_on(nats_url: str) -> None:
