@@ -104,29 +104,49 @@ def by_coup(stored: list[Stored]) -> dict[str, list[Stored]]:
 
 
 async def list_coups(store: EventStore, args: argparse.Namespace) -> int:
+    lines: dict[str, str] = {}
+
+    def listed(msgs: list[Stored]) -> None:
+        line = _listing(msgs, args)
+        if line is not None:
+            lines[subjects.tokens(msgs[0].subject)[2]] = line
+
     if args.what == "shoe":
         table = subjects.table_of_shoe(args.shoe)
-        coups = sorted(by_coup(await store.read(subjects.shoe_filter(table, args.shoe))))
-        stored = [m for c in coups for m in await store.read(subjects.coup_filter(c, table))]
-    else:
-        stored = await store.read(subjects.table_filter(args.table))
+        for coup in sorted(by_coup(await store.read(subjects.shoe_filter(table, args.shoe)))):
+            listed(await store.read(subjects.coup_filter(coup, table)))
+    elif args.first is not None and args.last is not None:  # the coups named: each read by its own subjects
+        for n in range(args.first, args.last + 1):
+            if msgs := await store.read(subjects.coup_filter(coup_id(args.table, str(n)), args.table)):
+                listed(msgs)
+    else:  # the table read in one pass, a few shoes' records held at a time
+        grouped = _AsRead(args.table, listed)
+        await store.scan(subjects.table_filter(args.table), grouped.take)
+        grouped.rest()
+        for coup in sorted(grouped.again):  # records read after the coup was listed: listed again, whole
+            listed(await store.read(subjects.coup_filter(coup, args.table)))
     print(f"{'coup':<18} {'opened (UTC)':<20} {'dealt by':<12} {'result':<34} settled")
-    for _, msgs in sorted(by_coup(stored).items()):
-        try:
-            r = replay_coup(msgs)
-        except LookupError:
-            continue
-        number = next(e.data.coup_number for m in msgs for e in m.batch.events if isinstance(e.data, CoupConfigured))
-        opened = r.steps[0].at
-        if (getattr(args, "first", None) and number < args.first) or (getattr(args, "last", None) and number > args.last):
-            continue
-        if (getattr(args, "since", None) and opened < _utc(args.since)) or \
-                (getattr(args, "until", None) and opened >= _utc(args.until)):
-            continue
-        result = next((s.text.removeprefix("result: ") for s in r.steps if s.type.endswith("coup_resulted")), "-")
-        print(f"{r.coup:<18} {opened:%Y-%m-%d %H:%M:%S} {r.procedure or r.game:<12} {result[:34]:<34} "
-              f"{'yes' if r.settled else 'no'}")
+    for coup in sorted(lines):
+        print(lines[coup])
     return 0
+
+
+def _listing(msgs: list[Stored], args: argparse.Namespace) -> str | None:
+    """The coup's line in a listing; None if the records hold no coup or it is outside the arguments' bounds."""
+    try:
+        r = replay_coup(msgs)
+    except LookupError:
+        return None
+    number = next(e.data.coup_number for m in msgs for e in m.batch.events if isinstance(e.data, CoupConfigured))
+    opened = r.steps[0].at
+    if (getattr(args, "first", None) and number < args.first) or (getattr(args, "last", None) and number > args.last):
+        return None
+    if (getattr(args, "since", None) and opened < _utc(args.since)) or \
+            (getattr(args, "until", None) and opened >= _utc(args.until)):
+        return None
+    result = next((s.text.removeprefix("result: ") for s in r.steps if s.type.endswith("coup_resulted")), "-")
+    return (f"{r.coup:<18} {opened:%Y-%m-%d %H:%M:%S} {r.procedure or r.game:<12} {result[:34]:<34} "
+            f"{'yes' if r.settled else 'no'}")
 
 
 def _utc(t: datetime) -> datetime:
@@ -210,36 +230,33 @@ async def verify_table(store: EventStore, table: str, last_seq: int,
     return await verifying.finish(store), verifying.read
 
 
-class _Verifying:
-    """One table's history verified as it is read, in the memory of a few
-    shoes' records however long it is (and the name of each coup let go).
+class _AsRead:
+    """A table's records grouped as they are read, in one pass in stream order,
+    holding a few shoes' records however long the history (and the name of
+    each coup handed over).
 
     A coup is filed under the shoe in play when it opened (``<table>-shoe-<n>``,
     numbered in turn); a round that goes on into a new shoe (003 7.9) files
     what it draws from there under the new shoe. So once the stream reaches
     shoe n + 2, the coups opened in shoe n and before have every record but one
-    written late (a settlement delayed for as long as a shoe is dealt): they
-    are verified and let go. A record for a coup already verified sends it to
-    be read and verified again whole at the end. A shoe is verified as its end
-    is read (every card it gave was recorded before). Coups under shoes named
-    otherwise are held to the end."""
+    written late (a settlement delayed for as long as a shoe is dealt): each
+    is handed to ``coup`` and let go. A record for a coup already handed over
+    names it in ``again``, to be read whole by its own subjects. A shoe's
+    events go to ``shoe`` as its end is read (every card it gave is recorded
+    before). Coups under shoes named otherwise are held to ``rest``."""
 
-    def __init__(self, table: str, last_seq: int, each_coup: Callable[[list[Stored]], object] | None) -> None:
-        self.table, self.last_seq, self.each_coup = table, last_seq, each_coup
-        self.read = 0
-        self.held: dict[str, list[Stored]] = {}  # coups not yet verified: their records so far
+    def __init__(self, table: str, coup: Callable[[list[Stored]], object],
+                 shoe: Callable[[str, list[tuple[int, AnyEvent]]], object] | None = None) -> None:
+        self.table, self.coup, self.shoe = table, coup, shoe
+        self.held: dict[str, list[Stored]] = {}  # coups not yet handed over: their records so far
         self.opened_in: dict[str, int] = {}  # their shoes' numbers, where numbered
         self.shoes: dict[str, list[tuple[int, AnyEvent]]] = {}  # shoes not yet ended: their events so far
         self.numbers: dict[str, int | None] = {}  # each shoe's number, by its name
         self.newest = 0  # the latest shoe read
-        self.gone: set[str] = set()  # coups verified (or found still being dealt) and let go
-        self.unfinished: set[str] = set()  # of those, the ones found still being dealt
+        self.gone: set[str] = set()  # coups handed over and let go
         self.again: set[str] = set()  # of those, the ones with records read after
-        self.coups, self.ended = 0, 0
-        self.findings: list[Finding] = []
 
     def take(self, m: Stored) -> None:
-        self.read += m.seq <= self.last_seq
         _, shoe_token, coup, aggregate = subjects.tokens(m.subject)
         number = self.numbers.get(shoe_token, 0)
         if number == 0:
@@ -252,30 +269,57 @@ class _Verifying:
             self.held.setdefault(coup, []).append(m)
             if number is not None:
                 self.opened_in.setdefault(coup, number)
-        if aggregate == "shoe":
+        if aggregate == "shoe" and self.shoe is not None:
             for env in m.batch.events:
                 if isinstance(env.data, SHOE_EVENTS):
                     shoe_id = env.data.shoe_id
                     self.shoes.setdefault(shoe_id, []).append((m.seq, env.data))
                     if type(env.data) is ShoeEnded:
-                        self.findings += verify_shoe(shoe_id, self.shoes.pop(shoe_id))
-                        self.ended += 1
+                        self.shoe(shoe_id, self.shoes.pop(shoe_id))
         if number is not None and number > self.newest:
             self.newest = number
-            self._verify([c for c, n in self.opened_in.items() if n <= number - 2])
+            self._hand_over([c for c, n in self.opened_in.items() if n <= number - 2])
 
-    def _verify(self, coups: list[str]) -> None:
+    def rest(self) -> None:
+        """Hand over every coup still held (the stream has been read)."""
+        self._hand_over(sorted(self.held))
+
+    def _hand_over(self, coups: list[str]) -> None:
         for coup in coups:
             self.opened_in.pop(coup, None)
             self.gone.add(coup)
-            report = _verify_coups({coup: self.held.pop(coup)}, self.each_coup)
-            self.coups, self.findings = self.coups + report.coups, self.findings + report.findings
-            if not report.coups:
-                self.unfinished.add(coup)
+            self.coup(self.held.pop(coup))
+
+
+class _Verifying:
+    """One table's history verified as it is read (``_AsRead``): a coup found
+    with records read after it was verified is read again whole and verified
+    again, its report the one of the whole coup."""
+
+    def __init__(self, table: str, last_seq: int, each_coup: Callable[[list[Stored]], object] | None) -> None:
+        self.table, self.last_seq, self.each_coup = table, last_seq, each_coup
+        self.grouped = _AsRead(table, self._coup, self._shoe)
+        self.read, self.coups, self.ended = 0, 0, 0
+        self.unfinished: set[str] = set()  # coups found still being dealt
+        self.findings: list[Finding] = []
+
+    def take(self, m: Stored) -> None:
+        self.read += m.seq <= self.last_seq
+        self.grouped.take(m)
+
+    def _coup(self, records: list[Stored]) -> None:
+        report = _verify_coups({subjects.tokens(records[0].subject)[2]: records}, self.each_coup)
+        self.coups, self.findings = self.coups + report.coups, self.findings + report.findings
+        if not report.coups:
+            self.unfinished.add(subjects.tokens(records[0].subject)[2])
+
+    def _shoe(self, shoe_id: str, events: list[tuple[int, AnyEvent]]) -> None:
+        self.findings += verify_shoe(shoe_id, events)
+        self.ended += 1
 
     async def finish(self, store: EventStore) -> Report:
-        self._verify(sorted(self.held))
-        for coup in sorted(self.again):
+        self.grouped.rest()
+        for coup in sorted(self.grouped.again):
             report = _verify_coups({coup: await store.read(subjects.coup_filter(coup, self.table))}, None)
             self.findings = [f for f in self.findings if f.coup != coup] + report.findings
             self.coups += report.coups - (coup not in self.unfinished)

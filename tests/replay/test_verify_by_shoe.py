@@ -15,7 +15,7 @@ import nats
 import pytest
 
 from casino.launcher import APPROVALS
-from casino.replaycli import by_coup, verify, verify_history, verify_table
+from casino.replaycli import by_coup, list_coups, verify, verify_history, verify_table
 from casino.rules import shoe
 from casino.rules.cards import full_set
 from casino.simulator import Simulator
@@ -24,6 +24,7 @@ from casino.store.eventstore import InMemoryEventStore, Stored
 from casino.store.jetstream import STREAM, JetStreamEventStore, ensure_streams
 from casino.tables import TableConfig
 from tests.e2e.casino import Casino
+from tests.e2e.test_bounded_start import reads_of
 from tests.natsfixture import nats_server
 from tests.variants import ruleset_variant
 
@@ -171,3 +172,26 @@ async def test_casino_verify_of_a_table_reads_it_from_the_server_in_one_pass(
             await nc.close()
     whole = verify_history(at(BJ, dealt))
     assert f"verified {COUPS} coups and {whole.shoes} ended shoes: every one follows the rules" in capsys.readouterr().out
+
+
+async def test_a_table_listed_as_it_is_read_lists_every_coup_once_in_order_as_its_whole_records_give_it(
+        dealt: list[Stored], capsys: pytest.CaptureFixture[str]) -> None:
+    """``casino replay table`` without a range of numbers reads the table in
+    one pass as verification does; a coup whose settlement was read after it
+    was listed is listed again, settled."""
+    first = f"{BAC}-000001"
+    settled = next(m for m in dealt if subjects.tokens(m.subject)[2:] == (first, "settle"))
+    late = [*[m for m in dealt if m.seq != settled.seq], msgspec.structs.replace(settled, seq=dealt[-1].seq + 1)]
+    args = argparse.Namespace(what="table", table=BAC, first=None, last=None, since=None, until=None)
+    assert await list_coups(in_memory(late), args) == 0
+    lines = capsys.readouterr().out.splitlines()[1:]
+    assert [line.split()[0] for line in lines] == [f"{BAC}-{n:06d}" for n in range(1, COUPS + 1)]
+    assert all(line.endswith(" yes") for line in lines)
+    # A range of numbers reads those coups alone, by their own subjects.
+    store = in_memory(late)
+    reads = reads_of(store)
+    args.first, args.last = 3, 5
+    assert await list_coups(store, args) == 0
+    assert [line.split()[0] for line in capsys.readouterr().out.splitlines()[1:]] == \
+        [f"{BAC}-{n:06d}" for n in (3, 4, 5)]
+    assert reads == [subjects.coup_filter(f"{BAC}-{n:06d}", BAC) for n in (3, 4, 5)]
