@@ -308,10 +308,12 @@ class _Verifying:
         self.grouped.take(m)
 
     def _coup(self, records: list[Stored]) -> None:
-        report = _verify_coups({subjects.tokens(records[0].subject)[2]: records}, self.each_coup)
-        self.coups, self.findings = self.coups + report.coups, self.findings + report.findings
+        coup = subjects.tokens(records[0].subject)[2]
+        report = _verify_coups({coup: records}, self.each_coup)
+        self.coups += report.coups
+        self.findings += report.findings
         if not report.coups:
-            self.unfinished.add(subjects.tokens(records[0].subject)[2])
+            self.unfinished.add(coup)
 
     def _shoe(self, shoe_id: str, events: list[tuple[int, AnyEvent]]) -> None:
         self.findings += verify_shoe(shoe_id, events)
