@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -31,6 +32,18 @@ def _print_sheet(sheet: dict[str, Any]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        status = _main(argv)
+        sys.stdout.flush()  # here, not at exit, where a closed pipe could no longer be told apart
+        return status
+    except BrokenPipeError:
+        # The reader stopped reading (``casino replay coup ... | head``): it has
+        # what it asked for. Nothing more is written, and no traceback.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # as a shell reports a command ended by a closed pipe
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="casino", description="The coup engine's command line.")
     sub = parser.add_subparsers(dest="command", required=True)
     ps = sub.add_parser("par-sheet", help="game mathematics of a ruleset, by exact enumeration")

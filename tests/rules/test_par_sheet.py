@@ -64,3 +64,13 @@ def test_the_casino_command_refuses_an_unknown_ruleset() -> None:
     out = subprocess.run([sys.executable, "-m", "casino.cli", "par-sheet", "no-such-game"],
                          capture_output=True, text=True)
     assert out.returncode == 2 and "no ruleset" in out.stderr
+
+
+def test_the_casino_command_stops_quietly_when_its_reader_stops_reading() -> None:
+    """``casino replay coup ... | head``: the pipe is closed before anything is written."""
+    proc = subprocess.Popen([sys.executable, "-m", "casino.cli", "par-sheet", "baccarat-000-methods"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    errors = proc.stderr.read()
+    assert proc.wait(timeout=60) == 141 and errors == ""
