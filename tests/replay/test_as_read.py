@@ -1,7 +1,8 @@
-"""A table's history verified as it is read, each coup let go once the shoe
-two after its own begins, so that a year of it is verified in the memory a
-few shoes take: the same report as the whole history held at once, rounds
-that go on into a new shoe (003 7.9) and records written late included."""
+"""A table's history verified (and listed) as it is read, each coup let go
+once the shoe two after its own begins, so that a year of it is verified in
+the memory a few shoes take: the same report as the whole history held at
+once, rounds that go on into a new shoe (003 7.9) and records written late
+included."""
 
 from __future__ import annotations
 
