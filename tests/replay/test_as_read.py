@@ -22,11 +22,12 @@ from casino.rules.cards import full_set
 from casino.simulator import Simulator
 from casino.store import envelope, subjects
 from casino.store.eventstore import InMemoryEventStore, Stored
-from casino.store.jetstream import STREAM, JetStreamEventStore, ensure_streams
+from casino.store.jetstream import JetStreamEventStore
 from casino.tables import TableConfig
 from tests.e2e.casino import Casino
 from tests.e2e.test_bounded_start import reads_of
 from tests.natsfixture import nats_server
+from tests.replay.test_replay_verify import _a_store_holding
 from tests.variants import ruleset_variant
 
 pytestmark = pytest.mark.anyio
@@ -161,12 +162,9 @@ async def test_an_ended_shoe_whose_shuffle_is_missing_is_a_difference(dealt: lis
 async def test_casino_verify_of_a_table_reads_it_from_the_server_in_one_pass(
         dealt: list[Stored], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with nats_server(tmp_path) as url:
+        await _a_store_holding(dealt, url)
         nc = await nats.connect(url)
         try:
-            js = nc.jetstream()
-            await ensure_streams(js)
-            for m in dealt:
-                await js.publish(m.subject, envelope.encode(m.batch), stream=STREAM)
             args = argparse.Namespace(coup=None, shoe=None, table=BJ, workers=1)
             assert await verify(JetStreamEventStore(nc), nc, args) == 0
         finally:
