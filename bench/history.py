@@ -58,6 +58,9 @@ class Unchecked:
     async def scan(self, filter_: str, each: Callable[[Stored], object]) -> None:
         pass
 
+    async def first(self, filter_: str) -> Stored | None:
+        return None
+
     async def last(self, filter_: str) -> Stored | None:
         return None
 

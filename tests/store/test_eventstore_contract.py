@@ -135,8 +135,10 @@ async def test_what_a_read_hands_back_is_held_by_nothing_else(store: EventStore)
     assert [r for r in gc.get_referrers(page) if isinstance(r, types.CellType)] == []
 
 
-async def test_the_last_message_on_a_filter_is_found_without_reading_the_history(store: EventStore) -> None:
+async def test_the_first_and_last_messages_on_a_filter_are_found_without_reading_the_history(
+        store: EventStore) -> None:
     assert await store.last(subjects.aggregate_filter("coup", "T1")) is None
+    assert await store.first(subjects.aggregate_filter("coup", "T1")) is None
     writes = [("T1", "T1-shoe-1", "T1-000001", "coup"), ("T1", "T1-shoe-2", "T1-000002", "coup"),
               ("T1", "T1-shoe-2", "T1-000002", "shoe"), ("T2", "T2-shoe-1", "T2-000001", "coup")]
     for i, (table, shoe, coup, agg) in enumerate(writes):
@@ -147,6 +149,10 @@ async def test_the_last_message_on_a_filter_is_found_without_reading_the_history
     [whole] = [m for m in await store.read(subjects.aggregate_filter("coup", "T1")) if m.seq == last.seq]
     assert (last.subject, last.batch, last.msg_id) == (whole.subject, whole.batch, "w1")
     assert await store.last(subjects.aggregate_filter("coup", "T3")) is None
+    first = await store.first(subjects.coup_filter("T1-000002", "T1"))
+    assert first is not None and (first.subject, first.msg_id) == (subjects.event(*writes[1]), "w1")
+    assert first.batch == whole.batch
+    assert await store.first(subjects.coup_filter("T1-000003", "T1")) is None
 
 
 async def test_a_retry_after_the_aggregate_moved_on_is_still_written_once(store: EventStore) -> None:

@@ -10,7 +10,7 @@ aggregate has moved on since the first attempt.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Protocol
 
 import msgspec
@@ -47,6 +47,9 @@ class EventStore(Protocol):
     async def scan(self, filter_: str, each: Callable[[Stored], object]) -> None:
         """``each`` of the messages on ``filter_``, in order, as they are read:
         a history of any length in the memory of one message."""
+
+    async def first(self, filter_: str) -> Stored | None:
+        """The earliest message on ``filter_`` (wildcards allowed), None if there is none."""
 
     async def last(self, filter_: str) -> Stored | None:
         """The latest message on ``filter_`` (wildcards allowed), None if there is none."""
@@ -103,8 +106,14 @@ class InMemoryEventStore:
         for m in await self.read(filter_):
             each(m)
 
+    async def first(self, filter_: str) -> Stored | None:
+        return self._found(filter_, self.messages)
+
     async def last(self, filter_: str) -> Stored | None:
-        for seq, subj, data in reversed(self.messages):
+        return self._found(filter_, reversed(self.messages))
+
+    def _found(self, filter_: str, messages: Iterable[tuple[int, str, bytes]]) -> Stored | None:
+        for seq, subj, data in messages:
             if matches(filter_, subj):
                 return Stored(seq, subj, decode(data), next((i for i, s in self.ids.items() if s == seq), ""))
         return None

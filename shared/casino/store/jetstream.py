@@ -10,7 +10,15 @@ from collections.abc import Callable
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
-from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, StorageType, StoreCompression, StreamConfig
+from nats.js.api import (
+    AckPolicy,
+    ConsumerConfig,
+    DeliverPolicy,
+    RawStreamMsg,
+    StorageType,
+    StoreCompression,
+    StreamConfig,
+)
 from nats.js.errors import APIError, BadRequestError, NotFoundError
 
 from casino.store.envelope import Batch, decode, encode
@@ -181,6 +189,15 @@ class JetStreamEventStore:
         if failed:
             raise failed[0]
 
+    async def first(self, filter_: str) -> Stored | None:
+        """One get (the stream's leader answers): the server finds the first
+        message on a wildcard filter from its index of subjects, as for ``last``."""
+        try:
+            m = await self.js.get_msg(self.stream, seq=1, subject=filter_, next=True)
+        except NotFoundError:
+            return None
+        return _stored(m)
+
     async def last(self, filter_: str) -> Stored | None:
         """One direct get (any replica answers): the server finds the latest
         message on a wildcard filter from its index of subjects, without
@@ -189,7 +206,7 @@ class JetStreamEventStore:
             m = await self.js.get_last_msg(self.stream, filter_, direct=True)
         except NotFoundError:
             return None
-        return Stored(m.seq or 0, m.subject or "", decode(m.data or b""), (m.headers or {}).get("Nats-Msg-Id", ""))
+        return _stored(m)
 
     async def tables(self) -> list[str]:
         """Every table with events in the store, from the subjects its shoe
@@ -208,3 +225,7 @@ class JetStreamEventStore:
             offset += len(page)
             if not page or offset >= info.get("total", 0):
                 return sorted(found)
+
+
+def _stored(m: RawStreamMsg) -> Stored:
+    return Stored(m.seq or 0, m.subject or "", decode(m.data or b""), (m.headers or {}).get("Nats-Msg-Id", ""))
