@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import argparse
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import msgspec
@@ -16,16 +17,26 @@ import nats
 import pytest
 
 from casino.launcher import APPROVALS
-from casino.replaycli import by_coup, list_coups, verify, verify_history, verify_table
+from casino.replaycli import (
+    Bounds,
+    by_coup,
+    list_coups,
+    listed_in_one_pass,
+    table_listing,
+    verify,
+    verify_history,
+    verify_table,
+)
 from casino.rules import shoe
 from casino.rules.cards import full_set
 from casino.simulator import Simulator
 from casino.store import envelope, subjects
-from casino.store.eventstore import InMemoryEventStore, Stored
+from casino.store.envelope import CoupConfigured
+from casino.store.eventstore import EventStore, InMemoryEventStore, Stored
 from casino.store.jetstream import JetStreamEventStore
 from casino.tables import TableConfig
 from tests.e2e.casino import Casino
-from tests.e2e.test_bounded_start import reads_of
+from tests.e2e.test_bounded_start import filters_of, reads_of
 from tests.natsfixture import nats_server
 from tests.replay.test_replay_verify import _a_store_holding
 from tests.variants import ruleset_variant
@@ -194,3 +205,56 @@ async def test_a_table_listed_as_it_is_read_lists_every_coup_once_in_order_as_it
     assert [line.split()[0] for line in capsys.readouterr().out.splitlines()[1:]] == \
         [f"{BAC}-{n:06d}" for n in (3, 4, 5)]
     assert reads == [subjects.coup_filter(f"{BAC}-{n:06d}", BAC) for n in (3, 4, 5)]
+
+
+def opened(stored: list[Stored], n: int) -> datetime:
+    """When the baccarat table's coup ``n`` opened, as recorded."""
+    return next(e.at for m in stored for e in m.batch.events
+                if isinstance(e.data, CoupConfigured) and e.coup == f"{BAC}-{n:06d}")
+
+
+@pytest.fixture(params=["memory", "jetstream"])
+async def holding_dealt(request: pytest.FixtureRequest, dealt: list[Stored],
+                        tmp_path: Path) -> AsyncIterator[EventStore]:
+    if request.param == "memory":
+        yield in_memory(dealt)
+        return
+    with nats_server(tmp_path) as url:
+        await _a_store_holding(dealt, url)
+        nc = await nats.connect(url)
+        try:
+            yield JetStreamEventStore(nc)
+        finally:
+            await nc.close()
+
+
+async def test_a_window_of_opening_times_reads_only_its_own_coups_found_by_halving_over_their_numbers(
+        dealt: list[Stored], holding_dealt: EventStore, capsys: pytest.CaptureFixture[str]) -> None:
+    """``casino replay table --since/--until`` finds the coups opened in the
+    window with a few gets of a coup's opening (halving over the numbers), and
+    reads those coups alone by their own subjects, so that its time does not
+    grow with the table's history; a window over more than an eighth of the
+    table is read in one pass. Either lists what the whole table's one pass
+    lists within the window."""
+    store = holding_dealt
+    coups = [f"{BAC}-{n:06d}" for n in range(1, COUPS + 1)]
+    window = Bounds(since=opened(dealt, 11), until=opened(dealt, 14))
+    probes, reads = filters_of(store, "first"), reads_of(store)
+    lines = await table_listing(store, BAC, window)
+    assert [line.split()[0] for line in lines] == coups[10:13]
+    assert reads == [subjects.coup_filter(coup, BAC) for coup in coups[10:13]]
+    assert 0 < len(probes) <= 10  # two halvings over 30 numbers, not a look at each
+    assert lines == await listed_in_one_pass(store, BAC, window)
+    # Numbers and times together; the command line's naive times are UTC.
+    args = argparse.Namespace(what="table", table=BAC, first=12, last=None,
+                              since=window.since.replace(tzinfo=None), until=window.until.replace(tzinfo=None))
+    assert await list_coups(store, args) == 0
+    assert [line.split()[0] for line in capsys.readouterr().out.splitlines()[1:]] == coups[11:13]
+    # Most of the table: one pass, no coup read by its own subjects.
+    reads.clear()
+    most = Bounds(since=opened(dealt, 2))
+    assert await table_listing(store, BAC, most) == await listed_in_one_pass(store, BAC, most)
+    assert [line.split()[0] for line in await table_listing(store, BAC, most)] == coups[1:]
+    assert [f for f in reads if f != subjects.table_filter(BAC)] == []  # the fake's pass is a read of the table
+    # A window no coup opened in.
+    assert await table_listing(store, BAC, Bounds(since=opened(dealt, COUPS) + timedelta(microseconds=1))) == []
