@@ -7,6 +7,11 @@ mark, reset once the process has imported and connected, less what it held
 then); on a store where four simulated tables dealt ``coups`` each (as
 ``bench.replay`` deals them).
 
+And on the same store, the time ``casino replay table --since`` takes to list
+the table's last ``window`` coups by their opening times: the coups found by
+halving over their numbers and read by their own subjects, against the table
+read in one pass (as it was before).
+
     python -m bench.verifying --coups 1200
 """
 
@@ -27,8 +32,9 @@ import nats
 
 from bench.replay import deal
 from casino.natsserver import NatsServer
-from casino.replaycli import verify_history, verify_table
+from casino.replaycli import Bounds, coup_id, listed_in_one_pass, table_listing, verify_history, verify_table
 from casino.store import subjects
+from casino.store.envelope import CoupConfigured
 from casino.store.jetstream import JetStreamEventStore
 
 TABLE = "BAC000-1"
@@ -68,11 +74,12 @@ def in_own_process(way: str, url: str) -> dict[str, Any]:
     return result
 
 
-async def measure(coups_per_table: int = 600, runs: int = 3) -> dict[str, Any]:
+async def measure(coups_per_table: int = 600, runs: int = 3, window: int = 50) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp, NatsServer(Path(tmp) / "nats") as server:
         await deal(server.url, coups_per_table)
         nc = await nats.connect(server.url)
         messages = len(await JetStreamEventStore(nc).read(subjects.table_filter(TABLE)))
+        listing = await listing_times(JetStreamEventStore(nc), coups_per_table, window, runs)
         await nc.close()
         results = {way: [in_own_process(way, server.url) for _ in range(runs)] for way in WAYS}
     if len({r["coups"] for rs in results.values() for r in rs}) != 1:
@@ -82,6 +89,29 @@ async def measure(coups_per_table: int = 600, runs: int = 3) -> dict[str, Any]:
         out[way] = {k: statistics.median(r[k] for r in rs) for k in ("risen_mib", "seconds")}
         out[way]["kib_per_coup"] = out[way]["risen_mib"] * 1024 / out["coups"]
     out["ratio"] = out["as_read"]["risen_mib"] / out["held_whole"]["risen_mib"]
+    out["listing"] = listing
+    return out
+
+
+async def listing_times(store: JetStreamEventStore, coups: int, window: int, runs: int) -> dict[str, Any]:
+    """Seconds to list the table's last ``window`` coups by opening time, each
+    way in turn ``runs`` times (the median); both must list the same coups."""
+    opening = await store.first(subjects.event(TABLE, "*", coup_id(TABLE, str(coups - window + 1)), "coup"))
+    assert opening is not None
+    bounds = Bounds(since=next(e.at for e in opening.batch.events if isinstance(e.data, CoupConfigured)))
+    seconds: dict[str, list[float]] = {"window": [], "one_pass": []}
+    listings = set()
+    for _ in range(runs):
+        for way, listed in (("window", table_listing), ("one_pass", listed_in_one_pass)):
+            start = time.perf_counter()
+            lines = await listed(store, TABLE, bounds)
+            seconds[way].append(time.perf_counter() - start)
+            listings.add(tuple(lines))
+    if len(listings) != 1 or len(lines) != window:
+        raise RuntimeError(f"the two ways listed different coups, or not the last {window}: {listings}")
+    out: dict[str, Any] = {"coups_listed": window, "runs": runs}
+    out.update({f"{way}_s": statistics.median(s) for way, s in seconds.items()})
+    out["ratio"] = out["window_s"] / out["one_pass_s"]
     return out
 
 
@@ -103,7 +133,10 @@ def summary(r: dict[str, Any]) -> str:
     return (f"verifying a table of {r['coups']:,} coups ({r['messages']:,} messages), resident memory risen "
             f"{a['risen_mib']:.1f} MiB read in one pass and let go, against {w['risen_mib']:.1f} holding its "
             f"whole history: {a['kib_per_coup']:.2f} against {w['kib_per_coup']:.2f} KiB a coup, ratio "
-            f"{r['ratio']:.2f}; {a['seconds']:.2f} against {w['seconds']:.2f} s (median of {r['runs']} runs)")
+            f"{r['ratio']:.2f}; {a['seconds']:.2f} against {w['seconds']:.2f} s (median of {r['runs']} runs)\n"
+            f"listing its last {r['listing']['coups_listed']} coups by opening time (--since): "
+            f"{r['listing']['window_s']:.3f} s found by halving and read coup by coup, against "
+            f"{r['listing']['one_pass_s']:.3f} s reading the table in one pass: ratio {r['listing']['ratio']:.3f}")
 
 
 if __name__ == "__main__":

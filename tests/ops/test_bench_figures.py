@@ -75,7 +75,11 @@ async def test_a_table_given_a_history_deals_on_from_its_shoes_timed_and_costed(
 async def test_the_verification_memory_benchmark_verifies_the_table_both_ways_in_processes_of_their_own() -> None:
     """Each way in a fresh process (which refuses a report with a difference),
     the same coups verified, how far its memory rose measured from the kernel."""
-    figures = await measure_verifying(coups_per_table=20, runs=1)
+    figures = await measure_verifying(coups_per_table=20, runs=1, window=2)
     assert figures["coups"] == 20 and figures["messages"] > 20 * 10
     assert figures["held_whole"]["risen_mib"] > 0 and figures["as_read"]["risen_mib"] >= 0
     assert figures["ratio"] == figures["as_read"]["risen_mib"] / figures["held_whole"]["risen_mib"]
+    # And the listing of the table's last coups by time, both ways listing the same (else it raises).
+    listing = figures["listing"]
+    assert listing["coups_listed"] == 2 and listing["window_s"] > 0 and listing["one_pass_s"] > 0
+    assert listing["ratio"] == listing["window_s"] / listing["one_pass_s"]
