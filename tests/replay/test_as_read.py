@@ -16,9 +16,11 @@ import msgspec
 import nats
 import pytest
 
+from casino import replaycli
 from casino.launcher import APPROVALS
 from casino.replaycli import (
     Bounds,
+    add_commands,
     by_coup,
     list_coups,
     listed_in_one_pass,
@@ -26,6 +28,7 @@ from casino.replaycli import (
     verify,
     verify_history,
     verify_table,
+    verify_window,
 )
 from casino.rules import shoe
 from casino.rules.cards import full_set
@@ -80,6 +83,13 @@ def in_memory(stored: list[Stored]) -> InMemoryEventStore:
     store = InMemoryEventStore()
     store.messages = [(m.seq, m.subject, envelope.encode(m.batch)) for m in stored]
     return store
+
+
+def cli_args(*argv: str) -> argparse.Namespace:
+    """``casino`` ``argv`` as the command line parses it."""
+    parser = argparse.ArgumentParser()
+    add_commands(parser.add_subparsers(dest="command"))
+    return parser.parse_args(argv)
 
 
 def at(table: str, stored: list[Stored]) -> list[Stored]:
@@ -176,7 +186,7 @@ async def test_casino_verify_of_a_table_reads_it_from_the_server_in_one_pass(
         await _a_store_holding(dealt, url)
         nc = await nats.connect(url)
         try:
-            args = argparse.Namespace(coup=None, shoe=None, table=BJ, workers=1)
+            args = cli_args("verify", "--table", BJ, "--workers", "1")
             assert await verify(JetStreamEventStore(nc), nc, args) == 0
         finally:
             await nc.close()
@@ -207,10 +217,10 @@ async def test_a_table_listed_as_it_is_read_lists_every_coup_once_in_order_as_it
     assert reads == [subjects.coup_filter(f"{BAC}-{n:06d}", BAC) for n in (3, 4, 5)]
 
 
-def opened(stored: list[Stored], n: int) -> datetime:
-    """When the baccarat table's coup ``n`` opened, as recorded."""
+def opened(stored: list[Stored], n: int, table: str = BAC) -> datetime:
+    """When the table's coup ``n`` opened, as recorded."""
     return next(e.at for m in stored for e in m.batch.events
-                if isinstance(e.data, CoupConfigured) and e.coup == f"{BAC}-{n:06d}")
+                if isinstance(e.data, CoupConfigured) and e.coup == f"{table}-{n:06d}")
 
 
 @pytest.fixture(params=["memory", "jetstream"])
@@ -232,9 +242,8 @@ async def test_a_window_of_opening_times_reads_only_its_own_coups_found_by_halvi
         dealt: list[Stored], holding_dealt: EventStore, capsys: pytest.CaptureFixture[str]) -> None:
     """``casino replay table --since/--until`` finds the coups opened in the
     window with a few gets of a coup's opening (halving over the numbers), and
-    reads those coups alone by their own subjects, so that its time does not
-    grow with the table's history; a window over more than an eighth of the
-    table is read in one pass. Either lists what the whole table's one pass
+    reads those coups alone by their own subjects, not the table's history; a
+    window over more than a tenth of the table is read in one pass. Either lists what the whole table's one pass
     lists within the window."""
     store = holding_dealt
     coups = [f"{BAC}-{n:06d}" for n in range(1, COUPS + 1)]
@@ -258,3 +267,60 @@ async def test_a_window_of_opening_times_reads_only_its_own_coups_found_by_halvi
     assert [f for f in reads if f != subjects.table_filter(BAC)] == []  # the fake's pass is a read of the table
     # A window no coup opened in.
     assert await table_listing(store, BAC, Bounds(since=opened(dealt, COUPS) + timedelta(microseconds=1))) == []
+
+
+async def test_a_window_of_a_table_is_verified_with_every_shoe_its_coups_were_dealt_from(
+        dealt: list[Stored], holding_dealt: EventStore, capsys: pytest.CaptureFixture[str]) -> None:
+    """``casino verify --table T`` with ``--from/--to`` or ``--since/--until``
+    verifies the coups in the window, each read by its own subjects, and every
+    ended shoe they drew from, whole: a round gone on into a new shoe
+    (003 7.9) brings in both shoes."""
+    store = holding_dealt
+    crossing = across_shoes(at(BJ, dealt))[0]
+    n = int(crossing.rpartition("-")[2])
+    coups = {f"{BJ}-{k:06d}" for k in (n - 1, n, n + 1)}
+    records = [m for m in dealt if subjects.tokens(m.subject)[2] in coups]
+    shoes = {subjects.tokens(m.subject)[1] for m in records if subjects.tokens(m.subject)[3] == "shoe"}
+    ended = {e.data.shoe_id for m in dealt for e in m.batch.events if isinstance(e.data, shoe.ShoeEnded)}
+    assert len(shoes) == 2 and shoes & ended
+    report = await verify_window(store, BJ, Bounds(first=n - 1, last=n + 1))
+    assert report is not None and (report.coups, report.shoes, report.findings) == (3, len(shoes & ended), [])
+    # The same window by its opening times, through the command line (naive times are UTC).
+    since, until = (opened(dealt, k, BJ).replace(tzinfo=None).isoformat() for k in (n - 1, n + 2))
+    args = cli_args("verify", "--table", BJ, "--since", since, "--until", until)
+    assert await verify(store, None, args) == 0  # type: ignore[arg-type]  # a window needs no connection of its own
+    assert capsys.readouterr().out.strip() == \
+        f"verified 3 coups and {len(shoes & ended)} ended shoes: every one follows the rules"
+    # A window names its table.
+    assert replaycli.run(cli_args("verify", "--since", since)) == 2
+    assert "name it with --table" in capsys.readouterr().err
+
+
+async def test_a_card_changed_in_a_shoe_a_window_was_dealt_from_is_found_and_one_in_another_shoe_is_not(
+        dealt: list[Stored]) -> None:
+    """Every card of a shoe the window's coups drew from is checked against its
+    revealed order, whoever drew it; the table's other shoes are not read."""
+    first = f"{BAC}-000011"
+    its_shoe = next(subjects.tokens(m.subject)[1] for m in dealt if subjects.tokens(m.subject)[2:] == (first, "coup"))
+
+    def drawn(shoe_token: str) -> Stored:
+        """A draw from that shoe by a coup outside the window."""
+        return next(m for m in dealt if subjects.tokens(m.subject)[:2] == (BAC, shoe_token)
+                    and subjects.tokens(m.subject)[2] not in (first, subjects.NO_COUP)
+                    and any(isinstance(e.data, shoe.CardDrawn) for e in m.batch.events))
+
+    def changed(m: Stored) -> list[Stored]:
+        other = envelope.Batch(tuple(msgspec.structs.replace(e, data=msgspec.structs.replace(
+            e.data, card="KS" if e.data.card != "KS" else "QS")) if isinstance(e.data, shoe.CardDrawn) else e
+            for e in m.batch.events))
+        return [msgspec.structs.replace(x, batch=other) if x.seq == m.seq else x for x in dealt]
+
+    window = Bounds(first=11, last=11)
+    same = await verify_window(in_memory(changed(drawn(its_shoe))), BAC, window)
+    assert same is not None and same.findings and all(f.coup == its_shoe for f in same.findings), same
+    other_shoe = next(e.data.shoe_id for m in at(BAC, dealt) for e in m.batch.events
+                      if isinstance(e.data, shoe.ShoeEnded) and e.data.shoe_id != its_shoe)
+    whole = verify_history(at(BAC, changed(drawn(other_shoe))))
+    assert any(f.coup == other_shoe for f in whole.findings)  # found, where the shoe is read
+    elsewhere = await verify_window(in_memory(changed(drawn(other_shoe))), BAC, window)
+    assert elsewhere is not None and (elsewhere.coups, elsewhere.findings) == (1, [])
