@@ -7,10 +7,12 @@ mark, reset once the process has imported and connected, less what it held
 then); on a store where four simulated tables dealt ``coups`` each (as
 ``bench.replay`` deals them).
 
-And on the same store, the time ``casino replay table --since`` takes to list
-the table's last ``window`` coups by their opening times: the coups found by
-halving over their numbers and read by their own subjects, against the table
-read in one pass (as it was before).
+And on the same store, the time ``casino replay table --since --until`` takes to list
+``window`` coups opened halfway through the table's history, by their
+opening times: the coups found by halving over their numbers and read by
+their own subjects, against the table read in one pass (as it was before);
+and ``casino verify --table --since --until`` on the same coups, with the
+shoes they were dealt from.
 
     python -m bench.verifying --coups 1200
 """
@@ -25,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +35,15 @@ import nats
 
 from bench.replay import deal
 from casino.natsserver import NatsServer
-from casino.replaycli import Bounds, coup_id, listed_in_one_pass, table_listing, verify_history, verify_table
+from casino.replaycli import (
+    Bounds,
+    coup_id,
+    listed_in_one_pass,
+    table_listing,
+    verify_history,
+    verify_table,
+    verify_window,
+)
 from casino.store import subjects
 from casino.store.envelope import CoupConfigured
 from casino.store.jetstream import JetStreamEventStore
@@ -94,11 +105,18 @@ async def measure(coups_per_table: int = 600, runs: int = 3, window: int = 50) -
 
 
 async def listing_times(store: JetStreamEventStore, coups: int, window: int, runs: int) -> dict[str, Any]:
-    """Seconds to list the table's last ``window`` coups by opening time, each
-    way in turn ``runs`` times (the median); both must list the same coups."""
-    opening = await store.first(subjects.event(TABLE, "*", coup_id(TABLE, str(coups - window + 1)), "coup"))
-    assert opening is not None
-    bounds = Bounds(since=next(e.at for e in opening.batch.events if isinstance(e.data, CoupConfigured)))
+    """Seconds to list ``window`` coups opened halfway through the table's
+    history by their opening times, each way in turn ``runs`` times (the
+    median); both must list the same coups. Then to verify them and the shoes
+    they were dealt from (ended there, unlike the shoe in play)."""
+    first = coups // 2
+
+    async def opened(n: int) -> datetime:
+        opening = await store.first(subjects.event(TABLE, "*", coup_id(TABLE, str(n)), "coup"))
+        assert opening is not None
+        return next(e.at for e in opening.batch.events if isinstance(e.data, CoupConfigured))
+
+    bounds = Bounds(since=await opened(first), until=await opened(first + window))
     seconds: dict[str, list[float]] = {"window": [], "one_pass": []}
     listings = set()
     for _ in range(runs):
@@ -108,10 +126,20 @@ async def listing_times(store: JetStreamEventStore, coups: int, window: int, run
             seconds[way].append(time.perf_counter() - start)
             listings.add(tuple(lines))
     if len(listings) != 1 or len(lines) != window:
-        raise RuntimeError(f"the two ways listed different coups, or not the last {window}: {listings}")
+        raise RuntimeError(f"the two ways listed different coups, or not {window}: {listings}")
     out: dict[str, Any] = {"coups_listed": window, "runs": runs}
     out.update({f"{way}_s": statistics.median(s) for way, s in seconds.items()})
     out["ratio"] = out["window_s"] / out["one_pass_s"]
+    # ``casino verify --table --since --until``: the same coups and the shoes they were dealt from.
+    verified, shoes = [], set()
+    for _ in range(runs):
+        start = time.perf_counter()
+        report = await verify_window(store, TABLE, bounds)
+        verified.append(time.perf_counter() - start)
+        if report is None or report.coups != window or report.findings:
+            raise RuntimeError(f"verifying {window} coups: {report}")
+        shoes.add(report.shoes)
+    out["verify_window_s"], out["verify_window_shoes"] = statistics.median(verified), shoes.pop()
     return out
 
 
@@ -134,9 +162,13 @@ def summary(r: dict[str, Any]) -> str:
             f"{a['risen_mib']:.1f} MiB read in one pass and let go, against {w['risen_mib']:.1f} holding its "
             f"whole history: {a['kib_per_coup']:.2f} against {w['kib_per_coup']:.2f} KiB a coup, ratio "
             f"{r['ratio']:.2f}; {a['seconds']:.2f} against {w['seconds']:.2f} s (median of {r['runs']} runs)\n"
-            f"listing its last {r['listing']['coups_listed']} coups by opening time (--since): "
+            f"listing {r['listing']['coups_listed']} of its coups halfway through by opening time "
+            f"(--since, --until): "
             f"{r['listing']['window_s']:.3f} s found by halving and read coup by coup, against "
-            f"{r['listing']['one_pass_s']:.3f} s reading the table in one pass: ratio {r['listing']['ratio']:.3f}")
+            f"{r['listing']['one_pass_s']:.3f} s reading the table in one pass: ratio {r['listing']['ratio']:.3f}; "
+            f"verifying them and the {r['listing']['verify_window_shoes']} ended shoes they were dealt from "
+            f"(--table --since --until): {r['listing']['verify_window_s']:.3f} s, against {a['seconds']:.2f} s for the "
+            f"whole table")
 
 
 if __name__ == "__main__":

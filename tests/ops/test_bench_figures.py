@@ -83,3 +83,4 @@ async def test_the_verification_memory_benchmark_verifies_the_table_both_ways_in
     listing = figures["listing"]
     assert listing["coups_listed"] == 2 and listing["window_s"] > 0 and listing["one_pass_s"] > 0
     assert listing["ratio"] == listing["window_s"] / listing["one_pass_s"]
+    assert listing["verify_window_s"] > 0 and listing["verify_window_shoes"] >= 0
