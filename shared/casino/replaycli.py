@@ -40,8 +40,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
     shoe = which.add_parser("shoe", help="list the coups dealt from one shoe")
     shoe.add_argument("shoe", help="the shoe id, e.g. BAC000-1-shoe-3")
     verify = sub.add_parser("verify", help="check every selected coup and ended shoe against the rules")
-    verify.add_argument("--table", help="one table; with the options below, its coups in that window "
-                                        "and the shoes they were dealt from")
+    verify.add_argument("--table", help="one table; with the options below (alone: at every table), "
+                                        "its coups in that window and the shoes they were dealt from")
     _window_arguments(verify)
     verify.add_argument("--coup")
     verify.add_argument("--shoe")
@@ -69,9 +69,9 @@ def _bounds(args: argparse.Namespace) -> Bounds:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.command == "verify" and _bounds(args).any() and not args.table:
-        print("casino: --from, --to, --since and --until verify a window of one table: name it with --table",
-              file=sys.stderr)
+    if args.command == "verify" and _bounds(args).any() and (args.coup or args.shoe):
+        print("casino: --from, --to, --since and --until verify a window of a table's coups (or of every "
+              "table's): not with --coup or --shoe", file=sys.stderr)
         return 2
     return asyncio.run(_run(args))
 
@@ -257,13 +257,14 @@ async def verify(store: EventStore, nc: Client, args: argparse.Namespace) -> int
         shoes = await store.read(subjects.shoe_filter(table, args.shoe))
         stored = [m for c in sorted(by_coup(shoes)) for m in await store.read(subjects.coup_filter(c, table))]
         report = verify_all(stored, shoes)
-    elif args.table and _bounds(args).any():
-        window = await verify_window(store, args.table, _bounds(args))
-        if window is None:
-            print(f"casino: the coups of {args.table} are not numbered in a run: verify the whole table",
+    elif _bounds(args).any():  # the window at the table, or at every table at once
+        tables = [args.table] if args.table else await JetStreamEventStore(nc).tables()
+        windows = await asyncio.gather(*(verify_window(store, table, _bounds(args)) for table in tables))
+        if unnumbered := [table for table, window in zip(tables, windows, strict=True) if window is None]:
+            print(f"casino: the coups of {', '.join(unnumbered)} are not numbered in a run: verify the whole table",
                   file=sys.stderr)
             return 2
-        report = window
+        report = Report.of(window for window in windows if window is not None)
     elif args.table:
         report, _ = await verify_table(store, args.table, 0)
     else:

@@ -291,9 +291,33 @@ async def test_a_window_of_a_table_is_verified_with_every_shoe_its_coups_were_de
     assert await verify(store, None, args) == 0  # type: ignore[arg-type]  # a window needs no connection of its own
     assert capsys.readouterr().out.strip() == \
         f"verified 3 coups and {len(shoes & ended)} ended shoes: every one follows the rules"
-    # A window names its table.
-    assert replaycli.run(cli_args("verify", "--since", since)) == 2
-    assert "name it with --table" in capsys.readouterr().err
+    # A window is of a table's coups, not of a coup's or a shoe's.
+    assert replaycli.run(cli_args("verify", "--coup", crossing, "--since", since)) == 2
+    assert "not with --coup or --shoe" in capsys.readouterr().err
+
+
+async def test_a_window_without_a_table_is_verified_at_every_table(
+        dealt: list[Stored], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``casino verify --since --until`` alone: every table's coups opened in
+    the window (the tables deal side by side), with their shoes."""
+    since, until = opened(dealt, 11), opened(dealt, 21)
+    in_window = {e.coup for m in dealt for e in m.batch.events
+                 if isinstance(e.data, CoupConfigured) and since <= e.at < until}
+    assert {c.rpartition("-")[0] for c in in_window} == {BJ, BAC}  # both tables dealt in it
+    with nats_server(tmp_path) as url:
+        await _a_store_holding(dealt, url)
+        nc = await nats.connect(url)
+        try:
+            store = JetStreamEventStore(nc)
+            args = cli_args("verify", "--since", since.isoformat(), "--until", until.isoformat())
+            assert await verify(store, nc, args) == 0
+            each = [await verify_window(store, table, Bounds(since=since, until=until)) for table in (BJ, BAC)]
+        finally:
+            await nc.close()
+    assert all(r is not None and not r.findings for r in each)
+    coups, shoes = len(in_window), sum(r.shoes for r in each if r is not None)
+    assert shoes > 0
+    assert capsys.readouterr().out.strip() == f"verified {coups} coups and {shoes} ended shoes: every one follows the rules"
 
 
 async def test_a_card_changed_in_a_shoe_a_window_was_dealt_from_is_found_and_one_in_another_shoe_is_not(
