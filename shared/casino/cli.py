@@ -36,6 +36,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         status = _main(argv)
         sys.stdout.flush()  # here, not at exit, where a closed pipe could no longer be told apart
         return status
+    except FileNotFoundError as exc:  # no store where `make run` leaves it, a ruleset file not there
+        print(f"casino: {exc}", file=sys.stderr)
+        return 2
     except BrokenPipeError:
         # The reader stopped reading (``casino replay coup ... | head``): it has
         # what it asked for. Nothing more is written, and no traceback.

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from casino import storeaccess
+from casino import cli, storeaccess
 from casino.natsserver import READ_BACK_WITHIN, NatsServer
 
 pytestmark = pytest.mark.anyio
@@ -39,3 +39,10 @@ async def test_the_command_line_waits_for_make_runs_store_to_be_read_back(tmp_pa
     async with storeaccess.open_store(argparse.Namespace(nats=None, var=str(tmp_path))) as (_, nc):
         assert nc.is_connected
     assert waits == [READ_BACK_WITHIN] and READ_BACK_WITHIN >= 15 * 60
+
+
+def test_the_command_line_without_a_store_says_so_without_a_traceback(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["verify", "--var", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == f"casino: no event store under {tmp_path / 'nats'}: run `make run` first, " \
+        "or give --nats\n"
