@@ -39,13 +39,13 @@ from casino.replaycli import (
     Bounds,
     coup_id,
     listed_in_one_pass,
+    opening_of,
     table_listing,
     verify_history,
     verify_table,
     verify_window,
 )
 from casino.store import subjects
-from casino.store.envelope import CoupConfigured
 from casino.store.jetstream import JetStreamEventStore
 
 TABLE = "BAC000-1"
@@ -112,9 +112,10 @@ async def listing_times(store: JetStreamEventStore, coups: int, window: int, run
     first = coups // 2
 
     async def opened(n: int) -> datetime:
-        opening = await store.first(subjects.event(TABLE, "*", coup_id(TABLE, str(n)), "coup"))
+        first_record = await store.first(subjects.event(TABLE, "*", coup_id(TABLE, str(n)), "coup"))
+        opening = opening_of([first_record]) if first_record is not None else None
         assert opening is not None
-        return next(e.at for e in opening.batch.events if isinstance(e.data, CoupConfigured))
+        return opening[1]
 
     bounds = Bounds(since=await opened(first), until=await opened(first + window))
     seconds: dict[str, list[float]] = {"window": [], "one_pass": []}

@@ -135,8 +135,9 @@ async def list_coups(store: EventStore, args: argparse.Namespace) -> int:
 
 
 class Bounds(msgspec.Struct, frozen=True):
-    """Which of a table's coups a listing asks for: numbers from ``first`` to
-    ``last``, opened at or after ``since`` and before ``until`` (each open if None)."""
+    """Which of a table's coups a listing or a verification asks for: numbers
+    from ``first`` to ``last``, opened at or after ``since`` and before
+    ``until`` (each open if None)."""
 
     first: int | None = None
     last: int | None = None
@@ -145,13 +146,11 @@ class Bounds(msgspec.Struct, frozen=True):
 
     def holds(self, msgs: list[Stored]) -> bool:
         """Whether a coup's records hold its opening, within these bounds."""
-        for e in (e for m in msgs for e in m.batch.events):
-            if isinstance(e.data, CoupConfigured):
-                number, opened = e.data.coup_number, e.at
-                return (self.first is None or number >= self.first) and \
-                    (self.last is None or number <= self.last) and \
-                    (self.since is None or opened >= self.since) and (self.until is None or opened < self.until)
-        return False
+        if (opening := opening_of(msgs)) is None:
+            return False
+        number, opened = opening
+        return (self.first is None or number >= self.first) and (self.last is None or number <= self.last) and \
+            (self.since is None or opened >= self.since) and (self.until is None or opened < self.until)
 
     def any(self) -> bool:
         return any(x is not None for x in (self.first, self.last, self.since, self.until))
@@ -215,12 +214,11 @@ async def coups_within(store: EventStore, table: str, bounds: Bounds) -> tuple[r
         low, high = 1, latest + 1
         while low < high:
             mid = (low + high) // 2
-            opening = await store.first(subjects.event(table, "*", coup_id(table, str(mid)), "coup"))
-            at = next((e.at for e in opening.batch.events if isinstance(e.data, CoupConfigured)), None) \
-                if opening is not None else None
-            if at is None:
+            first_record = await store.first(subjects.event(table, "*", coup_id(table, str(mid)), "coup"))
+            opening = opening_of([first_record]) if first_record is not None else None
+            if opening is None:
                 return None
-            low, high = (low, mid) if at >= t else (mid + 1, high)
+            low, high = (low, mid) if opening[1] >= t else (mid + 1, high)
         return low
 
     first = await first_opened_at(bounds.since) if bounds.since else 1
@@ -230,15 +228,25 @@ async def coups_within(store: EventStore, table: str, bounds: Bounds) -> tuple[r
     return range(max(first, bounds.first or 1), min(end, (bounds.last or latest) + 1)), latest
 
 
+def opening_of(msgs: list[Stored]) -> tuple[int, datetime] | None:
+    """A coup's number and the time it opened, from its opening event among its records."""
+    for m in msgs:
+        for e in m.batch.events:
+            if isinstance(e.data, CoupConfigured):
+                return e.data.coup_number, e.at
+    return None
+
+
 def _listing(msgs: list[Stored], bounds: Bounds) -> str | None:
     """The coup's line in a listing; None if the records hold no coup or it is outside ``bounds``."""
-    if not bounds.holds(msgs):
+    opening = opening_of(msgs)
+    if opening is None or not bounds.holds(msgs):
         return None
     try:
         r = replay_coup(msgs)
     except LookupError:
         return None
-    opened = next(e.at for m in msgs for e in m.batch.events if isinstance(e.data, CoupConfigured))
+    _, opened = opening
     result = next((s.text.removeprefix("result: ") for s in r.steps if s.type.endswith("coup_resulted")), "-")
     return (f"{r.coup:<18} {opened:%Y-%m-%d %H:%M:%S} {r.procedure or r.game:<12} {result[:34]:<34} "
             f"{'yes' if r.settled else 'no'}")

@@ -243,8 +243,8 @@ async def test_a_window_of_opening_times_reads_only_its_own_coups_found_by_halvi
     """``casino replay table --since/--until`` finds the coups opened in the
     window with a few gets of a coup's opening (halving over the numbers), and
     reads those coups alone by their own subjects, not the table's history; a
-    window over more than a tenth of the table is read in one pass. Either lists what the whole table's one pass
-    lists within the window."""
+    window over more than a tenth of the table is read in one pass. Either
+    lists what the whole table's one pass lists within the window."""
     store = holding_dealt
     coups = [f"{BAC}-{n:06d}" for n in range(1, COUPS + 1)]
     window = Bounds(since=opened(dealt, 11), until=opened(dealt, 14))
@@ -255,9 +255,10 @@ async def test_a_window_of_opening_times_reads_only_its_own_coups_found_by_halvi
     assert 0 < len(probes) <= 10  # two halvings over 30 numbers, not a look at each
     assert lines == await listed_in_one_pass(store, BAC, window)
     # Numbers and times together; the command line's naive times are UTC.
-    args = argparse.Namespace(what="table", table=BAC, first=12, last=None,
-                              since=window.since.replace(tzinfo=None), until=window.until.replace(tzinfo=None))
-    assert await list_coups(store, args) == 0
+    assert window.since is not None and window.until is not None
+    since, until = (t.replace(tzinfo=None).isoformat() for t in (window.since, window.until))
+    assert await list_coups(store, cli_args("replay", "table", BAC, "--from", "12", "--since", since,
+                                            "--until", until)) == 0
     assert [line.split()[0] for line in capsys.readouterr().out.splitlines()[1:]] == coups[11:13]
     # Most of the table: one pass, no coup read by its own subjects.
     reads.clear()
@@ -317,7 +318,8 @@ async def test_a_window_without_a_table_is_verified_at_every_table(
     assert all(r is not None and not r.findings for r in each)
     coups, shoes = len(in_window), sum(r.shoes for r in each if r is not None)
     assert shoes > 0
-    assert capsys.readouterr().out.strip() == f"verified {coups} coups and {shoes} ended shoes: every one follows the rules"
+    assert capsys.readouterr().out.strip() == \
+        f"verified {coups} coups and {shoes} ended shoes: every one follows the rules"
 
 
 async def test_a_card_changed_in_a_shoe_a_window_was_dealt_from_is_found_and_one_in_another_shoe_is_not(
