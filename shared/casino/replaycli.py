@@ -160,10 +160,10 @@ async def table_listing(store: EventStore, table: str, bounds: Bounds) -> list[s
     """The lines of the table's coups within ``bounds``, in order. The numbers
     asked are found first (``coups_within``); a tenth of the table's coups or
     fewer are read coup by coup, by their own subjects, in a time that grows
-    with the window and hardly with the history; more are read in one pass
-    (``listed_in_one_pass``): a coup read by its own subjects costs some ten
-    times what it does in a pass (`python -m bench.verifying`: 6 to 12 ms
-    against 0.9 ms a coup)."""
+    with the window, and with the table's shoes far more slowly than a pass
+    grows with its coups; more are read in one pass (``listed_in_one_pass``):
+    a coup read by its own subjects costs some ten times what it does in a
+    pass (`python -m bench.verifying`: 6 to 12 ms against 0.9 ms a coup)."""
     numbers, latest = await coups_within(store, table, bounds)
     if numbers is None or len(numbers) * 10 > latest:
         return await listed_in_one_pass(store, table, bounds)
@@ -288,8 +288,8 @@ async def verify_window(store: EventStore, table: str, bounds: Bounds) -> Report
     """The table's coups within ``bounds`` (found as ``coups_within`` finds
     them, each read by its own subjects) verified, and every ended shoe they
     were dealt from, from its own shoe events: a disputed hour or day in a
-    time that grows with the window and hardly with the history, in the
-    memory of a coup or a shoe. None where the coups cannot be found by
+    time that grows with the window (and slowly with the table's shoes), in
+    the memory of a coup or a shoe. None where the coups cannot be found by
     number."""
     numbers, _ = await coups_within(store, table, bounds)
     if numbers is None:
