@@ -18,7 +18,7 @@ from casino import storeaccess
 from casino.parallel import cores, in_processes
 from casino.projections import KvProjections, Projector, fold_stream
 from casino.replay import render_text, replay_coup
-from casino.rules.shoe import ShoeEnded
+from casino.rules.shoe import RoundEnded, ShoeEnded
 from casino.store import subjects
 from casino.store.envelope import AnyEvent, CoupConfigured
 from casino.store.eventstore import EventStore, Stored, latest_at_table
@@ -171,10 +171,34 @@ async def table_listing(store: EventStore, table: str, bounds: Bounds) -> list[s
 
 
 async def _each_coup(store: EventStore, table: str, numbers: range) -> AsyncIterator[list[Stored]]:
-    """The records of each of the table's coups numbered ``numbers``, read by its own subjects, one at a time."""
+    """The records of each of the table's coups numbered ``numbers``, read by
+    its own subjects, one at a time. Each coup after the first is looked for
+    under the shoe the one before it opened in, then the next shoe: a filter
+    that names the shoe is matched against that shoe's subjects, where one
+    with a wildcard for it is matched under every shoe the table has had (a
+    table as `bench.history` writes it, 100,000 coups: 6.0 ms a coup, against
+    10 to 13 with the wildcard; 3.6 ms at 1,000 coups)."""
+    shoe: int | None = None
     for n in numbers:
-        if msgs := await store.read(subjects.coup_filter(coup_id(table, str(n)), table)):
+        if msgs := await _coup_records(store, table, coup_id(table, str(n)), shoe):
+            shoe = subjects.shoe_number(table, subjects.tokens(msgs[0].subject)[1])
             yield msgs
+
+
+async def _coup_records(store: EventStore, table: str, coup: str, after: int | None) -> list[Stored]:
+    """A coup's records, where the coup before it opened in shoe ``after``: it
+    opens in that shoe or in the next (if in neither, or ``after`` is None,
+    it is looked for under any shoe of the table). A round that goes on into
+    a new shoe (003 7.9) files what it draws there, and its end, under that
+    shoe: a coup whose round has not ended where it opened is read there too."""
+    if after is not None:
+        for number in (after, after + 1):
+            if msgs := await store.read(subjects.coup_filter(coup, table, subjects.shoe_id(table, number))):
+                if not any(isinstance(e.data, RoundEnded) for m in msgs for e in m.batch.events):
+                    went_on = subjects.coup_filter(coup, table, subjects.shoe_id(table, number + 1))
+                    msgs = sorted(msgs + await store.read(went_on), key=lambda m: m.seq)
+                return msgs
+    return await store.read(subjects.coup_filter(coup, table))
 
 
 async def listed_in_one_pass(store: EventStore, table: str, bounds: Bounds) -> list[str]:
