@@ -27,7 +27,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -37,9 +36,8 @@ from bench.replay import deal
 from casino.natsserver import NatsServer
 from casino.replaycli import (
     Bounds,
-    coup_id,
     listed_in_one_pass,
-    opening_of,
+    opened_at,
     table_listing,
     verify_history,
     verify_table,
@@ -111,13 +109,7 @@ async def listing_times(store: JetStreamEventStore, coups: int, window: int, run
     they were dealt from (ended there, unlike the shoe in play)."""
     first = coups // 2
 
-    async def opened(n: int) -> datetime:
-        first_record = await store.first(subjects.event(TABLE, "*", coup_id(TABLE, str(n)), "coup"))
-        opening = opening_of([first_record]) if first_record is not None else None
-        assert opening is not None
-        return opening[1]
-
-    bounds = Bounds(since=await opened(first), until=await opened(first + window))
+    bounds = Bounds(since=await opened_at(store, TABLE, first), until=await opened_at(store, TABLE, first + window))
     seconds: dict[str, list[float]] = {"window": [], "one_pass": []}
     listings = set()
     for _ in range(runs):

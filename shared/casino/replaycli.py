@@ -144,10 +144,8 @@ class Bounds(msgspec.Struct, frozen=True):
     since: datetime | None = None
     until: datetime | None = None
 
-    def holds(self, msgs: list[Stored]) -> bool:
-        """Whether a coup's records hold its opening, within these bounds."""
-        if (opening := opening_of(msgs)) is None:
-            return False
+    def hold(self, opening: tuple[int, datetime]) -> bool:
+        """Whether a coup of this number, opened at this time (``opening_of``), is within these bounds."""
         number, opened = opening
         return (self.first is None or number >= self.first) and (self.last is None or number <= self.last) and \
             (self.since is None or opened >= self.since) and (self.until is None or opened < self.until)
@@ -238,11 +236,9 @@ async def coups_within(store: EventStore, table: str, bounds: Bounds) -> tuple[r
         low, high = 1, latest + 1
         while low < high:
             mid = (low + high) // 2
-            first_record = await store.first(subjects.event(table, "*", coup_id(table, str(mid)), "coup"))
-            opening = opening_of([first_record]) if first_record is not None else None
-            if opening is None:
+            if (opened := await opened_at(store, table, mid)) is None:
                 return None
-            low, high = (low, mid) if opening[1] >= t else (mid + 1, high)
+            low, high = (low, mid) if opened >= t else (mid + 1, high)
         return low
 
     first = await first_opened_at(bounds.since) if bounds.since else 1
@@ -250,6 +246,13 @@ async def coups_within(store: EventStore, table: str, bounds: Bounds) -> tuple[r
     if first is None or end is None:
         return None, latest
     return range(max(first, bounds.first or 1), min(end, (bounds.last or latest) + 1)), latest
+
+
+async def opened_at(store: EventStore, table: str, number: int) -> datetime | None:
+    """When the table's coup ``number`` opened: one get of its first record (None if there is no such coup)."""
+    first_record = await store.first(subjects.event(table, "*", coup_id(table, str(number)), "coup"))
+    opening = opening_of([first_record]) if first_record is not None else None
+    return opening[1] if opening is not None else None
 
 
 def opening_of(msgs: list[Stored]) -> tuple[int, datetime] | None:
@@ -264,7 +267,7 @@ def opening_of(msgs: list[Stored]) -> tuple[int, datetime] | None:
 def _listing(msgs: list[Stored], bounds: Bounds) -> str | None:
     """The coup's line in a listing; None if the records hold no coup or it is outside ``bounds``."""
     opening = opening_of(msgs)
-    if opening is None or not bounds.holds(msgs):
+    if opening is None or not bounds.hold(opening):
         return None
     try:
         r = replay_coup(msgs)
@@ -289,14 +292,14 @@ async def verify(store: EventStore, nc: Client, args: argparse.Namespace) -> int
         shoes = await store.read(subjects.shoe_filter(table, args.shoe))
         stored = [m for c in sorted(by_coup(shoes)) for m in await store.read(subjects.coup_filter(c, table))]
         report = verify_all(stored, shoes)
-    elif _bounds(args).any():  # the window at the table, or at every table at once
+    elif (window := _bounds(args)).any():  # the window at the table, or at every table at once
         tables = [args.table] if args.table else await JetStreamEventStore(nc).tables()
-        windows = await asyncio.gather(*(verify_window(store, table, _bounds(args)) for table in tables))
+        windows = await asyncio.gather(*(verify_window(store, table, window) for table in tables))
         if unnumbered := [table for table, window in zip(tables, windows, strict=True) if window is None]:
             print(f"casino: the coups of {', '.join(unnumbered)} are not numbered in a run: verify the whole table",
                   file=sys.stderr)
             return 2
-        report = Report.of(window for window in windows if window is not None)
+        report = Report.of(w for w in windows if w is not None)
     elif args.table:
         report, _ = await verify_table(store, args.table, 0)
     else:
@@ -320,7 +323,7 @@ async def verify_window(store: EventStore, table: str, bounds: Bounds) -> Report
         return None
     parts, shoes = [], set()
     async for msgs in _each_coup(store, table, numbers):  # each verified as read: a coup's records held at a time
-        if bounds.holds(msgs):
+        if (opening := opening_of(msgs)) is not None and bounds.hold(opening):
             parts.append(verify_all(msgs, []))
             shoes |= {subjects.tokens(m.subject)[1] for m in msgs if subjects.tokens(m.subject)[3] == "shoe"}
     for shoe in sorted(shoes):
