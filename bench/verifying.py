@@ -84,6 +84,8 @@ def in_own_process(way: str, url: str) -> dict[str, Any]:
 
 
 async def measure(coups_per_table: int = 600, runs: int = 3, window: int = 50) -> dict[str, Any]:
+    if 2 * window > coups_per_table:
+        raise ValueError(f"a window of {window} coups halfway through a table needs {2 * window} coups at it")
     with tempfile.TemporaryDirectory() as tmp, NatsServer(Path(tmp) / "nats") as server:
         await deal(server.url, coups_per_table)
         nc = await nats.connect(server.url)
