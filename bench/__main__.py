@@ -8,10 +8,11 @@ import argparse
 import asyncio
 import json
 import statistics
+import time
 from pathlib import Path
 from typing import Any
 
-from bench import history, holding, load, pipeline, replay, rules, verifying
+from bench import history, holding, load, machine, pipeline, replay, rules, verifying
 
 
 async def scale(counts: list[int], seconds: float, runs: int) -> dict[str, Any]:
@@ -47,6 +48,8 @@ def main() -> None:
     p.add_argument("--seconds", type=float, default=15, help="seconds of dealing per pipeline or scale run")
     p.add_argument("--out", default="var/bench/latest.json")
     args = p.parse_args()
+    run = {**machine.provenance(), "runs": args.runs, "seconds": args.seconds}
+    start = time.perf_counter()
     results: dict[str, Any] = {
         "rules": rules.measure(2000, args.runs),
         "replay": asyncio.run(replay.measure(150, args.runs)),
@@ -56,6 +59,9 @@ def main() -> None:
         "history": asyncio.run(history.measure(20000, 300, args.runs)),
         "holding": asyncio.run(holding.measure(50000, args.runs)),
     }
+    run["took_s"] = round(time.perf_counter() - start)
+    results = {"run": run, **results}
+    print(machine.describe(run))
     r, rp, pl = results["rules"], results["replay"], results["pipeline"]
     rows = [
         ("rules", "baccarat coups/s, pure library", r["coups_per_s"], "straight-line dealer", r["baseline_coups_per_s"],
@@ -117,7 +123,7 @@ def main() -> None:
           f"ratio {ho['memory_ratio']:.1f}; it answers in {own['ready_s']:.2f} s ({own['killed_ready_s']:.2f} after "
           f"a kill) against {same['ready_s']:.2f} ({same['killed_ready_s']:.2f}); the server that wrote them, "
           f"running: {own['running_kib_per_coup']:.2f} against {same['running_kib_per_coup']:.2f} KiB a coup")
-    print(f"each figure is the median of {args.runs} runs")
+    print(f"each figure is the median of {args.runs} runs; the whole took {run['took_s'] / 60:.1f} minutes")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")

@@ -4,13 +4,19 @@ taken over the runs that dealt it; one hop of a coup's chain timed through a
 real nats-server; a start timed both ways on a store left by dealing tables,
 each way holding what the other does; a table given a history deals on
 from it, timed beside a table with none; a table verified both ways, each in
-a process of its own."""
+a process of its own; a run's commit and machine."""
 
 from __future__ import annotations
+
+import datetime
+import os
+import platform
+import subprocess
 
 import pytest
 from bench.history import one_run as with_history
 from bench.load import latency_percentiles
+from bench.machine import REPOSITORY, describe, provenance
 from bench.pipeline import median_by_procedure, round_trips
 from bench.start import measure as measure_start
 from bench.verifying import measure as measure_verifying
@@ -84,3 +90,16 @@ async def test_the_verification_memory_benchmark_verifies_the_table_both_ways_in
     assert listing["coups_listed"] == 2 and listing["window_s"] > 0 and listing["one_pass_s"] > 0
     assert listing["ratio"] == listing["window_s"] / listing["one_pass_s"]
     assert listing["verify_window_s"] > 0 and listing["verify_window_shoes"] >= 0
+
+
+def test_a_run_names_the_commit_and_the_machine_it_was_measured_on() -> None:
+    figures = provenance()
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPOSITORY, capture_output=True, text=True, check=True)
+    assert figures["commit"] == head.stdout.strip()
+    assert isinstance(figures["working_tree_changed"], bool)
+    assert figures["cpus"] == os.cpu_count() and figures["memory_gib"] > 0 and figures["processor"]
+    assert figures["python"] == platform.python_version()
+    assert figures["nats_server"].startswith("v2.")
+    assert datetime.datetime.fromisoformat(figures["started_utc"]).tzinfo is not None
+    line = describe(figures)
+    assert figures["commit"][:12] in line and figures["nats_server"] in line and f"{os.cpu_count()} cores" in line
