@@ -43,10 +43,11 @@ run: setup
 	$(BIN)/casino run $(ARGS)
 
 # The long fault tests (25 kill -9s of each service over 100 coups per table,
-# the cluster faults over 100 coups per table), then 16 tables flat out for a minute.
+# the cluster faults over 100 coups per table), the property tests with thirty
+# times their random examples, then 16 tables flat out for a minute.
 soak: setup
 	CASINO_SOAK_KILLS=$${CASINO_SOAK_KILLS:-25} CASINO_SOAK_COUPS=$${CASINO_SOAK_COUPS:-100} \
-	  $(BIN)/pytest -s tests/faults
+	  CASINO_SOAK_EXAMPLES=$${CASINO_SOAK_EXAMPLES:-30} $(BIN)/pytest -s tests/faults tests/rules/test_properties.py
 	$(BIN)/python -m bench.load --tables 16 --seconds 60
 
 bench: setup

@@ -28,6 +28,7 @@ from casino.store import subjects
 from casino.store.eventstore import InMemoryEventStore, Stored
 from casino.tables import TableConfig
 from casino.verify import verify_coup
+from tests.examples import examples
 from tests.rules.stacking import baccarat, burn_cards, order
 from tests.variants import ruleset_variant
 
@@ -180,7 +181,7 @@ def _follow(w: c.Waiting) -> tuple[Any, ...]:
     return ("close",)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(step, min_size=5, max_size=40))
 def test_hostile_command_sequences_never_break_the_rules_or_the_records(steps: list[tuple[Any, ...]]) -> None:
     asyncio.run(run(steps))

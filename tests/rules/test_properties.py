@@ -20,9 +20,10 @@ from casino.rules.cards import full_set
 from casino.rules.ruleset import BaccaratRules, BlackjackRules
 from casino.rules.settlement import Ledger, Payout, SettleCoup, decide_settlement, evolve_ledger
 from casino.rules.wagers import Wager
+from tests.examples import examples
 from tests.rules.stacking import baccarat, blackjack, shoe_rules
 
-SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 APPROVALS = (bm.Approval("method_b", "inspector"), bm.Approval("holder_plays_player", "casino_supervisor"))
 
 
@@ -141,7 +142,7 @@ def test_blackjack_conserves_cards_and_money_and_replays(seed: int, name: str, r
         check_shoe(table_shoe)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(st.sampled_from(full_set(1)), min_size=6, max_size=6))
 def test_the_tableau_never_deals_a_fourth_card(cards: list[str]) -> None:
     from casino.rules.baccarat import tableau
