@@ -30,6 +30,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from nats.js.errors import NotFoundError
 
 from casino import commands as c
+from casino import natsclient
 from casino.metrics import Metrics, serve_http
 from casino.projections import KvProjections, Projector, fold_stream
 from casino.rules.settlement import CoupSettled
@@ -247,7 +248,7 @@ async def start(kind: str, url: str, *, tables: dict[str, TableConfig] | None = 
     """Build and start one service; with ``http_port``, serve its metrics and health."""
     tls = _tls()
     servers = url.split(",")  # one server, or the nodes of a cluster
-    nc = await nats.connect(servers=servers, name=name or kind, max_reconnect_attempts=-1, tls=tls)
+    nc = await natsclient.connect(servers, name=name or kind, max_reconnect_attempts=-1, tls=tls)
     await ensure_streams(nc.jetstream())
     store = JetStreamEventStore(nc)
     metrics = Metrics(kind)

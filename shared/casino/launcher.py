@@ -18,10 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-import nats
 from nats.aio.client import Client
 
-from casino import natsauth
+from casino import natsauth, natsclient
 from casino.console import Console, where_tables_stand
 from casino.natsserver import NatsServer
 from casino.projections import KvProjections, Takings
@@ -60,13 +59,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 async def _provision(url: str) -> None:
     """The streams, created (or a store of an earlier release's compressed) by
     the administrator: the services may not."""
-    nc = await nats.connect(url)
+    nc = await natsclient.connect(url)
     await ensure_streams(nc.jetstream(), upgrade=True)
     await nc.close()
 
 
 async def _wait_ready(url: str, timeout: float = 30.0) -> None:
-    nc = await nats.connect(url)
+    nc = await natsclient.connect(url)
     try:
         for service in ("shoe", "wager", "coup"):
             deadline = time.monotonic() + timeout
@@ -84,7 +83,7 @@ async def _wait_ready(url: str, timeout: float = 30.0) -> None:
 
 async def _simulate(url: str, tables: dict[str, TableConfig], coups: int | None, seed: int | None) -> None:
     console = Console(list(tables))
-    nc = await nats.connect(url)
+    nc = await natsclient.connect(url)
     # A second run continues the same store: show where each table stands.
     await _projections_caught_up(nc)
     kv = await KvProjections(nc.jetstream()).open()

@@ -11,10 +11,9 @@ from datetime import UTC, datetime
 from functools import partial
 
 import msgspec
-import nats
 from nats.aio.client import Client
 
-from casino import storeaccess
+from casino import natsclient, storeaccess
 from casino.parallel import cores, in_processes
 from casino.projections import KvProjections, Projector, fold_stream
 from casino.replay import render_text, replay_coup
@@ -368,7 +367,7 @@ async def verify_store(nc: Client, workers: int, each_coup: Callable[[list[Store
 async def _verify_tables(url: str, last_seq: int, each_coup: Callable[[list[Stored]], object] | None,
                          tables: list[str]) -> tuple[Report, int]:
     """The report on ``tables``, and how many of their events are at or below ``last_seq``."""
-    nc = await nats.connect(url)
+    nc = await natsclient.connect(url)
     try:
         store = JetStreamEventStore(nc)
         parts = [await verify_table(store, table, last_seq, each_coup) for table in tables]

@@ -10,10 +10,9 @@ import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import nats
 from nats.aio.client import Client
 
-from casino import natsauth
+from casino import natsauth, natsclient
 from casino.natsserver import NatsServer
 from casino.store.jetstream import JetStreamEventStore
 
@@ -42,7 +41,7 @@ async def open_store(args: argparse.Namespace) -> AsyncIterator[tuple[JetStreamE
         if running.exists():
             with contextlib.suppress(Exception):
                 candidate = as_compliance(running.read_text().strip())
-                nc = await nats.connect(candidate, connect_timeout=1, max_reconnect_attempts=0)
+                nc = await natsclient.connect(candidate, connect_timeout=1, max_reconnect_attempts=0)
                 await nc.close()
                 url = candidate
         if url is None:
@@ -53,7 +52,7 @@ async def open_store(args: argparse.Namespace) -> AsyncIterator[tuple[JetStreamE
             server = NatsServer(store_dir, config=config if config.exists() else None,
                                 log_file=var / "nats-replay.log").start()
             url = as_compliance(server.url)
-    nc = await nats.connect(url)
+    nc = await natsclient.connect(url)
     try:
         yield JetStreamEventStore(nc), nc
     finally:

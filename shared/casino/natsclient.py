@@ -1,0 +1,65 @@
+"""Connecting to NATS: nats-py's client, with its message headers parsed
+quicker.
+
+Every event in the stream carries the headers it was appended with (its
+message id and the expected sequence the append was guarded on), so every
+message a service follows, and every message a replay or a verification
+reads, has its headers parsed. nats-py 2.16 tests each header name for
+whitespace a character at a time through a generator: about 14 µs for the
+four headers of an event, a seventh of a verification's time in one process
+(`bench.replay`). The names are a handful, the same on every message, so
+here each is checked once; the result is the same dictionary."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import nats
+from nats.aio.client import Client
+
+_CRLF = b"\r\n"
+_NAMES_KEPT = 256  # header names remembered, at most: a server sending endless new names is not served from memory
+_names: dict[bytes, str | None] = {}
+
+
+def _name(raw: bytes) -> str | None:
+    """A header line's name as nats-py gives it, or None where nats-py skips
+    the line (a name not ASCII, or with whitespace inside it)."""
+    if raw in _names:
+        return _names[raw]
+    try:
+        name: str | None = raw.strip().decode("ascii")
+    except UnicodeDecodeError:
+        name = None
+    if name is not None and any(c.isspace() for c in name):
+        name = None
+    if len(_names) < _NAMES_KEPT:
+        _names[raw] = name
+    return name
+
+
+def parse_header_lines(raw: bytes) -> dict[str, str]:
+    """What ``nats.aio.client.Client._parse_header_lines`` gives for ``raw``
+    (``Name: Value`` lines, CRLF-separated), each name checked once."""
+    out: dict[str, str] = {}
+    for line in raw.split(_CRLF):
+        if not line:
+            continue
+        raw_name, sep, value = line.partition(b":")
+        if not sep:
+            continue
+        name = _name(raw_name)
+        if name is not None:
+            out[name] = value.strip().decode("utf-8", "replace")
+    return out
+
+
+def quicker(nc: Client) -> Client:
+    """``nc``, parsing the headers of the messages it receives with ``parse_header_lines``."""
+    nc._parse_header_lines = parse_header_lines  # type: ignore[method-assign]
+    return nc
+
+
+async def connect(servers: str | list[str] = "nats://localhost:4222", **options: Any) -> Client:
+    """``nats.connect``, with the headers parsed quicker."""
+    return quicker(await nats.connect(servers, **options))
