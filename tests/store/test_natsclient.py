@@ -48,6 +48,13 @@ async def test_a_connection_reads_the_same_headers_as_a_plain_one(nats_url: str)
     try:
         assert quick._parse_header_lines is parse_header_lines
         assert plain._parse_header_lines is not parse_header_lines
+        parsed: list[bytes] = []  # nats-py parses what the connection receives with the connection's own parser
+
+        def spy(raw: bytes) -> dict[str, str]:
+            parsed.append(raw)
+            return parse_header_lines(raw)
+
+        quick._parse_header_lines = spy  # type: ignore[method-assign]
         headers = {"Nats-Msg-Id": "dealer-policy:T-000001:open", "Nats-Expected-Last-Subject-Sequence": "0"}
         received = [await nc.subscribe("headed") for nc in (plain, quick)]
         await plain.flush()
@@ -55,11 +62,12 @@ async def test_a_connection_reads_the_same_headers_as_a_plain_one(nats_url: str)
         await plain.publish("headed", b"{}", headers={**headers, "Plain": " v "})
         got = [(await sub.next_msg(timeout=5)).headers for sub in received]
         assert got[0] == got[1] == {**headers, "Plain": "v"}
+        assert len(parsed) == 1
         await ensure_streams(plain.jetstream())  # and the store's reads, which take each message's id from its headers
         subject = subjects.event("T", "T-shoe-1", "T-000001", "coup")
         await plain.jetstream().publish(subject, envelope.encode(envelope.Batch(())), stream=STREAM, headers=headers)
         stored = await JetStreamEventStore(quick).read(subject)
-        assert [m.msg_id for m in stored] == ["dealer-policy:T-000001:open"]
+        assert [m.msg_id for m in stored] == ["dealer-policy:T-000001:open"] and len(parsed) == 2
     finally:
         await plain.close()
         await quick.close()
