@@ -12,30 +12,24 @@ here each is checked once; the result is the same dictionary."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import nats
 from nats.aio.client import Client
 
 _CRLF = b"\r\n"
-_NAMES_KEPT = 256  # header names remembered, at most: a server sending endless new names is not served from memory
-_names: dict[bytes, str | None] = {}
 
 
+@functools.lru_cache(maxsize=256)  # a server sending endless new names is not served from memory
 def _name(raw: bytes) -> str | None:
     """A header line's name as nats-py gives it, or None where nats-py skips
     the line (a name not ASCII, or with whitespace inside it)."""
-    if raw in _names:
-        return _names[raw]
     try:
-        name: str | None = raw.strip().decode("ascii")
+        name = raw.strip().decode("ascii")
     except UnicodeDecodeError:
-        name = None
-    if name is not None and any(c.isspace() for c in name):
-        name = None
-    if len(_names) < _NAMES_KEPT:
-        _names[raw] = name
-    return name
+        return None
+    return None if any(c.isspace() for c in name) else name
 
 
 def parse_header_lines(raw: bytes) -> dict[str, str]:
