@@ -42,25 +42,44 @@ def by_procedure(figures: dict[str, Any]) -> str:
         f"{p} {f['p50_ms']:.0f}/{f['p99_ms']:.0f} ms ({f['coups']} coups)" for p, f in figures["by_procedure"].items())
 
 
+# The sizes every figure is measured at. ``--quick`` shrinks each of them, to
+# check in seconds that the whole benchmark runs and writes every figure: what
+# it gives is not a measurement.
+SIZES: dict[str, Any] = {"rules_coups": 2000, "replay_coups_a_table": 150, "verifying_coups": 1200, "window": 50,
+                         "pipeline_tables": 16, "scale_tables": [1, 4, 16, 64], "history_coups": 20000,
+                         "history_rounds": 300, "holding_coups": 50000}
+QUICK: dict[str, Any] = {**SIZES, "rules_coups": 100, "replay_coups_a_table": 5, "verifying_coups": 20, "window": 2,
+                         "history_coups": 200, "history_rounds": 20, "holding_coups": 200}
+
+
+def measure_all(sizes: dict[str, Any], runs: int, seconds: float) -> dict[str, Any]:
+    return {
+        "rules": rules.measure(sizes["rules_coups"], runs),
+        "replay": asyncio.run(replay.measure(sizes["replay_coups_a_table"], runs)),
+        "verifying": asyncio.run(verifying.measure(sizes["verifying_coups"], runs, sizes["window"])),
+        "pipeline": asyncio.run(pipeline.measure(sizes["pipeline_tables"], seconds, runs)),
+        "scale": asyncio.run(scale(sizes["scale_tables"], seconds / 2, runs)),
+        "history": asyncio.run(history.measure(sizes["history_coups"], sizes["history_rounds"], runs)),
+        "holding": asyncio.run(holding.measure(sizes["holding_coups"], runs)),
+    }
+
+
 def main() -> None:
     p = argparse.ArgumentParser(prog="python -m bench")
     p.add_argument("--runs", type=int, default=3, help="runs per figure; the median is reported")
     p.add_argument("--seconds", type=float, default=15, help="seconds of dealing per pipeline or scale run")
-    p.add_argument("--out", default="var/bench/latest.json")
+    p.add_argument("--quick", action="store_true",
+                   help="every size small: checks that the benchmark runs and writes every figure, measures nothing")
+    p.add_argument("--out", help="where the JSON goes (var/bench/latest.json, or var/bench/quick.json with --quick)")
     args = p.parse_args()
-    run = {**machine.provenance(), "runs": args.runs, "seconds": args.seconds}
+    out = Path(args.out or ("var/bench/quick.json" if args.quick else "var/bench/latest.json"))
+    run = {**machine.provenance(), "runs": args.runs, "seconds": args.seconds, "quick": args.quick}
     start = time.perf_counter()
-    results: dict[str, Any] = {
-        "rules": rules.measure(2000, args.runs),
-        "replay": asyncio.run(replay.measure(150, args.runs)),
-        "verifying": asyncio.run(verifying.measure(1200, args.runs)),
-        "pipeline": asyncio.run(pipeline.measure(16, args.seconds, args.runs)),
-        "scale": asyncio.run(scale([1, 4, 16, 64], args.seconds / 2, args.runs)),
-        "history": asyncio.run(history.measure(20000, 300, args.runs)),
-        "holding": asyncio.run(holding.measure(50000, args.runs)),
-    }
+    results = measure_all(QUICK if args.quick else SIZES, args.runs, args.seconds)
     run["took_s"] = round(time.perf_counter() - start)
     results = {"run": run, **results}
+    if args.quick:
+        print("a quick check of the benchmark at small sizes: not a measurement")
     print(machine.describe(run))
     r, rp, pl = results["rules"], results["replay"], results["pipeline"]
     rows = [
@@ -98,7 +117,7 @@ def main() -> None:
           f"{alone['request_p99_ms']:.2f} ms, a guarded append acknowledged p50 {alone['append_p50_ms']:.2f} / "
           f"p99 {alone['append_p99_ms']:.2f} ms")
     print("scale (tables: coups/s, p99 coup ms, resident MiB per service; per coup, each process):")
-    for n in ("1", "4", "16", "64"):
+    for n in map(str, SIZES["scale_tables"]):
         s = results["scale"][n]
         mem = ", ".join(f"{k} {v:.0f}" for k, v in s["rss_mib"].items())
         print(f"  {n:>3}: {s['coups_per_s']:7.1f}  {s['p99_ms']:8.0f}  {mem}")
@@ -124,7 +143,6 @@ def main() -> None:
           f"a kill) against {same['ready_s']:.2f} ({same['killed_ready_s']:.2f}); the server that wrote them, "
           f"running: {own['running_kib_per_coup']:.2f} against {same['running_kib_per_coup']:.2f} KiB a coup")
     print(f"each figure is the median of {args.runs} runs; the whole took {run['took_s'] / 60:.1f} minutes")
-    out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     print(f"written to {out}")

@@ -1,0 +1,53 @@
+"""`make bench` end to end, every size small (``python -m bench --quick``):
+every benchmark runs on real nats-servers and processes, the table is
+printed, and the JSON has every figure, each beside its ceiling or baseline
+with their ratio, the latency at each load and each scale's memory."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from bench.machine import REPOSITORY
+
+SERVICES = {"shoe", "wager", "dealer_policy", "settlement"}
+
+
+def test_the_whole_benchmark_runs_and_writes_every_figure_beside_its_ceiling(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    done = subprocess.run([sys.executable, "-m", "bench", "--quick", "--runs", "1", "--seconds", "1", "--out", str(out)],
+                          cwd=REPOSITORY, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+    figures = json.loads(out.read_text(encoding="utf-8"))
+    assert figures["run"]["quick"] is True and figures["run"]["runs"] == 1 and figures["run"]["took_s"] > 0
+
+    for key, ceiling in (("rules", "baseline_coups_per_s"), ("replay", "raw_coups_per_s"),
+                         ("pipeline", "ceiling_coups_per_s")):
+        f = figures[key]
+        assert f["coups_per_s"] > 0 and f[ceiling] > 0, key
+        assert f["ratio"] == f["coups_per_s"] / f[ceiling], key
+    assert figures["replay"]["coups"] == 4 * 5  # four tables, five coups each, every one verified
+    assert figures["rules"]["fold_only"]["coups_per_s"] > 0 and figures["rules"]["events_only"]["events_per_coup"] > 0
+
+    pipeline = figures["pipeline"]
+    for load in (pipeline, pipeline["half_load"], pipeline["tenth_load"], pipeline["one_table"]):
+        assert 0 < load["p50_ms"] <= load["p99_ms"]
+        assert load["by_procedure"] and all(p["coups"] > 0 for p in load["by_procedure"].values())
+    assert set(pipeline["cpu_ms_per_coup"]) == SERVICES | {"nats-server", "simulator"}
+    assert pipeline["stored_bytes_per_coup"] > 0 and pipeline["one_table"]["request_p50_ms"] > 0
+
+    for tables in ("1", "4", "16", "64"):
+        scale = figures["scale"][tables]
+        assert scale["coups_per_s"] > 0 and scale["differences"] == 0, tables
+        assert set(scale["rss_mib"]) == SERVICES and all(mib > 0 for mib in scale["rss_mib"].values()), tables
+
+    assert figures["history"]["cpu_ratio"] > 0 and figures["holding"]["memory_ratio"] > 0
+    assert figures["verifying"]["ratio"] > 0 and figures["verifying"]["listing"]["coups_listed"] == 2
+
+    lines = done.stdout.splitlines()
+    assert "not a measurement" in lines[0] and lines[1].startswith("measured on ")
+    for key in ("rules", "replay", "pipeline"):
+        row = next(line for line in lines if line.startswith(key + " "))
+        assert f"{figures[key]['ratio']:.3f}" in row, row
