@@ -23,9 +23,9 @@ import nats
 from nats.aio.client import Client
 from tests.faults.harness import Processes
 
+from casino.audit import verify_history
 from casino.launcher import SHORT, default_tables
 from casino.natsserver import NatsServer
-from casino.replaycli import verify_history
 from casino.simulator import SimulatedTable, Simulator
 from casino.store import subjects
 from casino.store.jetstream import STREAM, JetStreamEventStore, ensure_streams

@@ -26,11 +26,11 @@ import nats
 from nats.js.api import DeliverPolicy
 from services import runner
 
+from casino.audit import verify_store
 from casino.launcher import SHORT, default_tables
 from casino.natsserver import NatsServer
 from casino.parallel import cores
 from casino.replay import replay_coup
-from casino.replaycli import verify_store
 from casino.simulator import Simulator
 from casino.store import subjects
 from casino.store.jetstream import STREAM

@@ -33,16 +33,9 @@ from typing import Any
 import nats
 
 from bench.replay import deal
+from casino.audit import verify_history, verify_table, verify_window
+from casino.history import Bounds, listed_in_one_pass, opened_at, table_listing
 from casino.natsserver import NatsServer
-from casino.replaycli import (
-    Bounds,
-    listed_in_one_pass,
-    opened_at,
-    table_listing,
-    verify_history,
-    verify_table,
-    verify_window,
-)
 from casino.store import subjects
 from casino.store.jetstream import JetStreamEventStore
 

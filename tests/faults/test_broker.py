@@ -13,9 +13,9 @@ import nats
 import pytest
 from services import runner
 
+from casino.audit import verify_history
 from casino.launcher import SHORT, default_tables
 from casino.natsserver import NatsCluster
-from casino.replaycli import verify_history
 from casino.simulator import Simulator
 from casino.store import subjects
 from casino.store.eventstore import Stored

@@ -11,8 +11,8 @@ from pathlib import Path
 import nats
 import pytest
 
+from casino.audit import verify_history, verify_store
 from casino.launcher import SHORT, default_tables
-from casino.replaycli import verify_history, verify_store
 from casino.simulator import Simulator
 from casino.store import subjects
 from casino.store.jetstream import JetStreamEventStore, ensure_streams

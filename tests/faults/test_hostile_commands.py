@@ -19,8 +19,8 @@ from services.shoe.service import MemorySecrets, ShoeService
 from services.wager.service import WagerService
 
 from casino import commands as c
+from casino.history import by_coup
 from casino.launcher import APPROVALS
-from casino.replaycli import by_coup
 from casino.rules.errors import RuleViolation
 from casino.rules.shoe import CardDrawn
 from casino.service import answer

@@ -17,19 +17,10 @@ import nats
 import pytest
 
 from casino import replaycli
+from casino.audit import verify_history, verify_table, verify_window
+from casino.history import Bounds, by_coup, listed_in_one_pass, table_listing
 from casino.launcher import APPROVALS
-from casino.replaycli import (
-    Bounds,
-    add_commands,
-    by_coup,
-    list_coups,
-    listed_in_one_pass,
-    table_listing,
-    verify,
-    verify_history,
-    verify_table,
-    verify_window,
-)
+from casino.replaycli import add_commands, list_coups, verify
 from casino.rules import shoe
 from casino.rules.cards import full_set
 from casino.simulator import Simulator

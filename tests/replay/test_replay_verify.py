@@ -17,10 +17,12 @@ import pytest
 from services import runner
 
 from casino import projections
+from casino.audit import Report, verify_history, verify_store
+from casino.history import by_coup
 from casino.launcher import default_tables
 from casino.projections import KvProjections, Projector
 from casino.replay import SCHEMA, render_text, replay_coup
-from casino.replaycli import Report, by_coup, rebuild_projections, verify_history, verify_store
+from casino.replaycli import rebuild_projections
 from casino.rules import settlement, shoe
 from casino.rules.baccarat import messages as bm
 from casino.rules.blackjack import messages as jm

@@ -1,0 +1,168 @@
+"""Auditing the event store: every coup and ended shoe of a store, a table,
+a window of a table's coups, or a history in hand, verified through the rules
+(``casino.verify``), as ``casino verify`` does. A whole store's tables are
+shared among processes, each reading its own over its own connection; a table
+is verified as it is read, a coup and a few shoes held at a time."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from functools import partial
+
+import msgspec
+from nats.aio.client import Client
+
+from casino import natsclient
+from casino.history import AsRead, Bounds, by_coup, coups_within, each_coup, opening_of
+from casino.parallel import in_processes
+from casino.rules.shoe import ShoeEnded
+from casino.store import subjects
+from casino.store.envelope import AnyEvent
+from casino.store.eventstore import EventStore, Stored
+from casino.store.jetstream import JetStreamEventStore
+from casino.verify import Finding, verify_coup, verify_shoe, verify_shoes
+
+
+class Report(msgspec.Struct):
+    coups: int
+    shoes: int
+    findings: list[Finding]
+
+    @staticmethod
+    def of(reports: Iterable[Report]) -> Report:
+        """One report of several parts."""
+        parts = list(reports)
+        return Report(sum(r.coups for r in parts), sum(r.shoes for r in parts), [f for r in parts for f in r.findings])
+
+
+async def verify_store(nc: Client, workers: int, each_coup: Callable[[list[Stored]], object] | None = None) -> Report:
+    """Verify every coup and ended shoe in the store ``nc`` is connected to, its
+    tables spread over ``workers`` processes that each read their own tables
+    over a connection of their own (a table's coups and shoes are all under its
+    subjects). ``each_coup`` is also given every coup's records, where they are read.
+
+    Every event up to the last when this starts must have been read under some
+    table; otherwise this fails rather than report a partial verification."""
+    assert nc.connected_url is not None
+    store = JetStreamEventStore(nc)
+    state = (await store.js.stream_info(store.stream)).state
+    tables = await store.tables()
+    n = max(1, min(workers, len(tables)))
+    parts = await in_processes(partial(_verify_tables, nc.connected_url.geturl(), state.last_seq, each_coup),
+                               [tables[i::n] for i in range(n)])
+    read = sum(count for _, count in parts)
+    if read != state.messages:
+        raise RuntimeError(f"the stream holds {state.messages} events up to sequence {state.last_seq}, "
+                           f"but its tables hold {read}: not every event was verified")
+    return Report.of(report for report, _ in parts)
+
+
+async def _verify_tables(url: str, last_seq: int, each_coup: Callable[[list[Stored]], object] | None,
+                         tables: list[str]) -> tuple[Report, int]:
+    """The report on ``tables``, and how many of their events are at or below ``last_seq``."""
+    nc = await natsclient.connect(url)
+    try:
+        store = JetStreamEventStore(nc)
+        parts = [await verify_table(store, table, last_seq, each_coup) for table in tables]
+    finally:
+        await nc.close()
+    return Report.of(report for report, _ in parts), sum(read for _, read in parts)
+
+
+async def verify_table(store: EventStore, table: str, last_seq: int,
+                       each_coup: Callable[[list[Stored]], object] | None = None) -> tuple[Report, int]:
+    """The report on one table's whole history, and how many of its events are
+    at or below ``last_seq``: read in one pass, verified as it is read."""
+    verifying = _Verifying(table, last_seq, each_coup)
+    await store.scan(subjects.table_filter(table), verifying.take)
+    return await verifying.finish(store), verifying.read
+
+
+class _Verifying:
+    """One table's history verified as it is read (``AsRead``): a coup found
+    with records read after it was verified is read again whole and verified
+    again, its report the one of the whole coup."""
+
+    def __init__(self, table: str, last_seq: int, each_coup: Callable[[list[Stored]], object] | None) -> None:
+        self.table, self.last_seq, self.each_coup = table, last_seq, each_coup
+        self.grouped = AsRead(table, self._coup, self._shoe)
+        self.read, self.coups, self.ended = 0, 0, 0
+        self.unfinished: set[str] = set()  # coups found still being dealt
+        self.findings: list[Finding] = []
+
+    def take(self, m: Stored) -> None:
+        self.read += m.seq <= self.last_seq
+        self.grouped.take(m)
+
+    def _coup(self, records: list[Stored]) -> None:
+        coup = subjects.tokens(records[0].subject)[2]
+        report = _verify_coups({coup: records}, self.each_coup)
+        self.coups += report.coups
+        self.findings += report.findings
+        if not report.coups:
+            self.unfinished.add(coup)
+
+    def _shoe(self, shoe_id: str, events: list[tuple[int, AnyEvent]]) -> None:
+        self.findings += verify_shoe(shoe_id, events)
+        self.ended += 1
+
+    async def finish(self, store: EventStore) -> Report:
+        self.grouped.rest()
+        for coup in sorted(self.grouped.again):
+            report = _verify_coups({coup: await store.read(subjects.coup_filter(coup, self.table))}, None)
+            self.findings = [f for f in self.findings if f.coup != coup] + report.findings
+            self.coups += report.coups - (coup not in self.unfinished)
+        return Report(self.coups, self.ended, self.findings)
+
+
+def _verify_coups(coups: dict[str, list[Stored]], each_coup: Callable[[list[Stored]], object] | None) -> Report:
+    """Every finished coup of ``coups`` verified (one being dealt is skipped);
+    ``each_coup`` is given every one's records."""
+    findings: list[Finding] = []
+    verified = 0
+    for _, msgs in sorted(coups.items()):
+        if each_coup is not None:
+            each_coup(msgs)
+        if not any(subjects.tokens(m.subject)[3] == "settle" for m in msgs) and _in_play(msgs):
+            continue
+        verified += 1
+        findings += verify_coup(msgs)
+    return Report(verified, 0, findings)
+
+
+def verify_history(stored: list[Stored]) -> Report:
+    """Verify every coup and every ended shoe of a history (a table's, or the whole store's)."""
+    return verify_all(stored, [m for m in stored if subjects.tokens(m.subject)[3] == "shoe"])
+
+
+def verify_all(stored: list[Stored], shoe_events: list[Stored]) -> Report:
+    """Verify every coup in ``stored`` (finished ones; one being dealt is skipped)
+    and every ended shoe in ``shoe_events``."""
+    report = _verify_coups(by_coup(stored), None)
+    ended = {e.data.shoe_id for m in shoe_events for e in m.batch.events if isinstance(e.data, ShoeEnded)}
+    return Report(report.coups, len(ended), report.findings + verify_shoes(shoe_events))
+
+
+def _in_play(msgs: list[Stored]) -> bool:
+    """The latest coup of a table, not yet finished: not verified until it is."""
+    return not any(e.type.endswith("cards_picked_up") for m in msgs for e in m.batch.events)
+
+
+async def verify_window(store: EventStore, table: str, bounds: Bounds) -> Report | None:
+    """The table's coups within ``bounds`` (found as ``coups_within`` finds
+    them, each read by its own subjects) verified, and every ended shoe they
+    were dealt from, from its own shoe events: a disputed hour or day in a
+    time that grows with the window (and slowly with the table's shoes), in
+    the memory of a coup or a shoe. None where the coups cannot be found by
+    number."""
+    numbers, _ = await coups_within(store, table, bounds)
+    if numbers is None:
+        return None
+    parts, shoes = [], set()
+    async for msgs in each_coup(store, table, numbers):  # each verified as read: a coup's records held at a time
+        if (opening := opening_of(msgs)) is not None and bounds.hold(opening):
+            parts.append(verify_all(msgs, []))
+            shoes |= {subjects.tokens(m.subject)[1] for m in msgs if subjects.tokens(m.subject)[3] == "shoe"}
+    for shoe in sorted(shoes):
+        parts.append(verify_all([], await store.read(subjects.event(table, shoe, "*", "shoe"))))
+    return Report.of(parts)
