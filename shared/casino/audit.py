@@ -13,7 +13,7 @@ import msgspec
 from nats.aio.client import Client
 
 from casino import natsclient
-from casino.history import AsRead, Bounds, by_coup, coups_within, each_coup, opening_of
+from casino.history import AsRead, Bounds, by_coup, coups_within, opening_of, read_coups
 from casino.parallel import in_processes
 from casino.rules.shoe import ShoeEnded
 from casino.store import subjects
@@ -159,7 +159,7 @@ async def verify_window(store: EventStore, table: str, bounds: Bounds) -> Report
     if numbers is None:
         return None
     parts, shoes = [], set()
-    async for msgs in each_coup(store, table, numbers):  # each verified as read: a coup's records held at a time
+    async for msgs in read_coups(store, table, numbers):  # each verified as read: a coup's records held at a time
         if (opening := opening_of(msgs)) is not None and bounds.hold(opening):
             parts.append(verify_all(msgs, []))
             shoes |= {subjects.tokens(m.subject)[1] for m in msgs if subjects.tokens(m.subject)[3] == "shoe"}

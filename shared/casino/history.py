@@ -65,10 +65,10 @@ async def table_listing(store: EventStore, table: str, bounds: Bounds) -> list[s
     numbers, latest = await coups_within(store, table, bounds)
     if numbers is None or len(numbers) * 10 > latest:
         return await listed_in_one_pass(store, table, bounds)
-    return [line async for msgs in each_coup(store, table, numbers) if (line := listing_line(msgs, bounds)) is not None]
+    return [line async for msgs in read_coups(store, table, numbers) if (line := listing_line(msgs, bounds)) is not None]
 
 
-async def each_coup(store: EventStore, table: str, numbers: range) -> AsyncIterator[list[Stored]]:
+async def read_coups(store: EventStore, table: str, numbers: range) -> AsyncIterator[list[Stored]]:
     """The records of each of the table's coups numbered ``numbers``, read by
     its own subjects, one at a time. Each coup after the first is looked for
     under the shoe the one before it opened in, then the next shoe: a filter
