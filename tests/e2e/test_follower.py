@@ -12,7 +12,7 @@ import nats
 import pytest
 from nats.aio.msg import Msg
 from nats.js.api import AckPolicy
-from services import runner
+from services import followers
 
 from casino.metrics import Metrics
 from casino.rules.wagerbook import BookOpened
@@ -37,7 +37,7 @@ async def test_a_follower_acknowledges_each_batch_by_its_last_delivery(nats_url:
     js = nc.jetstream()
     await ensure_streams(js)
     service = Observed()
-    follower = await runner._follow(nc, service, "wager", Metrics("wager"))
+    follower = await followers.follow(nc, service, "wager", Metrics("wager"))
     handled: list[int] = []
     on_batch = follower.on_batch
 
