@@ -24,6 +24,8 @@ from casino.verify import Finding, verify_coup, verify_shoe, verify_shoes
 
 
 class Report(msgspec.Struct):
+    """What a verification found: how many coups and ended shoes it verified, and every difference."""
+
     coups: int
     shoes: int
     findings: list[Finding]

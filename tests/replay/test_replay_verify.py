@@ -14,7 +14,7 @@ from pathlib import Path
 import msgspec
 import nats
 import pytest
-from services import runner
+from services import followers, runner
 
 from casino import projections
 from casino.audit import Report, verify_history, verify_store
@@ -418,7 +418,7 @@ async def test_the_projections_service_stopping_saves_its_last_checkpoint(
         recorded: Recorded, nats_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     half = len(recorded) // 2
     await _a_store_holding(recorded[:half], nats_url)
-    monkeypatch.setattr(runner, "CHECKPOINT_EVERY", 3600.0)  # none while it runs, but at its start
+    monkeypatch.setattr(followers, "CHECKPOINT_EVERY", 3600.0)  # none while it runs, but at its start
     service = await runner.start("projections", nats_url)
     await _a_store_holding(recorded[half:], nats_url)
     async with _read_models(nats_url) as kv:
