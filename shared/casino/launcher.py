@@ -32,6 +32,11 @@ from casino.storeaccess import URL_FILE
 from casino.tables import TableConfig, dump_tables
 
 SERVICES = ("shoe", "wager", "dealer_policy", "settlement", "projections")
+# Stopped in this order: the dealer-policy first, which asks the wager service
+# and the shoe (a round's end, for a coup just dealt) as it finishes; then
+# settlement, once every result is written; the projections last, once they
+# have read every event, so the read models stop at the end of the stream.
+STOP_ORDER = ("dealer_policy", "wager", "shoe", "settlement", "projections")
 SHORT = {"baccarat-000-methods": "BAC000", "baccarat-001-styles": "BAC001",
          "blackjack-002-hole-card": "BJ002", "blackjack-003-no-hole-card": "BJ003"}
 APPROVALS = (Approval("method_b", "inspector", "INS-SIM"),
@@ -160,6 +165,20 @@ async def _projections_caught_up(nc: Client, timeout: float = 10) -> None:
         await asyncio.sleep(0.1)
 
 
+def _read_models_caught_up(url: str) -> None:
+    """Until the projections have read every event (10 s at most); a store
+    not answering, or a second Ctrl-C, stops waiting."""
+    async def caught_up() -> None:
+        nc = await natsclient.connect(url, max_reconnect_attempts=0)
+        try:
+            await _projections_caught_up(nc)
+        finally:
+            await nc.close()
+
+    with contextlib.suppress(Exception, KeyboardInterrupt):
+        _run(caught_up())
+
+
 def run(args: argparse.Namespace) -> int:
     # Ctrl-C (SIGINT) and a polite kill (SIGTERM) both stop everything in order.
     for sig in STOP_SIGNALS:
@@ -205,9 +224,10 @@ def run(args: argparse.Namespace) -> int:
         print("\nstopping", flush=True)
         return 0
     finally:
-        # In the reverse order of starting: the dealer-policy, which asks the
-        # shoe for the round's end of a coup just dealt, before the shoe.
-        for service, p in reversed(procs.items()):
+        for service in (s for s in STOP_ORDER if s in procs):
+            p = procs[service]
+            if service == "projections" and p.poll() is None:
+                _read_models_caught_up(url("admin"))
             p.terminate()
             try:
                 p.wait(10)

@@ -115,8 +115,9 @@ async def test_ctrl_c_or_a_polite_kill_stops_everything_in_order_and_a_second_ru
     """`make run` stopped while every table deals: exit 0 with nothing on
     standard error (no traceback of a task the signal interrupted, no service
     that had to be killed: the dealer-policy stops before the shoe it asks for
-    a round's end), no process left behind; a second run continues the store
-    and the whole store verifies."""
+    a round's end), no process left behind, the read models at the end of the
+    stream (the projections stop last); a second run continues the store and
+    the whole store verifies."""
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "casino.cli", "run", "--var", str(tmp_path), "--port", str(free_port()), "--seed", "7",
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
@@ -128,6 +129,10 @@ async def test_ctrl_c_or_a_polite_kill_stops_everything_in_order_and_a_second_ru
     out, err = await asyncio.wait_for(proc.communicate(), 60)
     assert proc.returncode == 0 and b"stopping" in out and err == b"", err.decode()
     assert _processes_using(tmp_path) == []
+    # The projections stopped last, having read every event the others wrote as they stopped.
+    rebuilt = subprocess.run([sys.executable, "-m", "casino.cli", "projections", "rebuild", "--var", str(tmp_path)],
+                             capture_output=True, text=True, timeout=120)
+    assert rebuilt.returncode == 0 and "equal to the live ones" in rebuilt.stdout, rebuilt.stdout + rebuilt.stderr
 
     again = run(tmp_path, 1)
     assert again.returncode == 0 and again.stderr == "", again.stdout + again.stderr
