@@ -4,7 +4,8 @@ taken over the runs that dealt it; one hop of a coup's chain timed through a
 real nats-server; a start timed both ways on a store left by dealing tables,
 each way holding what the other does; a table given a history deals on
 from it, timed beside a table with none; a table verified both ways, each in
-a process of its own; a run's commit and machine."""
+a process of its own; a run's commit and machine; a coup's chain timed
+command by command."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ import platform
 import subprocess
 
 import pytest
+from bench.chain import SETTLED
+from bench.chain import measure as measure_chain
 from bench.history import one_run as with_history
 from bench.load import latency_percentiles
 from bench.machine import REPOSITORY, describe, provenance
@@ -103,3 +106,18 @@ def test_a_run_names_the_commit_and_the_machine_it_was_measured_on() -> None:
     assert datetime.datetime.fromisoformat(figures["started_utc"]).tzinfo is not None
     line = describe(figures)
     assert figures["commit"][:12] in line and figures["nats_server"] in line and f"{os.cpu_count()} cores" in line
+
+
+@pytest.mark.anyio
+async def test_a_coups_chain_is_timed_command_by_command_from_the_close_of_betting() -> None:
+    """Every coup timed has its close of betting and its wait for the
+    settlement once each; what it sent in between, by command."""
+    figures = await measure_chain(tables_count=1, every=0.2, seconds=3)
+    procedures = figures["by_procedure"]
+    assert sum(f["coups"] for f in procedures.values()) >= 5
+    for f in procedures.values():
+        assert f["steps"]["CloseBetting"]["per_coup"] == 1 and f["steps"][SETTLED]["per_coup"] == 1
+        names = list(f["steps"])
+        assert names[0] == "CloseBetting" and names[-1] == SETTLED
+        assert 0 < f["steps"]["CloseBetting"]["p50_ms"] <= f["p99_ms"]
+        assert "OpenCoup" not in f["steps"] and "PlaceWager" not in f["steps"]  # before the close: not on the chain
