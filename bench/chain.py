@@ -75,7 +75,9 @@ async def measure(tables_count: int = 1, every: float = 0.2, seconds: float = 40
             t.close_to_settled = {}
             steps.time(t)
         await asyncio.sleep(seconds)
-        settled = {coup: s for t in sim.playing for coup, s in (t.close_to_settled or {}).items()}
+        # A coup whose betting closed before the timing began is left out.
+        settled = {coup: s for t in sim.playing for coup, s in (t.close_to_settled or {}).items()
+                   if coup in steps.closed}
         stop_players(sim, task)
         stored = await JetStreamEventStore(nc).read(f"{subjects.EVENTS}.>")
     opened = {e.coup: e.data.procedure for m in stored for e in m.batch.events if isinstance(e.data, bm.CoupOpened)}
