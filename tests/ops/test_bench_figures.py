@@ -119,5 +119,7 @@ async def test_a_coups_chain_is_timed_command_by_command_from_the_close_of_betti
         assert f["steps"]["CloseBetting"]["per_coup"] == 1 and f["steps"][SETTLED]["per_coup"] == 1
         names = list(f["steps"])
         assert names[0] == "CloseBetting" and names[-1] == SETTLED
-        assert 0 < f["steps"]["CloseBetting"]["p50_ms"] <= f["p99_ms"]
+        # Each coup's close is within its own latency, one close a coup: so is each percentile.
+        close = f["steps"]["CloseBetting"]
+        assert 0 < close["p50_ms"] <= f["p50_ms"] and close["p99_ms"] <= f["p99_ms"]
         assert "OpenCoup" not in f["steps"] and "PlaceWager" not in f["steps"]  # before the close: not on the chain

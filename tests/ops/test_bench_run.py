@@ -33,8 +33,10 @@ def test_the_whole_benchmark_runs_and_writes_every_figure_beside_its_ceiling(tmp
 
     pipeline = figures["pipeline"]
     for load in (pipeline, pipeline["half_load"], pipeline["tenth_load"], pipeline["one_table"]):
-        assert 0 < load["p50_ms"] <= load["p99_ms"]
         assert load["by_procedure"] and all(p["coups"] > 0 for p in load["by_procedure"].values())
+        # Three coups or more: the median is then no more than the 99th percentile as it is taken.
+        assert sum(p["coups"] for p in load["by_procedure"].values()) >= 3
+        assert 0 < load["p50_ms"] <= load["p99_ms"]
     assert set(pipeline["cpu_ms_per_coup"]) == SERVICES | {"nats-server", "simulator"}
     assert pipeline["stored_bytes_per_coup"] > 0 and pipeline["one_table"]["request_p50_ms"] > 0
 
