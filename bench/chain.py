@@ -17,12 +17,10 @@ from collections.abc import Callable
 from typing import Any
 
 from bench.load import casino, latency_percentiles, stop_players
-from casino.launcher import APPROVALS
-from casino.rules.baccarat import messages as bm
+from bench.pipeline import baccarat_tables, procedures
 from casino.simulator import SimulatedTable, Simulator
 from casino.store import subjects
 from casino.store.jetstream import JetStreamEventStore
-from casino.tables import TableConfig
 
 SETTLED = "(settlement)"  # from the last command's reply to the settlement seen
 
@@ -32,8 +30,7 @@ class Steps:
     took, and its wait for the settlement, timed from the simulated table."""
 
     def __init__(self) -> None:
-        self.coups: dict[str, list[tuple[str, float]]] = defaultdict(list)
-        self.closed: set[str] = set()
+        self.coups: dict[str, list[tuple[str, float]]] = defaultdict(list)  # only coups timed from their close
 
     def time(self, table: SimulatedTable) -> None:
         """Time ``table``'s commands and its waits for settlement from now on."""
@@ -42,10 +39,7 @@ class Steps:
         async def timed_ask(service: str, command: type, **fields: object) -> Any:
             start = time.perf_counter()
             reply = await ask(service, command, **fields)
-            coup = str(fields.get("coup") or reply.coup)
-            if command.__name__ == "CloseBetting":
-                self.closed.add(coup)
-            self._took(coup, command.__name__, start)
+            self._took(str(fields.get("coup") or reply.coup), command.__name__, start)
             return reply
 
         async def timed_settlement(coup: str, done: asyncio.Event, timeout: float = 300) -> None:
@@ -57,7 +51,7 @@ class Steps:
         table.settlement = timed_settlement  # type: ignore[method-assign]
 
     def _took(self, coup: str, step: str, start: float) -> None:
-        if coup in self.closed:
+        if step == "CloseBetting" or coup in self.coups:
             self.coups[coup].append((step, time.perf_counter() - start))
 
 
@@ -65,7 +59,7 @@ async def measure(tables_count: int = 1, every: float = 0.2, seconds: float = 40
     """Per procedure: the coups, their p50 and p99 from the close of betting to
     settlement, and for each command (and the wait for the settlement) how many
     a coup sends, and their p50 and p99 in milliseconds."""
-    tables = {f"BAC-{i + 1}": TableConfig("baccarat-000-methods", "method_a", APPROVALS) for i in range(tables_count)}
+    tables = baccarat_tables(tables_count)
     async with casino(tables) as (nc, _, _):
         sim = Simulator(nc, tables, seed=3, patience=40, every=every)
         task = asyncio.create_task(sim.run(None))
@@ -77,10 +71,10 @@ async def measure(tables_count: int = 1, every: float = 0.2, seconds: float = 40
         await asyncio.sleep(seconds)
         # A coup whose betting closed before the timing began is left out.
         settled = {coup: s for t in sim.playing for coup, s in (t.close_to_settled or {}).items()
-                   if coup in steps.closed}
+                   if coup in steps.coups}
         stop_players(sim, task)
         stored = await JetStreamEventStore(nc).read(f"{subjects.EVENTS}.>")
-    opened = {e.coup: e.data.procedure for m in stored for e in m.batch.events if isinstance(e.data, bm.CoupOpened)}
+    opened = procedures(stored)
     by_procedure: dict[str, list[str]] = defaultdict(list)
     for coup in settled:
         by_procedure[opened[coup]].append(coup)

@@ -33,16 +33,27 @@ from casino.natsserver import NatsServer
 from casino.rules.baccarat import messages as bm
 from casino.simulator import Simulator
 from casino.store import envelope, subjects
+from casino.store.eventstore import Stored
 from casino.store.jetstream import COMPRESSION, STREAM, JetStreamEventStore, ensure_streams
 from casino.tables import TableConfig
 
 ONE_TABLE_EVERY = 0.2
 
 
+def baccarat_tables(count: int) -> dict[str, TableConfig]:
+    """``count`` tables of 000, each coup opened under a procedure the simulated table picks."""
+    return {f"BAC-{i + 1}": TableConfig("baccarat-000-methods", "method_a", APPROVALS) for i in range(count)}
+
+
+def procedures(stored: list[Stored]) -> dict[str, str]:
+    """The procedure each coup among ``stored`` was opened under."""
+    return {e.coup: e.data.procedure for m in stored for e in m.batch.events if isinstance(e.data, bm.CoupOpened)}
+
+
 async def one_run(tables_count: int, seconds: float, every: float = 0.0) -> dict[str, Any]:
     """One run, flat out or (``every``) each table opening a coup every so many
     seconds; the ceiling is measured after a flat-out run only."""
-    tables = {f"BAC-{i + 1}": TableConfig("baccarat-000-methods", "method_a", APPROVALS) for i in range(tables_count)}
+    tables = baccarat_tables(tables_count)
     async with casino(tables) as (nc, procs, server):
         sim = Simulator(nc, tables, seed=2, patience=40, every=every)
         task = asyncio.create_task(sim.run(None))
@@ -61,7 +72,7 @@ async def one_run(tables_count: int, seconds: float, every: float = 0.0) -> dict
         last = (await nc.jetstream().stream_info("CASINO")).state.last_seq
         stored = await store.read(f"{subjects.EVENTS}.>")  # from the first: coups open at the start included
         window = [m for m in stored if first < m.seq <= last]
-        opened = {e.coup: e.data.procedure for m in stored for e in m.batch.events if isinstance(e.data, bm.CoupOpened)}
+        opened = procedures(stored)
         procs.stop_all()  # the ceiling has the server to itself
         kept = {"stored_bytes_per_coup": (await nc.jetstream().stream_info(STREAM)).state.bytes / len(opened),
                 "disk_bytes_per_coup": on_disk(server, STREAM) / len(opened)}
