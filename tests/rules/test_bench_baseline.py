@@ -59,3 +59,22 @@ def test_the_events_only_floor_makes_every_event_of_the_coups_again() -> None:
     assert len(events) > 20 * 15 and bench_rules.remake(bench_rules.as_fields(events)) == events
     figures = bench_rules.measure(60, 1)
     assert figures["events_only"]["events_per_coup"] > 15 and figures["events_only"]["coups_per_s"] > 0
+
+
+def test_the_least_fold_floor_makes_and_applies_every_event_in_order() -> None:
+    """The least fold makes each recorded event again and applies it, in the
+    order recorded: the state it leaves holds the last of them."""
+    rules = rulesets.load("baccarat-000-methods")
+    assert isinstance(rules, BaccaratRules)
+    cards = list(full_set(rules.shoe.decks))
+    random.Random(5).shuffle(cards)
+    records, table_shoe = bench_rules.play_all(rules, [(tuple(cards), "s0")], 20, keep=True)
+    events = [e for record in records for e in record.events] + list(table_shoe.events)
+    kinds = {type(e) for e in events}
+    assert kinds <= set(bench_rules.APPLY) and len(kinds) > 8
+    for upto in (1, len(events) // 2, len(events)):
+        applied = bench_rules.least_fold(bench_rules.as_fields(events[:upto]))
+        assert applied.last == events[upto - 1] and applied.last is not events[upto - 1]
+    figures = bench_rules.measure(60, 1)
+    assert figures["least_fold"]["coups_per_s"] > 0
+    assert figures["least_fold"]["ratio"] == figures["least_fold"]["coups_per_s"] / figures["baseline_coups_per_s"]
