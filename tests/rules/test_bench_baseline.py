@@ -47,15 +47,20 @@ def test_the_straight_line_dealer_deals_each_coup_as_the_rules_do() -> None:
     assert winners == {"banker", "player", "tie"} and third_cards > 300
 
 
-def test_the_events_only_floor_makes_every_event_of_the_coups_again() -> None:
-    """The floor of recording a coup makes the same events the library
-    recorded, the coup's and the shoe's, field for field."""
+def twenty_coups_events(seed: int) -> list[object]:
+    """Every event the library records dealing 20 coups from one shuffled shoe, the shoe's included."""
     rules = rulesets.load("baccarat-000-methods")
     assert isinstance(rules, BaccaratRules)
     cards = list(full_set(rules.shoe.decks))
-    random.Random(3).shuffle(cards)
+    random.Random(seed).shuffle(cards)
     records, table_shoe = bench_rules.play_all(rules, [(tuple(cards), "s0")], 20, keep=True)
-    events = [e for record in records for e in record.events] + list(table_shoe.events)
+    return [e for record in records for e in record.events] + list(table_shoe.events)
+
+
+def test_the_events_only_floor_makes_every_event_of_the_coups_again() -> None:
+    """The floor of recording a coup makes the same events the library
+    recorded, the coup's and the shoe's, field for field."""
+    events = twenty_coups_events(3)
     assert len(events) > 20 * 15 and bench_rules.remake(bench_rules.as_fields(events)) == events
     figures = bench_rules.measure(60, 1)
     assert figures["events_only"]["events_per_coup"] > 15 and figures["events_only"]["coups_per_s"] > 0
@@ -64,12 +69,7 @@ def test_the_events_only_floor_makes_every_event_of_the_coups_again() -> None:
 def test_the_least_fold_floor_makes_and_applies_every_event_in_order() -> None:
     """The least fold makes each recorded event again and applies it, in the
     order recorded: the state it leaves holds the last of them."""
-    rules = rulesets.load("baccarat-000-methods")
-    assert isinstance(rules, BaccaratRules)
-    cards = list(full_set(rules.shoe.decks))
-    random.Random(5).shuffle(cards)
-    records, table_shoe = bench_rules.play_all(rules, [(tuple(cards), "s0")], 20, keep=True)
-    events = [e for record in records for e in record.events] + list(table_shoe.events)
+    events = twenty_coups_events(5)
     kinds = {type(e) for e in events}
     assert kinds <= set(bench_rules.APPLY) and len(kinds) > 8
     for upto in (1, len(events) // 2, len(events)):
