@@ -11,6 +11,7 @@ import random
 from bench import rules as bench_rules
 
 from casino import rulesets
+from casino.rules import shoe
 from casino.rules.baccarat import messages as bm
 from casino.rules.cards import full_set
 from casino.rules.ruleset import BaccaratRules
@@ -19,16 +20,23 @@ from casino.rules.ruleset import BaccaratRules
 PAID = {"banker": 5000 + 5000 * 95 // 100, "player": 5000 * 2, "tie": 500 * 9}
 
 
-def test_the_straight_line_dealer_deals_each_coup_as_the_rules_do() -> None:
-    rules = rulesets.load("baccarat-000-methods")
-    assert isinstance(rules, BaccaratRules)
-    rnd = random.Random(11)
+RULES = rulesets.load("baccarat-000-methods")
+assert isinstance(RULES, BaccaratRules)
+
+
+def shuffled(seed: int, shoes: int) -> list[tuple[tuple[str, ...], str]]:
+    """``shoes`` shuffled orders of the ruleset's shoe, each with its salt."""
+    rnd = random.Random(seed)
     orders = []
-    for n in range(12):
-        cards = list(full_set(rules.shoe.decks))
+    for n in range(shoes):
+        cards = list(full_set(RULES.shoe.decks))
         rnd.shuffle(cards)
         orders.append((tuple(cards), f"s{n}"))
-    records, _ = bench_rules.play_all(rules, orders, 600, keep=True)
+    return orders
+
+
+def test_the_straight_line_dealer_deals_each_coup_as_the_rules_do() -> None:
+    records, _ = bench_rules.play_all(RULES, shuffled(11, 12), 600, keep=True)
     winners: set[str] = set()
     every_card: list[str] = []
     third_cards = paid = 0
@@ -49,11 +57,7 @@ def test_the_straight_line_dealer_deals_each_coup_as_the_rules_do() -> None:
 
 def twenty_coups_events(seed: int) -> list[object]:
     """Every event the library records dealing 20 coups from one shuffled shoe, the shoe's included."""
-    rules = rulesets.load("baccarat-000-methods")
-    assert isinstance(rules, BaccaratRules)
-    cards = list(full_set(rules.shoe.decks))
-    random.Random(seed).shuffle(cards)
-    records, table_shoe = bench_rules.play_all(rules, [(tuple(cards), "s0")], 20, keep=True)
+    records, table_shoe = bench_rules.play_all(RULES, shuffled(seed, 1), 20, keep=True)
     return [e for record in records for e in record.events] + list(table_shoe.events)
 
 
@@ -78,3 +82,20 @@ def test_the_least_fold_floor_makes_and_applies_every_event_in_order() -> None:
     figures = bench_rules.measure(60, 1)
     assert figures["least_fold"]["coups_per_s"] > 0
     assert figures["least_fold"]["ratio"] == figures["least_fold"]["coups_per_s"] / figures["baseline_coups_per_s"]
+
+
+def test_the_straight_line_dealer_with_events_records_what_the_library_records() -> None:
+    """Written apart from the library, for Method A alone, it makes the same
+    events, coup's and shoe's, field for field (burns, cut card, reshuffles and
+    revealed orders included), and the same payouts: a floor of the same work,
+    and a second witness that the library deals Method A as the tableau says."""
+    orders = shuffled(13, 12)
+    records, table_shoe = bench_rules.play_all(RULES, orders, 600, keep=True)
+    coups, shoe_events = bench_rules.straight_with_events(RULES, orders, 600)
+    assert [events for events, _ in coups] == [record.events for record in records]
+    assert [payouts for _, payouts in coups] == [record.payouts for record in records]
+    assert shoe_events == table_shoe.events
+    assert sum(isinstance(e, shoe.ShoeEnded) for e in shoe_events) >= 6
+    assert sum(isinstance(e, bm.CardDealt) for events, _ in coups for e in events) > 600 * 4 + 300
+    figures = bench_rules.measure(60, 1)
+    assert figures["straight_with_events"]["coups_per_s"] > 0
