@@ -85,7 +85,7 @@ def straight_with_events(rules: BaccaratRules, orders: list[tuple[tuple[str, ...
     order: tuple[str, ...] = ()
     shoe_id, salt, committed, pos, shuffles = "", "", "", 0, 0
     dealt: list[int] = []
-    cut_reached = True
+    cut_reached = True  # no shoe yet: the first coup loads one
     for n in range(coups):
         coup_id = f"c{n}"
         if cut_reached:
