@@ -24,6 +24,7 @@ from casino import rulesets
 from casino.rules import play, settlement, shoe
 from casino.rules.baccarat import coup as bac
 from casino.rules.baccarat import messages as bm
+from casino.rules.baccarat.clauses import clause
 from casino.rules.cards import DECK_INDEX, full_set, same_cards
 from casino.rules.ruleset import BaccaratRules
 from casino.rules.wagers import Wager, check_book
@@ -77,7 +78,7 @@ def straight_with_events(rules: BaccaratRules, orders: list[tuple[tuple[str, ...
     sr = rules.shoe
     assert sr.burn == "by_first_card_value" and sr.cut_card_first_of_round == "deal_round" and sr.cut_index is not None
     decks, size, cut = sr.decks, sr.cards, sr.cut_index
-    announce = "000 8.3.2"
+    opened, announce = clause("procedure", "method_a"), clause("announce", "method_a")
     waiting = list(orders)
     shoe_events: list[Any] = []
     records: list[tuple[list[Any], tuple[settlement.Payout, ...]]] = []
@@ -130,7 +131,7 @@ def straight_with_events(rules: BaccaratRules, orders: list[tuple[tuple[str, ...
             record(shoe.CardDrawn(shoe_id, coup_id, pos, card))
             pos += 1
         events: list[Any] = [
-            bm.CoupOpened(coup_id, "method_a", (), None, "000 8.2"), bm.BettingClosed(wagers),
+            bm.CoupOpened(coup_id, "method_a", (), None, opened), bm.BettingClosed(wagers),
             bm.CardDealt("player", p1, start, True, None), bm.CardDealt("banker", b1, start + 1, True, None),
             bm.CardDealt("player", p2, start + 2, True, None), bm.CardDealt("banker", b2, start + 3, True, None),
             bm.CountAnnounced("player", pp, announce), bm.CountAnnounced("banker", bp, announce),
