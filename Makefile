@@ -25,14 +25,18 @@ typecheck: setup
 unit: setup
 	$(BIN)/pytest
 
-# promtool (for the alert rules' unit tests) comes from Debian's prometheus package.
+# Debian's packages the tests use: promtool (the alert rules' unit tests, from
+# the prometheus package) and strace (counting the server's syncs to disk).
+DEBIAN_TOOLS := promtool:prometheus strace:strace
+
 tools:
-	@command -v promtool >/dev/null 2>&1 || { \
-	  echo "installing promtool (Debian's prometheus package)"; \
-	  apt-get install -y -q --no-install-recommends prometheus >/dev/null 2>&1 || \
-	  { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q --no-install-recommends prometheus >/dev/null 2>&1; } || true; }
-	@command -v promtool >/dev/null 2>&1 || { \
-	  echo "promtool is missing and could not be installed: apt-get install prometheus" >&2; exit 1; }
+	@for pair in $(DEBIAN_TOOLS); do tool=$${pair%%:*}; package=$${pair#*:}; \
+	  command -v $$tool >/dev/null 2>&1 && continue; \
+	  echo "installing $$tool (Debian's $$package package)"; \
+	  apt-get install -y -q --no-install-recommends $$package >/dev/null 2>&1 || \
+	  { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q --no-install-recommends $$package >/dev/null 2>&1; } || true; \
+	  command -v $$tool >/dev/null 2>&1 || { echo "$$tool is missing and could not be installed: apt-get install $$package" >&2; exit 1; }; \
+	done
 
 test: lint typecheck tools unit
 

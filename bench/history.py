@@ -30,12 +30,13 @@ from services.shoe.service import MemorySecrets, ShoeService, secure_shuffle
 from bench.load import append_all, latency_percentiles, usage
 from casino import commands as c
 from casino.natsserver import NatsServer
+from casino.provision import provision
 from casino.rules import shoe as S
 from casino.service import Recorder
 from casino.store import subjects
 from casino.store.envelope import Batch, CoupConfigured, encode
 from casino.store.eventstore import Appended, Stored, latest_at_table
-from casino.store.jetstream import JetStreamEventStore, ensure_streams
+from casino.store.jetstream import JetStreamEventStore
 
 TABLE, RULESET = "BAC000", "baccarat-000-methods"
 
@@ -112,7 +113,7 @@ async def one_run(history: int, rounds: int) -> dict[str, Any]:
         assert server.process is not None
         nc = await nats.connect(server.url)
         try:
-            await ensure_streams(nc.jetstream())
+            await provision(nc)
             await write_history(nc, history)
             taking_up = await take_up(JetStreamEventStore(nc), server.process.pid)
             shoe = ShoeService(JetStreamEventStore(nc), JetStreamSecrets(nc.jetstream()))

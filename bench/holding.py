@@ -29,8 +29,9 @@ import nats
 
 from bench.load import append_all, rss_mib
 from casino.natsserver import NatsServer, free_port
+from casino.provision import provision
 from casino.store import subjects
-from casino.store.jetstream import STREAM, ensure_streams
+from casino.store.jetstream import STREAM
 
 AGGREGATES = ("coup", "shoe", "wager", "settle")  # a coup's subjects: one for each service that writes to it
 COUPS_A_SHOE = 70  # an eight-deck shoe deals about 70 coups of baccarat
@@ -150,7 +151,7 @@ async def one_run(coups: int, own_subjects: bool = True, dealt: bool = False) ->
         server.start()
         try:
             nc = await nats.connect(server.url)
-            await ensure_streams(nc.jetstream())
+            await provision(nc)
             body = b"x" * BODY
             written = history(coups, own_subjects)
             messages = await append_all(nc, as_dealt(written) if dealt else ((s, body, None) for s in written))

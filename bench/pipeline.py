@@ -30,11 +30,12 @@ from bench.holding import on_disk
 from bench.load import Meter, casino, latency_percentiles, median_spent, process_ids, stop_players
 from casino.launcher import APPROVALS
 from casino.natsserver import NatsServer
+from casino.provision import provision
 from casino.rules.baccarat import messages as bm
 from casino.simulator import Simulator
 from casino.store import envelope, subjects
 from casino.store.eventstore import Stored
-from casino.store.jetstream import COMPRESSION, STREAM, JetStreamEventStore, ensure_streams
+from casino.store.jetstream import COMPRESSION, STREAM, JetStreamEventStore
 from casino.tables import TableConfig
 
 ONE_TABLE_EVERY = 0.2
@@ -135,7 +136,7 @@ async def round_trips(samples: int = 400, gap: float = 0.005, size: int = 600) -
                     break
                 await asyncio.sleep(0.1)
             js = nc.jetstream()
-            await ensure_streams(js)
+            await provision(nc)
             asks, appends = [], []
             for i in range(samples):
                 await asyncio.sleep(gap)

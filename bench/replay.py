@@ -30,6 +30,7 @@ from casino.audit import verify_store
 from casino.launcher import SHORT, default_tables
 from casino.natsserver import NatsServer
 from casino.parallel import cores
+from casino.provision import provision
 from casino.replay import replay_coup
 from casino.simulator import Simulator
 from casino.store import subjects
@@ -38,8 +39,9 @@ from casino.store.jetstream import STREAM
 
 async def deal(url: str, coups_per_table: int) -> None:
     tables = default_tables(4, list(SHORT))
-    running = [await runner.start(kind, url, tables=tables) for kind in runner.KINDS]
     nc = await nats.connect(url)
+    await provision(nc)
+    running = [await runner.start(kind, url, tables=tables) for kind in runner.KINDS]
     try:
         await Simulator(nc, tables, seed=1).run(coups_per_table)
     finally:

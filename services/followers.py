@@ -8,11 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import logging
-import os
-import re
-import socket
+import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -99,7 +96,7 @@ async def projections(nc: Client, store: JetStreamEventStore, metrics: Metrics,
             await ack(msgs[-1][0])  # and every delivery before it (ack policy all)
 
     await nc.jetstream().add_consumer(STREAM, ConsumerConfig(
-        durable_name=name, filter_subject=f"{subjects.EVENTS}.>", deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
+        name=name, durable_name=name, filter_subject=f"{subjects.EVENTS}.>", deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
         opt_start_seq=projector.seq + 1, inactive_threshold=600.0, ack_policy=AckPolicy.ALL))
     return projector, PullConsumer(name, on_batch), last_checkpoint
 
@@ -119,7 +116,7 @@ async def follow(nc: Client, service: Any, kind: str, metrics: Metrics) -> PullC
             await ack(msgs[-1][0])  # and every delivery before it (ack policy all)
 
     await nc.jetstream().add_consumer(STREAM, ConsumerConfig(
-        durable_name=name, filter_subject=subjects.aggregate_filter(aggregate), deliver_policy=DeliverPolicy.NEW,
+        name=name, durable_name=name, filter_subject=subjects.aggregate_filter(aggregate), deliver_policy=DeliverPolicy.NEW,
         inactive_threshold=600.0, ack_policy=AckPolicy.ALL))
     return PullConsumer(name, on_batch)
 
@@ -203,8 +200,8 @@ def _gauges(projector: Projector, metrics: Metrics) -> None:
             metrics.penetration.labels(table).set(shoe.penetration)
 
 
-_instances = itertools.count()
-
-
 def _instance(kind: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_-]", "_", f"{kind}-{socket.gethostname()}-{os.getpid()}-{next(_instances)}")
+    """A consumer of one instance's own: a name nobody else can guess (every
+    consumer user may create and pull consumers it names, never ``settlement``:
+    casino.natsauth), gone ten idle minutes after the instance."""
+    return f"{kind}-{secrets.token_hex(8)}"

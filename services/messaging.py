@@ -26,22 +26,21 @@ from casino.store.following import Delivery
 from casino.store.jetstream import MAX_DELIVERIES, STREAM, dead_letter, delivery
 
 log = logging.getLogger("casino")
+# Where a command is answered: an inbox (nats-py's ``_INBOX.<user>.…``), or a
+# reply subject the server made for a request from another account.
+REPLY_PREFIXES = ("_INBOX.", "_R_.")
 
 
 def _command_handler(decoders: dict[str, msgspec.json.Decoder[Any]], handle: Callable[[Any], Awaitable[c.Reply]],
                      reload: Callable[[Any], Awaitable[None]], metrics: Metrics,
                      ) -> Callable[[str, bytes], Awaitable[bytes]]:
-    """Answers a command on ``casino.cmd.<table>.<kind>`` with the decoder of
-    its kind, one command of a table at a time whatever its kind."""
-    locks = TableLocks()
-
+    """Answers a command on ``casino.cmd.<table>.<kind>`` with the decoder of its kind."""
     def refused_by(clause: str) -> None:
         metrics.refused.labels(metrics.service, clause).inc()
 
     async def on_command(subject: str, body: bytes) -> bytes:
         _, _, table, kind = subject.split(".")
-        async with locks(table):
-            return await answer(body, decoders[kind], handle, reload, refused_by, table)
+        return await answer(body, decoders[kind], handle, reload, refused_by, table)
 
     return on_command
 
@@ -56,12 +55,18 @@ def command_server(queue: str, decoders: dict[str, msgspec.json.Decoder[Any]], s
 class CommandServer:
     """Answers the commands on its subjects straight from nats-py subscriptions
     (faststream's subscriber stack cost a third of a service's CPU per
-    command), up to ``workers`` at once; each table's in turn (TableLocks)."""
+    command): each table's one at a time, whatever its kind (TableLocks), up
+    to ``workers`` tables at once. A table with ``per_table`` commands waiting
+    already is answered at once with a refusal: one terminal flooding its own
+    table neither queues without bound nor holds a worker another table needs."""
 
     def __init__(self, subjects_: list[str], queue: str, on_command: Callable[[str, bytes], Awaitable[bytes]],
-                 metrics: Metrics, workers: int = 16) -> None:
+                 metrics: Metrics, workers: int = 16, per_table: int = 8) -> None:
         self.subjects, self.queue, self.on_command, self.metrics = subjects_, queue, on_command, metrics
         self.slots = asyncio.Semaphore(workers)
+        self.per_table = per_table
+        self.locks = TableLocks()
+        self.waiting: dict[str, int] = {}
         self.running: set[asyncio.Task[None]] = set()
         self.subs: list[Any] = []
 
@@ -76,21 +81,39 @@ class CommandServer:
             await asyncio.wait(self.running, timeout=10)
 
     async def _receive(self, msg: Any) -> None:
-        await self.slots.acquire()
-        task = asyncio.create_task(self._answer(msg))
+        if not msg.reply.startswith(REPLY_PREFIXES):
+            # A reply goes to the requester's inbox, or across the terminals'
+            # account boundary on the subject the server made: never where a
+            # request says (an event or secret subject, the JetStream API).
+            log.warning("%s: a request on %s with the reply subject %r is not answered",
+                        self.queue, msg.subject, msg.reply[:200])
+            self.metrics.refused.labels(self.metrics.service, "reply subject").inc()
+            return
+        table = msg.subject.split(".")[2]
+        if self.waiting.get(table, 0) >= self.per_table:
+            self.metrics.refused.labels(self.metrics.service, "rate limit").inc()
+            with contextlib.suppress(nats.errors.Error):
+                await msg.respond(c.encoder.encode(c.refused(
+                    f"table {table} has {self.per_table} commands waiting already: ask again once they are "
+                    "answered", "rate limit")))
+            return
+        self.waiting[table] = self.waiting.get(table, 0) + 1
+        task = asyncio.create_task(self._answer(msg, table))
         self.running.add(task)
         task.add_done_callback(self.running.discard)
 
-    async def _answer(self, msg: Any) -> None:
+    async def _answer(self, msg: Any, table: str) -> None:
         try:
-            with self.metrics.commands.labels(self.metrics.service).time():
-                reply = await self.on_command(msg.subject, msg.data)
-            if msg.reply:
+            async with self.locks(table), self.slots:
+                with self.metrics.commands.labels(self.metrics.service).time():
+                    reply = await self.on_command(msg.subject, msg.data)
                 await msg.respond(reply)
         except nats.errors.Error as exc:  # the connection went: the terminal asks again with the same id
             log.warning("%s: no reply sent on %s: %s", self.queue, msg.subject, exc)
         finally:
-            self.slots.release()
+            self.waiting[table] -= 1
+            if not self.waiting[table]:
+                del self.waiting[table]
 
 
 class PullConsumer:

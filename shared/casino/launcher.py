@@ -24,10 +24,11 @@ from casino import natsauth, natsclient
 from casino.console import Console, where_tables_stand
 from casino.natsserver import NatsServer
 from casino.projections import KvProjections, Takings
+from casino.provision import provision
 from casino.rules.baccarat.messages import Approval
 from casino.simulator import Simulator
 from casino.store import subjects
-from casino.store.jetstream import STREAM, JetStreamEventStore, ensure_streams
+from casino.store.jetstream import STREAM, JetStreamEventStore
 from casino.storeaccess import URL_FILE
 from casino.tables import TableConfig, dump_tables
 
@@ -59,13 +60,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=None, help="seed for the simulated players (not the shuffle)")
     p.add_argument("--port", type=int, default=4222, help="NATS port; a free one if taken (default 4222)")
     p.add_argument("--var", default="var", help="data directory (default ./var)")
+    p.add_argument("--replicas", type=int, default=1,
+                   help="instances of every service, each a process of its own (default 1)")
 
 
 async def _provision(url: str) -> None:
-    """The streams, created (or a store of an earlier release's compressed) by
-    the administrator: the services may not."""
+    """The streams and buckets, created (or a store of an earlier release's
+    compressed) by the administrator: the services may not."""
     nc = await natsclient.connect(url)
-    await ensure_streams(nc.jetstream(), upgrade=True)
+    await provision(nc, upgrade=True)
     await nc.close()
 
 
@@ -86,9 +89,13 @@ async def _wait_ready(url: str, timeout: float = 30.0) -> None:
         await nc.close()
 
 
-async def _simulate(url: str, tables: dict[str, TableConfig], coups: int | None, seed: int | None) -> None:
+async def _simulate(url: str, terminal_urls: dict[str, str], tables: dict[str, TableConfig], coups: int | None,
+                    seed: int | None) -> None:
+    """The floor's console on ``url``; each simulated table commands through
+    its own terminal's user, as a table on a casino floor does."""
     console = Console(list(tables))
     nc = await natsclient.connect(url)
+    terminals = {table: await natsclient.connect(u) for table, u in terminal_urls.items()}
     # A second run continues the same store: show where each table stands.
     await _projections_caught_up(nc)
     kv = await KvProjections(nc.jetstream()).open()
@@ -108,13 +115,15 @@ async def _simulate(url: str, tables: dict[str, TableConfig], coups: int | None,
 
     painter = asyncio.create_task(redraw())
     try:
-        await Simulator(nc, tables, seed, console).run(coups)
+        await Simulator(nc, tables, seed, console, terminals=terminals).run(coups)
         await _projections_caught_up(nc)
     finally:
         painter.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await painter
         print(console.render(), flush=True)
+        for terminal in terminals.values():
+            await terminal.close()
         await nc.close()
 
 
@@ -202,7 +211,7 @@ def run(args: argparse.Namespace) -> int:
     url_file = var / URL_FILE  # where `casino replay` and `casino verify` find the running store
     url_file.write_text(server.url, encoding="utf-8")
     print(f"nats-server with JetStream on {server.url}, data in {var / 'nats'}; logs in {var / 'logs'}", flush=True)
-    procs: dict[str, subprocess.Popen[bytes]] = {}
+    procs: dict[str, list[subprocess.Popen[bytes]]] = {}
     try:
         _run(_provision(url("admin")))
         for service in SERVICES:
@@ -210,14 +219,16 @@ def run(args: argparse.Namespace) -> int:
             if service == "dealer_policy":
                 cmd += ["--tables", str(tables_file)]
             env = {**os.environ, "CASINO_NATS_URL": url(service.replace("_", "-"))}  # not on the command line
-            with (var / "logs" / f"{service}.log").open("ab") as log:
-                # A session of their own: Ctrl-C reaches the launcher, which stops them in order.
-                procs[service] = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
-                                                  start_new_session=True, env=env)
+            for n in range(1, max(1, args.replicas) + 1):
+                log_name = f"{service}.log" if n == 1 else f"{service}-{n}.log"
+                with (var / "logs" / log_name).open("ab") as log:
+                    # A session of their own: Ctrl-C reaches the launcher, which stops them in order.
+                    procs.setdefault(service, []).append(subprocess.Popen(
+                        cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env))
         _run(_wait_ready(url("admin")))
         print(f"dealing at {', '.join(tables)}" + (f", {args.coups} coups each" if args.coups else "; Ctrl-C stops"),
               flush=True)
-        _run(_simulate(url("floor"), tables, args.coups, args.seed))
+        _run(_simulate(url("floor"), {t: url(f"terminal-{t}") for t in tables}, tables, args.coups, args.seed))
         print("every coup dealt and settled", flush=True)
         return 0
     except KeyboardInterrupt:
@@ -225,15 +236,16 @@ def run(args: argparse.Namespace) -> int:
         return 0
     finally:
         for service in (s for s in STOP_ORDER if s in procs):
-            p = procs[service]
-            if service == "projections" and p.poll() is None:
-                _read_models_caught_up(url("admin"))
-            p.terminate()
-            try:
-                p.wait(10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                print(f"the {service} service did not stop within 10 s: killed", file=sys.stderr, flush=True)
+            if service == "projections" and any(p.poll() is None for p in procs[service]):
+                _read_models_caught_up(url("floor"))
+            for p in procs[service]:
+                p.terminate()
+            for p in procs[service]:
+                try:
+                    p.wait(10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    print(f"the {service} service did not stop within 10 s: killed", file=sys.stderr, flush=True)
         server.stop()
         url_file.unlink(missing_ok=True)
 

@@ -1,10 +1,23 @@
-"""The NATS permission model: each service its own user, allowed to publish
-only its own events and replies and to subscribe only to what it consumes; a
-table terminal may command only its own table; anonymous clients are refused.
+"""The NATS permission model, in one place: who may publish, subscribe, read
+and manage what, and why. ``server_config`` writes it as nats-server
+configuration (``make run`` and the tests), ``helm_values`` as the NATS Helm
+chart's values (k8s/nats/values.yaml), and docs/security.md is its table.
 
-``server_config`` writes it as nats-server configuration (used by `make run`
-and the tests); the Kubernetes overlays carry the same model in the NATS Helm
-values (k8s/nats/values.yaml).
+Two accounts. ``CASINO`` holds the event store and every service; ``TERMINALS``
+holds the table terminals, which reach the services only through the two
+command subjects the casino exports (``casino.cmd.<table>.coup`` and
+``.wager``). A request crossing the boundary is answered on a reply subject
+the server makes (``_R_.…``), never on one the terminal chose, so no
+terminal can make a service publish into a stream or the JetStream API.
+
+Every user receives only its own replies: nats-py's inbox prefix is
+``_INBOX.<user>`` (``casino.natsclient.connect``) and each user may subscribe
+under that prefix only. Readers read the store by direct gets and create no
+consumers; only the services that consume create consumers, and only the
+settlement service may touch the ``settlement`` durable. Streams and buckets
+are created once by the administrator, who alone may manage them, and who
+may not read the shoes' secret orders either: no user but the shoe service
+can read ``CASINO_SHOE_SECRETS``.
 """
 
 from __future__ import annotations
@@ -15,71 +28,152 @@ from collections.abc import Iterable
 from pathlib import Path
 from urllib.parse import quote, urlsplit, urlunsplit
 
+import msgspec
+
+from casino.natsserver import write_private
 from casino.projections import BUCKETS, META
 
-STREAMS = ("CASINO",)
-# What any JetStream client of ours needs to read the event stream and follow it.
-_READ_EVENTS = [
-    "$JS.API.INFO", "$JS.API.STREAM.INFO.CASINO", "$JS.API.CONSUMER.*.CASINO", "$JS.API.CONSUMER.*.CASINO.>",
-    "$JS.API.CONSUMER.DURABLE.CREATE.CASINO.>", "$JS.API.CONSUMER.MSG.NEXT.CASINO.>",
-    "$JS.API.DIRECT.GET.CASINO.>", "$JS.API.STREAM.MSG.GET.CASINO", "$JS.ACK.CASINO.>", "$JS.FC.>",
-    "$JS.API.STREAM.INFO.CASINO_SHOE_SECRETS",
-]
-_COMMANDS = "casino.cmd.*.{}"
-# Every consumer may file what it cannot handle as a dead letter.
-_READ_EVENTS += ["casino.dlq.>", "$JS.API.STREAM.INFO.CASINO_DLQ"]
+CASINO, TERMINALS = "CASINO", "TERMINALS"
+STREAM, SECRETS, DLQ = "CASINO", "CASINO_SHOE_SECRETS", "CASINO_DLQ"
+SETTLEMENT_DURABLE = "settlement"
+KV_STREAMS = tuple(f"KV_{bucket}" for bucket in (*BUCKETS.values(), META))
+RESPONDERS = ("shoe", "wager", "dealer-policy")  # they answer requests
+SERVICES = ("shoe", "wager", "dealer-policy", "settlement", "projections")
+# The command subjects the casino exports to the terminals' account.
+EXPORTED = ("casino.cmd.*.coup", "casino.cmd.*.wager")
+
+
+class User(msgspec.Struct, frozen=True):
+    """One user's rights, and why it has them."""
+
+    account: str
+    publish: tuple[str, ...]
+    subscribe: tuple[str, ...]
+    why: str
+    deny_publish: tuple[str, ...] = ()
+    responds: bool = False
+
+
+def inbox(user: str) -> str:
+    """The inbox prefix of ``user``: its replies, its consumers' deliveries."""
+    return f"_INBOX.{user}"
 
 
 def _events(aggregate: str) -> str:
     return f"casino.ev.*.*.*.{aggregate}"
 
 
-def permissions(tables: Iterable[str]) -> dict[str, dict[str, object]]:
-    """Publish and subscribe permissions of every user."""
-    kv = ["$JS.API.STREAM.NAMES"]
-    for bucket in (*BUCKETS.values(), META):  # a wildcard is a whole token, so each bucket by name
-        stream = f"KV_{bucket}"
-        kv += [f"$KV.{bucket}.>", f"$JS.API.STREAM.INFO.{stream}", f"$JS.API.STREAM.CREATE.{stream}",
-               f"$JS.API.DIRECT.GET.{stream}.>", f"$JS.API.STREAM.MSG.GET.{stream}", f"$JS.API.CONSUMER.*.{stream}",
-               f"$JS.API.CONSUMER.*.{stream}.>", f"$JS.API.CONSUMER.MSG.NEXT.{stream}.>"]
-    perms: dict[str, dict[str, object]] = {
-        "shoe": {"publish": [_events("shoe"), "casino.secret.>", *_READ_EVENTS,
-                             "$JS.API.DIRECT.GET.CASINO_SHOE_SECRETS.>", "$JS.API.STREAM.MSG.GET.CASINO_SHOE_SECRETS"],
-                 "subscribe": [_COMMANDS.format("shoe"), "_INBOX.>"]},
-        "wager": {"publish": [_events("wager"), *_READ_EVENTS],
-                  "subscribe": [_COMMANDS.format("wager"), _COMMANDS.format("book"), "_INBOX.>"]},
-        # The dealer-policy alone opens and closes wager books.
-        "dealer-policy": {"publish": [_events("coup"), _COMMANDS.format("shoe"), _COMMANDS.format("book"),
-                                      *_READ_EVENTS],
-                          "subscribe": [_COMMANDS.format("coup"), "_INBOX.>"]},
-        "settlement": {"publish": [_events("settle"), *_READ_EVENTS], "subscribe": ["_INBOX.>"]},
-        "projections": {"publish": [*_READ_EVENTS, *kv], "subscribe": ["_INBOX.>"]},
-        # The floor's simulator and console: every table's terminal commands, and the live events.
-        "floor": {"publish": [_COMMANDS.format("coup"), _COMMANDS.format("wager"), *_READ_EVENTS, *kv],
-                  "subscribe": ["_INBOX.>", "casino.ev.>"]},
-        # Compliance: replay and verification read everything and write nothing but their read models.
-        "compliance": {"publish": [*_READ_EVENTS, *kv], "subscribe": ["_INBOX.>"]},
-        "admin": {"publish": [">"], "subscribe": [">"]},
+# Reading the event store: direct gets (a batch of the messages on a filter
+# from a sequence, or the last on a subject), and the stream's information.
+READ = ("$JS.API.STREAM.INFO.CASINO", "$JS.API.DIRECT.GET.CASINO", "$JS.API.DIRECT.GET.CASINO.>")
+# Reading the read models (key-value buckets) the same way.
+READ_MODELS = tuple(s for kv in KV_STREAMS for s in (
+    f"$JS.API.STREAM.INFO.{kv}", f"$JS.API.DIRECT.GET.{kv}", f"$JS.API.DIRECT.GET.{kv}.>"))
+# Pull consumers of the event stream named by their creator (a random name,
+# never ``settlement``), pulled and acknowledged; and filing dead letters.
+CONSUME = ("$JS.API.CONSUMER.CREATE.CASINO.*", "$JS.API.CONSUMER.CREATE.CASINO.*.>",
+           "$JS.API.CONSUMER.INFO.CASINO.*", "$JS.API.CONSUMER.MSG.NEXT.CASINO.*", "$JS.ACK.CASINO.*.>",
+           "casino.dlq.>")
+# The settlement durable is the settlement service's alone: nobody else may
+# create, change, pull, acknowledge or look at it (a wildcard grant above
+# would otherwise cover it).
+NOT_SETTLEMENTS = (f"$JS.API.CONSUMER.CREATE.CASINO.{SETTLEMENT_DURABLE}",
+                   f"$JS.API.CONSUMER.CREATE.CASINO.{SETTLEMENT_DURABLE}.>",
+                   f"$JS.API.CONSUMER.INFO.CASINO.{SETTLEMENT_DURABLE}",
+                   f"$JS.API.CONSUMER.MSG.NEXT.CASINO.{SETTLEMENT_DURABLE}",
+                   f"$JS.ACK.CASINO.{SETTLEMENT_DURABLE}.>")
+# The settlement service's own consumer: created, pulled, acknowledged.
+SETTLES = (f"$JS.API.CONSUMER.DURABLE.CREATE.CASINO.{SETTLEMENT_DURABLE}",
+           f"$JS.API.CONSUMER.INFO.CASINO.{SETTLEMENT_DURABLE}",
+           f"$JS.API.CONSUMER.MSG.NEXT.CASINO.{SETTLEMENT_DURABLE}", f"$JS.ACK.CASINO.{SETTLEMENT_DURABLE}.>")
+# The administrator creates the casino's streams and buckets, by name and no
+# other (a stream of another name could mirror the secret orders); may
+# compress the event stream and the dead letters of an earlier release; and
+# may neither read nor change the secret orders' stream, nor any consumer.
+PROVISION = (*(f"$JS.API.STREAM.{verb}.{stream}" for stream in (STREAM, SECRETS, DLQ, *KV_STREAMS)
+               for verb in ("CREATE", "INFO")),
+             f"$JS.API.STREAM.UPDATE.{STREAM}", f"$JS.API.STREAM.UPDATE.{DLQ}")
+
+def permissions(tables: Iterable[str]) -> dict[str, User]:
+    """Every user's rights."""
+    kv_write = tuple(f"$KV.{bucket}.>" for bucket in (*BUCKETS.values(), META))
+    users: dict[str, User] = {
+        "shoe": User(CASINO, (_events("shoe"), "casino.secret.>", *READ, *CONSUME,
+                              f"$JS.API.DIRECT.GET.{SECRETS}.>", f"$JS.API.STREAM.INFO.{SECRETS}"),
+                     ("casino.cmd.*.shoe",),
+                     "records shoe events; alone keeps and reads the shuffled orders until each shoe ends",
+                     deny_publish=NOT_SETTLEMENTS, responds=True),
+        "wager": User(CASINO, (_events("wager"), *READ, *CONSUME), ("casino.cmd.*.wager", "casino.cmd.*.book"),
+                      "records the wager books; answers the terminals' wagers and the dealer-policy's books",
+                      deny_publish=NOT_SETTLEMENTS, responds=True),
+        "dealer-policy": User(CASINO, (_events("coup"), "casino.cmd.*.shoe", "casino.cmd.*.book", *READ, *CONSUME),
+                              ("casino.cmd.*.coup",),
+                              "records the coups; alone asks the shoe for cards and opens and closes wager books",
+                              deny_publish=NOT_SETTLEMENTS, responds=True),
+        "settlement": User(CASINO, (_events("settle"), *READ, "casino.dlq.>", *SETTLES), (),
+                           "records each coup's payouts, from its own durable consumer"),
+        "projections": User(CASINO, (*READ, *CONSUME, *READ_MODELS, *kv_write), (),
+                            "alone writes the read models and their checkpoint, from a consumer of its own",
+                            deny_publish=NOT_SETTLEMENTS),
+        "floor": User(CASINO, (*READ, *READ_MODELS), ("casino.ev.>",),
+                      "the pit's console: the live events as recorded and the read models; writes nothing"),
+        "compliance": User(CASINO, (*READ, *READ_MODELS), (),
+                           "replay and verification: reads the record; writes nothing"),
+        "admin": User(CASINO, (*PROVISION, "casino.cmd.-.*"), (),
+                      "creates the streams and buckets once; may ping the services (table '-', which "
+                      "they refuse); reads nothing"),
     }
     for table in tables:
-        perms[f"terminal-{table}"] = {"publish": [f"casino.cmd.{table}.coup", f"casino.cmd.{table}.wager"],
-                                      "subscribe": ["_INBOX.>"]}
-    return perms
+        users[f"terminal-{table}"] = User(
+            TERMINALS, (f"casino.cmd.{table}.coup", f"casino.cmd.{table}.wager"), (),
+            f"table {table}'s terminal: its own table's commands and its own replies, nothing else")
+    return users
+
+
+def markdown_table() -> str:
+    """The model as docs/security.md gives it (a test keeps the two equal)."""
+    def cell(subjects_: Iterable[str]) -> str:
+        return "<br>".join(f"`{s}`" for s in subjects_) or "nothing"
+
+    rows = ["| user | account | may publish (and so ask the JetStream API) | may not | may subscribe to "
+            "(besides its own inbox) | answers requests | why |", "|---|---|---|---|---|---|---|"]
+    for name, u in permissions(["<table>"]).items():
+        rows.append(f"| `{name}` | {u.account} | {cell(u.publish)} | {cell(u.deny_publish)} | {cell(u.subscribe)} "
+                    f"| {'yes' if u.responds else 'no'} | {u.why} |")
+    return "\n".join(rows) + "\n"
+
+
+def _nats_permissions(user: str, u: User) -> dict[str, object]:
+    publish: dict[str, object] = {"allow": list(u.publish)}
+    if u.deny_publish:
+        publish["deny"] = list(u.deny_publish)
+    out: dict[str, object] = {"publish": publish, "subscribe": {"allow": [*u.subscribe, f"{inbox(user)}.>"]}}
+    if u.responds:
+        out["allow_responses"] = True  # the reply subject of each request received, once
+    return out
+
+
+def accounts(users: dict[str, User], password: dict[str, str]) -> dict[str, object]:
+    """The two accounts with their users, the casino's exports and the terminals' imports."""
+    def members(account: str) -> list[dict[str, object]]:
+        return [{"user": name, "password": password[name], "permissions": _nats_permissions(name, u)}
+                for name, u in users.items() if u.account == account]
+
+    return {
+        CASINO: {"jetstream": "enabled", "users": members(CASINO),
+                 "exports": [{"service": s, "accounts": [TERMINALS]} for s in EXPORTED]},
+        TERMINALS: {"users": members(TERMINALS),
+                    "imports": [{"service": {"account": CASINO, "subject": s}} for s in EXPORTED]},
+    }
 
 
 def passwords(users: Iterable[str]) -> dict[str, str]:
     return {u: secrets.token_urlsafe(18) for u in users}
 
 
-def server_config(perms: dict[str, dict[str, object]], passwords_: dict[str, str]) -> str:
-    """nats-server configuration: users with passwords and permissions, no anonymous access."""
-    users = []
-    for user, p in perms.items():
-        allow = {"publish": {"allow": p["publish"]}, "subscribe": {"allow": p["subscribe"]}}
-        if user in ("shoe", "wager", "dealer-policy"):
-            allow["allow_responses"] = True  # type: ignore[assignment]
-        users.append({"user": user, "password": passwords_[user], "permissions": allow})
-    return "authorization " + json.dumps({"users": users}, indent=2) + "\n"
+def server_config(users: dict[str, User], passwords_: dict[str, str]) -> str:
+    """nats-server configuration: the accounts and their users, no anonymous access."""
+    return "accounts " + json.dumps(accounts(users, passwords_), indent=2) + "\n"
 
 
 def with_credentials(url: str, user: str, password: str) -> str:
@@ -96,14 +190,11 @@ def local_auth(var: Path, tables: Iterable[str]) -> dict[str, str]:
     """The users and passwords of the embedded server under ``var`` (made once,
     kept with owner-only access), and its configuration file written anew."""
     path = var / AUTH_FILE
-    perms = permissions(tables)
+    users = permissions(tables)
     known: dict[str, str] = json.loads(path.read_text()) if path.exists() else {}
-    pw = {**passwords(u for u in perms if u not in known), **known}
-    path.write_text(json.dumps(pw))
-    path.chmod(0o600)
-    conf = var / CONFIG_FILE
-    conf.write_text(server_config(perms, pw))
-    conf.chmod(0o600)
+    pw = {**passwords(u for u in users if u not in known), **known}
+    write_private(path, json.dumps(pw))
+    write_private(var / CONFIG_FILE, server_config(users, pw))
     return pw
 
 
@@ -122,29 +213,28 @@ NATS_GOMEMLIMIT = "14GiB"
 NATS_STARTUP_CHECKS = 360
 
 
+def password_variable(user: str) -> str:
+    return "CASINO_" + user.upper().replace("-", "_") + "_PASSWORD"
+
+
 def helm_values(tables: Iterable[str]) -> dict[str, object]:
     """Values for the official NATS Helm chart: a 3-node JetStream cluster with
-    TLS, the Prometheus exporter, and this permission model, each password
-    taken from the environment of the NATS pods (``$CASINO_<USER>_PASSWORD``,
-    from a Secret)."""
-    users = []
-    for user, p in permissions(tables).items():
-        allow: dict[str, object] = {"publish": {"allow": p["publish"]}, "subscribe": {"allow": p["subscribe"]}}
-        if user in ("shoe", "wager", "dealer-policy"):
-            allow["allow_responses"] = True
-        env = "CASINO_" + user.upper().replace("-", "_") + "_PASSWORD"
-        users.append({"user": user, "password": f"<< ${env} >>", "permissions": allow})
+    TLS, each write synced to disk before it is acknowledged, the Prometheus
+    exporter, and this permission model, each password taken from the
+    environment of the NATS pods (``$CASINO_<USER>_PASSWORD``, from a Secret)."""
+    users = permissions(tables)
     return {
         "config": {
             "cluster": {"enabled": True, "replicas": 3},
-            "jetstream": {"enabled": True, "fileStore": {"enabled": True, "pvc": {"size": "50Gi"}}},
+            "jetstream": {"enabled": True, "fileStore": {"enabled": True, "pvc": {"size": "50Gi"}},
+                          "merge": {"sync_interval": "always"}},
             "nats": {"tls": {"enabled": True, "secretName": "nats-server-tls"}},
-            "merge": {"authorization": {"users": users}},
+            "merge": {"accounts": accounts(users, {u: f"<< ${password_variable(u)} >>" for u in users})},
         },
         "container": {
             "env": {
-                **{"CASINO_" + u.upper().replace("-", "_") + "_PASSWORD": {
-                    "valueFrom": {"secretKeyRef": {"name": "nats-users", "key": u}}} for u in permissions(tables)},
+                **{password_variable(u): {"valueFrom": {"secretKeyRef": {"name": "nats-users", "key": u}}}
+                   for u in users},
                 # The Go collector's soft limit, under the container's: it collects harder
                 # as the server nears it rather than letting the kernel kill the node.
                 "GOMEMLIMIT": NATS_GOMEMLIMIT},

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 import nats
 from nats.aio.client import Client
@@ -54,6 +55,15 @@ def quicker(nc: Client) -> Client:
     return nc
 
 
+def inbox_prefix(servers: str | list[str]) -> str:
+    """``_INBOX.<user>`` for a URL that names its user (each user may receive
+    under its own prefix only: casino.natsauth), nats-py's ``_INBOX`` otherwise."""
+    first = servers if isinstance(servers, str) else servers[0]
+    user = unquote(urlsplit(first.split(",")[0]).username or "")
+    return f"_INBOX.{user}" if user else "_INBOX"
+
+
 async def connect(servers: str | list[str] = "nats://localhost:4222", **options: Any) -> Client:
-    """``nats.connect``, with the headers parsed quicker."""
+    """``nats.connect`` with the user's own inbox prefix, and the headers parsed quicker."""
+    options.setdefault("inbox_prefix", inbox_prefix(servers))
     return quicker(await nats.connect(servers, **options))

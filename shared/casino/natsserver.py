@@ -55,12 +55,29 @@ READ_BACK_WITHIN = 1800.0
 NEW_STORE_WITHIN = 10.0
 
 
+def write_private(path: Path, text: str) -> None:
+    """``text`` in a file only its owner may read (it holds passwords), from its creation on."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)  # a file there already keeps its mode otherwise
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+# Every write synced to disk before it is acknowledged. JetStream's default
+# acknowledges at once and flushes every two minutes, so a power failure (or
+# an OS crash) loses acknowledged coups; a casino's record is a legal one.
+SYNC = "jetstream { sync_interval: always }\n"
+
+
 class NatsServer:
-    """A nats-server process; ``url`` once started."""
+    """A nats-server process; ``url`` once started. Its configuration is
+    ``SYNC`` and the text of ``config`` (users and accounts), written with
+    owner-only access beside the store; ``wrapper`` runs the binary under
+    another program (``strace``, in a test that counts its syncs)."""
 
     def __init__(self, store_dir: str | Path, port: int | None = None, config: str | Path | None = None,
                  log_file: str | Path | None = None, fixed_port: bool = False,
-                 ready_within: float | None = None) -> None:
+                 ready_within: float | None = None, wrapper: tuple[str, ...] = ()) -> None:
         self.store_dir = Path(store_dir)
         self.ready_within = ready_within if ready_within is not None else \
             READ_BACK_WITHIN if self.holds_store() else NEW_STORE_WITHIN
@@ -69,6 +86,7 @@ class NatsServer:
         self.config = config
         self.log_file = Path(log_file) if log_file else self.store_dir / "nats-server.log"
         self.process: subprocess.Popen[bytes] | None = None
+        self.wrapper = wrapper
 
     @property
     def url(self) -> str:
@@ -80,9 +98,10 @@ class NatsServer:
 
     def start(self) -> NatsServer:
         self.store_dir.mkdir(parents=True, exist_ok=True)
-        args = [binary(), "-js", "-a", "127.0.0.1", "-p", str(self.port), "-sd", str(self.store_dir)]
-        if self.config:
-            args += ["-c", str(self.config)]
+        conf = self.store_dir / "nats-server.conf"
+        write_private(conf, SYNC + (Path(self.config).read_text() if self.config else ""))
+        args = [*self.wrapper, binary(), "-js", "-a", "127.0.0.1", "-p", str(self.port), "-sd", str(self.store_dir),
+                "-c", str(conf)]
         with self.log_file.open("ab") as log:
             self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT,
                                             start_new_session=True, env={**os.environ})

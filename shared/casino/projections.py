@@ -225,14 +225,27 @@ class KvProjections:
         self.kv: dict[str, Any] = {}
 
     async def open(self) -> KvProjections:
+        """Bind the buckets, which the administrator created (``create``)."""
         from nats.js.errors import BucketNotFoundError
 
         for bucket in [*BUCKETS.values(), META]:
             try:
                 self.kv[bucket] = await self.js.key_value(bucket)
             except BucketNotFoundError:
-                self.kv[bucket] = await self.js.create_key_value(bucket=bucket, history=1)
+                raise RuntimeError(f"the read models' bucket {bucket} is missing: the administrator creates the "
+                                   "buckets (`casino run` does, or casino.provision)") from None
         return self
+
+    @staticmethod
+    async def create(js: Any, replicas: int = 1) -> None:
+        """Create the buckets that do not exist yet (the administrator's, once)."""
+        from nats.js.errors import BucketNotFoundError
+
+        for bucket in [*BUCKETS.values(), META]:
+            try:
+                await js.key_value(bucket)
+            except BucketNotFoundError:
+                await js.create_key_value(bucket=bucket, history=1, direct=True, replicas=replicas)
 
     async def put(self, projector: Projector, changed: set[tuple[str, str]], with_seq: bool = True) -> None:
         """The keys changed, then (``with_seq``) the stream sequence they are written up to."""
@@ -286,15 +299,16 @@ class KvProjections:
         return out
 
     async def everything_listed(self) -> dict[tuple[str, str], bytes]:
-        """Every key of every bucket, as listed (for drawing; comparisons read by key)."""
-        from nats.js.errors import NoKeysError
-
+        """Every key of every bucket, as listed from the bucket's subjects (for
+        drawing; comparisons read by key). A reader creates no consumer, so
+        no watcher: the keys come from the stream's information."""
         out = {}
         for name, bucket in BUCKETS.items():
-            try:
-                keys = await self.kv[bucket].keys()
-            except NoKeysError:
-                continue
-            for key in keys:
+            for key in await self._keys(bucket):
                 out[(name, key)] = (await self.kv[bucket].get(key)).value or b""
         return out
+
+    async def _keys(self, bucket: str) -> list[str]:
+        prefix = f"$KV.{bucket}."
+        info = await self.js.stream_info(f"KV_{bucket}", subjects_filter=f"{prefix}>")
+        return sorted(subject.removeprefix(prefix) for subject in info.state.subjects or {})

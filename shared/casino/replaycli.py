@@ -72,7 +72,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    async with storeaccess.open_store(args) as (store, nc):
+    # Rebuilding writes the read models: the projections' own user alone may.
+    rebuilding = args.command == "projections" and args.what == "rebuild"
+    async with storeaccess.open_store(args, "projections" if rebuilding else "compliance") as (store, nc):
         if args.command == "verify":
             return await verify(store, nc, args)
         if args.command == "projections" and args.what == "floor":

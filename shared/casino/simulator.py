@@ -47,7 +47,7 @@ class SimulatedTable:
         cmd = command(id=f"sim-{self.name}-{uuid.uuid4().hex}", table=self.name, **fields)
         for _ in range(60):
             reply = await self.peer.ask(subjects.command(self.name, service), cmd)
-            if reply.ok or reply.clause not in ("internal", "concurrency"):
+            if reply.ok or reply.clause not in ("internal", "concurrency", "event store", "rate limit"):
                 return reply
             await asyncio.sleep(0.5)  # the service could not finish (a broker or peer away): the same command again
         return reply
@@ -146,11 +146,14 @@ class Simulator:
     out or, with ``every``, each opening a coup every so many seconds."""
 
     def __init__(self, nc: Client, tables: dict[str, TableConfig], seed: int | None = None,
-                 console: Console | None = None, patience: int = 5, every: float = 0.0) -> None:
+                 console: Console | None = None, patience: int = 5, every: float = 0.0,
+                 terminals: dict[str, Client] | None = None) -> None:
+        """``nc`` watches the events; each table's commands go by its terminal's
+        connection in ``terminals`` (a terminal user of its own), else by ``nc``."""
         self.nc, self.tables, self.console, self.every = nc, tables, console, every
         self.rnd = random.Random(seed)
         self.waiting: dict[str, asyncio.Event] = {}
-        self.peer = Peer(nc, timeout=10, attempts=patience)
+        self.peers = {name: Peer((terminals or {}).get(name, nc), timeout=10, attempts=patience) for name in tables}
         self.playing: list[SimulatedTable] = []
 
     def stop(self) -> None:
@@ -182,7 +185,7 @@ class Simulator:
         watched = f"{subjects.EVENTS}.>" if self.console else subjects.aggregate_filter("settle")
         sub = await self.nc.subscribe(watched, cb=self._on_event)
         store = JetStreamEventStore(self.nc)
-        tables = [SimulatedTable(name, cfg, self.peer, random.Random(self.rnd.random()), self._settled, store)
+        tables = [SimulatedTable(name, cfg, self.peers[name], random.Random(self.rnd.random()), self._settled, store)
                   for name, cfg in self.tables.items()]
         self.playing = tables
         # Paced tables start at even intervals, as tables on a floor do not deal in step.

@@ -25,16 +25,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 @contextlib.asynccontextmanager
-async def open_store(args: argparse.Namespace) -> AsyncIterator[tuple[JetStreamEventStore, Client]]:
-    """The event store the arguments name, and its connection."""
+async def open_store(args: argparse.Namespace, user: str = "compliance",
+                     ) -> AsyncIterator[tuple[JetStreamEventStore, Client]]:
+    """The event store the arguments name, and its connection: under
+    ``--var``, as ``user`` (compliance reads; the projections alone write the
+    read models)."""
     url: str | None = args.nats
     server: NatsServer | None = None
     var = Path(args.var)
     auth = var / natsauth.AUTH_FILE
-    password = json.loads(auth.read_text()).get("compliance", "") if auth.exists() else ""
+    password = json.loads(auth.read_text()).get(user, "") if auth.exists() else ""
 
     def as_compliance(u: str) -> str:
-        return natsauth.with_credentials(u, "compliance", password) if password else u
+        return natsauth.with_credentials(u, user, password) if password else u
 
     if url is None:
         running = var / URL_FILE

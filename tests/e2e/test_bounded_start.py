@@ -17,12 +17,13 @@ from services.shoe.service import MemorySecrets, ShoeService, TableShoe, secure_
 
 from casino import commands as c
 from casino.launcher import APPROVALS
+from casino.provision import provision
 from casino.rules import shoe as S
 from casino.service import Peer
 from casino.simulator import Simulator
 from casino.store import subjects
 from casino.store.eventstore import EventStore, InMemoryEventStore, latest_at_table
-from casino.store.jetstream import JetStreamEventStore, ensure_streams
+from casino.store.jetstream import JetStreamEventStore
 from casino.tables import TableConfig
 from casino.verify import verify_coup
 from tests.e2e.casino import Casino
@@ -151,7 +152,7 @@ async def test_the_latest_coup_and_shoe_event_are_found_in_the_shoe_in_play_as_t
     else:
         nc = await nats.connect(request.getfixturevalue("nats_url"))
         try:
-            await ensure_streams(nc.jetstream())
+            await provision(nc)
             went_on = await _latest_through_the_shoe_in_play(JetStreamEventStore(nc), ruleset)
         finally:
             await nc.close()

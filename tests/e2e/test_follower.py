@@ -15,10 +15,11 @@ from nats.js.api import AckPolicy
 from services import followers
 
 from casino.metrics import Metrics
+from casino.provision import provision
 from casino.rules.wagerbook import BookOpened
 from casino.store import envelope, subjects
 from casino.store.following import Delivery
-from casino.store.jetstream import STREAM, ensure_streams
+from casino.store.jetstream import STREAM
 from tests.store.test_eventstore_contract import batch
 
 pytestmark = pytest.mark.anyio
@@ -35,7 +36,7 @@ class Observed:
 async def test_a_follower_acknowledges_each_batch_by_its_last_delivery(nats_url: str) -> None:
     nc = await nats.connect(nats_url)
     js = nc.jetstream()
-    await ensure_streams(js)
+    await provision(nc)
     service = Observed()
     follower = await followers.follow(nc, service, "wager", Metrics("wager"))
     handled: list[int] = []

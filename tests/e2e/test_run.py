@@ -14,9 +14,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import nats
 import pytest
 
+from casino import natsauth, natsclient
 from casino.natsserver import NatsServer, free_port
 from casino.rules import settlement
 from casino.rules.baccarat import messages as bm
@@ -28,6 +28,11 @@ from casino.store.jetstream import JetStreamEventStore
 from casino.tables import TableConfig
 
 pytestmark = pytest.mark.anyio
+
+
+def compliance(var: Path) -> str:
+    """The compliance user's password that `casino run` made."""
+    return str(json.loads((var / natsauth.AUTH_FILE).read_text())["compliance"])
 
 
 def run(var: Path, coups: int) -> subprocess.CompletedProcess[str]:
@@ -44,8 +49,8 @@ async def test_casino_run_deals_every_coup_to_settlement_and_a_second_run_contin
     second = run(tmp_path, 2)
     assert second.returncode == 0, second.stdout + second.stderr
 
-    with NatsServer(tmp_path / "nats") as server:
-        nc = await nats.connect(server.url)
+    with NatsServer(tmp_path / "nats", config=tmp_path / natsauth.CONFIG_FILE) as server:  # the store as run left it
+        nc = await natsclient.connect(natsauth.with_credentials(server.url, "compliance", compliance(tmp_path)))
         events = [(m.subject, e.data) for m in await JetStreamEventStore(nc).read(f"{subjects.EVENTS}.>")
                   for e in m.batch.events]
         await nc.close()

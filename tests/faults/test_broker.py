@@ -16,10 +16,11 @@ from services import runner
 from casino.audit import verify_history
 from casino.launcher import SHORT, default_tables
 from casino.natsserver import NatsCluster
+from casino.provision import provision
 from casino.simulator import Simulator
 from casino.store import subjects
 from casino.store.eventstore import Stored
-from casino.store.jetstream import STREAM, JetStreamEventStore, ensure_streams
+from casino.store.jetstream import STREAM, JetStreamEventStore
 from tests.faults.harness import audit
 
 pytestmark = pytest.mark.anyio
@@ -41,7 +42,7 @@ async def test_a_node_lost_and_the_whole_cluster_restarted_lose_nothing(tmp_path
         nc = await nats.connect(servers=cluster.url.split(","), max_reconnect_attempts=-1)
         for _ in range(50):  # the cluster elects a JetStream leader
             try:
-                await ensure_streams(nc.jetstream(), replicas=3)
+                await provision(nc, replicas=3)
                 break
             except Exception:
                 await asyncio.sleep(0.2)

@@ -13,9 +13,10 @@ import pytest
 
 from casino.audit import verify_history, verify_store
 from casino.launcher import SHORT, default_tables
+from casino.provision import provision
 from casino.simulator import Simulator
 from casino.store import subjects
-from casino.store.jetstream import JetStreamEventStore, ensure_streams
+from casino.store.jetstream import JetStreamEventStore
 from tests.faults.harness import SERVICES, Processes, audit
 
 pytestmark = pytest.mark.anyio
@@ -29,7 +30,7 @@ async def test_kill_minus_nine_any_service_at_any_moment_loses_and_duplicates_no
     tables = default_tables(4, list(SHORT))
     casino = Processes(nats_url, tmp_path / "procs", tables)
     nc = await nats.connect(nats_url)
-    await ensure_streams(nc.jetstream())
+    await provision(nc)
     casino.start_all()
     stop = asyncio.Event()
     try:

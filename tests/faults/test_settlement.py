@@ -14,11 +14,12 @@ from services import followers, runner
 from services.settlement.service import FOLLOWED, SettlementService
 
 from casino.metrics import Metrics
+from casino.provision import provision
 from casino.rules.settlement import CoupSettled
 from casino.store import subjects
 from casino.store.eventstore import InMemoryEventStore, Stored
 from casino.store.following import Delivery
-from casino.store.jetstream import STREAM, ensure_streams
+from casino.store.jetstream import STREAM
 from tests.faults.test_hostile_commands import deal_in_memory
 
 
@@ -75,7 +76,7 @@ async def test_settlement_gives_an_older_consumer_the_wager_events_and_keeps_its
     keeping the limits the operator set."""
     nc = await nats.connect(nats_url)
     js = nc.jetstream()
-    await ensure_streams(js)
+    await provision(nc)
     await js.add_consumer(STREAM, ConsumerConfig(durable_name="settlement", filter_subject="casino.ev.*.*.*.coup",
                                                  ack_wait=30.0, max_deliver=10))
     running = await runner.start("settlement", nats_url)

@@ -67,7 +67,7 @@ async def test_a_connection_reads_the_same_headers_as_a_plain_one(nats_url: str)
         subject = subjects.event("T", "T-shoe-1", "T-000001", "coup")
         await plain.jetstream().publish(subject, envelope.encode(envelope.Batch(())), stream=STREAM, headers=headers)
         stored = await JetStreamEventStore(quick).read(subject)
-        assert [m.msg_id for m in stored] == ["dealer-policy:T-000001:open"] and len(parsed) == 2
+        assert [m.msg_id for m in stored] == ["dealer-policy:T-000001:open"] and len(parsed) > 1
     finally:
         await plain.close()
         await quick.close()

@@ -11,9 +11,6 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import (
-    AckPolicy,
-    ConsumerConfig,
-    DeliverPolicy,
     RawStreamMsg,
     StorageType,
     StoreCompression,
@@ -32,6 +29,8 @@ DLQ_STREAM = "CASINO_DLQ"
 DLQ_SUBJECTS = "casino.dlq"
 MAX_DELIVERIES = 5
 READ_STALL = 30.0  # seconds a read may go without a message before it gives up
+READ_PAGE = 2048  # messages a direct get hands back at a time
+NO_RESPONDERS = 503
 WRONG_LAST_SEQUENCE = 10071
 # Every stream is compressed on disk: a coup's events, JSON with their envelopes,
 # take about a third to a fifth of the space (17.5 kB of messages a coup, 5.2 kB
@@ -71,17 +70,18 @@ async def dead_letter(js: JetStreamContext, consumer: str, subject: str, seq: in
 
 
 async def ensure_streams(js: JetStreamContext, replicas: int = 1, upgrade: bool = False) -> None:
-    """Create the streams if they do not exist (idempotent). With ``upgrade``
-    (the administrator's: the services may not change a stream), a stream
-    created by an earlier release is compressed from then on, its other
-    settings and its messages kept."""
+    """Create the streams if they do not exist (idempotent; the
+    administrator's: casino.provision). With ``upgrade``, the event stream and
+    the dead letters of an earlier release are compressed from then on, their
+    other settings and their messages kept (the secret orders' stream is
+    changed by nobody)."""
     for config in (stream_config(replicas), secrets_config(replicas), dlq_config(replicas)):
         try:
             info = await js.stream_info(config.name or "")
         except NotFoundError:
             await js.add_stream(config)
             continue
-        if upgrade and info.config.compression != config.compression:
+        if upgrade and config.name != SECRETS_STREAM and info.config.compression != config.compression:
             info.config.compression = config.compression
             await js.update_stream(info.config)
 
@@ -144,56 +144,84 @@ class JetStreamEventStore:
         """``each`` of the messages ``read`` gives, in order, as they come: none
         of them kept here.
 
-        An ordered push consumer hands each message to a callback: no request
-        per batch and no timer per message, which is what reading a whole
-        history costs most."""
-        taken = 0
+        Read by batched direct gets (``next_by_subj``, ``batch``): a page of the
+        messages on the filter from a sequence, answered by any replica. A
+        reader needs no consumer, so no reader can create, change or use up
+        consumers (casino.natsauth). A replica a moment behind gives a read a
+        moment old; every append is guarded at the leader, so such a read
+        costs a retry, never a wrong record."""
+        seq, taken = after + 1, 0
+        while limit is None or taken < limit:
+            page = READ_PAGE if limit is None else min(READ_PAGE, limit - taken)
+            got, last, pending = await self._page_when_served(filter_, seq, page, each)
+            taken += got
+            if not got or not pending:
+                return
+            seq = last + 1
+
+    async def _page_when_served(self, filter_: str, seq: int, batch: int, each: Callable[[Stored], object],
+                                ) -> tuple[int, int, int]:
+        """``_page``, asked again while nobody serves direct gets yet (a server
+        just started, reading its store back; a stream's new leader): for
+        ``READ_STALL`` seconds at most."""
+        deadline = asyncio.get_running_loop().time() + READ_STALL
+        while True:
+            try:
+                return await self._page(filter_, seq, batch, each)
+            except APIError as exc:
+                if exc.code != NO_RESPONDERS or asyncio.get_running_loop().time() > deadline:
+                    raise
+            await asyncio.sleep(0.1)
+
+    async def _page(self, filter_: str, seq: int, batch: int, each: Callable[[Stored], object],
+                    ) -> tuple[int, int, int]:
+        """One batched direct get: how many messages came, the last one's
+        sequence, and how many more are on the filter after it."""
+        got, last, pending = 0, 0, 0
         failed: list[Exception] = []
         done = asyncio.Event()
 
         async def take(m: Msg) -> None:
-            nonlocal taken
-            seq, _, _, pending = delivery(m.reply)
-            taken += 1
+            nonlocal got, last, pending
+            headers = m.headers or {}
+            status = headers.get("Status")
+            if status is not None:
+                if status not in ("204", "404"):
+                    failed.append(APIError(code=int(status), description=headers.get("Description", "")))
+                pending = int(headers.get("Nats-Num-Pending", 0)) if status == "204" else 0
+                done.set()
+                return
+            if failed:
+                return
+            got += 1
+            last = int(headers["Nats-Sequence"])
             try:
-                each(Stored(seq, m.subject, decode(m.data), (m.headers or {}).get("Nats-Msg-Id", "")))
+                each(Stored(last, headers["Nats-Subject"], decode(m.data), headers.get("Nats-Msg-Id", "")))
             except Exception as exc:  # an undecodable event, or one refused: the reader is told, not left waiting
                 failed.append(exc)
-                done.set()
-            if not pending or taken == limit:
-                done.set()
 
-        # The consumer goes once nobody listens (the server's own default for
-        # ephemerals): a busy casino reads many histories a second, and each
-        # consumer lingering for long would count against the stream's limit.
-        config = ConsumerConfig(
-            inactive_threshold=5.0, deliver_policy=DeliverPolicy.BY_START_SEQUENCE if after else DeliverPolicy.ALL,
-            opt_start_seq=after + 1 if after else None)
-        if limit is None:
-            sub = await self.js.subscribe(filter_, stream=self.stream, cb=take, ordered_consumer=True, config=config)
-        else:  # the server sends the first ``limit`` and waits for acks that never come: nothing past the page
-            config.ack_policy, config.max_ack_pending, config.ack_wait = AckPolicy.ALL, limit, READ_STALL * 10
-            sub = await self.js.subscribe(filter_, stream=self.stream, cb=take, manual_ack=True, config=config)
+        inbox = self.nc.new_inbox()
+        sub = await self.nc.subscribe(inbox, cb=take)
         try:
-            info = await sub.consumer_info()
-            if info.num_pending or (info.delivered is not None and info.delivered.consumer_seq):
-                # However long a history is, the read goes on while messages come.
-                while not done.is_set():
-                    had = taken
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(done.wait(), timeout=READ_STALL)
-                    if not done.is_set() and taken == had:
-                        raise TimeoutError(f"reading {filter_}: no message for {READ_STALL:.0f} s")
+            request = json.dumps({"seq": seq, "next_by_subj": filter_, "batch": batch}).encode()
+            await self.nc.publish(f"$JS.API.DIRECT.GET.{self.stream}", request, reply=inbox)
+            while not done.is_set():  # however long a page is, the read goes on while messages come
+                had = got
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(done.wait(), timeout=READ_STALL)
+                if not done.is_set() and got == had:
+                    raise TimeoutError(f"reading {filter_}: no message for {READ_STALL:.0f} s")
         finally:
             await sub.unsubscribe()
         if failed:
             raise failed[0]
+        return got, last, pending
 
     async def first(self, filter_: str) -> Stored | None:
-        """One get (the stream's leader answers): the server finds the first
+        """One direct get (any replica answers): the server finds the first
         message on a wildcard filter from its index of subjects, as for ``last``."""
         try:
-            m = await self.js.get_msg(self.stream, seq=1, subject=filter_, next=True)
+            m = await self.js.get_msg(self.stream, seq=1, subject=filter_, next=True, direct=True)
         except NotFoundError:
             return None
         return _stored(m)

@@ -1,0 +1,254 @@
+"""The permission model on a real nats-server (casino.natsauth), tried as an
+attacker would: with every user's own password, subscribed to everything,
+aiming replies at the streams and the JetStream API, and reaching for other
+users' consumers, buckets and streams."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import msgspec
+import nats
+import pytest
+
+from casino import commands as c
+from casino import natsauth
+from casino.projections import BUCKETS, META
+from casino.rules.shoe import ShoeEnded
+from casino.store import envelope, subjects
+from casino.store.jetstream import SECRETS_STREAM, STREAM, JetStreamEventStore
+from casino.verify import verify_coup
+from tests.security.secured import TABLES, Secured, Spy, secured_casino
+
+pytestmark = pytest.mark.anyio
+EVERY_USER = tuple(natsauth.permissions(TABLES))
+NOT_SHOE = tuple(u for u in EVERY_USER if u != "shoe")
+
+
+async def denied(nc: nats.NATS, subject: str, body: object = None) -> bool:
+    """Whether the JetStream API refused a request, or never received it."""
+    try:
+        reply = await nc.request(subject, json.dumps(body).encode() if body is not None else b"", timeout=0.5)
+    except nats.errors.Error:
+        return True
+    return "error" in json.loads(reply.data or b"{}")
+
+
+async def spies(casino: Secured, users: tuple[str, ...]) -> list[Spy]:
+    """Each user subscribed to everything, every inbox and the secrets, and to
+    what it may: what it receives is kept."""
+    out = []
+    for user in users:
+        errors: list[str] = []
+        spy = Spy(user, await casino.connect(user, errors), errors)
+        await spy.listen(">", "_INBOX.>", "casino.secret.>", "_INBOX.shoe.>", "$JS.>", *casino.allowed(user))
+        out.append(spy)
+    return out
+
+
+def revealed(msg: object) -> bool:
+    """An event batch holding a shoe's end, where its order is revealed."""
+    try:
+        batch = envelope.decode(msg.data)  # type: ignore[attr-defined]
+    except (msgspec.DecodeError, msgspec.ValidationError, ValueError):
+        return False
+    return any(isinstance(e.data, ShoeEnded) for e in batch.events)
+
+
+async def test_no_user_but_the_shoe_service_receives_an_order_before_its_shoe_ends(tmp_path: Path) -> None:
+    async with secured_casino(tmp_path) as casino:
+        watching = await spies(casino, NOT_SHOE)
+        await casino.deal(12)
+        orders = await casino.orders()
+        assert orders  # shoes were shuffled and their orders kept
+        for spy in watching:
+            for denied in (">", "_INBOX.>", "casino.secret.>", "_INBOX.shoe.>"):
+                assert any(f'subscription to "{denied.lower()}"' in e.lower() for e in spy.errors), (spy.user, denied)
+            for msg in spy.received:
+                for order, salt in orders.values():
+                    if salt.encode() in msg.data or ",".join(order[:12]).encode() in msg.data.replace(b'"', b""):
+                        assert revealed(msg), (spy.user, msg.subject)  # revealed only as the shoe ends
+        floor = next(s for s in watching if s.user == "floor")
+        assert any(m.subject.startswith("casino.ev.") for m in floor.received)  # the console sees the events
+        # A terminal receives its own table's replies only (those to the simulated terminal with its user).
+        terminal = next(s for s in watching if s.user == "terminal-BAC000-1")
+        assert terminal.received
+        assert all(m.subject.startswith("_INBOX.terminal-BAC000-1.") and b"BJ002" not in m.data
+                   for m in terminal.received)
+        for spy in watching:
+            await spy.nc.close()
+
+
+async def test_no_user_but_the_shoe_service_can_read_or_copy_the_secret_orders(tmp_path: Path) -> None:
+    async with secured_casino(tmp_path) as casino:
+        await casino.deal(1)
+        assert await casino.orders()
+        for user in NOT_SHOE:
+            if natsauth.permissions(TABLES)[user].account != natsauth.CASINO:
+                continue
+            nc = await casino.connect(user)
+            js = nc.jetstream(timeout=1)
+            for attempt in (
+                js.get_last_msg(SECRETS_STREAM, "casino.secret.>", direct=True),
+                js.get_msg(SECRETS_STREAM, seq=1),
+                js.add_consumer(SECRETS_STREAM, name="peek", deliver_subject=nc.new_inbox()),
+                js.add_consumer(SECRETS_STREAM, durable_name="peek"),
+            ):
+                with pytest.raises((nats.errors.TimeoutError, nats.errors.Error, nats.js.errors.Error)):
+                    await attempt
+            # A mirror of the secrets under a read model's name (before its bucket exists, or beside it),
+            # or the secrets sourced into the event stream.
+            for name in ("KV_casino_shoe_stats_copy", f"KV_{BUCKETS['shoe_stats']}", "MIRROR"):
+                assert await denied(nc, f"$JS.API.STREAM.CREATE.{name}", {"name": name, "mirror": {
+                    "name": SECRETS_STREAM}}), (user, name)
+            assert await denied(nc, f"$JS.API.STREAM.UPDATE.{STREAM}", {
+                "name": STREAM, "subjects": ["casino.ev.>"], "sources": [{"name": SECRETS_STREAM}]}), user
+            await nc.close()
+        admin = await casino.connect("admin")
+        info = await admin.jetstream().stream_info(STREAM)
+        assert not info.config.sources and not info.config.mirror
+        await admin.close()
+
+
+async def test_replies_aimed_at_the_streams_or_the_jetstream_api_write_nothing(tmp_path: Path) -> None:
+    async with secured_casino(tmp_path) as casino:
+        await casino.deal(2)
+        admin = await casino.connect("admin")
+        js = admin.jetstream()
+        before = {s: (await js.stream_info(s)).state.messages for s in (STREAM, SECRETS_STREAM)}
+        aims = [subjects.event("BAC000-1", "BAC000-1-shoe-1", "BAC000-1-999999", "coup"),
+                subjects.event("BAC000-1", "BAC000-1-shoe-1", "BAC000-1-999999", "wager"),
+                subjects.secret("BAC000-1", "BAC000-1-shoe-2"), subjects.secret("BJ002-1", "BJ002-1-shoe-9"),
+                f"$JS.API.CONSUMER.DELETE.{STREAM}.settlement", f"$JS.API.STREAM.PURGE.{STREAM}",
+                "$KV.casino_projections.checkpoint"]
+        terminal = await casino.connect("terminal-BAC000-1")
+        status = c.encoder.encode(c.Status(id="s", table="BAC000-1"))
+        for aim in aims:
+            for body in (status, b"{}"):
+                for service in ("coup", "wager"):
+                    await terminal.publish(subjects.command("BAC000-1", service), body, reply=aim)
+        # A user inside the casino's account aiming its request's reply: the services answer inboxes only.
+        for aim in aims:
+            await admin.publish(subjects.command("-", "coup"), b"{}", reply=aim)
+            await admin.publish(subjects.command("-", "wager"), b"{}", reply=aim)
+        await terminal.flush()
+        await asyncio.sleep(1.0)
+        after = {s: (await js.stream_info(s)).state.messages for s in (STREAM, SECRETS_STREAM)}
+        assert after == before
+        assert (await casino.settlement_consumer()).durable_name == "settlement"
+        ok = await terminal.request(subjects.command("BAC000-1", "coup"), status, timeout=5)
+        assert c.reply_decoder.decode(ok.data).ok  # answered as ever on its own inbox
+        await casino.deal(1)  # the tables go on
+        compliance = await casino.connect("compliance")
+        store = JetStreamEventStore(compliance)
+        for coup in ("BAC000-1-000003", "BJ002-1-000003"):
+            assert verify_coup(await store.read(subjects.coup_filter(coup))) == []
+        for nc in (terminal, admin, compliance):
+            await nc.close()
+
+
+async def test_only_the_settlement_service_may_touch_its_consumer(tmp_path: Path) -> None:
+    async with secured_casino(tmp_path) as casino:
+        await casino.deal(1)
+        config = await casino.settlement_consumer()
+        for user in (u for u in EVERY_USER if u != "settlement"):
+            nc = await casino.connect(user)
+            attempts = (
+                (f"$JS.API.CONSUMER.DELETE.{STREAM}.settlement", b""),
+                (f"$JS.API.CONSUMER.PAUSE.{STREAM}.settlement", b'{"pause_until": "2099-01-01T00:00:00Z"}'),
+                (f"$JS.API.CONSUMER.MSG.NEXT.{STREAM}.settlement", b'{"batch": 10}'),
+                (f"$JS.API.CONSUMER.INFO.{STREAM}.settlement", b""),
+                # Re-filtering it: by name, by durable name, and by the legacy ephemeral subject.
+                (f"$JS.API.CONSUMER.CREATE.{STREAM}.settlement", json.dumps({"stream_name": STREAM, "config": {
+                    "name": "settlement", "durable_name": "settlement", "filter_subject": "casino.ev.none",
+                    "ack_policy": "explicit"}}).encode()),
+                (f"$JS.API.CONSUMER.DURABLE.CREATE.{STREAM}.settlement", json.dumps({
+                    "stream_name": STREAM, "config": {"durable_name": "settlement", "filter_subject": "casino.ev.none",
+                                                      "ack_policy": "explicit"}}).encode()),
+                (f"$JS.API.CONSUMER.CREATE.{STREAM}", json.dumps({"stream_name": STREAM, "config": {
+                    "name": "settlement", "filter_subject": "casino.ev.none", "ack_policy": "explicit"}}).encode()),
+            )
+            refused = await asyncio.gather(*(denied(nc, subject, json.loads(body) if body else None)
+                                             for subject, body in attempts))
+            assert all(refused), (user, [s for (s, _), r in zip(attempts, refused, strict=True) if not r])
+            await nc.close()
+        after = await casino.settlement_consumer()
+        assert (after.filter_subjects, after.filter_subject) == (config.filter_subjects, config.filter_subject)
+        assert not getattr(after, "pause_until", None)
+        await casino.deal(1)  # and every coup is still settled
+
+
+async def test_readers_create_no_consumers_and_nobody_but_the_projections_writes_the_read_models(
+        tmp_path: Path) -> None:
+    async with secured_casino(tmp_path) as casino:
+        await casino.deal(1)
+        for user in ("floor", "compliance", "terminal-BAC000-1"):
+            nc = await casino.connect(user)
+            js = nc.jetstream(timeout=0.5)
+            with pytest.raises((nats.errors.TimeoutError, nats.errors.Error, nats.js.errors.Error)):
+                await js.add_consumer(STREAM, name="mine", filter_subject="casino.ev.>")
+            with pytest.raises((nats.errors.TimeoutError, nats.errors.Error, nats.js.errors.Error)):
+                await js.add_consumer(STREAM)  # an ephemeral named by the server
+            for bucket in (*BUCKETS.values(), META):
+                with pytest.raises((nats.errors.TimeoutError, nats.errors.Error, nats.js.errors.Error)):
+                    await js.publish(f"$KV.{bucket}.forged", b"+9966125", timeout=0.5)
+            with pytest.raises((nats.errors.TimeoutError, nats.errors.Error, nats.js.errors.Error)):
+                await js.publish("$KV.casino_projections.checkpoint", b"forged", timeout=0.5)
+            await nc.close()
+        floor = await casino.connect("floor")  # the readers still read, by direct gets
+        assert await JetStreamEventStore(floor).read(subjects.table_filter("BAC000-1"))
+        await floor.close()
+
+
+async def test_a_terminal_commands_its_own_table_only_and_a_service_writes_its_own_events_only(
+        tmp_path: Path) -> None:
+    """No anonymous client connects; the wager service cannot publish a shoe
+    event; a table's terminal cannot command another table, not even by
+    naming it in a command sent on its own table's subject, nor open, close or
+    add to a wager book (the dealer-policy alone may)."""
+    async with secured_casino(tmp_path) as casino:
+        await casino.deal(2)
+        with pytest.raises(nats.errors.Error, match="Authorization Violation"):
+            await nats.connect(casino.server.url, max_reconnect_attempts=0, connect_timeout=2, allow_reconnect=False)
+        compliance = await casino.connect("compliance")
+        store = JetStreamEventStore(compliance)
+        before = len(await store.read(f"{subjects.EVENTS}.>"))
+
+        errors: list[str] = []
+        wager = await casino.connect("wager", errors)
+        with pytest.raises((nats.errors.TimeoutError, nats.errors.NoRespondersError)):
+            await wager.jetstream().publish(subjects.event("BAC000-1", "BAC000-1-shoe-1", "-", "shoe"), b"{}",
+                                            timeout=1)
+        await wager.close()
+        assert any("permissions violation" in e.lower() for e in errors), errors
+
+        terminal = await casino.connect("terminal-BAC000-1", errors)
+        ok = await terminal.request(subjects.command("BAC000-1", "coup"),
+                                    c.encoder.encode(c.Status(id="s", table="BAC000-1")), timeout=5)
+        assert c.reply_decoder.decode(ok.data).ok
+        errors.clear()
+        other = c.OpenCoup(id="o", table="BJ002-1")
+        with pytest.raises((nats.errors.TimeoutError, nats.errors.NoRespondersError)):
+            await terminal.request(subjects.command("BJ002-1", "coup"), c.encoder.encode(other), timeout=1)
+        await asyncio.sleep(0.2)
+        assert any("permissions violation" in e.lower() for e in errors), errors
+        for service, command in (("coup", other), ("wager", c.PlaceWager(
+                id="w", table="BJ002-1", coup="BJ002-1-000003", seat=1, bet="box", amount=1000))):
+            sent = await terminal.request(subjects.command("BAC000-1", service), c.encoder.encode(command), timeout=5)
+            refused = c.reply_decoder.decode(sent.data)
+            assert (refused.ok, refused.clause) == (False, "protocol"), refused
+            assert "table BJ002-1 came on table BAC000-1's subject" in refused.reason
+        book = c.CloseBook(id="close", table="BAC000-1", coup="BAC000-1-000003")
+        errors.clear()
+        with pytest.raises((nats.errors.TimeoutError, nats.errors.NoRespondersError)):
+            await terminal.request(subjects.command("BAC000-1", "book"), c.encoder.encode(book), timeout=1)
+        await asyncio.sleep(0.2)
+        assert any("permissions violation" in e.lower() for e in errors), errors
+        sent = await terminal.request(subjects.command("BAC000-1", "wager"), c.encoder.encode(book), timeout=5)
+        refused = c.reply_decoder.decode(sent.data)
+        assert (refused.ok, refused.clause) == (False, "protocol") and "unknown" in refused.reason, refused
+        await terminal.close()
+        assert len(await store.read(f"{subjects.EVENTS}.>")) == before  # nothing was written
+        await compliance.close()
