@@ -26,9 +26,10 @@ from tests.faults.harness import Processes
 from casino.audit import verify_history
 from casino.launcher import SHORT, default_tables
 from casino.natsserver import NatsServer
+from casino.provision import provision
 from casino.simulator import SimulatedTable, Simulator
 from casino.store import subjects
-from casino.store.jetstream import STREAM, JetStreamEventStore, ensure_streams
+from casino.store.jetstream import STREAM, JetStreamEventStore
 from casino.tables import TableConfig
 
 
@@ -100,8 +101,7 @@ def latency_percentiles(seconds: list[float]) -> dict[str, float]:
 def process_ids(procs: Processes, server: NatsServer) -> dict[str, int]:
     """The services', the nats-server's and this process's (the simulated tables) ids."""
     assert server.process is not None
-    return {name: p.pid for name, p in procs.procs.items()} | {"nats-server": server.process.pid,
-                                                               "simulator": os.getpid()}
+    return {**procs.pids(), "nats-server": server.process.pid, "simulator": os.getpid()}
 
 
 def stop_players(sim: Simulator, task: asyncio.Task[None]) -> None:
@@ -121,7 +121,7 @@ async def casino(tables: dict[str, TableConfig]) -> AsyncIterator[tuple[Client, 
     server itself."""
     with tempfile.TemporaryDirectory() as tmp, NatsServer(Path(tmp) / "nats") as server:
         nc = await nats.connect(server.url)
-        await ensure_streams(nc.jetstream())
+        await provision(nc)
         procs = Processes(server.url, Path(tmp) / "procs", tables)
         procs.start_all()
         try:
@@ -150,9 +150,9 @@ async def measure(tables_count: int, seconds: float) -> dict[str, Any]:
         meter = Meter(process_ids(procs, server))
         start = time.perf_counter()
         await asyncio.sleep(seconds / 2)
-        halfway, halfway_done = {name: rss_mib(p.pid) for name, p in procs.procs.items()}, len(latencies)
+        halfway, halfway_done = {name: rss_mib(pid) for name, pid in procs.pids().items()}, len(latencies)
         await asyncio.sleep(seconds / 2)
-        memory = {name: rss_mib(p.pid) for name, p in procs.procs.items()}
+        memory = {name: rss_mib(pid) for name, pid in procs.pids().items()}
         done, elapsed = len(latencies), time.perf_counter() - start
         # Growth over the second half only: the first holds the services' warm-up.
         growth = {name: round(1024 * (memory[name] - halfway[name]) * 1000 / max(done - halfway_done, 1), 1)

@@ -17,11 +17,11 @@ from casino.rules.baccarat import messages as bm
 from casino.rules.blackjack import coup as bj
 from casino.rules.blackjack import messages as jm
 from casino.rules.errors import RuleViolation
-from casino.rules.ruleset import BaccaratRules, BlackjackRules, Ruleset
+from casino.rules.ruleset import BaccaratRules, BlackjackRules, Ruleset, RulesetError
 from casino.service import Clock, Peer, Recorder, TableLocks, digest, log, utc_now
 from casino.store import subjects
 from casino.store.envelope import AnyEvent, Batch, CoupConfigured
-from casino.store.eventstore import Conflict, EventStore, latest_at_table
+from casino.store.eventstore import EventStore, latest_at_table
 from casino.tables import TableConfig
 
 Coup = bac.BaccaratCoup | bj.BlackjackCoup
@@ -31,9 +31,9 @@ class Staged(msgspec.Struct):
     """Decisions taken but not yet appended: the dealer's own steps, recorded
     together as one batch when the coup next waits for someone else."""
 
-    steps: list[tuple[list[AnyEvent], str, str]] = []  # (events, message id, causation)
+    steps: list[tuple[list[AnyEvent], str, str, str]] = []  # (events, message id, causation, its digest)
     # What the table was before the first staged step, to undo them if they cannot be recorded.
-    before: tuple[Coup | None, frozenset[str], int] | None = None
+    before: tuple[Coup | None, dict[str, str], dict[str, c.PlaceExtra], int] | None = None
 
 
 class TableCoup(msgspec.Struct):
@@ -48,13 +48,16 @@ class TableCoup(msgspec.Struct):
     state: Coup | None = None
     last_seq: int = 0
     seen: int = 0
-    applied: frozenset[str] = frozenset()
+    # The commands recorded in the coup: causation id -> digest of the command (casino.commands.digest).
+    applied: dict[str, str] = msgspec.field(default_factory=dict)
+    # The extra stakes (double, split, insurance) the coup's recorded decisions
+    # call for, by the decision's cause; and those the wager book has confirmed.
+    extras: dict[str, c.PlaceExtra] = msgspec.field(default_factory=dict)
+    staked: set[str] = msgspec.field(default_factory=set)
     carried_holder: int | None = None
     style: str = ""
     style_shoe: str = ""
     staged: Staged = msgspec.field(default_factory=Staged)
-    appending: str = ""  # the message id of the batch being appended
-    stale: bool = False  # another writer appended while we were deciding
     # The finished coup's round ending at the shoe, asked after the terminal has the result.
     ending: asyncio.Future[Any] | None = None
 
@@ -90,13 +93,22 @@ class DealerPolicyService:
         up to it, a later event would hide the earlier ones from the fold)."""
         for name in [table] if table else list(self.config):
             async with self.folding(name):
-                self.tables[name] = self._new_table(name)
-                latest = await latest_at_table(self.store, name, "coup")
-                if latest is None:
-                    continue
-                _, shoe, coup, _ = subjects.tokens(latest.subject)
-                for msg in await self.store.read(subjects.event(name, shoe, coup, "coup")):
-                    self._observe(msg.subject, msg.seq, msg.batch)
+                try:
+                    await self._rebuild(name)
+                except RulesetError as exc:  # the other tables deal; this one's commands are refused with it
+                    log.error("table %s: %s", name, exc)
+
+    async def _rebuild(self, name: str) -> None:
+        """``rebuild`` of one table, its lock held. The table is replaced only
+        once it is folded: a read that fails leaves the table as it was, never
+        as a table that has dealt nothing (which would open coup 1 again)."""
+        t = self._new_table(name)
+        latest = await latest_at_table(self.store, name, "coup")
+        if latest is not None:
+            _, shoe, coup, _ = subjects.tokens(latest.subject)
+            for msg in await self.store.read(subjects.event(name, shoe, coup, "coup")):
+                self._observe_into(t, msg.subject, msg.seq, msg.batch)
+        self.tables[name] = t
 
     @staticmethod
     def _carry(t: TableCoup) -> tuple[int | None, str, str]:
@@ -112,9 +124,10 @@ class DealerPolicyService:
 
     def _next_coup(self, t: TableCoup) -> None:
         t.carried_holder, t.style, t.style_shoe = self._carry(t)
-        t.state, t.applied, t.last_seq, t.ending = None, frozenset(), 0, None
+        t.state, t.applied, t.last_seq, t.ending = None, {}, 0, None
+        t.extras, t.staked = {}, set()
 
-    def _apply(self, t: TableCoup, event: AnyEvent, causation: str) -> None:
+    def _apply(self, t: TableCoup, event: AnyEvent, causation: str, command: str = "") -> None:
         if isinstance(event, CoupConfigured):
             t.number = event.coup_number
             t.state = bac.BaccaratCoup() if event.game == "baccarat" else bj.BlackjackCoup()
@@ -122,7 +135,10 @@ class DealerPolicyService:
             t.state = bac.evolve(t.state, event)  # type: ignore[arg-type]
         elif isinstance(t.state, bj.BlackjackCoup):
             t.state = bj.evolve(t.state, event)  # type: ignore[arg-type]
-        t.applied = t.applied | {causation}
+        t.applied = {**t.applied, causation: command}  # a new dict: a staged step is undone by the old one
+        if isinstance(event, jm.DecisionTaken) and event.action in ("double", "split", "insurance"):
+            t.extras = {**t.extras, causation: c.PlaceExtra(causation, t.name, t.coup, event.seat, event.hand,
+                                                            event.action, event.amount)}
 
     def table(self, name: str) -> TableCoup:
         if name not in self.tables:
@@ -137,48 +153,46 @@ class DealerPolicyService:
         for msg in await self.store.read(subjects.aggregate_filter("coup", cmd.table), after=t.seen):
             await self.observe(msg.subject, msg.seq, msg.batch)
 
-    def _stage(self, t: TableCoup, events: list[AnyEvent], msg_id: str, causation: str) -> None:
-        """Take a decision now (the coup moves on) and record it with the next flush."""
+    def _stage(self, t: TableCoup, events: list[AnyEvent], msg_id: str, causation: str, command: str = "") -> None:
+        """Take a decision now (the coup moves on) and record it with the next
+        flush; ``command`` is the digest of the terminal's command that caused it."""
         if not t.staged.steps:
-            t.staged.before = (t.state, t.applied, t.number)
+            t.staged.before = (t.state, t.applied, t.extras, t.number)
         for e in events:
-            self._apply(t, e, causation)
-        t.staged.steps.append((events, msg_id, causation))
+            self._apply(t, e, causation, command)
+        t.staged.steps.append((events, msg_id, causation, command))
 
     def _unstage(self, t: TableCoup) -> None:
         """Undo the decisions not recorded: nothing happened that is not in the stream."""
         if t.staged.before is not None:
-            t.state, t.applied, t.number = t.staged.before
-        t.staged, t.appending = Staged(), ""
+            t.state, t.applied, t.extras, t.number = t.staged.before
+        t.staged = Staged()
 
     async def _flush(self, t: TableCoup) -> None:
         """Append every staged decision as one batch."""
         steps = t.staged.steps
         if not steps:
             return
-        events = [e for evs, _, _ in steps for e in evs]
-        causes = [cause for evs, _, cause in steps for _ in evs]
-        t.appending = self.recorder.message_id(steps[0][1])
+        events = [e for evs, _, _, _ in steps for e in evs]
+        causes = [cause for evs, _, cause, _ in steps for _ in evs]
+        digests = [command for evs, _, _, command in steps for _ in evs]
         try:
             ack = await self.recorder.record(
                 subjects.event(t.name, t.shoe, t.coup, "coup"), events, expected=t.last_seq, msg_id=steps[0][1],
-                table=t.name, shoe=t.shoe, coup=t.coup, causation=causes)
+                table=t.name, shoe=t.shoe, coup=t.coup, causation=causes, command=digests)
         except BaseException:
             self._unstage(t)
             raise
-        finally:
-            if t.stale:  # what we hold may be behind the stream: fold the table again
-                await self.rebuild(t.name)
-                raise Conflict(f"another writer appended to {t.name} while this decision was taken")
-        t.staged, t.appending = Staged(), ""
+        t.staged = Staged()
         if not ack.duplicate:
             procedure = t.state.procedure if isinstance(t.state, bac.BaccaratCoup) else ""
             count_recorded(self.metrics, t.name, list(events), procedure)
         t.last_seq = max(t.last_seq, ack.seq)
         t.seen = max(t.seen, ack.seq)
 
-    async def _commit(self, t: TableCoup, events: list[AnyEvent], msg_id: str, causation: str) -> None:
-        self._stage(t, events, msg_id, causation)
+    async def _commit(self, t: TableCoup, events: list[AnyEvent], msg_id: str, causation: str,
+                      command: str) -> None:
+        self._stage(t, events, msg_id, causation, command)
         await self._flush(t)
 
     async def observe(self, subject: str, seq: int, batch: Batch) -> None:
@@ -187,22 +201,20 @@ class DealerPolicyService:
             self._observe(subject, seq, batch)
 
     def _observe(self, subject: str, seq: int, batch: Batch) -> None:
-        table, shoe, coup, _ = subjects.tokens(subject)
-        t = self.tables.get(table)
-        if t is None or coup < t.coup or (seq <= t.last_seq and coup == t.coup):
-            return
-        if t.staged.steps:
-            if t.appending and batch.events and batch.events[0].id.startswith(f"{t.appending}/"):
-                t.last_seq = t.seen = seq  # our own batch, seen before its ack: its decisions are taken
-            else:
-                t.stale = True  # another instance's: ours cannot be recorded on top of it unseen
+        t = self.tables.get(subjects.tokens(subject)[0])
+        if t is not None:
+            self._observe_into(t, subject, seq, batch)
+
+    def _observe_into(self, t: TableCoup, subject: str, seq: int, batch: Batch) -> None:
+        _, shoe, coup, _ = subjects.tokens(subject)
+        if coup < t.coup or (seq <= t.last_seq and coup == t.coup):
             return
         t.seen = max(t.seen, seq)
         if coup != t.coup:
             self._next_coup(t)
             t.coup, t.shoe = coup, shoe
         for env in batch.events:
-            self._apply(t, env.data, env.causation)
+            self._apply(t, env.data, env.causation, env.command)
         t.last_seq = seq
 
     # ---- deciding -------------------------------------------------------
@@ -237,11 +249,17 @@ class DealerPolicyService:
         return c.Reply(True, coup=t.coup, shoe=t.shoe, waiting=self.waiting(t))
 
     async def handle(self, cmd: c.CoupCommand) -> c.Reply:
-        t = self.table(cmd.table)
-        try:
-            return await self._handle(t, cmd)
-        finally:
-            self._unstage(t)  # whatever could not be recorded did not happen
+        """Decide ``cmd`` with the table's lock held throughout: what the
+        follower brings from another instance waits until the command is
+        decided and recorded (or refused), so that a decision is never taken
+        on one coup and recorded on the next. Another instance's write in the
+        meantime fails the append's expected-sequence guard instead."""
+        async with self.folding(cmd.table):
+            t = self.table(cmd.table)
+            try:
+                return await self._handle(t, cmd)
+            finally:
+                self._unstage(t)  # whatever could not be recorded did not happen
 
     async def _handle(self, t: TableCoup, cmd: c.CoupCommand) -> c.Reply:
         if isinstance(cmd, c.Status):
@@ -249,6 +267,7 @@ class DealerPolicyService:
         if isinstance(cmd, c.OpenCoup):
             if t.state is not None and not t.finished:
                 if cmd.id in t.applied:  # a retry: the first attempt may have stopped before the book opened
+                    _not_reused(cmd, t.applied[cmd.id])
                     if t.state.phase == "betting":
                         await self._open_book(t)
                     return self._reply(t)
@@ -257,12 +276,18 @@ class DealerPolicyService:
             return self._reply(t)
         if cmd.coup != t.coup or t.state is None:
             raise RuleViolation("coup", f"coup {cmd.coup} is not the coup being dealt at {cmd.table}")
-        if cmd.id not in t.applied:  # a retried command was recorded once already
+        if cmd.id not in t.applied:
             await self._command(t, cmd)
+        else:  # a retried command was recorded once already
+            _not_reused(cmd, t.applied[cmd.id])
         await self.advance(t)  # and the dealer's own steps are finished either way
         return self._reply(t)
 
     async def _open(self, t: TableCoup, cmd: c.OpenCoup) -> None:
+        if forged := [a for a in cmd.approvals if a not in t.config.approvals]:
+            # An approval is the casino's (its tables file), never a terminal's say-so.
+            raise RuleViolation("approvals", f"{forged[0].what} approved by {forged[0].by} {forged[0].reference} is "
+                                             f"not among table {t.name}'s approvals in the casino's configuration")
         if t.state is not None:  # the last coup's round ends at the shoe before the next starts
             await self._end_round(t)
         number = t.number + 1
@@ -277,7 +302,7 @@ class DealerPolicyService:
             # 001 8.5: the style in force on the shoe; a continuous shuffler deals each round from a new one
             shoe_style = (style or None) if style_shoe == start.shoe or _continuous(t.rules) else None
             procedure = cmd.procedure or shoe_style or t.config.procedure or t.rules.procedures[0]
-            opening = bm.OpenCoup(coup, procedure, t.config.approvals + cmd.approvals, shoe_style, holder)
+            opening = bm.OpenCoup(coup, procedure, t.config.approvals, shoe_style, holder)
             events += bac.decide(t.rules, bac.BaccaratCoup(), opening)  # refused here: nothing has changed
         else:
             events += bj.decide(t.rules, bj.BlackjackCoup(), jm.OpenCoup(coup))
@@ -285,7 +310,7 @@ class DealerPolicyService:
         t.coup, t.shoe = coup, start.shoe
         # The id names the command: another instance opening this number for another
         # command must lose the race, not be taken for a duplicate of it.
-        await self._commit(t, events, f"{coup}:open:{cmd.id}", cmd.id)
+        await self._commit(t, events, f"{coup}:open:{cmd.id}", cmd.id, c.digest(cmd))
         await self._open_book(t)
 
     async def _open_book(self, t: TableCoup) -> None:
@@ -301,7 +326,7 @@ class DealerPolicyService:
                                             c.CloseBook(f"{t.coup}:close-book", t.name, t.coup))
                 closing = bm.CloseBetting(book.wagers) if isinstance(t.state, bac.BaccaratCoup) else \
                     jm.CloseBetting(book.wagers)
-                self._stage(t, self._decide(t, closing), f"{t.coup}:close", cmd.id)
+                self._stage(t, self._decide(t, closing), f"{t.coup}:close", cmd.id, c.digest(cmd))
                 return
             case c.AnswerOffer():
                 rule_cmd = bm.AnswerOffer(cmd.seat, cmd.accept, cmd.plays)
@@ -317,25 +342,31 @@ class DealerPolicyService:
                 rule_cmd = bm.ForfeitShoe(cmd.seat, cmd.supervisor)
             case c.Decide():
                 rule_cmd = jm.Decide(cmd.seat, cmd.hand, cmd.action, cmd.amount)
-                events = self._decide(t, rule_cmd)  # checked before the stake is recorded
-                await self._extra_stake(t, cmd, events)
-                self._stage(t, events, c.write_id(t.coup, cmd.id), cmd.id)
-                return
             case _:
                 raise RuleViolation("protocol", f"{type(cmd).__name__} is not a coup command")
-        self._stage(t, self._decide(t, rule_cmd), c.write_id(t.coup, cmd.id), cmd.id)
+        self._stage(t, self._decide(t, rule_cmd), c.write_id(t.coup, cmd.id), cmd.id, c.digest(cmd))
+        # A player's choice is recorded before anything it calls for is done at
+        # another service (a card drawn, an extra stake booked): two terminals
+        # racing with different choices, the loser's would otherwise be drawn
+        # or booked for a choice never recorded. (Closing the betting is the
+        # same whoever asks, and goes with the deal in one batch.)
+        await self._flush(t)
 
-    async def _extra_stake(self, t: TableCoup, cmd: c.Decide, events: list[AnyEvent]) -> None:
-        for e in events:
-            if isinstance(e, jm.DecisionTaken) and e.action in ("double", "split", "insurance"):
-                await self.peer.must(subjects.command(t.name, "book"), c.PlaceExtra(
-                    cmd.id, t.name, t.coup, e.seat, e.hand, e.action, e.amount))
+    async def _stake(self, t: TableCoup) -> None:
+        """Book the extra stakes of the coup's recorded decisions not yet
+        confirmed (after a restart, all of them: the wager book answers one
+        booked already as done), before the coup goes on."""
+        for cause, extra in list(t.extras.items()):
+            if cause not in t.staked:
+                await self.peer.must(subjects.command(t.name, "book"), extra)
+                t.staked.add(cause)
 
     async def advance(self, t: TableCoup) -> None:
         """Take every step the dealer takes without waiting for a player: draw the
         cards due (as many at once as are certainly due), pass the cards due, and
         end the round at the shoe. The steps taken are recorded as one batch
         before anyone is waited for."""
+        await self._stake(t)
         while True:
             w = self.waiting(t)
             if w.kind == "card":
@@ -404,6 +435,11 @@ class DealerPolicyService:
             await self._open_book(t)
         else:
             await self.advance(t)
+
+
+def _not_reused(cmd: c.CoupCommand, recorded: str) -> None:
+    if (conflict := c.reused(cmd, recorded)) is not None:
+        raise conflict
 
 
 def _continuous(rules: Ruleset) -> bool:

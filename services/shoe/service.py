@@ -196,6 +196,10 @@ class ShoeService:
                     return Reply(True, coup=cmd.coup, shoe=t.state.shoe_id or "")
                 if t.state.round is not None:
                     raise RuleViolation("shoe", f"round {t.state.round} has not ended")
+                if _not_after(cmd.coup, t.last_round):
+                    # A stale dealer (another instance moved the table on) never deals a coup twice.
+                    raise RuleViolation("shoe", f"coup {cmd.coup} does not come after {t.last_round}, the round "
+                                                "the shoe dealt last at this table")
                 if not t.state.ready_for_round:
                     await self._reshuffle(cmd.table, t, subjects.NO_COUP, cmd.id)
                 events = S.decide(t.rules, t.state, S.StartRound(cmd.coup))
@@ -265,6 +269,12 @@ def _guard(table: str, t: TableShoe, shoe: str) -> tuple[str, int]:
     if t.last_seq:  # the shoe before has ended: nothing more goes on it
         return subjects.event(table, shoe, "*", "shoe"), 0
     return subjects.aggregate_filter("shoe", table), 0
+
+
+def _not_after(coup: str, last_round: str) -> bool:
+    """Whether ``coup`` is numbered at or before the table's last round."""
+    number, last = subjects.coup_number(coup), subjects.coup_number(last_round)
+    return number is not None and last is not None and number <= last
 
 
 def _last(cmd: DrawCard, layout: tuple[Card, ...]) -> int:

@@ -14,6 +14,8 @@ from casino.commands import (
     PlaceWager,
     Reply,
     WagerCommand,
+    digest,
+    reused,
     write_id,
 )
 from casino.metrics import Metrics, count_recorded
@@ -32,7 +34,8 @@ class CoupBook(msgspec.Struct):
     ruleset: str
     book: W.Book = W.Book()
     last_seq: int = 0
-    applied: frozenset[str] = frozenset()  # the commands already recorded (causation ids)
+    # The commands already recorded: causation id -> digest of the command (casino.commands.digest).
+    applied: dict[str, str] = msgspec.field(default_factory=dict)
 
 
 class WagerService:
@@ -64,11 +67,11 @@ class WagerService:
             await self.observe(msg.subject, msg.seq, msg.batch)
 
     async def _commit(self, cb: CoupBook, coup: str, events: list[W.AnyBookEvent], msg_id: str,
-                      causation: str) -> None:
+                      causation: str, command: str) -> None:
         out: list[AnyEvent] = list(events)
         ack = await self.recorder.record(
             subjects.event(cb.table, cb.shoe, coup, "wager"), out, expected=cb.last_seq, msg_id=msg_id,
-            table=cb.table, shoe=cb.shoe, coup=coup, causation=causation)
+            table=cb.table, shoe=cb.shoe, coup=coup, causation=causation, command=command)
         if ack.duplicate:
             # Written before (a retry, or an instance since stopped): the record
             # stands, not this decision, which may have been taken on a book
@@ -78,15 +81,15 @@ class WagerService:
             count_recorded(self.metrics, cb.table, list(events))
             if ack.seq > cb.last_seq:  # not yet applied from the stream
                 for e in events:
-                    self._apply(cb, e, causation)
+                    self._apply(cb, e, causation, command)
                 cb.last_seq = ack.seq
         if any(isinstance(e, W.BookOpened) for e in events):
             self._forget_before(cb.table, ack.seq)
 
     @staticmethod
-    def _apply(cb: CoupBook, event: W.AnyBookEvent, causation: str) -> None:
+    def _apply(cb: CoupBook, event: W.AnyBookEvent, causation: str, command: str) -> None:
         cb.book = W.evolve(cb.book, event)
-        cb.applied = cb.applied | {causation}
+        cb.applied[causation] = command
 
     async def observe(self, subject: str, seq: int, batch: Batch) -> None:
         """Follow the stream: apply what another instance appended."""
@@ -98,7 +101,7 @@ class WagerService:
         if cb is None or seq <= cb.last_seq:
             return
         for env in batch.events:
-            self._apply(cb, env.data, env.causation)  # type: ignore[arg-type]
+            self._apply(cb, env.data, env.causation, env.command)  # type: ignore[arg-type]
         cb.last_seq = seq
         if any(isinstance(env.data, W.BookOpened) for env in batch.events):
             self._forget_before(table, seq)
@@ -123,7 +126,9 @@ class WagerService:
         await self.rebuild(cmd.table, cmd.coup)
 
     async def handle(self, cmd: WagerCommand | BookCommand) -> Reply:
-        if isinstance(cmd, PlaceWager | CancelWager | PlaceExtra) and cmd.id in self._book(cmd).applied:
+        if isinstance(cmd, PlaceWager | CancelWager | PlaceExtra) and cmd.id in (applied := self._book(cmd).applied):
+            if (conflict := reused(cmd, applied[cmd.id])) is not None:
+                raise conflict
             return Reply(True, coup=cmd.coup)  # a retried command: recorded once already
         match cmd:
             case OpenBook():
@@ -153,5 +158,5 @@ class WagerService:
 
     async def _decide(self, cb: CoupBook, cmd: WagerCommand | BookCommand, command: W.AnyBookCommand, msg_id: str) -> None:
         events = W.decide(self.rules(cb.ruleset), cb.book, command)
-        await self._commit(cb, cmd.coup, events, msg_id, cmd.id)
+        await self._commit(cb, cmd.coup, events, msg_id, cmd.id, digest(cmd))
 

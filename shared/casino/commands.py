@@ -9,20 +9,46 @@ applied once.
 
 from __future__ import annotations
 
-from typing import Literal
+import hashlib
+from typing import Annotated, Literal
 
 import msgspec
 
 from casino.rules.baccarat.messages import Approval
 from casino.rules.cards import Card
+from casino.rules.errors import RuleViolation
 from casino.rules.wagers import Wager
 
 Hand = Literal["player", "banker"]
 
 
+# An identifier that becomes a subject token (a table, a coup, a shoe):
+# letters, digits, '_' and '-', so that no wildcard ('*', '>'), dot or space
+# turns one table's command into a read of many.
+Token = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
+# A command id goes into a message id header: visible ASCII, bounded.
+CommandId = Annotated[str, msgspec.Meta(pattern=r"^[!-~]{1,128}$")]
+
+
 class Command(msgspec.Struct, frozen=True, tag_field="type", forbid_unknown_fields=True):
-    id: str
-    table: str
+    id: CommandId
+    table: Token
+
+
+def digest(command: Command) -> str:
+    """What a command says, in short: recorded with the events it causes, so
+    that a command sent again with the same id and other content is refused."""
+    return hashlib.sha256(encoder.encode(command)).hexdigest()[:16]
+
+
+def reused(command: Command, recorded: str) -> RuleViolation | None:
+    """The refusal of ``command`` whose id was recorded with the digest
+    ``recorded`` (None for a retry of the same command, or a record too old
+    to tell)."""
+    if recorded and recorded != digest(command):
+        return RuleViolation("command id", f"command id {command.id} was used already for another command; "
+                                           "a new command takes a new id")
+    return None
 
 
 def write_id(coup: str, command_id: str) -> str:
@@ -45,42 +71,42 @@ class OpenCoup(Command, frozen=True, tag="table.open_coup"):
 
 
 class CloseBetting(Command, frozen=True, tag="table.close_betting"):
-    coup: str
+    coup: Token
 
 
 class AnswerOffer(Command, frozen=True, tag="table.answer_offer"):
-    coup: str
+    coup: Token
     seat: int
     accept: bool
     plays: Hand = "banker"
 
 
 class ExposeHand(Command, frozen=True, tag="table.expose_hand"):
-    coup: str
+    coup: Token
     seat: int
     hand: Hand
 
 
 class ReturnCards(Command, frozen=True, tag="table.return_cards"):
-    coup: str
+    coup: Token
     seat: int
     hand: Hand
 
 
 class ReportHandlingBreach(Command, frozen=True, tag="table.report_handling_breach"):
-    coup: str
+    coup: Token
     seat: int
     hand: Hand
     note: str = ""
 
 
 class PassShoe(Command, frozen=True, tag="table.pass_shoe"):
-    coup: str
+    coup: Token
     seat: int
 
 
 class ForfeitShoe(Command, frozen=True, tag="table.forfeit_shoe"):
-    coup: str
+    coup: Token
     seat: int
     supervisor: str
 
@@ -88,7 +114,7 @@ class ForfeitShoe(Command, frozen=True, tag="table.forfeit_shoe"):
 class Decide(Command, frozen=True, tag="table.decide"):
     """A blackjack player's decision: stand, hit, double, split or insurance."""
 
-    coup: str
+    coup: Token
     seat: int
     hand: int
     action: Literal["stand", "hit", "double", "split", "insurance"]
@@ -109,14 +135,14 @@ CoupCommand = (
 
 
 class PlaceWager(Command, frozen=True, tag="table.place_wager"):
-    coup: str
+    coup: Token
     seat: int
     bet: str
     amount: int
 
 
 class CancelWager(Command, frozen=True, tag="table.cancel_wager"):
-    coup: str
+    coup: Token
     seat: int
     bet: str
 
@@ -131,17 +157,17 @@ WagerCommand = PlaceWager | CancelWager
 
 
 class OpenBook(Command, frozen=True, tag="wager.open_book"):
-    coup: str
-    shoe: str
+    coup: Token
+    shoe: Token
     ruleset: str
 
 
 class CloseBook(Command, frozen=True, tag="wager.close_book"):
-    coup: str
+    coup: Token
 
 
 class PlaceExtra(Command, frozen=True, tag="wager.place_extra"):
-    coup: str
+    coup: Token
     seat: int
     hand: int
     kind: Literal["double", "split", "insurance"]
@@ -155,7 +181,7 @@ BookCommand = OpenBook | CloseBook | PlaceExtra
 
 
 class StartRound(Command, frozen=True, tag="shoe.start_round"):
-    coup: str
+    coup: Token
     ruleset: str
 
 
@@ -166,7 +192,7 @@ class DrawCard(Command, frozen=True, tag="shoe.draw_card"):
     nobody is waited for until the coup's last card) the draw goes on with
     every further card the tableau calls for, in the same step."""
 
-    coup: str
+    coup: Token
     ruleset: str
     index: int
     count: int = 1
@@ -174,7 +200,7 @@ class DrawCard(Command, frozen=True, tag="shoe.draw_card"):
 
 
 class EndRound(Command, frozen=True, tag="shoe.end_round"):
-    coup: str
+    coup: Token
     ruleset: str
     pickup: tuple[Card, ...]
 

@@ -13,9 +13,11 @@ import msgspec
 from nats.aio.client import Client
 from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeout
+from nats.js.errors import APIError
 
 from casino.commands import Command, Reply, encoder, refused, reply_decoder
 from casino.rules.errors import RuleViolation
+from casino.rules.ruleset import RulesetError
 from casino.store.envelope import AnyEvent, Batch, Envelope, type_of, version_of
 from casino.store.eventstore import Appended, Conflict, EventStore
 
@@ -43,16 +45,19 @@ class Recorder:
     async def record(
         self, subject: str, events: Sequence[AnyEvent], *, expected: int, msg_id: str, table: str, shoe: str,
         coup: str, causation: str | Sequence[str], correlation: str = "", guard: str | None = None,
+        command: str | Sequence[str] = "",
     ) -> Appended:
         """``causation`` is the cause of every event, or one cause per event
-        where the batch holds several decisions."""
+        where the batch holds several decisions; ``command`` the digest of
+        each cause (``casino.commands.digest``), likewise."""
         at = self.clock()
         msg_id = self.message_id(msg_id)
         causes = [causation] * len(events) if isinstance(causation, str) else list(causation)
+        digests = [command] * len(events) if isinstance(command, str) else list(command)
         batch = Batch(tuple(
             Envelope(f"{msg_id}/{i}", type_of(e), version_of(type_of(e)), table, shoe, coup, cause,
-                     correlation or coup or cause, self.producer, at, e)
-            for i, (e, cause) in enumerate(zip(events, causes, strict=True))
+                     correlation or coup or cause, self.producer, at, e, digest_)
+            for i, (e, cause, digest_) in enumerate(zip(events, causes, digests, strict=True))
         ))
         return await self.store.append(subject, batch, expected=expected, msg_id=msg_id, guard=guard)
 
@@ -97,9 +102,15 @@ async def _answer(data: bytes, decoder: msgspec.json.Decoder[Any], handler: Call
                     break
             await reload(command)
             reloaded = True
-        except Exception:
+        except RulesetError as exc:  # a table configured with a ruleset that cannot be loaded
+            return refused(str(exc), "ruleset")
+        except APIError as exc:  # the event store refused the write (full, or away)
+            log.error("%s %s: the event store refused: %s", type(command).__name__, command.id, exc)
+            return refused(f"the event store refused the write: {exc.description}; nothing was recorded",
+                           "event store")
+        except Exception as exc:
             log.exception("%s %s failed", type(command).__name__, command.id)
-            return refused("the service failed on this command; it is logged", "internal")
+            return refused(f"the service failed on this command ({type(exc).__name__}); it is logged", "internal")
     return refused("the table is busy: another writer keeps winning; try again", "concurrency")
 
 

@@ -35,11 +35,21 @@ def compliance(var: Path) -> str:
     return str(json.loads((var / natsauth.AUTH_FILE).read_text())["compliance"])
 
 
-def run(var: Path, coups: int) -> subprocess.CompletedProcess[str]:
+def run(var: Path, coups: int, *more: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "casino.cli", "run", "--coups", str(coups), "--var", str(var),
-         "--port", str(free_port()), "--seed", "7"],
+         "--port", str(free_port()), "--seed", "7", *more],
         capture_output=True, text=True, timeout=300)
+
+
+def test_casino_run_with_two_instances_of_every_service_deals_coups_that_verify(tmp_path: Path) -> None:
+    dealt = run(tmp_path, 6, "--replicas", "2")
+    assert dealt.returncode == 0, dealt.stdout + dealt.stderr
+    logs = sorted(p.name for p in (tmp_path / "logs").glob("*-2.log"))
+    assert logs == ["dealer_policy-2.log", "projections-2.log", "settlement-2.log", "shoe-2.log", "wager-2.log"]
+    verified = subprocess.run([sys.executable, "-m", "casino.cli", "verify", "--var", str(tmp_path)],
+                              capture_output=True, text=True, timeout=120)
+    assert verified.returncode == 0 and "verified 24 coups" in verified.stdout, verified.stdout + verified.stderr
 
 
 async def test_casino_run_deals_every_coup_to_settlement_and_a_second_run_continues(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from casino import commands as c
@@ -40,6 +41,13 @@ async def test_001_8_5_the_style_in_force_carries_from_coup_to_coup(nats_url: st
             refused = await casino.ask(TABLE, "coup", c.OpenCoup, procedure="style_b")
             assert (refused.ok, refused.clause, refused.reason) == (False, "001 8.5", REFUSED[shuffler])
 
-        approved = await casino.ask(TABLE, "coup", c.OpenCoup, procedure="style_b",
-                                    approvals=(Approval("style_change", "casino_supervisor", "SUP-7"),))
+        # The approved procedure is the casino's: a terminal naming an approval is refused ...
+        approval = Approval("style_change", "casino_supervisor", "SUP-7")
+        forged = await casino.ask(TABLE, "coup", c.OpenCoup, procedure="style_b", approvals=(approval,))
+        assert (forged.ok, forged.clause) == (False, "approvals"), forged
+        # ... and the table's configuration holding it lets the style change where it may.
+        casino.tables = {TABLE: msgspec.structs.replace(tables[TABLE], approvals=(approval,))}
+        await casino.stop("dealer-policy")
+        await casino.start("dealer-policy")
+        approved = await casino.ask(TABLE, "coup", c.OpenCoup, procedure="style_b")
         assert approved.ok is (shuffler == "continuous_shuffler"), approved

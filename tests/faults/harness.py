@@ -25,30 +25,37 @@ SERVICES = ("shoe", "wager", "dealer_policy", "settlement")
 
 
 class Processes:
-    """The four services, each a process that can be killed and started again."""
+    """The four services, ``replicas`` processes of each, any of which can be
+    killed and started again."""
 
-    def __init__(self, url: str, var: Path, tables: dict[str, TableConfig]) -> None:
-        self.url, self.var = url, var
+    def __init__(self, url: str, var: Path, tables: dict[str, TableConfig], replicas: int = 1) -> None:
+        self.url, self.var, self.replicas = url, var, replicas
         var.mkdir(parents=True, exist_ok=True)
         self.tables_file = var / "tables.toml"
         self.tables_file.write_text(dump_tables(tables))
-        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.procs: dict[tuple[str, int], subprocess.Popen[bytes]] = {}
         self.kills: Counter[str] = Counter()
 
-    def start(self, service: str) -> None:
+    def start(self, service: str, instance: int = 0) -> None:
         cmd = [sys.executable, "-m", f"services.{service}", "--nats", self.url]
         if service == "dealer_policy":
             cmd += ["--tables", str(self.tables_file)]
-        with (self.var / f"{service}.log").open("ab") as log:
-            self.procs[service] = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        with (self.var / f"{service}-{instance}.log").open("ab") as log:
+            self.procs[service, instance] = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
+                                                             start_new_session=True)
+
+    def pids(self) -> dict[str, int]:
+        """Each process's id by service, the second instance's and after as ``<service>-<n>``."""
+        return {service if not n else f"{service}-{n + 1}": p.pid for (service, n), p in self.procs.items()}
 
     def start_all(self) -> None:
         for s in SERVICES:
-            self.start(s)
+            for instance in range(self.replicas):
+                self.start(s, instance)
 
-    def kill(self, service: str) -> None:
+    def kill(self, service: str, instance: int = 0) -> None:
         """kill -9, as a node that loses power."""
-        p = self.procs[service]
+        p = self.procs[service, instance]
         os.kill(p.pid, signal.SIGKILL)
         p.wait()
         self.kills[service] += 1
@@ -73,9 +80,10 @@ class Processes:
             await asyncio.sleep(rnd.uniform(0.3, 1.5))
             if stop.is_set():
                 return
-            self.kill(service)
+            instance = rnd.randrange(self.replicas)
+            self.kill(service, instance)
             await asyncio.sleep(rnd.uniform(0.0, 0.8))
-            self.start(service)
+            self.start(service, instance)
 
 
 def audit(stored: list[Stored], tables: dict[str, TableConfig], coups_per_table: int) -> list[str]:

@@ -117,6 +117,12 @@ def decide(rules: BaccaratRules | BlackjackRules, book: Book, command: AnyBookCo
             return [WagerCancelled(command.seat, command.bet)]
         case CloseBook():
             _must_be_open(book)
+            if isinstance(rules, BlackjackRules) and not book.wagers:
+                # Refused here, before the book closes: a book closed on a coup that
+                # cannot be dealt would leave the table with neither betting nor a deal.
+                raise RuleViolation("002 (4)(a)" if rules.hole_card else "003 7.3(a)",
+                                    "cards go only to boxes containing a wager, and none has one: "
+                                    "betting stays open")
             return [BookClosed(check_book(rules.table, rules.limits, book.wagers))]
         case PlaceExtra():
             if book.status != "closed":

@@ -58,9 +58,13 @@ class _Metadata(msgspec.Struct, frozen=True, gc=False):
 
 
 class Envelope(_Metadata, frozen=True):
-    """One event with its metadata."""
+    """One event with its metadata; ``command`` is the digest of the command
+    that caused it (``casino.commands.digest``; empty for the dealer's own
+    steps, and in records older than it): a command id used again for other
+    content is told apart from a retry."""
 
     data: AnyEvent
+    command: str = ""
 
 
 class Batch(msgspec.Struct, frozen=True, gc=False):
@@ -71,6 +75,7 @@ class Batch(msgspec.Struct, frozen=True, gc=False):
 
 class _RawEnvelope(_Metadata, frozen=True):
     data: msgspec.Raw
+    command: str = ""
 
 
 class _RawBatch(msgspec.Struct, frozen=True, gc=False):
@@ -115,7 +120,7 @@ def _upcast(data: bytes) -> Batch:
             raise UnknownVersion(f"{e.type} version {e.version} is newer than this code knows ({current})")
         # Decoded, the event is in its current shape, and says so.
         events.append(Envelope(e.id, e.type, current, e.table, e.shoe, e.coup, e.causation, e.correlation,
-                               e.producer, e.at, event))
+                               e.producer, e.at, event, e.command))
     return Batch(tuple(events))
 
 

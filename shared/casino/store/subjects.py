@@ -48,6 +48,12 @@ def table_of_coup(coup: str) -> str:
     return table if table and number.isdigit() else "*"
 
 
+def coup_number(coup: str) -> int | None:
+    """The number of a coup named as the dealer-policy names them; None for another form."""
+    number = coup.rpartition("-")[2]
+    return int(number) if number.isdigit() else None
+
+
 def coup_filter(coup: str, table: str = "*", shoe: str = "*") -> str:
     """Every event of one coup; name its table and shoe where they are known:
     the server matches every table and shoe under a wildcard before the

@@ -1,0 +1,123 @@
+"""Two instances of every service, each a process of its own, and two
+terminals at every table racing each other at every step (opening, wagering,
+closing, answering, deciding): every coup is dealt once, to its number, from
+its own closed book, and verifies; no wager stands that came after its book
+closed. `make soak` runs it longer, with kills."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+from pathlib import Path
+
+import nats
+import pytest
+
+from casino import commands as c
+from casino.audit import verify_history
+from casino.launcher import APPROVALS
+from casino.rules import wagerbook
+from casino.rules.baccarat import messages as bm
+from casino.rules.blackjack import messages as jm
+from casino.service import Peer
+from casino.simulator import SimulatedTable
+from casino.store import subjects
+from casino.store.eventstore import Stored
+from casino.store.jetstream import JetStreamEventStore
+from casino.tables import TableConfig
+from tests.faults.harness import SERVICES, Processes, audit
+
+pytestmark = pytest.mark.anyio
+COUPS = int(os.environ.get("CASINO_SOAK_RACING_COUPS", "12"))  # per table
+KILLS = int(os.environ.get("CASINO_SOAK_RACING_KILLS", "0"))  # per service, in the soak
+TABLES = {"BAC000-1": TableConfig("baccarat-000-methods", approvals=APPROVALS),
+          "BJ002-1": TableConfig("blackjack-002-hole-card"), "BJ003-1": TableConfig("blackjack-003-no-hole-card")}
+
+
+class Racer(SimulatedTable):
+    """A terminal that asks what the coup waits for and does it, whatever the
+    other terminal at its table is doing: its refusals (the other was first)
+    are part of the race."""
+
+    async def race(self, coups: int) -> None:
+        while True:
+            status = await self.ask("coup", c.Status)
+            waiting, number = status.waiting, subjects.coup_number(status.coup) or 0
+            if waiting is None or waiting.kind in ("open", "finished"):
+                if number >= coups:
+                    return
+                await self.ask("coup", c.OpenCoup, procedure=self._procedure())
+            elif waiting.kind == "close_betting":
+                for seat, bet, amount in self._wagers()[:2]:
+                    await self.ask("wager", c.PlaceWager, coup=status.coup, seat=seat, bet=bet, amount=amount)
+                await self.ask("coup", c.CloseBetting, coup=status.coup)
+            elif waiting.kind in ("answer", "expose", "decision"):
+                await self._respond(status.coup, waiting)
+            else:  # the dealer's own step, under way at an instance
+                await asyncio.sleep(0.01)
+
+
+async def settled(nc: nats.NATS, coups: int, timeout: float = 120) -> list[Stored]:
+    store = JetStreamEventStore(nc)
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        stored = await store.read(f"{subjects.EVENTS}.>")
+        if sum(1 for m in stored if subjects.tokens(m.subject)[3] == "settle") >= coups * len(TABLES):
+            return stored
+        if asyncio.get_running_loop().time() > deadline:
+            return stored
+        await asyncio.sleep(0.5)
+
+
+def dealt_from_their_own_books(stored: list[Stored]) -> list[str]:
+    """Each coup's betting closed on its own book's closing wagers, and no wager
+    was recorded after its book closed."""
+    problems = []
+    closed: dict[str, tuple[object, ...]] = {}
+    dealt: dict[str, tuple[object, ...]] = {}
+    for m in stored:
+        coup = subjects.tokens(m.subject)[2]
+        for e in m.batch.events:
+            if isinstance(e.data, wagerbook.BookClosed):
+                closed[coup] = tuple(sorted((w.seat, w.bet, w.amount) for w in e.data.wagers))
+            elif isinstance(e.data, wagerbook.WagerPlaced | wagerbook.WagerCancelled) and coup in closed:
+                problems.append(f"{coup}: {type(e.data).__name__} after its book closed")
+            elif isinstance(e.data, bm.BettingClosed | jm.BettingClosed):
+                dealt[coup] = tuple(sorted((w.seat, w.bet, w.amount) for w in e.data.wagers))
+    problems += [f"{coup}: dealt to {wagers}, its book closed on {closed.get(coup)}"
+                 for coup, wagers in dealt.items() if closed.get(coup) != wagers]
+    return problems
+
+
+async def test_two_of_every_service_with_terminals_racing_deal_every_coup_once_and_right(
+        nats_url: str, tmp_path: Path) -> None:
+    casino = Processes(nats_url, tmp_path / "procs", TABLES, replicas=2)
+    casino.start_all()
+    nc = await nats.connect(nats_url)
+    terminals = [await nats.connect(nats_url) for _ in range(2 * len(TABLES))]
+    stop = asyncio.Event()
+    try:
+        chaos = asyncio.create_task(casino.chaos(KILLS, seed=int.from_bytes(os.urandom(2), "big"), stop=stop))
+        rnd = random.Random(33)
+        racers = [Racer(table, config, Peer(terminals[2 * i + k], timeout=10, attempts=40),
+                        random.Random(rnd.random()), None, JetStreamEventStore(nc))  # type: ignore[arg-type]
+                  for i, (table, config) in enumerate(TABLES.items()) for k in range(2)]
+        dealt = 0
+        while dealt < COUPS or not chaos.done():  # every planned kill lands while coups are being dealt
+            dealt += COUPS
+            await asyncio.wait_for(asyncio.gather(*(r.race(dealt) for r in racers)), 600)
+        stop.set()
+        await chaos
+        stored = await settled(nc, dealt)
+    finally:
+        casino.stop_all()
+        for t in terminals:
+            await t.close()
+    await nc.close()
+    assert audit(stored, TABLES, dealt) == []
+    assert dealt_from_their_own_books(stored) == []
+    report = verify_history(stored)
+    assert report.findings == [] and report.coups == dealt * len(TABLES)
+    if KILLS:
+        assert casino.kills == {s: KILLS for s in SERVICES}

@@ -1,0 +1,117 @@
+"""A hostile terminal's commands on real NATS: each is refused naming the rule
+and changes nothing, and the table deals on (and no other table waits)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+
+from casino import commands as c
+from casino.rules.baccarat.messages import Approval
+from casino.store import subjects
+from casino.tables import TableConfig
+from tests.e2e.casino import Casino
+
+pytestmark = pytest.mark.anyio
+BLACKJACK = {"BJ002-1": TableConfig("blackjack-002-hole-card"), "BJ003-1": TableConfig("blackjack-003-no-hole-card")}
+BACCARAT = {"BAC000-1": TableConfig("baccarat-000-methods"), "BAC000-2": TableConfig("baccarat-000-methods")}
+
+
+async def count(casino: Casino) -> int:
+    return len(await casino.store.read(f"{subjects.EVENTS}.>"))
+
+
+@pytest.mark.parametrize("table,clause", [("BJ002-1", "002 (4)(a)"), ("BJ003-1", "003 7.3(a)")])
+async def test_002_4_a_003_7_3_a_a_close_with_no_wager_is_refused_and_leaves_betting_open(
+        nats_url: str, table: str, clause: str) -> None:
+    async with Casino(nats_url, BLACKJACK) as casino:
+        opened = await casino.ask(table, "coup", c.OpenCoup)
+        before = await count(casino)
+        for _ in range(2):  # refused, and refused again the same way: nothing has changed
+            refused = await casino.ask(table, "coup", c.CloseBetting, coup=opened.coup)
+            assert (refused.ok, refused.clause) == (False, clause), refused
+        assert await count(casino) == before
+        placed = await casino.ask(table, "wager", c.PlaceWager, coup=opened.coup, seat=1, bet="box", amount=1000)
+        assert placed.ok, placed  # betting is still open
+        closed = await casino.ask(table, "coup", c.CloseBetting, coup=opened.coup)
+        assert closed.ok and closed.waiting is not None and closed.waiting.kind != "close_betting", closed
+
+
+async def test_a_command_id_used_again_for_another_command_is_refused_and_records_nothing(nats_url: str) -> None:
+    async with Casino(nats_url, BACCARAT) as casino:
+        opened = await casino.ask("BAC000-1", "coup", c.OpenCoup, procedure="method_a")
+        coup = opened.coup
+        first = c.PlaceWager(id="w-1", table="BAC000-1", coup=coup, seat=1, bet="banker", amount=5000)
+        assert (await casino.peer.ask(subjects.command("BAC000-1", "wager"), first)).ok
+        assert (await casino.peer.ask(subjects.command("BAC000-1", "wager"), first)).ok  # a retry: answered, once
+        before = await count(casino)
+        for other in (c.PlaceWager(id="w-1", table="BAC000-1", coup=coup, seat=2, bet="banker", amount=5000),
+                      c.CancelWager(id="w-1", table="BAC000-1", coup=coup, seat=1, bet="banker")):
+            refused = await casino.peer.ask(subjects.command("BAC000-1", "wager"), other)
+            assert (refused.ok, refused.clause) == (False, "command id") and "w-1" in refused.reason, refused
+        assert await count(casino) == before
+        close = c.CloseBetting(id="x-1", table="BAC000-1", coup=coup)
+        assert (await casino.peer.ask(subjects.command("BAC000-1", "coup"), close)).ok
+        after = await count(casino)
+        other = c.ReturnCards(id="x-1", table="BAC000-1", coup=coup, seat=1, hand="banker")
+        refused = await casino.peer.ask(subjects.command("BAC000-1", "coup"), other)
+        assert (refused.ok, refused.clause) == (False, "command id"), refused
+        assert (await casino.peer.ask(subjects.command("BAC000-1", "coup"), close)).ok  # the retry, answered
+        assert await count(casino) == after
+        wagers = [e for _, e in await casino.events(subjects.coup_filter(coup)) if type(e).__name__ == "WagerPlaced"]
+        assert [(w.wager.seat, w.wager.amount) for w in wagers] == [(1, 5000)]  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("field,value", [("coup", "*"), ("coup", ">"), ("coup", "BAC000-1.000001"),
+                                         ("coup", "BAC000-1 000001"), ("table", "BAC000-1.x"), ("id", "a\r\nb")])
+async def test_every_identifier_that_becomes_a_subject_token_or_a_header_is_validated(
+        nats_url: str, field: str, value: str) -> None:
+    async with Casino(nats_url, BACCARAT) as casino:
+        opened = await casino.ask("BAC000-1", "coup", c.OpenCoup, procedure="method_a")
+        before = await count(casino)
+        fields = {"id": "w-1", "table": "BAC000-1", "coup": opened.coup, "seat": 1, "bet": "banker", "amount": 5000}
+        body = c.encoder.encode({"type": "table.place_wager", **fields, field: value})
+        reply = c.reply_decoder.decode((await casino.nc.request(
+            subjects.command("BAC000-1", "wager"), body, timeout=5)).data)
+        assert (reply.ok, reply.clause) == (False, "protocol") and "malformed" in reply.reason, reply
+        assert await count(casino) == before
+
+
+async def test_an_approval_comes_from_the_casinos_configuration_never_from_a_terminal(nats_url: str) -> None:
+    async with Casino(nats_url, BACCARAT) as casino:
+        forged = (Approval("method_b", "inspector", "FORGED-BY-TERMINAL"),)
+        refused = await casino.ask("BAC000-1", "coup", c.OpenCoup, procedure="method_b", approvals=forged)
+        assert (refused.ok, refused.clause) == (False, "approvals") and "FORGED-BY-TERMINAL" in refused.reason
+        assert await count(casino) == 0
+
+
+async def test_a_table_configured_with_an_unknown_ruleset_is_refused_with_the_reason(nats_url: str) -> None:
+    async with Casino(nats_url, {"X-1": TableConfig("no-such-ruleset")}) as casino:
+        refused = await casino.ask("X-1", "coup", c.OpenCoup)
+        assert (refused.ok, refused.clause) == (False, "ruleset") and "no-such-ruleset" in refused.reason, refused
+
+
+async def test_one_terminal_flooding_its_table_is_refused_at_once_and_another_table_is_answered(
+        nats_url: str, tmp_path: Path) -> None:
+    async with Casino(nats_url, BACCARAT) as casino:
+        opened = await casino.ask("BAC000-1", "coup", c.OpenCoup, procedure="method_a")
+        await casino.ask("BAC000-1", "wager", c.PlaceWager, coup=opened.coup, seat=1, bet="banker", amount=5000)
+        await casino.ask("BAC000-1", "coup", c.CloseBetting, coup=opened.coup)
+        # Wagers on a closed book: each refused only after the book is read again from the stream.
+        flood = [c.encoder.encode(c.PlaceWager(id=f"f-{i}", table="BAC000-1", coup=opened.coup, seat=2,
+                                               bet="player", amount=5000)) for i in range(400)]
+        flooding = [asyncio.ensure_future(casino.nc.request(subjects.command("BAC000-1", "wager"), body, timeout=30))
+                    for body in flood]
+        waits = []
+        for i in range(10):  # the other table, meanwhile
+            started = time.perf_counter()
+            status = await casino.ask("BAC000-2", "coup", c.Status)
+            waits.append(time.perf_counter() - started)
+            assert status.ok
+        replies = [c.reply_decoder.decode(m.data) for m in await asyncio.gather(*flooding)]
+        assert not any(r.ok for r in replies)
+        assert sum(r.clause == "rate limit" for r in replies) > len(flood) // 2
+        assert max(waits) < 1.0, waits
