@@ -106,7 +106,7 @@ async def test_one_terminal_flooding_its_table_is_refused_at_once_and_another_ta
         flooding = [asyncio.ensure_future(casino.nc.request(subjects.command("BAC000-1", "wager"), body, timeout=30))
                     for body in flood]
         waits = []
-        for i in range(10):  # the other table, meanwhile
+        for _ in range(10):  # the other table, meanwhile
             started = time.perf_counter()
             status = await casino.ask("BAC000-2", "coup", c.Status)
             waits.append(time.perf_counter() - started)
