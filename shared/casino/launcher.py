@@ -202,7 +202,7 @@ def run(args: argparse.Namespace) -> int:
                         log_file=var / "logs" / "nats-server.log")
     if server.holds_store():
         print(f"nats-server reads the store in {var / 'nats'} back before it listens: a long history takes "
-              f"a while, after a crash minutes (README: Sizing the nats-server)", flush=True)
+              f"a while, after a crash minutes (docs/operations.md: Sizing the nats-server)", flush=True)
     server.start()
 
     def url(user: str) -> str:

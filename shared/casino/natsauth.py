@@ -199,9 +199,9 @@ def local_auth(var: Path, tables: Iterable[str]) -> dict[str, str]:
 
 
 # Each node's memory holds an index entry for every subject the stream keeps
-# (about 1.2 KiB a coup kept: README, Sizing the nats-server); 16 GiB with the
+# (about 1.2 KiB a coup kept: docs/operations.md, Sizing the nats-server); 16 GiB with the
 # collector's soft limit at 14 GiB outlasts the values' 50 Gi volume at the
-# README's example casino. Requests equal to limits: the node is not evicted first.
+# example casino of docs/operations.md. Requests equal to limits: the node is not evicted first.
 NATS_RESOURCES = {"cpu": "2", "memory": "16Gi"}
 NATS_GOMEMLIMIT = "14GiB"
 # A node restarting reads its store back before it answers its health check,
@@ -209,7 +209,7 @@ NATS_GOMEMLIMIT = "14GiB"
 # index): 0.11 to 0.14 ms a coup kept on the development machine, 22 to 28
 # minutes for the coups 14 GiB holds. The chart's startup probe gives up after
 # 15 minutes (90 checks 10 s apart) and restarts the node, again and again; an
-# hour's budget (README: Sizing the nats-server).
+# hour's budget (docs/operations.md: Sizing the nats-server).
 NATS_STARTUP_CHECKS = 360
 
 

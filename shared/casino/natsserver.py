@@ -49,7 +49,7 @@ def port_free(port: int) -> bool:
 
 # A server restarted on a store listens only once it has read it back: 13.5 s after a
 # kill at 120,000 coups on the development machine (4.8 s after a clean stop), growing
-# with the history (README: Sizing the nats-server). A server started on a store is
+# with the history (docs/operations.md: Sizing the nats-server). A server started on a store is
 # waited for this long; on a new one, which it reads in an instant, 10 s.
 READ_BACK_WITHIN = 1800.0
 NEW_STORE_WITHIN = 10.0
