@@ -3,9 +3,10 @@ and manage what, and why. ``server_config`` writes it as nats-server
 configuration (``make run`` and the tests), ``helm_values`` as the NATS Helm
 chart's values (k8s/nats/values.yaml), and docs/security.md is its table.
 
-Two accounts. ``CASINO`` holds the event store and every service; ``TERMINALS``
-holds the table terminals, which reach the services only through the two
-command subjects the casino exports (``casino.cmd.<table>.coup`` and
+Accounts. ``CASINO`` holds the event store and every service; each table's
+terminal has an account of its own (``TERMINAL_<table>``, with limits on its
+connections and subscriptions), which imports only its own table's two
+command subjects of those the casino exports (``casino.cmd.<table>.coup`` and
 ``.wager``). A request crossing the boundary is answered on a reply subject
 the server makes (``_R_.…``), never on one the terminal chose, so no
 terminal can make a service publish into a stream or the JetStream API.
@@ -33,7 +34,12 @@ import msgspec
 from casino.natsserver import write_private
 from casino.projections import BUCKETS, META
 
-CASINO, TERMINALS = "CASINO", "TERMINALS"
+CASINO = "CASINO"
+TERMINAL_ACCOUNT = "TERMINAL_"  # each table's terminal in an account of its own: TERMINAL_<table>
+# What one table's terminal may hold open at once (a terminal needs one
+# connection and one subscription for its replies): one terminal cannot use
+# up the server's connections or subscriptions, nor another table's.
+TERMINAL_LIMITS = {"max_connections": 4, "max_subscriptions": 16}
 STREAM, SECRETS, DLQ = "CASINO", "CASINO_SHOE_SECRETS", "CASINO_DLQ"
 SETTLEMENT_DURABLE = "settlement"
 KV_STREAMS = tuple(f"KV_{bucket}" for bucket in (*BUCKETS.values(), META))
@@ -125,7 +131,7 @@ def permissions(tables: Iterable[str]) -> dict[str, User]:
     }
     for table in tables:
         users[f"terminal-{table}"] = User(
-            TERMINALS, (f"casino.cmd.{table}.coup", f"casino.cmd.{table}.wager"), (),
+            f"{TERMINAL_ACCOUNT}{table}", (f"casino.cmd.{table}.coup", f"casino.cmd.{table}.wager"), (),
             f"table {table}'s terminal: its own table's commands and its own replies, nothing else")
     return users
 
@@ -154,17 +160,22 @@ def _nats_permissions(user: str, u: User) -> dict[str, object]:
 
 
 def accounts(users: dict[str, User], password: dict[str, str]) -> dict[str, object]:
-    """The two accounts with their users, the casino's exports and the terminals' imports."""
+    """The casino's account with its users and exports, and each terminal's
+    account, importing its own table's two command subjects, within its limits."""
     def members(account: str) -> list[dict[str, object]]:
         return [{"user": name, "password": password[name], "permissions": _nats_permissions(name, u)}
                 for name, u in users.items() if u.account == account]
 
-    return {
-        CASINO: {"jetstream": "enabled", "users": members(CASINO),
-                 "exports": [{"service": s, "accounts": [TERMINALS]} for s in EXPORTED]},
-        TERMINALS: {"users": members(TERMINALS),
-                    "imports": [{"service": {"account": CASINO, "subject": s}} for s in EXPORTED]},
-    }
+    terminals = sorted({u.account for u in users.values() if u.account != CASINO})
+    casino: dict[str, object] = {"jetstream": "enabled", "users": members(CASINO)}
+    if terminals:
+        casino["exports"] = [{"service": s, "accounts": terminals} for s in EXPORTED]
+    out: dict[str, object] = {CASINO: casino}
+    for account in terminals:
+        table = account.removeprefix(TERMINAL_ACCOUNT)
+        out[account] = {"users": members(account), "limits": dict(TERMINAL_LIMITS), "imports": [
+            {"service": {"account": CASINO, "subject": s.replace("*", table)}} for s in EXPORTED]}
+    return out
 
 
 def passwords(users: Iterable[str]) -> dict[str, str]:

@@ -6,6 +6,7 @@ users' consumers, buckets and streams."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from pathlib import Path
 
@@ -252,3 +253,22 @@ async def test_a_terminal_commands_its_own_table_only_and_a_service_writes_its_o
         await terminal.close()
         assert len(await store.read(f"{subjects.EVENTS}.>")) == before  # nothing was written
         await compliance.close()
+
+
+async def test_a_terminal_holds_few_connections_and_subscriptions_and_never_another_tables(tmp_path: Path) -> None:
+    async with secured_casino(tmp_path, services=False) as casino:
+        limits = natsauth.TERMINAL_LIMITS
+        held = [await casino.connect("terminal-BAC000-1") for _ in range(limits["max_connections"])]
+        with pytest.raises(nats.errors.Error, match="maximum account active connections exceeded"):
+            await casino.connect("terminal-BAC000-1", max_reconnect_attempts=0, allow_reconnect=False)
+        other = await casino.connect("terminal-BJ002-1")  # another table's terminal still connects
+        flooding = await casino.connect("terminal-BJ002-1", max_reconnect_attempts=0, allow_reconnect=False)
+        with contextlib.suppress(nats.errors.Error):
+            for i in range(limits["max_subscriptions"] + 4):
+                await flooding.subscribe(f"{natsauth.inbox('terminal-BJ002-1')}.{i}")
+            await flooding.flush(timeout=2)
+        await asyncio.sleep(0.3)
+        assert "maximum subscriptions exceeded" in str(flooding.last_error), flooding.last_error
+        for nc in (*held, other, flooding):
+            with contextlib.suppress(nats.errors.Error):
+                await nc.close()
