@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+from nats.js.api import DiscardPolicy
 
 from casino import commands as c
 from casino.rules.baccarat.messages import Approval
@@ -115,3 +116,19 @@ async def test_one_terminal_flooding_its_table_is_refused_at_once_and_another_ta
         assert not any(r.ok for r in replies)
         assert sum(r.clause == "rate limit" for r in replies) > len(flood) // 2
         assert max(waits) < 1.0, waits
+
+
+async def test_a_write_the_full_store_refuses_is_answered_with_its_reason_and_nothing_is_recorded(
+        nats_url: str) -> None:
+    async with Casino(nats_url, BACCARAT) as casino:
+        opened = await casino.ask("BAC000-1", "coup", c.OpenCoup, procedure="method_a")
+        js = casino.nc.jetstream()
+        info = await js.stream_info("CASINO")
+        info.config.max_bytes, info.config.discard = info.state.bytes + 64, DiscardPolicy.NEW
+        await js.update_stream(info.config)  # the store full, as a node whose volume has filled
+        before = await count(casino)
+        refused = await casino.ask("BAC000-1", "wager", c.PlaceWager, coup=opened.coup, seat=1, bet="banker",
+                                   amount=5000)
+        assert (refused.ok, refused.clause) == (False, "event store") and "nothing was recorded" in refused.reason
+        assert "maximum bytes" in refused.reason, refused
+        assert await count(casino) == before
