@@ -14,11 +14,12 @@ import pytest
 import yaml
 
 from casino import natsauth, rulesets
+from casino.projections import BUCKETS, META
 
 ROOT = Path(__file__).resolve().parents[2]
 K8S = ROOT / "k8s"
 SERVICES = {"shoe", "wager", "dealer-policy", "settlement", "projections"}
-CRDS = {"ServiceMonitor", "PrometheusRule", "Stream", "Consumer"}
+CRDS = {"ServiceMonitor", "PrometheusRule", "Stream", "Consumer", "KeyValue"}
 
 
 def render(overlay: str) -> list[dict[str, object]]:
@@ -64,9 +65,13 @@ def test_deployments_probes_resources_security_and_replicas(overlay: str, replic
                 for d in docs if d["kind"] == "ServiceMonitor"}
     assert pdbs == SERVICES and monitors == SERVICES
     streams = {d["spec"]["name"]: d["spec"] for d in docs if d["kind"] == "Stream"}  # type: ignore[index]
-    assert set(streams) == {"CASINO", "CASINO_SHOE_SECRETS"}
+    # What casino.provision creates: the streams and the read models' buckets (no service may create them).
+    assert set(streams) == {"CASINO", "CASINO_SHOE_SECRETS", "CASINO_DLQ"}
     assert all(s["replicas"] == js_replicas and s["denyDelete"] and s["denyPurge"] and s["compression"] == "s2"
                for s in streams.values())
+    buckets = {d["spec"]["bucket"]: d["spec"] for d in docs if d["kind"] == "KeyValue"}  # type: ignore[index]
+    assert set(buckets) == {*BUCKETS.values(), META}
+    assert all(b["replicas"] == js_replicas and b["history"] == 1 for b in buckets.values())
 
 
 def test_the_prometheus_rule_is_the_tested_alert_file() -> None:
