@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import logging
 import secrets
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -49,19 +50,26 @@ async def projections(nc: Client, store: JetStreamEventStore, metrics: Metrics,
     name = _instance("projections")
     projector = await kv.restore() or Projector()
     written = projector.seq  # the stream sequence up to which every key changed is written
+    wrote = False  # whether this instance was the writer at its last write
 
-    async def write(changed: set[tuple[str, str]]) -> None:
-        nonlocal written
-        await kv.put(projector, changed)
-        written = projector.seq
+    async def write(changed: set[tuple[str, str]]) -> bool:
+        """The keys changed, where this instance is the writer (the one that
+        has just become it writes every key: it wrote none while standing by)."""
+        nonlocal written, wrote
+        writer = await kv.writing(name, time.time())
+        if writer:
+            await kv.put(projector, changed if wrote else set(projector.everything()))
+            written = projector.seq
+        wrote = writer
         projector.forget_ended_shoes()
+        return writer
 
     async def folded(changed: set[tuple[str, str]]) -> None:  # each page written, then checkpointed
-        await write(changed)
-        await kv.save(projector)
+        if await write(changed):
+            await kv.save(projector)
 
     async def last_checkpoint() -> None:
-        if written == projector.seq:  # not ahead of the keys (a batch cut short in the middle)
+        if wrote and written == projector.seq:  # not ahead of the keys (a batch cut short in the middle)
             await kv.save(projector)
 
     await fold_stream(projector, store, folded)
@@ -86,9 +94,9 @@ async def projections(nc: Client, store: JetStreamEventStore, metrics: Metrics,
                 settled += [(subjects.tokens(m.subject)[0], e.data.coup_id) for e in batch.events
                             if isinstance(e.data, CoupSettled)]
             if changed:
-                await write(changed)
+                writer = await write(changed)
                 _gauges(projector, metrics)
-                if loop.time() >= next_save:
+                if writer and loop.time() >= next_save:
                     await kv.save(projector)
                     next_save = loop.time() + CHECKPOINT_EVERY
             for table, coup in settled:  # every settled coup is verified as it closes

@@ -1,0 +1,52 @@
+"""Two projections instances: one writes the read models at a time (a lease),
+so they never go back, and they end equal to the stream folded again."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from services import runner
+
+from casino.launcher import SHORT, default_tables
+from casino.projections import META, KvProjections, Projector
+from casino.simulator import Simulator
+from casino.store import subjects
+from tests.e2e.casino import Casino
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_two_projections_instances_write_read_models_that_never_go_back(nats_url: str) -> None:
+    tables = default_tables(4, list(SHORT))
+    async with Casino(nats_url, tables) as casino:
+        instances = [await runner.start("projections", nats_url) for _ in range(2)]
+        kv = await KvProjections(casino.nc.jetstream()).open()
+        seen: list[int] = []
+        watcher = await kv.kv[META].watch("seq")
+
+        async def watch() -> None:
+            async for entry in watcher:
+                if entry is not None and entry.value:
+                    seen.append(int(entry.value))
+
+        watching = asyncio.create_task(watch())
+        try:
+            await Simulator(casino.nc, tables, seed=3).run(8)
+            last = (await casino.store.last(f"{subjects.EVENTS}.>"))
+            assert last is not None
+            for _ in range(100):
+                if await kv.seq() >= last.seq:
+                    break
+                await asyncio.sleep(0.1)
+            assert await kv.seq() == last.seq
+        finally:
+            watching.cancel()
+            await watcher.stop()
+            for r in instances:
+                await r.stop()
+        assert len(seen) > 10 and seen == sorted(seen), seen  # the stream sequence they are written up to
+        folded = Projector()
+        folded.fold(await casino.store.read(f"{subjects.EVENTS}.>"))
+        live = await kv.values(folded.everything())
+        assert live == folded.everything()
