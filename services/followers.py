@@ -71,6 +71,7 @@ async def projections(nc: Client, store: JetStreamEventStore, metrics: Metrics,
     async def last_checkpoint() -> None:
         if wrote and written == projector.seq:  # not ahead of the keys (a batch cut short in the middle)
             await kv.save(projector)
+        await kv.release()
 
     await fold_stream(projector, store, folded)
     loop = asyncio.get_running_loop()

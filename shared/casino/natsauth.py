@@ -100,6 +100,7 @@ PROVISION = (*(f"$JS.API.STREAM.{verb}.{stream}" for stream in (STREAM, SECRETS,
                for verb in ("CREATE", "INFO")),
              f"$JS.API.STREAM.UPDATE.{STREAM}", f"$JS.API.STREAM.UPDATE.{DLQ}")
 
+
 def permissions(tables: Iterable[str]) -> dict[str, User]:
     """Every user's rights."""
     kv_write = tuple(f"$KV.{bucket}.>" for bucket in (*BUCKETS.values(), META))

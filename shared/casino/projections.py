@@ -9,6 +9,7 @@ table's and shoe in play's figures) from which a restart folds on, and
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import zlib
 from collections.abc import Awaitable, Callable, Iterable
@@ -262,6 +263,16 @@ class KvProjections:
             return False
         self.renew_at = now + WRITER_FOR / 3
         return True
+
+    async def release(self) -> None:
+        """Give the writer's lease up (on stopping): the instance that comes
+        next writes at once, not after the lease has run out."""
+        from nats.js.errors import KeyWrongLastSequenceError
+
+        if self.lease:
+            with contextlib.suppress(KeyWrongLastSequenceError):  # taken already
+                await self.kv[META].update(WRITER, b"- 0", last=self.lease)
+            self.lease = 0
 
     async def open(self) -> KvProjections:
         """Bind the buckets, which the administrator created (``create``)."""
