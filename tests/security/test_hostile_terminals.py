@@ -12,6 +12,7 @@ from nats.js.api import DiscardPolicy
 
 from casino import commands as c
 from casino.rules.baccarat.messages import Approval
+from casino.rules.shoe import RoundEnded
 from casino.store import subjects
 from casino.tables import TableConfig
 from tests.e2e.casino import Casino
@@ -56,6 +57,8 @@ async def test_a_command_id_used_again_for_another_command_is_refused_and_record
         assert await count(casino) == before
         close = c.CloseBetting(id="x-1", table="BAC000-1", coup=coup)
         assert (await casino.peer.ask(subjects.command("BAC000-1", "coup"), close)).ok
+        await casino.settled(coup)  # and the round's end at the shoe, asked as the terminal is answered:
+        await casino.recorded(coup, RoundEnded)  # what the close causes is all recorded
         after = await count(casino)
         other = c.ReturnCards(id="x-1", table="BAC000-1", coup=coup, seat=1, hand="banker")
         refused = await casino.peer.ask(subjects.command("BAC000-1", "coup"), other)
