@@ -118,7 +118,7 @@ async def test_one_terminal_flooding_its_table_is_refused_at_once_and_another_ta
         replies = [c.reply_decoder.decode(m.data) for m in await asyncio.gather(*flooding)]
         assert not any(r.ok for r in replies)
         assert sum(r.clause == "rate limit" for r in replies) > len(flood) // 2
-        assert max(waits) < 1.0, waits
+        assert max(waits) < 2.0, waits  # not queued behind the flood (each wager refused after a read)
 
 
 async def test_a_write_the_full_store_refuses_is_answered_with_its_reason_and_nothing_is_recorded(
