@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import msgspec
 from nats.js import JetStreamContext
-from nats.js.errors import NotFoundError
+from nats.js.errors import APIError, NotFoundError
 
 from casino.store import subjects
-from casino.store.jetstream import SECRETS_STREAM
+from casino.store.jetstream import SECRETS_STREAM, WRONG_LAST_SEQUENCE
 from services.shoe.service import Order
 
 
@@ -20,9 +22,24 @@ class JetStreamSecrets:
     def __init__(self, js: JetStreamContext) -> None:
         self.js = js
 
-    async def put(self, table: str, shoe: str, order: Order) -> None:
-        await self.js.publish(subjects.secret(table, shoe), msgspec.json.encode(_Secret(*order)),
-                              stream=SECRETS_STREAM, headers={"Nats-Msg-Id": f"secret:{shoe}"})
+    async def put(self, table: str, shoe: str, order: Order) -> Order:
+        """Written only where no order is kept for the shoe yet (expected last
+        sequence 0 on its subject); otherwise the order kept, read back."""
+        try:
+            ack = await self.js.publish(subjects.secret(table, shoe), msgspec.json.encode(_Secret(*order)),
+                                        stream=SECRETS_STREAM, headers={"Nats-Msg-Id": f"secret:{shoe}",
+                                                                        "Nats-Expected-Last-Subject-Sequence": "0"})
+        except APIError as exc:
+            if exc.err_code != WRONG_LAST_SEQUENCE:
+                raise
+        else:
+            if not ack.duplicate:
+                return order
+        for _ in range(50):  # kept by another instance: read it back (a replica may be a moment behind)
+            if (kept := await self.get(table, shoe)) is not None:
+                return kept
+            await asyncio.sleep(0.1)
+        raise RuntimeError(f"the order of {shoe} is kept but cannot be read back")
 
     async def get(self, table: str, shoe: str) -> Order | None:
         try:

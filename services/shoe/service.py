@@ -36,7 +36,10 @@ def secure_shuffle(table: str, decks: int) -> Order:
 class SecretStore(Protocol):
     """Where shuffled orders wait, out of the public stream, until revealed."""
 
-    async def put(self, table: str, shoe: str, order: Order) -> None: ...
+    async def put(self, table: str, shoe: str, order: Order) -> Order:
+        """Keep ``order`` for the shoe unless one is kept already (another
+        instance shuffled it first); the order kept, which the shoe deals."""
+        ...
 
     async def get(self, table: str, shoe: str) -> Order | None: ...
 
@@ -45,8 +48,8 @@ class MemorySecrets:
     def __init__(self) -> None:
         self.orders: dict[tuple[str, str], Order] = {}
 
-    async def put(self, table: str, shoe: str, order: Order) -> None:
-        self.orders.setdefault((table, shoe), order)
+    async def put(self, table: str, shoe: str, order: Order) -> Order:
+        return self.orders.setdefault((table, shoe), order)
 
     async def get(self, table: str, shoe: str) -> Order | None:
         return self.orders.get((table, shoe))
@@ -172,9 +175,8 @@ class ShoeService:
             await self._commit(table, t, ended, coup, f"{t.state.shoe_id}:end", causation)
         new = subjects.shoe_id(table, t.shuffles + 1)
         order = await self.secrets.get(table, new)
-        if order is None:
-            order = self.shuffle(table, t.rules.decks)
-            await self.secrets.put(table, new, order)
+        if order is None:  # two instances shuffling at once: the first order kept is the shoe's
+            order = await self.secrets.put(table, new, self.shuffle(table, t.rules.decks))
         t.order = order
         state = t.state
         events = S.decide(t.rules, state, S.Shuffle(new, S.commitment(*order)))
