@@ -177,7 +177,6 @@ class ShoeService:
         order = await self.secrets.get(table, new)
         if order is None:  # two instances shuffling at once: the first order kept is the shoe's
             order = await self.secrets.put(table, new, self.shuffle(table, t.rules.decks))
-        t.order = order
         state = t.state
         events = S.decide(t.rules, state, S.Shuffle(new, S.commitment(*order)))
         for e in events:
@@ -187,6 +186,9 @@ class ShoeService:
             state = S.evolve(state, burned[0])
             events += burned
         await self._commit(table, t, events, coup, f"{new}:shuffle", causation)
+        # Only now: a shuffle that lost its race to another instance's step in
+        # the shoe in play leaves the order of the shoe in play to deal from.
+        t.order = order
 
     # ---- commands -------------------------------------------------------
 
