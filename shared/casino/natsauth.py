@@ -89,9 +89,7 @@ NOT_SETTLEMENTS = (f"$JS.API.CONSUMER.CREATE.CASINO.{SETTLEMENT_DURABLE}",
                    f"$JS.API.CONSUMER.MSG.NEXT.CASINO.{SETTLEMENT_DURABLE}",
                    f"$JS.ACK.CASINO.{SETTLEMENT_DURABLE}.>")
 # The settlement service's own consumer: created, pulled, acknowledged.
-SETTLES = (f"$JS.API.CONSUMER.DURABLE.CREATE.CASINO.{SETTLEMENT_DURABLE}",
-           f"$JS.API.CONSUMER.INFO.CASINO.{SETTLEMENT_DURABLE}",
-           f"$JS.API.CONSUMER.MSG.NEXT.CASINO.{SETTLEMENT_DURABLE}", f"$JS.ACK.CASINO.{SETTLEMENT_DURABLE}.>")
+SETTLES = (f"$JS.API.CONSUMER.DURABLE.CREATE.CASINO.{SETTLEMENT_DURABLE}", *NOT_SETTLEMENTS[2:])
 # The administrator creates the casino's streams and buckets, by name and no
 # other (a stream of another name could mirror the secret orders); may
 # compress the event stream and the dead letters of an earlier release; and
