@@ -78,6 +78,7 @@ def straight_with_events(rules: BaccaratRules, orders: list[tuple[tuple[str, ...
     sr = rules.shoe
     assert sr.burn == "by_first_card_value" and sr.cut_card_first_of_round == "deal_round" and sr.cut_index is not None
     decks, size, cut = sr.decks, sr.cards, sr.cut_index
+    cites = shoe.cites(rules.document, sr)
     opened, announce = clause("procedure", "method_a"), clause("announce", "method_a")
     waiting = list(orders)
     shoe_events: list[Any] = []
@@ -127,7 +128,7 @@ def straight_with_events(rules: BaccaratRules, orders: list[tuple[tuple[str, ...
             dealt[DECK_INDEX[card]] += 1
             if pos >= cut and not cut_reached:
                 cut_reached = True
-                record(shoe.CutCardReached(shoe_id, pos, k == 0, "002 (9)"))
+                record(shoe.CutCardReached(shoe_id, pos, k == 0, cites.cut_first if k == 0 else cites.cut_card))
             record(shoe.CardDrawn(shoe_id, coup_id, pos, card))
             pos += 1
         events: list[Any] = [
@@ -148,7 +149,7 @@ def straight_with_events(rules: BaccaratRules, orders: list[tuple[tuple[str, ...
         events += [result, bm.CardsPickedUp(cards)]
         record(shoe.RoundEnded(shoe_id, coup_id, cards))
         if cut_reached:
-            record(shoe.ReshuffleRequired(shoe_id, "after_round", "002 (9)"))
+            record(shoe.ReshuffleRequired(shoe_id, "after_round", cites.cut_card))
         records.append((events, settlement.settle_baccarat(rules, wagers, result)))
     return records, shoe_events
 
@@ -156,7 +157,7 @@ def straight_with_events(rules: BaccaratRules, orders: list[tuple[tuple[str, ...
 def play_all(rules: BaccaratRules, orders: list[tuple[tuple[str, ...], str]], coups: int,
              keep: bool = False) -> tuple[list[play.BaccaratCoupRecord], play.Shoe]:
     """Deal ``coups`` Method A coups from a shoe filled with ``orders``; their records if ``keep``."""
-    table_shoe = play.Shoe(rules.shoe, list(orders))
+    table_shoe = play.Shoe(rules.shoe, list(orders), document=rules.document)
     records = []
     for n in range(coups):
         record = play.play_baccarat(rules, table_shoe, bm.OpenCoup(f"c{n}", "method_a"), BOOK, Dealer())

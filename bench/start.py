@@ -27,6 +27,7 @@ from bench.load import casino, stop_players
 from casino import rulesets
 from casino.launcher import SHORT, default_tables
 from casino.projections import Projector, fold_stream
+from casino.rules.ruleset import BaccaratRules
 from casino.service import Peer
 from casino.simulator import Simulator
 from casino.store import subjects
@@ -59,7 +60,8 @@ async def shoe_latest(nc: Client, tables: dict[str, TableConfig]) -> ShoeService
 async def shoe_whole(nc: Client, tables: dict[str, TableConfig]) -> ShoeService:
     service = ShoeService(JetStreamEventStore(nc), JetStreamSecrets(nc.jetstream()))
     for name, config in tables.items():
-        service.tables[name] = TableShoe(rulesets.load(config.ruleset).shoe)
+        rules = rulesets.load(config.ruleset)
+        service.tables[name] = TableShoe(rules.shoe, isinstance(rules, BaccaratRules), rules.document)
         for msg in await service.store.read(subjects.aggregate_filter("shoe", name)):
             await service.observe(msg.subject, msg.seq, msg.batch)
     return service

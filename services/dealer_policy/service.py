@@ -18,9 +18,9 @@ from casino.rules.blackjack import coup as bj
 from casino.rules.blackjack import messages as jm
 from casino.rules.errors import RuleViolation
 from casino.rules.ruleset import BaccaratRules, BlackjackRules, Ruleset, RulesetError
-from casino.service import Clock, Peer, Recorder, TableLocks, digest, log, utc_now
+from casino.service import Clock, Peer, Recorder, TableLocks, log, utc_now
 from casino.store import subjects
-from casino.store.envelope import AnyEvent, Batch, CoupConfigured
+from casino.store.envelope import AnyEvent, Batch, CoupConfigured, RulesetRecorded
 from casino.store.eventstore import EventStore, latest_at_table
 from casino.tables import TableConfig
 
@@ -55,6 +55,7 @@ class TableCoup(msgspec.Struct):
     extras: dict[str, c.PlaceExtra] = msgspec.field(default_factory=dict)
     staked: set[str] = msgspec.field(default_factory=set)
     carried_holder: int | None = None
+    ruleset_recorded: str = ""  # the digest of the ruleset last seen recorded at the table
     style: str = ""
     style_shoe: str = ""
     staged: Staged = msgspec.field(default_factory=Staged)
@@ -233,7 +234,8 @@ class DealerPolicyService:
         if isinstance(s, bac.BaccaratCoup):
             a = bac.awaiting(s)
             kind = {"nothing": "finished", "open": "open"}.get(a.kind, a.kind)
-            return c.Waiting(kind, a.seat, a.hand, offer=a.offer)
+            holder = bac.shoe_holder_after(s) if s.phase == "finished" else s.shoe_holder
+            return c.Waiting(kind, a.seat, a.hand, offer=a.offer, shoe_holder=holder)
         assert isinstance(t.rules, BlackjackRules)
         b = bj.awaiting(s, t.rules)
         kind = {"nothing": "finished"}.get(b.kind, b.kind)
@@ -296,8 +298,8 @@ class DealerPolicyService:
                                      c.StartRound(f"{coup}:start", t.name, coup, t.config.ruleset))
         holder, style, style_shoe = self._carry(t)
         game = "baccarat" if isinstance(t.rules, BaccaratRules) else "blackjack"
-        events: list[AnyEvent] = [
-            CoupConfigured(t.name, game, t.config.ruleset, _ruleset_digest(t.rules), number)]
+        recorded = await self._record_ruleset(t)
+        events: list[AnyEvent] = [CoupConfigured(t.name, game, t.config.ruleset, recorded, number)]
         if isinstance(t.rules, BaccaratRules):
             # 001 8.5: the style in force on the shoe; a continuous shuffler deals each round from a new one
             shoe_style = (style or None) if style_shoe == start.shoe or _continuous(t.rules) else None
@@ -312,6 +314,28 @@ class DealerPolicyService:
         # command must lose the race, not be taken for a duplicate of it.
         await self._commit(t, events, f"{coup}:open:{cmd.id}", cmd.id, c.digest(cmd))
         await self._open_book(t)
+
+    async def _record_ruleset(self, t: TableCoup) -> str:
+        """The digest of the table's ruleset, its full content recorded at the
+        table first if the table's last recorded ruleset is not this one (the
+        first coup, or the file changed): the record says what every coup was
+        dealt under without our files. Another instance recording it at the
+        same moment fails the append's guard, and the command is decided again."""
+        content = rulesets.content(t.rules)
+        digest_ = rulesets.digest(content)
+        if t.ruleset_recorded == digest_:
+            return digest_
+        subject = subjects.event(t.name, "", "", "ruleset")
+        last = await self.store.last(subject)
+        latest = last.batch.events[-1].data if last is not None else None
+        if not (isinstance(latest, RulesetRecorded) and latest.digest == digest_):
+            after = last.seq if last is not None else 0
+            await self.recorder.record(
+                subject, [RulesetRecorded(t.name, t.config.ruleset, digest_, content)], expected=after,
+                msg_id=f"{t.name}:ruleset:{after}:{digest_}", table=t.name, shoe=subjects.NO_COUP,
+                coup=subjects.NO_COUP, causation=f"{t.name}:ruleset:{digest_}")
+        t.ruleset_recorded = digest_
+        return digest_
 
     async def _open_book(self, t: TableCoup) -> None:
         """Open the coup's wager book (asked again, the wager service answers from its record)."""
@@ -476,6 +500,3 @@ def _pickup(state: Coup | None) -> tuple[str, ...]:
     assert state is not None
     return state.pickup
 
-
-def _ruleset_digest(rules: Ruleset) -> str:
-    return digest(msgspec.json.encode(rules))

@@ -58,6 +58,7 @@ class MemorySecrets:
 class TableShoe(msgspec.Struct):
     rules: ShoeRules
     baccarat: bool = False  # a draw may go on by the tableau
+    document: str = ""  # the ruleset's document: the clauses the shoe cites (casino.rules.shoe.cites)
     state: S.ShoeState = S.ShoeState()
     order: Order | None = None
     last_seq: int = 0
@@ -83,7 +84,8 @@ class ShoeService:
         meanwhile waits (applied to a state not yet folded up to it, a later
         event would hide the earlier ones from the fold)."""
         async with self.folding(table):
-            t = self.tables[table] = TableShoe(self.tables[table].rules, self.tables[table].baccarat)
+            t = self.tables[table] = TableShoe(self.tables[table].rules, self.tables[table].baccarat,
+                                                     self.tables[table].document)
             history, t.shuffles = await self._since_last_round_ended(table)
             for msg in history:
                 await self._observe(msg.subject, msg.seq, msg.batch)
@@ -131,7 +133,7 @@ class ShoeService:
         """The table's shoe, folded from the stream the first time it is asked for."""
         if table not in self.tables:
             rules = rulesets.load(ruleset)
-            self.tables[table] = TableShoe(rules.shoe, isinstance(rules, BaccaratRules))
+            self.tables[table] = TableShoe(rules.shoe, isinstance(rules, BaccaratRules), rules.document)
             await self.rebuild(table)
         return self.tables[table]
 
@@ -171,18 +173,18 @@ class ShoeService:
     async def _reshuffle(self, table: str, t: TableShoe, coup: str, causation: str) -> None:
         """End the shoe in play (revealing it) and fill a new one: shuffle and burn."""
         if t.state.active and t.order is not None:
-            ended = S.decide(t.rules, t.state, S.EndShoe(*t.order))
+            ended = S.decide(t.rules, t.state, S.EndShoe(*t.order), t.document)
             await self._commit(table, t, ended, coup, f"{t.state.shoe_id}:end", causation)
         new = subjects.shoe_id(table, t.shuffles + 1)
         order = await self.secrets.get(table, new)
         if order is None:  # two instances shuffling at once: the first order kept is the shoe's
             order = await self.secrets.put(table, new, self.shuffle(table, t.rules.decks))
         state = t.state
-        events = S.decide(t.rules, state, S.Shuffle(new, S.commitment(*order)))
+        events = S.decide(t.rules, state, S.Shuffle(new, S.commitment(*order)), t.document)
         for e in events:
             state = S.evolve(state, e)
         while state.burns_due:
-            burned = S.decide(t.rules, state, S.Burn(order[0][state.position]))
+            burned = S.decide(t.rules, state, S.Burn(order[0][state.position]), t.document)
             state = S.evolve(state, burned[0])
             events += burned
         await self._commit(table, t, events, coup, f"{new}:shuffle", causation)
@@ -206,7 +208,7 @@ class ShoeService:
                                                 "the shoe dealt last at this table")
                 if not t.state.ready_for_round:
                     await self._reshuffle(cmd.table, t, subjects.NO_COUP, cmd.id)
-                events = S.decide(t.rules, t.state, S.StartRound(cmd.coup))
+                events = S.decide(t.rules, t.state, S.StartRound(cmd.coup), t.document)
                 await self._commit(cmd.table, t, events, cmd.coup, f"{cmd.coup}:start", cmd.id)
                 return Reply(True, coup=cmd.coup, shoe=t.state.shoe_id or "")
             case DrawCard():
@@ -215,7 +217,7 @@ class ShoeService:
                 t = await self.table(cmd.table, cmd.ruleset)
                 if t.last_round == cmd.coup:  # asked again, perhaps once the next round has started
                     return Reply(True, coup=cmd.coup)
-                events = S.decide(t.rules, t.state, S.EndRound(cmd.coup, cmd.pickup))
+                events = S.decide(t.rules, t.state, S.EndRound(cmd.coup, cmd.pickup), t.document)
                 await self._commit(cmd.table, t, events, cmd.coup, f"{cmd.coup}:end", cmd.id)
                 return Reply(True, coup=cmd.coup, shoe=t.state.shoe_id or "")
         raise RuleViolation("protocol", f"unknown shoe command {type(cmd).__name__}")
@@ -237,7 +239,7 @@ class ShoeService:
                 if state.position >= len(t.order[0]):
                     raise RuleViolation("shoe", f"shoe {state.shoe_id} has no card left for coup {cmd.coup}: the "
                                                 "ruleset's penetration leaves too few cards behind the cut card")
-                step = S.decide(t.rules, state, S.Draw(cmd.coup, t.order[0][state.position]))
+                step = S.decide(t.rules, state, S.Draw(cmd.coup, t.order[0][state.position]), t.document)
                 if not any(isinstance(e, S.CardDrawn) for e in step):
                     break
                 for e in step:

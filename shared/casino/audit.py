@@ -6,7 +6,7 @@ is verified as it is read, a coup and a few shoes held at a time."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 
 import msgspec
@@ -15,12 +15,13 @@ from nats.aio.client import Client
 from casino import natsclient
 from casino.history import AsRead, Bounds, by_coup, coups_within, opening_of, read_coups
 from casino.parallel import in_processes
+from casino.rules.ruleset import Ruleset
 from casino.rules.shoe import ShoeEnded
 from casino.store import subjects
 from casino.store.envelope import AnyEvent
 from casino.store.eventstore import EventStore, Stored
 from casino.store.jetstream import JetStreamEventStore
-from casino.verify import Finding, verify_coup, verify_shoe, verify_shoes
+from casino.verify import Finding, recorded_rulesets, verify_coup, verify_shoe, verify_shoes
 
 
 class Report(msgspec.Struct):
@@ -91,14 +92,19 @@ class _Verifying:
         self.read, self.coups, self.ended = 0, 0, 0
         self.unfinished: set[str] = set()  # coups found still being dealt
         self.findings: list[Finding] = []
+        self.rulesets: dict[str, Ruleset] = {}  # recorded at the table (before the coups dealt under them)
 
     def take(self, m: Stored) -> None:
         self.read += m.seq <= self.last_seq
+        if m.subject.endswith(".ruleset"):
+            found, findings = recorded_rulesets([m])
+            self.rulesets.update(found)
+            self.findings += findings
         self.grouped.take(m)
 
     def _coup(self, records: list[Stored]) -> None:
         coup = subjects.tokens(records[0].subject)[2]
-        report = _verify_coups({coup: records}, self.each_coup)
+        report = _verify_coups({coup: records}, self.each_coup, self.rulesets)
         self.coups += report.coups
         self.findings += report.findings
         if not report.coups:
@@ -111,15 +117,17 @@ class _Verifying:
     async def finish(self, store: EventStore) -> Report:
         self.grouped.rest()
         for coup in sorted(self.grouped.again):
-            report = _verify_coups({coup: await store.read(subjects.coup_filter(coup, self.table))}, None)
+            report = _verify_coups({coup: await store.read(subjects.coup_filter(coup, self.table))}, None,
+                                   self.rulesets)
             self.findings = [f for f in self.findings if f.coup != coup] + report.findings
             self.coups += report.coups - (coup not in self.unfinished)
         return Report(self.coups, self.ended, self.findings)
 
 
-def _verify_coups(coups: dict[str, list[Stored]], each_coup: Callable[[list[Stored]], object] | None) -> Report:
-    """Every finished coup of ``coups`` verified (one being dealt is skipped);
-    ``each_coup`` is given every one's records."""
+def _verify_coups(coups: dict[str, list[Stored]], each_coup: Callable[[list[Stored]], object] | None,
+                  rulesets: Mapping[str, Ruleset] | None = None) -> Report:
+    """Every finished coup of ``coups`` verified (one being dealt is skipped)
+    under the ``rulesets`` recorded (by digest); ``each_coup`` is given every one's records."""
     findings: list[Finding] = []
     verified = 0
     for _, msgs in sorted(coups.items()):
@@ -128,7 +136,7 @@ def _verify_coups(coups: dict[str, list[Stored]], each_coup: Callable[[list[Stor
         if not any(subjects.tokens(m.subject)[3] == "settle" for m in msgs) and _in_play(msgs):
             continue
         verified += 1
-        findings += verify_coup(msgs)
+        findings += verify_coup(msgs, rulesets)
     return Report(verified, 0, findings)
 
 
@@ -140,7 +148,9 @@ def verify_history(stored: list[Stored]) -> Report:
 def verify_all(stored: list[Stored], shoe_events: list[Stored]) -> Report:
     """Verify every coup in ``stored`` (finished ones; one being dealt is skipped)
     and every ended shoe in ``shoe_events``."""
-    report = _verify_coups(by_coup(stored), None)
+    recorded, findings = recorded_rulesets(stored)
+    report = _verify_coups(by_coup(stored), None, recorded)
+    report.findings += findings
     ended = {e.data.shoe_id for m in shoe_events for e in m.batch.events if isinstance(e.data, ShoeEnded)}
     return Report(report.coups, len(ended), report.findings + verify_shoes(shoe_events))
 

@@ -216,7 +216,9 @@ class Waiting(msgspec.Struct, frozen=True):
     ``answer`` (from ``seat``, about ``offer``), ``expose`` (``seat``'s ``hand``),
     ``decision`` (``seat``, blackjack ``box_hand``), or ``finished``. For a
     decision it shows the hand's ``cards``, the dealer's face-up ``dealer`` cards
-    and the actions the rules allow now (``options``)."""
+    and the actions the rules allow now (``options``). At baccarat,
+    ``shoe_holder`` is the seat holding the shoe (once the coup is finished,
+    the seat keeping it into the next coup, 000 8.18)."""
 
     kind: str
     seat: int | None = None
@@ -226,6 +228,7 @@ class Waiting(msgspec.Struct, frozen=True):
     cards: tuple[Card, ...] = ()
     dealer: tuple[Card, ...] = ()
     options: tuple[str, ...] = ()
+    shoe_holder: int | None = None
 
 
 class Reply(msgspec.Struct, frozen=True, omit_defaults=True):

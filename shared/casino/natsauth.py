@@ -111,9 +111,11 @@ def permissions(tables: Iterable[str]) -> dict[str, User]:
         "wager": User(CASINO, (_events("wager"), *READ, *CONSUME), ("casino.cmd.*.wager", "casino.cmd.*.book"),
                       "records the wager books; answers the terminals' wagers and the dealer-policy's books",
                       deny_publish=NOT_SETTLEMENTS, responds=True),
-        "dealer-policy": User(CASINO, (_events("coup"), "casino.cmd.*.shoe", "casino.cmd.*.book", *READ, *CONSUME),
+        "dealer-policy": User(CASINO, (_events("coup"), "casino.ev.*.-.-.ruleset", "casino.cmd.*.shoe",
+                                       "casino.cmd.*.book", *READ, *CONSUME),
                               ("casino.cmd.*.coup",),
-                              "records the coups; alone asks the shoe for cards and opens and closes wager books",
+                              "records the coups and each table's rulesets; alone asks the shoe for cards and "
+                              "opens and closes wager books",
                               deny_publish=NOT_SETTLEMENTS, responds=True),
         "settlement": User(CASINO, (_events("settle"), *READ, "casino.dlq.>", *SETTLES), (),
                            "records each coup's payouts, from its own durable consumer"),

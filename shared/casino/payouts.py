@@ -9,19 +9,20 @@ from casino.rules import wagerbook as W
 from casino.rules.baccarat import messages as bm
 from casino.rules.blackjack import messages as jm
 from casino.rules.errors import RuleViolation
-from casino.rules.ruleset import BaccaratRules, BlackjackRules
+from casino.rules.ruleset import BaccaratRules, BlackjackRules, Ruleset
 from casino.store.envelope import AnyEvent, CoupConfigured
 
 
-def payouts_of(events: list[AnyEvent], book: W.Book | None = None) -> tuple[pay.Payout, ...]:
-    """The payouts of a coup from its recorded events: ruleset, book (folded
-    from them unless the caller has) and result.
+def payouts_of(events: list[AnyEvent], book: W.Book | None = None, rules: Ruleset | None = None) -> tuple[pay.Payout, ...]:
+    """The payouts of a coup from its recorded events: ruleset (loaded by the
+    name its coup names unless the caller has it), book (folded from them
+    unless the caller has) and result.
 
     The stakes the coup played with must be the stakes the wager book holds;
     otherwise the coup is not settled and the difference is reported.
     """
     configured = next(e for e in events if isinstance(e, CoupConfigured))
-    rules = rulesets.load(configured.ruleset)
+    rules = rulesets.load(configured.ruleset) if rules is None else rules
     book = W.book_of(events) if book is None else book
     result = next(e for e in events if isinstance(e, bm.CoupResulted | jm.CoupResulted))
     if isinstance(result, bm.CoupResulted):

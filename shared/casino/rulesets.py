@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
 import tomllib
 from functools import lru_cache
 from pathlib import Path
 from time import monotonic
 
-from casino.rules.ruleset import Ruleset, RulesetError, parse_ruleset
+import msgspec
+
+from casino.rules.ruleset import BaccaratRules, BlackjackRules, Ruleset, RulesetError, parse_ruleset
 
 BUILT_IN = Path(__file__).parent / "rulesets"
 
@@ -54,3 +57,24 @@ def _load(path: Path, stamp: int, name_or_path: str) -> Ruleset:
         return parse_ruleset(data)
     except RulesetError as exc:
         raise RulesetError(f"{path.name}: {exc}") from None
+
+
+def content(rules: Ruleset) -> str:
+    """A ruleset's full content as recorded (``ruleset.recorded``): its JSON
+    text, every setting in the order the ruleset declares them, defaults included."""
+    return msgspec.json.encode(rules).decode()
+
+
+def digest(text: str) -> str:
+    """The digest every ``coup.configured`` names: the first 16 hexadecimal
+    digits of the SHA-256 of a ruleset's recorded content (UTF-8)."""
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def from_content(text: str) -> Ruleset:
+    """The ruleset a record holds, validated as a ruleset file is."""
+    try:
+        rules: Ruleset = msgspec.json.decode(text, type=BaccaratRules | BlackjackRules)
+    except msgspec.ValidationError as exc:
+        raise RulesetError(str(exc)) from None
+    return rules

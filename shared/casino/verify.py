@@ -13,7 +13,7 @@ shuffle, and every card burned or drawn must be that order's card.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from typing import Any
 
@@ -28,10 +28,10 @@ from casino.rules.baccarat import messages as bm
 from casino.rules.blackjack import coup as bj
 from casino.rules.blackjack import messages as jm
 from casino.rules.errors import RuleViolation
-from casino.rules.ruleset import BaccaratRules
+from casino.rules.ruleset import BaccaratRules, Ruleset
 from casino.rules.wagers import Wager
 from casino.store import subjects
-from casino.store.envelope import AnyEvent, CoupConfigured
+from casino.store.envelope import AnyEvent, CoupConfigured, RulesetRecorded
 from casino.store.eventstore import Stored
 
 
@@ -54,7 +54,7 @@ _BACCARAT_COMMAND: dict[type, Callable[[Any], bm.AnyBaccaratCommand]] = {
     bm.HandExposed: lambda e: bm.ExposeHand(e.seat, e.hand),
     bm.CardsReturned: lambda e: bm.ReturnCards(e.seat, e.hand),
     bm.HandlingBreachReported: lambda e: bm.ReportHandlingBreach(e.seat, e.hand, e.note),
-    bm.ShoeGivenUp: lambda e: bm.PassShoe(e.seat) if e.reason == "passed" else bm.ForfeitShoe(e.seat, ""),
+    bm.ShoeGivenUp: lambda e: bm.PassShoe(e.seat) if e.reason == "passed" else bm.ForfeitShoe(e.seat, e.supervisor),
 }
 
 _BLACKJACK_COMMAND: dict[type, Callable[[Any], jm.AnyBlackjackCommand]] = {
@@ -65,27 +65,51 @@ _BLACKJACK_COMMAND: dict[type, Callable[[Any], jm.AnyBlackjackCommand]] = {
 }
 
 
-def verify_coup(stored: list[Stored]) -> list[Finding]:
-    """Every difference in one coup's records (all four services' events)."""
+def verify_coup(stored: list[Stored], recorded: Mapping[str, Ruleset] | None = None) -> list[Finding]:
+    """Every difference in one coup's records (all four services' events).
+    The coup is decided again under the ruleset it names by digest: its
+    recorded content where ``recorded`` (by digest) holds it, else the file of
+    that name, which must still have that digest."""
     msgs = sorted(stored, key=lambda m: m.seq)
     everything: list[AnyEvent] = [e.data for m in msgs for e in m.batch.events]
     configured = next((e for e in everything if isinstance(e, CoupConfigured)), None)
     coup = msgs[0].batch.events[0].coup if msgs else ""
     if configured is None:
         return [Finding(coup, msgs[0].seq if msgs else 0, "the coup has no coup.configured event")]
-    findings = _redecide(coup, configured, [m for m in msgs if subjects.tokens(m.subject)[3] == "coup"])
+    rules = (recorded or {}).get(configured.ruleset_digest) or rulesets.load(configured.ruleset)
+    if (now := rulesets.digest(rulesets.content(rules))) != configured.ruleset_digest:
+        return [Finding(coup, msgs[0].seq, f"the coup was dealt under {configured.ruleset} with digest "
+                                           f"{configured.ruleset_digest}; neither the record nor the file "
+                                           f"(digest {now}) holds that ruleset")]
+    findings = _redecide(coup, rules, [m for m in msgs if subjects.tokens(m.subject)[3] == "coup"])
     book = wagerbook.book_of(everything)
     findings += _book_and_cards(coup, msgs, book)
-    findings += _payouts(coup, msgs, everything, book)
+    findings += _payouts(coup, msgs, everything, book, rules)
     return sorted(findings, key=lambda f: f.seq)
 
 
-def _redecide(coup: str, configured: CoupConfigured, msgs: list[Stored]) -> list[Finding]:
+def recorded_rulesets(stored: Iterable[Stored]) -> tuple[dict[str, Ruleset], list[Finding]]:
+    """The rulesets a record holds (``ruleset.recorded``), by digest, each one's
+    digest recomputed from its content: one that does not match is a finding."""
+    found: dict[str, Ruleset] = {}
+    findings: list[Finding] = []
+    for m in stored:
+        for env in m.batch.events:
+            e = env.data
+            if isinstance(e, RulesetRecorded):
+                if rulesets.digest(e.content) != e.digest:
+                    findings.append(Finding(subjects.NO_COUP, m.seq, f"the ruleset {e.name} recorded at {e.table} "
+                                                                    f"does not have the digest it names ({e.digest})"))
+                else:
+                    found[e.digest] = rulesets.from_content(e.content)
+    return found, findings
+
+
+def _redecide(coup: str, rules: Ruleset, msgs: list[Stored]) -> list[Finding]:
     """Each recorded batch holds one decision or several consecutive ones (the
     dealer's own steps are recorded together): from the first event not yet
     explained, the command it implies is decided again and must give exactly
     the events recorded from there."""
-    rules = rulesets.load(configured.ruleset)
     state: Any
     step: Callable[[Any, Any], tuple[list[Any], Any]]
     commands: dict[type, Callable[[Any], Any]]
@@ -141,14 +165,15 @@ def _key(w: Wager) -> tuple[int, str]:
     return w.seat, w.bet
 
 
-def _payouts(coup: str, msgs: list[Stored], events: list[AnyEvent], book: wagerbook.Book) -> list[Finding]:
+def _payouts(coup: str, msgs: list[Stored], events: list[AnyEvent], book: wagerbook.Book,
+             rules: Ruleset) -> list[Finding]:
     settled = [(m.seq, e.data) for m in msgs for e in m.batch.events if isinstance(e.data, pay.CoupSettled)]
     if not settled:
         return [Finding(coup, msgs[-1].seq, "the coup is not settled")]
     seq, recorded = settled[0]
     assert isinstance(recorded, pay.CoupSettled)
     try:
-        payouts = payouts_of(events, book)
+        payouts = payouts_of(events, book, rules)
     except (RuleViolation, StopIteration) as exc:
         return [Finding(coup, seq, f"settlement cannot be recomputed: {exc}")]
     findings = []

@@ -102,7 +102,10 @@ async def test_after_a_restart_the_services_rebuild_from_the_stream_and_finish_t
         assert reply.ok and reply.waiting is not None and reply.waiting.kind == "finished"
         settled = await casino.settled(coup)
         assert [p.returned for p in settled.payouts] == [5000 + 4750]  # Banker 8 beats Player 6
-        assert (await casino.ask("BAC000", "coup", c.OpenCoup)).coup == "BAC000-000002"
+        assert reply.waiting.shoe_holder == 2  # 000 8.18: his wager won, he keeps the shoe
+        refused = await casino.ask("BAC000", "coup", c.OpenCoup, procedure="method_a")
+        assert (refused.ok, refused.clause) == (False, "000 8.18")
+        assert (await casino.ask("BAC000", "coup", c.OpenCoup, procedure="method_c")).coup == "BAC000-000002"
 
 
 async def test_no_responders_when_no_service_runs(nats_url: str) -> None:

@@ -103,7 +103,7 @@ async def test_a_baccarat_coup_through_all_four_services_equals_the_golden_coup(
         shoe_messages = await casino.store.read(subjects.aggregate_filter("shoe", table))
         assert sum(any(isinstance(e.data, CardDrawn) for e in m.batch.events) for m in shoe_messages) == draws
 
-    golden_shoe = play.Shoe(rules.shoe, [order_of(stacked)], prefix=f"{table}-shoe-")
+    golden_shoe = play.Shoe(rules.shoe, [order_of(stacked)], prefix=f"{table}-shoe-", document=rules.document)
     golden = play.play_baccarat(rules, golden_shoe, bm.OpenCoup(coup, procedure, TABLES[table].approvals),
                                 book, Scripted(dict(players.answers), set(players.returns)))
     assert coup_events == golden.events
@@ -134,7 +134,7 @@ async def test_a_blackjack_coup_through_all_four_services_equals_the_golden_coup
         coup = await drive(casino, table, "", book, players())
         coup_events, shoe_events, settled = await recorded(casino, table, coup)
 
-    golden_shoe = play.Shoe(rules.shoe, [order_of(stacked)], prefix=f"{table}-shoe-")
+    golden_shoe = play.Shoe(rules.shoe, [order_of(stacked)], prefix=f"{table}-shoe-", document=rules.document)
     golden = play.play_blackjack(rules, golden_shoe, coup, book, players())
     assert any(isinstance(e, jm.DecisionTaken) and e.action == "split" for e in golden.events)
     assert coup_events == golden.events

@@ -60,10 +60,11 @@ def order(decks: int, cards: Sequence[Card], burn: Sequence[Card] = ()) -> tuple
     return tuple(head) + tuple(tail)
 
 
-def stacked_shoe(rules: ShoeRules, *stacks: Sequence[Card]) -> play.Shoe:
-    """A shoe that will be filled with each stacked order in turn."""
+def stacked_shoe(rules: ShoeRules, *stacks: Sequence[Card], document: str = "") -> play.Shoe:
+    """A shoe that will be filled with each stacked order in turn; ``document``
+    is the ruleset's (the clauses the shoe cites)."""
     orders = [(order(rules.decks, s, burn_cards(rules)), SALT) for s in stacks]
-    return play.Shoe(rules, orders)
+    return play.Shoe(rules, orders, document=document)
 
 
 @dataclass
@@ -120,7 +121,7 @@ def play_bac(
     **opening: object,
 ) -> play.BaccaratCoupRecord:
     """Deal one coup of ``procedure`` from a shoe stacked with ``cards``."""
-    shoe = stacked_shoe(rules.shoe, cards)
+    shoe = stacked_shoe(rules.shoe, cards, document=rules.document)
     return play.play_baccarat(
         rules, shoe, bm.OpenCoup("coup-1", procedure, tuple(approvals), **opening),  # type: ignore[arg-type]
         tuple(book), players or Scripted(),
@@ -139,5 +140,5 @@ def play_bj(
     players: Scripted | None = None,
 ) -> play.BlackjackCoupRecord:
     """Deal one blackjack coup from a shoe stacked with ``cards``."""
-    shoe = stacked_shoe(rules.shoe, cards)
+    shoe = stacked_shoe(rules.shoe, cards, document=rules.document)
     return play.play_blackjack(rules, shoe, "coup-1", tuple(book), players or Scripted())

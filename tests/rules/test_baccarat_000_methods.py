@@ -258,6 +258,76 @@ def test_000_8_18_the_holder_keeps_the_shoe_until_passing_it_or_losing() -> None
     assert bac.shoe_holder_after(step(won.coup, bm.PassShoe(2))) is None
 
 
+@pytest.mark.parametrize("procedure", ["method_a", "method_b", "method_d"])
+def test_000_8_18_no_coup_under_another_method_while_a_player_holds_the_shoe(procedure: str) -> None:
+    book = wagers((2, "banker", 5000), (5, "player", 5000))
+    won = play_bac(R, NATURAL, "method_c", book)
+    assert bac.shoe_holder_after(won.coup) == 2
+    with pytest.raises(RuleViolation) as err:
+        opened(procedure, approvals=(inspector(),), shoe_holder=2)
+    assert err.value.clause == "000 8.18" and "seat 2 holds the shoe" in str(err.value)
+    # Given up first, by a recorded event with its cause, the next coup may be dealt by any method.
+    for give_up, reason, clause in ((bm.PassShoe(2), "passed", "000 8.18"),
+                                    (bm.ForfeitShoe(2, "SUP-7"), "forfeited", "000 8.20")):
+        events = bac.decide(R, won.coup, give_up)
+        assert [(g.seat, g.reason, g.clause) for g in of(events, bm.ShoeGivenUp)] == [(2, reason, clause)]
+        assert bac.shoe_holder_after(bac.fold(events, won.coup)) is None
+    assert of(bac.decide(R, won.coup, bm.ForfeitShoe(2, "SUP-7")), bm.ShoeGivenUp)[0].supervisor == "SUP-7"
+    assert opened(procedure, approvals=(inspector(),)).procedure == procedure
+
+
+@pytest.mark.parametrize("book,result,kept", [
+    (((2, "player", 5000),), NATURAL, False),              # plays Banker's Hand, which wins; his Player wager loses
+    (((2, "player", 5000),), ["4S", "2H", "5D", "5C"], True),  # Player 9 wins: his own wager won
+    (((2, "banker", 5000), (2, "player", 5000)), NATURAL, False),  # both hands: one of them loses
+    (((2, "banker", 5000), (2, "player", 5000)), ["4S", "3H", "4D", "5C"], True),  # a tie: both push
+    (((2, "tie", 2500),), NATURAL, False),                  # only a Tie wager, and no tie
+    (((2, "tie", 2500),), ["4S", "3H", "4D", "5C"], True),
+    (((2, "banker", 5000), (2, "player_pair", 500)), NATURAL, False),  # a pair wager that does not come loses
+])
+def test_000_8_18_the_shoe_passes_when_the_holders_own_wager_loses(
+    book: tuple[tuple[int, str, int], ...], result: list[str], kept: bool
+) -> None:
+    rec = play_bac(R, result, "method_c", wagers(*book))
+    assert bac.fold(rec.events).holder_plays == "banker"
+    assert (bac.shoe_holder_after(rec.coup) == 2) is kept
+    lost = of(rec.events, bm.ShoeGivenUp)
+    assert [(g.seat, g.reason, g.clause) for g in lost] == ([] if kept else [(2, "lost", "000 8.18")])
+
+
+def test_000_8_18_read_as_the_hand_played_losing_is_a_named_setting() -> None:
+    import msgspec
+
+    by_hand = msgspec.structs.replace(R, holder_loses_shoe="hand_played")
+    rec = play_bac(by_hand, NATURAL, "method_c", wagers((2, "player", 5000)))  # Banker's Hand, the one he plays, wins
+    assert bac.shoe_holder_after(rec.coup) == 2
+    rec = play_bac(by_hand, ["4S", "2H", "5D", "5C"], "method_c", wagers((2, "player", 5000)))
+    assert bac.shoe_holder_after(rec.coup) is None
+
+
+def test_000_8_15_and_8_18_a_holder_with_no_wager_gives_up_the_shoe_and_it_is_offered_afresh() -> None:
+    book = wagers((3, "banker", 5000), (5, "player", 5000))
+    rec = play_bac(R, NATURAL, "method_c", book, shoe_holder=2)
+    assert [(g.seat, g.reason, g.clause) for g in of(rec.events, bm.ShoeGivenUp)] == [(2, "no_wager", "000 8.15")]
+    assert [(o.seats, o.clause) for o in of(rec.events, bm.OfferOrder)] == [((3, 5), "000 8.15")]
+    given, offered = rec.events.index(of(rec.events, bm.ShoeGivenUp)[0]), rec.events.index(of(rec.events, bm.OfferOrder)[0])
+    assert given < offered  # given up before the fresh offer, with its cause
+    assert [h.seat for h in of(rec.events, bm.HolderAssigned)] == [3]
+    assert bac.shoe_holder_after(rec.coup) == 3  # Banker wins: the new holder keeps the shoe into the next coup
+
+
+def test_000_8_18_a_player_given_the_shoe_after_it_was_passed_keeps_it() -> None:
+    s = step(opened("method_c", shoe_holder=2), bm.PassShoe(2))
+    s = step(s, bm.CloseBetting(wagers((2, "banker", 5000), (5, "banker", 5000))))
+    s = step(s, bm.AnswerOffer(2, False))
+    s = step(s, bm.AnswerOffer(5, True))
+    for i, card in enumerate(NATURAL):
+        s = step(s, bm.DealCard(card, i, by=5))
+    s = step(s, bm.ExposeHand(5, "banker"))
+    assert s.phase == "finished" and s.result is not None and s.result.winner == "banker"
+    assert bac.shoe_holder_after(s) == 5
+
+
 @pytest.mark.parametrize("procedure,clause", [("method_c", "000 8.19"), ("method_d", "000 8.28")])
 def test_000_8_19_and_8_28_the_holder_draws_face_down_only_at_the_dealers_instruction(
     procedure: str, clause: str
@@ -346,5 +416,7 @@ def test_000_8_25_shoe_offered_by_highest_wager_with_ties_to_the_lowest_numbered
 
 
 def test_000_8_25_shoe_is_offered_afresh_at_the_commencement_of_each_coup() -> None:
-    s = opened("method_d", wagers((9, "banker", 5000)), shoe_holder=2)
-    assert s.shoe_holder is None and s.asked == 9
+    held = play_bac(R, NATURAL, "method_d", wagers((2, "banker", 5000)))
+    assert bac.fold(held.events).shoe_holder == 2 and bac.shoe_holder_after(held.coup) is None
+    s = opened("method_d", wagers((2, "banker", 5000), (9, "banker", 10000)))
+    assert s.shoe_holder is None and s.asked == 9  # offered afresh: the highest wager first

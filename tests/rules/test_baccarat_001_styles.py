@@ -105,6 +105,14 @@ def test_001_8_9_d_nobody_willing_leaves_the_role_to_the_rule_8_18_setting() -> 
     roles = [(h.offer, h.seat, h.clause) for h in of(rec.events, bm.HolderAssigned)]
     assert roles == [("banker", None, "001 8.9(d)"), ("player", None, "001 8.9(d)")]
     assert [t.hand for t in of(rec.events, bm.CardsTurnedOver)] == ["player", "banker"]
+    # No clause of 001 has the dealer turn over or announce under Style B: what decides it is cited.
+    assert [(t.hand, t.clause) for t in of(rec.events, bm.CardsTurnedOver)] == [
+        ("player", "setting unfilled_role"), ("banker", "setting unfilled_role")]
+    assert {c.clause for c in of(rec.events, bm.CountAnnounced)} == {"game rules"}
+    returned = play_bac(R, NATURAL, "style_b", wagers((2, "banker", 5000)),
+                        Scripted(returns={2}))
+    assert [(t.hand, t.clause) for t in of(returned.events, bm.CardsTurnedOver)] == [
+        ("player", "setting unfilled_role"), ("banker", "game rules")]
 
 
 def test_001_8_10_player_is_determined_the_same_way_on_players_hand() -> None:

@@ -83,7 +83,7 @@ def test_the_dealer_draws_by_the_tableau_alone_only_where_nobody_is_waited_for(p
     procedure drawing such runs at once, and a card drawn where the coup waits
     for a player is refused ("no card is due")."""
     rules = baccarat()
-    shoe = stacked_shoe(rules.shoe, ["2S", "3H", "2D", "3C", "6H", "9D"])
+    shoe = stacked_shoe(rules.shoe, ["2S", "3H", "2D", "3C", "6H", "9D"], document=rules.document)
     state, players = bac.BaccaratCoup(), Scripted()
     state = bac.step(rules, state, bm.OpenCoup("c", procedure, (inspector(),)))[1]
     shoe.start_round("c")

@@ -61,7 +61,7 @@ def test_002_2_the_dealer_places_the_cards_face_up() -> None:
 
 
 def test_002_3_a_burn_card_goes_to_the_discard_rack_before_the_first_round_of_a_shoe() -> None:
-    shoe = stacked_shoe(HOLE.shoe, CARDS + ["TD"])
+    shoe = stacked_shoe(HOLE.shoe, CARDS + ["TD"], document=HOLE.document)
     play.play_blackjack(HOLE, shoe, "c1", BOOK, Scripted())
     kinds = [type(e).__name__ for e in shoe.events]
     assert kinds[:3] == ["ShoeShuffled", "CardBurned", "RoundStarted"]
@@ -128,7 +128,7 @@ def test_002_8_pick_up_dealers_cards_first_then_from_the_far_right_counter_clock
 
 def test_002_9_cut_card_in_the_deal_the_round_is_completed_then_the_cards_reshuffled() -> None:
     rules = msgspec.structs.replace(HOLE, shoe=shoe_rules(HOLE, decks=1, penetration=0.1))
-    shoe = stacked_shoe(rules.shoe, CARDS + ["KD"], CARDS + ["KD"])
+    shoe = stacked_shoe(rules.shoe, CARDS + ["KD"], CARDS + ["KD"], document=rules.document)
     first = play.play_blackjack(rules, shoe, "c1", BOOK, Scripted())
     cut = [e for e in shoe.events if isinstance(e, S.CutCardReached)]
     assert [(c.position, c.first_of_round, c.clause) for c in cut] == [(5, False, "002 (9)")]

@@ -65,7 +65,7 @@ def test_003_7_7_a_and_b_players_cards_from_the_far_right_then_the_dealers_under
 
 def test_003_7_8_cut_card_reached_during_a_round_completes_the_round_then_reshuffles() -> None:
     rules = msgspec.structs.replace(R, shoe=shoe_rules(R, decks=1, penetration=0.1))
-    shoe = stacked_shoe(rules.shoe, CARDS + ["KD"], CARDS + ["KD"])
+    shoe = stacked_shoe(rules.shoe, CARDS + ["KD"], CARDS + ["KD"], document=rules.document)
     rec = play.play_blackjack(rules, shoe, "c1", BOOK, Scripted())
     assert rec.coup.phase == "finished"
     assert [(c.first_of_round, c.clause) for c in shoe.events if isinstance(c, S.CutCardReached)] == [
@@ -78,7 +78,7 @@ def test_003_7_9_cut_card_as_the_first_card_of_a_new_round_reshuffles_at_once() 
     # One deck, cut card before position 7: round one (one box) takes positions 1-6.
     rules = msgspec.structs.replace(R, shoe=shoe_rules(R, decks=1, penetration=0.135))
     one = wagers((4, "box", 1000))
-    shoe = stacked_shoe(rules.shoe, ["TS", "6D", "8H", "5C", "2C", "KD", "AC"], ["9H", "7D", "9C", "TD"])
+    shoe = stacked_shoe(rules.shoe, ["TS", "6D", "8H", "5C", "2C", "KD", "AC"], ["9H", "7D", "9C", "TD"], document=rules.document)
     play.play_blackjack(rules, shoe, "c1", one, Scripted())
     assert shoe.state.position == 7 and shoe.state.cut_index == 7
     second = play.play_blackjack(rules, shoe, "c2", one, Scripted())

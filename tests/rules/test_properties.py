@@ -94,11 +94,17 @@ def test_baccarat_conserves_cards_and_money_and_replays(seed: int, name: str, de
     rnd = random.Random(seed)
     rules = baccarat(name)
     rules = msgspec.structs.replace(rules, shoe=shoe_rules(rules, decks=decks))
-    table_shoe = play.Shoe(rules.shoe, shuffled_orders(rnd, decks, 4))
+    table_shoe = play.Shoe(rules.shoe, shuffled_orders(rnd, decks, 4), document=rules.document)
     holder: int | None = None
     ledger = Ledger()
+    rec = None
     for n in range(12):
         procedure = rnd.choice(rules.procedures)
+        if holder is not None and procedure != "method_c" and rec is not None:
+            # 000 8.18: another method only once the holder has given the shoe up
+            give_up = rnd.choice([bm.PassShoe(holder), bm.ForfeitShoe(holder, "SUP-1")])
+            holder = bac.shoe_holder_after(bac.fold(bac.decide(rules, rec.coup, give_up), rec.coup))
+            assert holder is None
         opening = bm.OpenCoup(f"c{n}", procedure, APPROVALS, shoe_holder=holder)
         book = bac_wagers(rnd, rules)
         rec = play.play_baccarat(rules, table_shoe, opening, book, RandomPlayers(rnd))
@@ -124,7 +130,7 @@ def test_blackjack_conserves_cards_and_money_and_replays(seed: int, name: str, r
     rnd = random.Random(seed)
     shoe = shoe_rules(blackjack(name), decks=2, penetration=0.6)  # enough cards behind the cut card for 7 boxes
     rules = msgspec.structs.replace(blackjack(name), resplit_aces=resplit, shoe=shoe)
-    table_shoe = play.Shoe(rules.shoe, shuffled_orders(rnd, 2, 6))
+    table_shoe = play.Shoe(rules.shoe, shuffled_orders(rnd, 2, 6), document=rules.document)
     ledger = Ledger()
     for n in range(10):
         seats = rnd.sample(rules.seats, rnd.randint(1, 7))

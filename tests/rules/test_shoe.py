@@ -16,13 +16,13 @@ ONE_DECK = ShoeRules(decks=1, penetration=0.1, burn="first_card")  # cut card be
 class Dealer:
     """Drives the shoe aggregate by hand, from a known order."""
 
-    def __init__(self, rules: ShoeRules, cards: tuple[str, ...], salt: str = "s") -> None:
-        self.rules, self.cards, self.salt = rules, cards, salt
+    def __init__(self, rules: ShoeRules, cards: tuple[str, ...], salt: str = "s", document: str = "002") -> None:
+        self.rules, self.cards, self.salt, self.document = rules, cards, salt, document
         self.state = S.ShoeState()
         self.events: list[S.AnyShoeEvent] = []
 
     def do(self, cmd: S.AnyShoeCommand) -> list[S.AnyShoeEvent]:
-        evs = S.decide(self.rules, self.state, cmd)
+        evs = S.decide(self.rules, self.state, cmd, self.document)
         for e in evs:
             self.state = S.evolve(self.state, e)
         self.events += evs
@@ -30,8 +30,8 @@ class Dealer:
 
     def refused(self, cmd: S.AnyShoeCommand) -> RuleViolation:
         with pytest.raises(RuleViolation) as err:
-            S.decide(self.rules, self.state, cmd)
-        assert S.check(self.rules, self.state, cmd) is not None
+            S.decide(self.rules, self.state, cmd, self.document)
+        assert S.check(self.rules, self.state, cmd, self.document) is not None
         return err.value
 
     def shuffle(self, shoe_id: str = "shoe-1") -> None:
@@ -48,15 +48,17 @@ class Dealer:
         return self.do(S.Draw(coup, self.next()))
 
 
-def fresh(rules: ShoeRules = ONE_DECK, cards: tuple[str, ...] | None = None) -> Dealer:
-    d = Dealer(rules, cards or order(rules.decks, []))
+def fresh(rules: ShoeRules = ONE_DECK, cards: tuple[str, ...] | None = None, document: str = "002") -> Dealer:
+    d = Dealer(rules, cards or order(rules.decks, []), document=document)
     d.shuffle()
     return d
 
 
-def up_to_the_cut_card(first_of_round: str) -> Dealer:
-    """A one-deck shoe whose first round (four cards) ends just before the cut card."""
-    d = fresh(ShoeRules(decks=1, penetration=0.1, burn="first_card", cut_card_first_of_round=first_of_round))
+def up_to_the_cut_card(first_of_round: str, document: str | None = None) -> Dealer:
+    """A one-deck shoe whose first round (four cards) ends just before the cut
+    card, of a 002 ruleset (``deal_round``) or a 003 one (``reshuffle_now``)."""
+    rules = ShoeRules(decks=1, penetration=0.1, burn="first_card", cut_card_first_of_round=first_of_round)
+    d = fresh(rules, document=document or ("002" if first_of_round == "deal_round" else "003"))
     d.burn()
     d.do(S.StartRound("c1"))
     for _ in range(4):
@@ -93,7 +95,7 @@ def test_002_9_cut_card_reached_during_a_round_finishes_the_round_then_reshuffle
     assert d.refused(S.EndShoe(d.cards, d.salt)).clause == "002 (9)"
     evs = d.do(S.EndRound("c1", d.state.layout))
     assert [(e.when, e.clause) for e in evs if isinstance(e, S.ReshuffleRequired)] == [("after_round", "002 (9)")]
-    assert d.refused(S.StartRound("c2")).clause == "003 7.8"
+    assert d.refused(S.StartRound("c2")).clause == "002 (9)"
     d.do(S.EndShoe(d.cards, d.salt))
     d.shuffle("shoe-2")
     assert d.state.shoe_id == "shoe-2" and d.state.burns_due == 1
@@ -143,7 +145,7 @@ def test_continuous_shuffler_returns_the_cards_after_each_coup_and_has_no_cut_ca
     evs = d.do(S.EndRound("c1", d.state.layout))
     assert [e.when for e in evs if isinstance(e, S.ReshuffleRequired)] == ["before_next_round"]
     assert len(d.state.returned) == 6 and not d.state.discard
-    assert d.refused(S.StartRound("c2")).clause == "continuous shuffler"
+    assert d.refused(S.StartRound("c2")).clause == "setting shoe.shuffler"
 
 
 def test_commitment_is_checked_against_the_revealed_order_and_salt() -> None:
@@ -185,7 +187,7 @@ def test_cards_picked_up_must_be_the_cards_on_the_layout() -> None:
     d.do(S.StartRound("c1"))
     d.draw("c1")
     d.draw("c1")
-    assert d.refused(S.EndRound("c1", d.state.layout[:1])).clause == "002 (8)"
+    assert d.refused(S.EndRound("c1", d.state.layout[:1])).clause == "shoe"  # the cards, not their order
 
 
 def test_a_whole_shoe_conserves_its_cards() -> None:
@@ -202,3 +204,19 @@ def test_a_whole_shoe_conserves_its_cards() -> None:
         assert len(d.state.discard) + d.state.remaining == len(full_set(2))
     assert rounds > 10
     d.do(S.EndShoe(d.cards, d.salt))
+
+
+@pytest.mark.parametrize("document", ["000", "001"])
+def test_a_baccarat_shoes_cut_card_and_burns_cite_the_settings_that_decide_them(document: str) -> None:
+    """Neither baccarat text speaks of a cut card or a burn: the ruleset's settings decide, and are cited."""
+    d = up_to_the_cut_card("deal_round", document)
+    cut = [e for e in d.draw("c1") if isinstance(e, S.CutCardReached)]
+    assert [c.clause for c in cut] == ["setting shoe.penetration"]
+    evs = d.do(S.EndRound("c1", d.state.layout))
+    assert [e.clause for e in evs if isinstance(e, S.ReshuffleRequired)] == ["setting shoe.penetration"]
+    first = up_to_the_cut_card("deal_round", document)
+    first.do(S.EndRound("c1", first.state.layout))
+    first.do(S.StartRound("c2"))
+    assert [e.clause for e in first.draw("c2") if isinstance(e, S.CutCardReached)] == [
+        "setting shoe.cut_card_first_of_round"]
+    assert fresh(document=document).refused(S.StartRound("c1")).clause == "setting shoe.burn"

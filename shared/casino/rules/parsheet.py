@@ -140,6 +140,8 @@ def blackjack_sheet(rules: BlackjackRules) -> dict[str, Any]:
         "ruleset": rules.name,
         "decks": rules.shoe.decks,
         "dealer_hits_soft_17": rules.dealer_hits_soft_17,
+        # With no peek, a dealer blackjack takes every stake, or only the original bets.
+        "dealer_blackjack_takes": rules.dealer_blackjack_takes,
         "dealer_final": finals,
     }
 

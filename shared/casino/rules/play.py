@@ -54,9 +54,10 @@ class Shoe(msgspec.Struct):
     events: list[shoe.AnyShoeEvent] = []
     shuffles: int = 0
     prefix: str = "shoe-"
+    document: str = ""  # the ruleset's document: the clauses the shoe cites
 
     def do(self, command: shoe.AnyShoeCommand) -> list[shoe.AnyShoeEvent]:
-        evs = shoe.decide(self.rules, self.state, command)
+        evs = shoe.decide(self.rules, self.state, command, self.document)
         for e in evs:
             self.state = shoe.evolve(self.state, e)
         self.events.extend(evs)

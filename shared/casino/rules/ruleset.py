@@ -106,8 +106,12 @@ class BaccaratRules(msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag
     and exposes the cards).
     ``style_c``: 001 8.5 names Style C but its text is cut off; by default it is
     ``"refused"``; an operator whose Style C is one of the others may map it.
-    ``holder_loses_shoe``: 000 8.18 "the player's wager loses", read as the hand
-    the holder plays losing.
+    ``holder_loses_shoe``: 000 8.18 "the player's wager loses". By default
+    (``"own_wager"``) the holder's own wagers decide: the shoe is lost when any
+    of them loses. Banker and Player wagers push on a tie, so a holder with
+    wagers on both hands loses the shoe unless the coup is a tie, and one with
+    only a Tie (or a pair) wager loses it unless that wager wins.
+    ``"hand_played"`` reads it as the hand the holder plays losing.
     """
 
     name: str
@@ -120,6 +124,7 @@ class BaccaratRules(msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag
     fallback_method: Literal["method_a", "method_b"] = "method_a"
     unfilled_role: Literal["dealer_retains"] = "dealer_retains"
     style_c: Literal["refused", "as_style_a", "as_style_b"] = "refused"
+    holder_loses_shoe: Literal["own_wager", "hand_played"] = "own_wager"
     commission_bp: int = 500
     commission_rounding: Rounding = "down"
     tie_pays: int = 8

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 from typing import Any, Literal
 
 import msgspec
@@ -168,6 +169,30 @@ class ShoeState(msgspec.Struct, frozen=True, gc=False):
         return self.active and self.burns_due == 0 and self.reshuffle == "" and self.round is None
 
 
+class Cites(msgspec.Struct, frozen=True, gc=False):
+    """The clauses a table's shoe follows, by the document its ruleset deals
+    under. 002 and 003 have cut-card clauses and 002 a burn clause; where a
+    text has none (neither baccarat text speaks of a cut card or a burn) the
+    ruleset's setting decides the step, and it is the setting that is cited."""
+
+    cut_card: str  # the cut card reached during a round: the round is completed, then the cards reshuffled
+    cut_first: str  # the cut card as the first card of a round
+    burn: str
+
+
+@lru_cache(maxsize=32)
+def cites(document: str, rules: ShoeRules) -> Cites:
+    """The clauses the shoe of a ruleset of ``document`` cites."""
+    first = "setting shoe.cut_card_first_of_round"
+    burn = "setting shoe.burn"
+    if document == "002":
+        return Cites("002 (9)", "002 (9)" if rules.cut_card_first_of_round == "deal_round" else first,
+                     "002 (3)" if rules.burn == "first_card" else burn)
+    if document == "003":
+        return Cites("003 7.8", "003 7.9" if rules.cut_card_first_of_round == "reshuffle_now" else first, burn)
+    return Cites("setting shoe.penetration", first, burn)
+
+
 def _burns_for(rules: ShoeRules) -> int:
     # 002 (3): the first card after each shuffle goes to the discard rack.
     return 0 if rules.burn == "none" else 1
@@ -176,60 +201,62 @@ def _burns_for(rules: ShoeRules) -> int:
 # ---- decide ---------------------------------------------------------------
 
 
-def decide(rules: ShoeRules, state: ShoeState, command: AnyShoeCommand) -> list[AnyShoeEvent]:
-    """The events that ``command`` causes, or ``RuleViolation`` if it is not allowed."""
+def decide(rules: ShoeRules, state: ShoeState, command: AnyShoeCommand, document: str = "") -> list[AnyShoeEvent]:
+    """The events that ``command`` causes, or ``RuleViolation`` if it is not
+    allowed; ``document`` is the one the table's ruleset deals under (the
+    clauses cited, ``cites``)."""
     handle = _DECIDE.get(type(command))
     if handle is None:
         raise RuleViolation("protocol", f"unknown shoe command {type(command).__name__}")
-    return handle(rules, state, command)
+    return handle(rules, state, command, cites(document, rules))
 
 
-def check(rules: ShoeRules, state: ShoeState, command: AnyShoeCommand) -> RuleViolation | None:
+def check(rules: ShoeRules, state: ShoeState, command: AnyShoeCommand, document: str = "") -> RuleViolation | None:
     """Whether ``command`` is allowed now; the violation says why not."""
-    return violation(lambda: decide(rules, state, command))
+    return violation(lambda: decide(rules, state, command, document))
 
 
-def _shuffle(rules: ShoeRules, state: ShoeState, cmd: Shuffle) -> list[AnyShoeEvent]:
+def _shuffle(rules: ShoeRules, state: ShoeState, cmd: Shuffle, c: Cites) -> list[AnyShoeEvent]:
     if state.active:
         raise RuleViolation("shoe", "the current shoe must end (and be revealed) before a new shuffle")
     if state.round is not None and state.round_cards:
-        raise RuleViolation("002 (9)", "a round in progress is completed before the cards are reshuffled")
+        raise RuleViolation(c.cut_card, "a round in progress is completed before the cards are reshuffled")
     return [
         ShoeShuffled(cmd.shoe_id, rules.decks, rules.cards, rules.cut_index, cmd.commitment,
                      _burns_for(rules), rules.burn == "by_first_card_value"),
     ]
 
 
-def _burn(state: ShoeState, cmd: Burn) -> list[AnyShoeEvent]:
+def _burn(state: ShoeState, cmd: Burn, c: Cites) -> list[AnyShoeEvent]:
     if not state.active or state.burns_due == 0:
-        raise RuleViolation("002 (3)", "no burn card is due")
+        raise RuleViolation(c.burn, "no burn card is due")
     _check_card(state, cmd.card)
     # The first burn card is turned face up where its value sets further burns.
     first = state.position == 0
     return [CardBurned(state.shoe_id or "", state.position, cmd.card, face_up=first)]
 
 
-def _start_round(state: ShoeState, cmd: StartRound) -> list[AnyShoeEvent]:
+def _start_round(state: ShoeState, cmd: StartRound, c: Cites) -> list[AnyShoeEvent]:
     if not state.active:
         raise RuleViolation("shoe", "no shoe is in play")
     if state.round is not None:
         raise RuleViolation("shoe", f"round {state.round} has not ended")
     if state.burns_due:
-        raise RuleViolation("002 (3)", "the burn card must go to the discard rack before the deal")
+        raise RuleViolation(c.burn, "the burn card must go to the discard rack before the deal")
     if state.reshuffle:
-        raise RuleViolation(_reshuffle_clause(state), "the cards must be reshuffled before the next round")
+        raise RuleViolation(_reshuffle_clause(state, c), "the cards must be reshuffled before the next round")
     return [RoundStarted(state.shoe_id or "", cmd.coup_id)]
 
 
-def _draw(rules: ShoeRules, state: ShoeState, cmd: Draw) -> list[AnyShoeEvent]:
+def _draw(rules: ShoeRules, state: ShoeState, cmd: Draw, c: Cites) -> list[AnyShoeEvent]:
     if state.round != cmd.coup_id:
         raise RuleViolation("shoe", f"coup {cmd.coup_id} is not the round being dealt")
     if not state.active:
-        raise RuleViolation("003 7.9", "the cards must be reshuffled before this round is dealt")
+        raise RuleViolation(c.cut_first, "the cards must be reshuffled before this round is dealt")
     if state.burns_due:
-        raise RuleViolation("002 (3)", "the burn card must go to the discard rack before the deal")
+        raise RuleViolation(c.burn, "the burn card must go to the discard rack before the deal")
     if state.reshuffle == "now":
-        raise RuleViolation("003 7.9", "the cut card came out first in this round: reshuffle immediately")
+        raise RuleViolation(c.cut_first, "the cut card came out first in this round: reshuffle immediately")
     _check_card(state, cmd.card)
     shoe_id, pos = state.shoe_id or "", state.position
     events: list[AnyShoeEvent] = []
@@ -238,35 +265,34 @@ def _draw(rules: ShoeRules, state: ShoeState, cmd: Draw) -> list[AnyShoeEvent]:
         if first and rules.cut_card_first_of_round == "reshuffle_now":
             # 003 7.9: cut card as the first card of a new round -> reshuffle now.
             return [
-                CutCardReached(shoe_id, pos, True, "003 7.9"),
-                ReshuffleRequired(shoe_id, "now", "003 7.9"),
+                CutCardReached(shoe_id, pos, True, c.cut_first),
+                ReshuffleRequired(shoe_id, "now", c.cut_first),
             ]
         # 002 (9), 003 7.8: finish the round, then reshuffle.
-        events.append(CutCardReached(shoe_id, pos, first, "003 7.8" if rules.cut_card_first_of_round == "reshuffle_now" else "002 (9)"))
+        events.append(CutCardReached(shoe_id, pos, first, c.cut_first if first else c.cut_card))
     events.append(CardDrawn(shoe_id, cmd.coup_id, pos, cmd.card))
     return events
 
 
-def _end_round(rules: ShoeRules, state: ShoeState, cmd: EndRound) -> list[AnyShoeEvent]:
+def _end_round(rules: ShoeRules, state: ShoeState, cmd: EndRound, c: Cites) -> list[AnyShoeEvent]:
     if state.round != cmd.coup_id:
         raise RuleViolation("shoe", f"coup {cmd.coup_id} is not the round being dealt")
     if not same_cards(cmd.pickup, state.layout):
-        raise RuleViolation("002 (8)", "the cards picked up must be exactly the cards on the layout")
+        raise RuleViolation("shoe", "the cards picked up must be exactly the cards on the layout")
     shoe_id = state.shoe_id or ""
     events: list[AnyShoeEvent] = [RoundEnded(shoe_id, cmd.coup_id, cmd.pickup)]
     if state.cut_reached:
-        clause = "002 (9)" if rules.cut_card_first_of_round == "deal_round" else "003 7.8"
-        events.append(ReshuffleRequired(shoe_id, "after_round", clause))
+        events.append(ReshuffleRequired(shoe_id, "after_round", c.cut_card))
     elif rules.shuffler == "continuous_shuffler":
-        events.append(ReshuffleRequired(shoe_id, "before_next_round", "continuous shuffler"))
+        events.append(ReshuffleRequired(shoe_id, "before_next_round", "setting shoe.shuffler"))
     return events
 
 
-def _end_shoe(state: ShoeState, cmd: EndShoe) -> list[AnyShoeEvent]:
+def _end_shoe(state: ShoeState, cmd: EndShoe, c: Cites) -> list[AnyShoeEvent]:
     if not state.active:
         raise RuleViolation("shoe", "no shoe is in play")
     if state.round is not None and state.round_cards:
-        raise RuleViolation("002 (9)", "a round in progress is completed before the cards are reshuffled")
+        raise RuleViolation(c.cut_card, "a round in progress is completed before the cards are reshuffled")
     if commitment(cmd.order, cmd.salt) != state.commitment:
         raise RuleViolation("commitment", "the revealed order and salt do not match the shuffle's commitment")
     if not same_cards(cmd.order, full_set(state.decks)):
@@ -285,8 +311,8 @@ def _check_card(state: ShoeState, card: Card) -> None:
         raise RuleViolation("shoe", "the shoe is empty")
 
 
-def _reshuffle_clause(state: ShoeState) -> str:
-    return {"now": "003 7.9", "after_round": "003 7.8", "before_next_round": "continuous shuffler"}.get(
+def _reshuffle_clause(state: ShoeState, c: Cites) -> str:
+    return {"now": c.cut_first, "after_round": c.cut_card, "before_next_round": "setting shoe.shuffler"}.get(
         state.reshuffle, "shoe"
     )
 
@@ -329,13 +355,13 @@ def _round_ended(state: ShoeState, e: RoundEnded) -> ShoeState:
 
 
 # One entry per message type: a lookup, not a chain of type tests (the hot path of a fold).
-_DECIDE: dict[type, Callable[[ShoeRules, ShoeState, Any], list[AnyShoeEvent]]] = {
+_DECIDE: dict[type, Callable[[ShoeRules, ShoeState, Any, Cites], list[AnyShoeEvent]]] = {
     Shuffle: _shuffle,
-    Burn: lambda rules, state, cmd: _burn(state, cmd),
-    StartRound: lambda rules, state, cmd: _start_round(state, cmd),
+    Burn: lambda rules, state, cmd, c: _burn(state, cmd, c),
+    StartRound: lambda rules, state, cmd, c: _start_round(state, cmd, c),
     Draw: _draw,
     EndRound: _end_round,
-    EndShoe: lambda rules, state, cmd: _end_shoe(state, cmd),
+    EndShoe: lambda rules, state, cmd, c: _end_shoe(state, cmd, c),
 }
 _EVOLVE: dict[type, Callable[[ShoeState, Any], ShoeState]] = {
     ShoeShuffled: _shuffled,

@@ -25,9 +25,23 @@ class CoupConfigured(msgspec.Struct, frozen=True, gc=False, tag_field="type", ta
     coup_number: int
 
 
+class RulesetRecorded(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="ruleset.recorded"):
+    """A ruleset's full content, recorded at a table before the first coup dealt
+    under it and again whenever it changes, so that the record alone says what
+    every coup was dealt under. ``content`` is the ruleset as JSON text (every
+    setting, defaults included); ``digest``, the one each ``coup.configured``
+    names, is the first 16 hexadecimal digits of the SHA-256 of that text's
+    UTF-8 bytes (docs/replay.md shows the check with ``sha256sum``)."""
+
+    table: str
+    name: str
+    digest: str
+    content: str
+
+
 AnyEvent = (
     shoe.AnyShoeEvent | bm.AnyBaccaratEvent | jm.AnyBlackjackEvent | wagerbook.AnyBookEvent
-    | settlement.CoupSettled | CoupConfigured
+    | settlement.CoupSettled | CoupConfigured | RulesetRecorded
 )
 
 # The schema version of each event type now written; a type not listed is at 1.

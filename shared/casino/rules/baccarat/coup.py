@@ -56,6 +56,7 @@ from casino.rules.baccarat.messages import (
 from casino.rules.cards import Card, is_card
 from casino.rules.errors import RuleViolation
 from casino.rules.ruleset import BaccaratRules
+from casino.rules.settlement import settle_baccarat
 from casino.rules.wagers import Wager, amount_on, check_book
 
 Phase = Literal["new", "betting", "offers", "dealing", "handling", "drawing", "finished"]
@@ -243,9 +244,14 @@ def _open(rules: BaccaratRules, s: BaccaratCoup, cmd: OpenCoup) -> list[AnyBacca
             raise RuleViolation("001 8.5", f"a game dealt from a shoe continues in {cmd.shoe_style} until it ends")
         if not _has(cmd.approvals, rules, "style_change") or "style_change" not in rules.approvals:
             raise RuleViolation("001 8.5", "on a continuous shuffler the style changes only by approved procedure")
-    holder = cmd.shoe_holder if procedure == "method_c" else None
+    holder = cmd.shoe_holder
     if holder is not None:
         rules.table.check_seat(holder)
+        if procedure != "method_c":
+            # 000 8.18: the holder keeps the shoe until passing it, losing or being directed to forfeit it.
+            raise RuleViolation("000 8.18", f"seat {holder} holds the shoe under Method C; it is passed (000 8.18) "
+                                            f"or forfeited at a supervisor's direction (000 8.20) before a coup "
+                                            f"is dealt by {procedure}")
     return [CoupOpened(cmd.coup_id, procedure, cmd.approvals, holder, clause("procedure", procedure))]
 
 
@@ -306,16 +312,16 @@ def _give_back(s: BaccaratCoup, cmd: ExposeHand | ReturnCards) -> list[AnyBaccar
 
 
 def _give_up_shoe(rules: BaccaratRules, s: BaccaratCoup, cmd: PassShoe | ForfeitShoe) -> list[AnyBaccaratEvent]:
-    forfeit = isinstance(cmd, ForfeitShoe)
-    c = clause("forfeit", s.opened_as) if forfeit else "000 8.18"
+    c = clause("forfeit", s.opened_as) if isinstance(cmd, ForfeitShoe) else "000 8.18"
     if s.shoe_holder != cmd.seat or s.shoe_given_up:
         raise RuleViolation(c, f"seat {cmd.seat} does not hold the shoe")
+    given_up = (ShoeGivenUp(cmd.seat, "forfeited", c, cmd.supervisor) if isinstance(cmd, ForfeitShoe)
+                else ShoeGivenUp(cmd.seat, "passed", c))
     if s.phase == "dealing" and not s.cards:
-        return [ShoeGivenUp(cmd.seat, "forfeited" if forfeit else "passed", c),
-                ProcedureFellBack(rules.fallback_method, c)]
+        return [given_up, ProcedureFellBack(rules.fallback_method, c)]
     if s.phase not in ("betting", "finished"):
         raise RuleViolation(c, "the shoe changes hands between coups or before the first card")
-    return [ShoeGivenUp(cmd.seat, "forfeited" if forfeit else "passed", c)]
+    return [given_up]
 
 
 # One entry per command type: a lookup, not a chain of type tests.
@@ -356,7 +362,7 @@ def _automatic(rules: BaccaratRules, s: BaccaratCoup) -> list[AnyBaccaratEvent]:
             return []
         return _turn_over_and_announce(s)
     if s.phase == "drawing" and _card_due(s) is None:
-        return _result(s)
+        return _result(rules, s)
     return []
 
 
@@ -378,7 +384,11 @@ def _offer_clause(s: BaccaratCoup) -> str:
 def _start_offer(rules: BaccaratRules, s: BaccaratCoup, offer: Offer) -> list[AnyBaccaratEvent]:
     table, w = rules.table, s.wagers
     if offer == "shoe":
-        if s.shoe_holder is not None:  # 000 8.18: the holder keeps the shoe
+        if s.shoe_holder is not None:
+            if not any(x.seat == s.shoe_holder for x in w):
+                # 000 8.15: the shoe is offered only to a player who has placed a wager; a holder
+                # without one gives it up, and it is offered afresh.
+                return [ShoeGivenUp(s.shoe_holder, "no_wager", "000 8.15")]
             return [HolderAssigned("shoe", s.shoe_holder, s.holder_plays or "banker", "000 8.18")]
         order = offers.method_c_shoe(table, w) if s.procedure == "method_c" else offers.method_d_shoe(table, w)
     elif s.procedure == "style_b":
@@ -393,13 +403,15 @@ def _turn_over_and_announce(s: BaccaratCoup) -> list[AnyBaccaratEvent]:
     for h in HANDS:
         down = tuple(d.position for d in s.cards if d.hand == h and not d.face_up)
         if down:
-            events.append(CardsTurnedOver(h, down, clause("turn_over", s.procedure)))
+            unfilled = s.procedure == "style_b" and s.holder(h) is None  # no Banker or Player: the setting decides
+            events.append(CardsTurnedOver(h, down, clause("turn_over_unfilled" if unfilled else "turn_over",
+                                                          s.procedure)))
     for h in HANDS:  # Player's count first, then Banker's
         events.append(CountAnnounced(h, tableau.points(s.hand(h)), clause("announce", s.procedure)))
     return events
 
 
-def _result(s: BaccaratCoup) -> list[AnyBaccaratEvent]:
+def _result(rules: BaccaratRules, s: BaccaratCoup) -> list[AnyBaccaratEvent]:
     p, b = s.player, s.banker
     won = tableau.winner(p, b)
     events: list[AnyBaccaratEvent] = [
@@ -407,9 +419,21 @@ def _result(s: BaccaratCoup) -> list[AnyBaccaratEvent]:
                      tableau.is_pair(p), tableau.is_pair(b)),
         CardsPickedUp(tuple(d.card for d in s.cards)),
     ]
-    if s.procedure == "method_c" and s.shoe_holder is not None and won not in ("tie", s.holder_plays):
+    if s.procedure == "method_c" and s.shoe_holder is not None and _holder_loses(rules, s, events[0]):
         events.append(ShoeGivenUp(s.shoe_holder, "lost", "000 8.18"))
     return events
+
+
+def _holder_loses(rules: BaccaratRules, s: BaccaratCoup, result: AnyBaccaratEvent) -> bool:
+    """000 8.18 "the player's wager loses", as the ruleset reads it
+    (``holder_loses_shoe``): any of the holder's own wagers losing (the
+    default: Banker and Player wagers push on a tie, a Tie or pair wager loses
+    unless it comes), or the hand the holder plays losing."""
+    assert isinstance(result, CoupResulted)
+    if rules.holder_loses_shoe == "hand_played":
+        return result.winner not in ("tie", s.holder_plays)
+    mine = [w for w in s.wagers if w.seat == s.shoe_holder]
+    return any(p.returned == 0 for p in settle_baccarat(rules, mine, result))
 
 
 # ---- evolve ---------------------------------------------------------------
@@ -495,7 +519,9 @@ _EVOLVE: dict[type, Callable[[BaccaratCoup, Any], BaccaratCoup]] = {
 def _assigned(s: BaccaratCoup, e: HolderAssigned) -> BaccaratCoup:
     s = _r(s, offer=None, chain=(), asked=None)
     if e.offer == "shoe":
-        return _r(s, shoe_holder=e.seat, holder_plays=e.plays, phase="dealing" if e.seat is not None else s.phase)
+        if e.seat is None:
+            return s
+        return _r(s, shoe_holder=e.seat, holder_plays=e.plays, phase="dealing", shoe_given_up=False)
     s = _r(s, **{f"{e.offer}_holder": e.seat}, decided=s.decided + (e.offer,))
     if s.phase == "offers" and not s.offers_todo:
         return _r(s, phase="dealing")

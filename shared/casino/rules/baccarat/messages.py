@@ -212,9 +212,15 @@ class CardsPickedUp(BaccaratEvent, frozen=True, tag="baccarat.cards_picked_up"):
 
 
 class ShoeGivenUp(BaccaratEvent, frozen=True, tag="baccarat.shoe_given_up"):
+    """The holder gives up the shoe: ``passed`` by choice (000 8.18), ``lost``
+    (the holder's wager lost, 8.18), ``forfeited`` at the direction of
+    ``supervisor`` (8.20, 8.29), or ``no_wager`` (a holder with no wager in the
+    coup, who could not be offered the shoe under 8.15)."""
+
     seat: int
-    reason: Literal["passed", "lost", "forfeited"]
+    reason: Literal["passed", "lost", "forfeited", "no_wager"]
     clause: str
+    supervisor: str = ""
 
 
 AnyBaccaratCommand = (
