@@ -43,14 +43,16 @@ TABLES = 16
 BODY = 400
 # Messages a subject and bytes a message (envelope and headers), as a 16-table run
 # of Methods A to D filed them (shoe 3.4 x 990, coup 3.9 x 2,406, wager 5.6 x 566,
-# settle 1 x 858; a shoe's events between coups 3,167).
-AS_DEALT = {"shoe": (3, 1100), "coup": (4, 2400), "wager": (6, 560), "settle": (1, 860), "between": (1, 3200)}
+# settle 1 x 858; a shoe's events between coups 3,167); the simulated players now
+# take every path of the procedures (passing the shoe, breaches, changed wagers),
+# about 6 coup messages a coup (tests/ops/test_bench_holding.py keeps this current).
+AS_DEALT = {"shoe": (3, 1100), "coup": (6, 2400), "wager": (6, 560), "settle": (1, 860), "between": (1, 3200)}
 
 
 def history(coups: int, own_subjects: bool = True) -> Iterator[str]:
     """The subject of each message of ``coups`` coups dealt round the tables,
-    one message for each of a coup's aggregates and one for its shoe's events
-    between coups; as the services file them, or (not ``own_subjects``) each
+    one message for each of a coup's aggregates, one for its shoe's events
+    between coups and one for each table's ruleset; as the services file them, or (not ``own_subjects``) each
     table's under one subject per aggregate."""
     for n in range(coups):
         table = f"BAC-{n % TABLES + 1}"
@@ -59,6 +61,8 @@ def history(coups: int, own_subjects: bool = True) -> Iterator[str]:
         coup = f"{table}-{number:06d}"
         if not own_subjects:
             shoe = coup = "all"
+        if number == 1:  # the table's ruleset, recorded before its first coup
+            yield subjects.event(table, "", "", "ruleset")
         if (number - 1) % COUPS_A_SHOE == 0:
             yield subjects.event(table, shoe, "", "shoe")
         for aggregate in AGGREGATES:

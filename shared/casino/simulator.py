@@ -11,6 +11,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 
+import msgspec
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 
@@ -30,11 +31,60 @@ class Refused(Exception):
     pass
 
 
+class Habits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """How often the simulated players and the floor take each path the
+    procedures allow, as chances per occasion: a setting, so that every run's
+    record exercises every clause at realistic frequencies.
+
+    ``change_procedure``: the floor deals the next coup by another method or
+    style (a table otherwise keeps its own); ``sit``, ``leave``: a player
+    takes a free seat, or a seated one leaves, between coups (up to five seated);
+    ``wager``: a seated player wagers on a coup; ``accept``: an offer of the cards, a role or the shoe accepted (all
+    declining is then the chance that every seat declines); ``plays_player``: a
+    player accepting the shoe asks to play Player's Hand (000 8.17.2, 8.27.2,
+    with the supervisor's approval the tables have); ``expose``: a handler
+    exposes the hand rather than giving the cards back; ``breach``: cards seen
+    leaving full view (000 8.12, 8.22, 8.31); ``pass_shoe``: a holder passes the
+    shoe before the next coup (000 8.18); ``forfeit``: a supervisor directs a
+    holder to forfeit it (000 8.20); ``change``: a player cancels a wager and
+    places it again at another amount; ``tie_only``, ``both_hands``: a seat
+    wagering only on Tie, or on both Banker and Player; ``tie``, ``pair``: a
+    Tie or a pair wager beside a seat's wager on a hand; ``insurance``:
+    insurance taken when the dealer shows an ace."""
+
+    change_procedure: float = 0.2
+    sit: float = 0.3
+    leave: float = 0.08
+    wager: float = 0.85
+    accept: float = 0.6
+    plays_player: float = 0.15
+    expose: float = 0.7
+    breach: float = 0.03
+    pass_shoe: float = 0.15
+    forfeit: float = 0.1
+    change: float = 0.04
+    tie_only: float = 0.04
+    both_hands: float = 0.05
+    tie: float = 0.2
+    pair: float = 0.1
+    insurance: float = 0.4
+
+    def __post_init__(self) -> None:
+        for name in self.__struct_fields__:
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"habit `{name}` must be a chance from 0 to 1")
+
+
 class SimulatedTable:
     def __init__(self, name: str, config: TableConfig, peer: Peer, rnd: random.Random,
-                 settled: Callable[[str], contextlib.AbstractContextManager[asyncio.Event]], store: JetStreamEventStore) -> None:
+                 settled: Callable[[str], contextlib.AbstractContextManager[asyncio.Event]], store: JetStreamEventStore,
+                 habits: Habits | None = None) -> None:
         self.name, self.config, self.peer, self.rnd, self.settled = name, config, peer, rnd, settled
-        self.store = store
+        self.store, self.habits = store, habits or Habits()
+        # The last coup dealt here and who keeps its shoe (000 8.18).
+        self.last: c.Reply | None = None
+        self.procedure = ""
+        self.seated: set[int] = set()
         # Seconds from closing the betting to settlement, by coup, once a benchmark
         # asks for them (a dict here); kept for no one, they would grow without end.
         self.close_to_settled: dict[str, float] | None = None
@@ -53,9 +103,13 @@ class SimulatedTable:
         return reply
 
     def _procedure(self) -> str:
-        if isinstance(self.rules, BaccaratRules):
-            return self.rnd.choice(self.rules.procedures)
-        return ""
+        """The procedure the next coup is dealt by: the table keeps its method or
+        style, and now and then the floor changes it."""
+        if not isinstance(self.rules, BaccaratRules):
+            return ""
+        if not self.procedure or self._chance("change_procedure"):
+            self.procedure = self.rnd.choice(self.rules.procedures)
+        return self.procedure
 
     async def play(self, coups: int | None, every: float = 0.0, first: float = 0.0) -> None:
         """Deal ``coups`` (forever when None): one after the other, or with
@@ -68,8 +122,36 @@ class SimulatedTable:
             self.coups += 1
             await asyncio.sleep(max(0.0, started + every - loop.time()))
 
+    def _chance(self, habit: str) -> bool:
+        return self.rnd.random() < float(getattr(self.habits, habit))
+
+    async def _give_up_shoe(self, coup: str, seat: int, forfeit: bool) -> c.Reply:
+        """The holder passes the shoe (000 8.18), or a supervisor directs a forfeit (000 8.20)."""
+        if forfeit:
+            return await self.ask("coup", c.ForfeitShoe, coup=coup, seat=seat, supervisor="SUP-SIM")
+        return await self.ask("coup", c.PassShoe, coup=coup, seat=seat)
+
+    async def _between_coups(self) -> None:
+        """The shoe holder may pass the shoe, or be directed to forfeit it, before the next coup."""
+        last = self.last
+        holder = last.waiting.shoe_holder if last is not None and last.waiting is not None else None
+        if last is None or holder is None:
+            return
+        if self._chance("pass_shoe"):
+            await self._give_up_shoe(last.coup, holder, forfeit=False)
+        elif self._chance("forfeit"):
+            await self._give_up_shoe(last.coup, holder, forfeit=True)
+
     async def one_coup(self) -> None:
-        opened = await self.ask("coup", c.OpenCoup, procedure=self._procedure())
+        await self._between_coups()
+        procedure = self._procedure()
+        opened = await self.ask("coup", c.OpenCoup, procedure=procedure)
+        if not opened.ok and opened.clause == "000 8.18":
+            # A player holds the shoe under Method C: it is given up before another method deals.
+            status = await self.ask("coup", c.Status)
+            if status.waiting is not None and status.waiting.shoe_holder is not None:
+                await self._give_up_shoe(status.coup, status.waiting.shoe_holder, self.rnd.random() < 0.5)
+            opened = await self.ask("coup", c.OpenCoup, procedure=procedure)
         if not opened.ok:  # e.g. 001 8.5: the style in force stays until the shoe ends
             opened = await self.ask("coup", c.OpenCoup, procedure="")
         if not opened.ok:
@@ -87,13 +169,14 @@ class SimulatedTable:
         reply = c.Reply(True, coup=coup, waiting=waiting)
         if waiting is None or waiting.kind == "close_betting":
             for seat, bet, amount in self._wagers():
-                await self.ask("wager", c.PlaceWager, coup=coup, seat=seat, bet=bet, amount=amount)
+                await self._place(coup, seat, bet, amount)
             closing = time.perf_counter()
             reply = await self.ask("coup", c.CloseBetting, coup=coup)
         while reply.ok and reply.waiting is not None and reply.waiting.kind not in ("finished", "open"):
             reply = await self._respond(coup, reply.waiting)
         if not reply.ok:
             raise Refused(f"{self.name} {coup}: {reply.clause}: {reply.reason}")
+        self.last = reply
         await self.settlement(coup, done)
         if self.close_to_settled is not None:
             self.close_to_settled[coup] = time.perf_counter() - closing
@@ -113,27 +196,67 @@ class SimulatedTable:
             if asyncio.get_running_loop().time() > deadline:
                 raise Refused(f"{self.name} {coup}: not settled within {timeout:.0f} s")
 
+    def _amount(self, bet: str) -> int:
+        limit = self.rules.limits[bet]  # type: ignore[index]
+        return int(self.rnd.choice([limit.min, 2 * limit.min, 5 * limit.min]))
+
+    def _bets(self) -> list[str]:
+        """One seat's bets: a hand (or a blackjack box), now and then both hands
+        or only Tie, with a Tie or a pair wager beside."""
+        if not isinstance(self.rules, BaccaratRules):
+            return ["box"]
+        offered = self.rules.limits
+        if "tie" in offered and self._chance("tie_only"):
+            return ["tie"]
+        bets = ["player", "banker"] if self._chance("both_hands") else [self.rnd.choice(["player", "banker"])]
+        if "tie" in offered and self._chance("tie"):
+            bets.append("tie")
+        pairs = [p for p in ("player_pair", "banker_pair") if p in offered]
+        if pairs and self._chance("pair"):
+            bets.append(self.rnd.choice(pairs))
+        return bets
+
+    def _seat_players(self) -> None:
+        """Players come and go between coups: each seated player leaves now and
+        then, and a free seat is taken now and then (never an empty table)."""
+        self.seated = {seat for seat in self.seated if not self._chance("leave")}
+        free = [seat for seat in self.rules.seats if seat not in self.seated]
+        while free and (not self.seated or (len(self.seated) < 5 and self._chance("sit"))):
+            self.seated.add(free.pop(self.rnd.randrange(len(free))))
+
     def _wagers(self) -> list[tuple[int, str, int]]:
-        seats = self.rnd.sample(self.rules.seats, self.rnd.randint(1, min(5, len(self.rules.seats))))
-        out = []
-        for seat in seats:
-            bets = ["box"] if not isinstance(self.rules, BaccaratRules) else \
-                [self.rnd.choice(["player", "banker"])] + (["tie"] if "tie" in self.rules.limits and
-                                                           self.rnd.random() < 0.2 else [])
-            for bet in bets:
-                limit = self.rules.limits[bet]  # type: ignore[index]
-                out.append((seat, bet, self.rnd.choice([limit.min, 2 * limit.min, 5 * limit.min])))
-        return out
+        """The seated players' wagers: most of them wager on most coups (at least one on every coup)."""
+        self._seat_players()
+        seats = [seat for seat in sorted(self.seated) if self._chance("wager")] or [self.rnd.choice(sorted(self.seated))]
+        return [(seat, bet, self._amount(bet)) for seat in seats for bet in self._bets()]
+
+    async def _place(self, coup: str, seat: int, bet: str, amount: int) -> None:
+        """Place a wager; now and then the player changes it: cancelled, and placed again at another amount."""
+        await self.ask("wager", c.PlaceWager, coup=coup, seat=seat, bet=bet, amount=amount)
+        if self._chance("change"):
+            await self.ask("wager", c.CancelWager, coup=coup, seat=seat, bet=bet)
+            await self.ask("wager", c.PlaceWager, coup=coup, seat=seat, bet=bet, amount=self._amount(bet))
+
+    def _may_play_player(self) -> bool:
+        """000 8.17.2, 8.27.2: only where the table has the approval the ruleset asks for."""
+        needed = self.rules.approvals.get("holder_plays_player") if isinstance(self.rules, BaccaratRules) else None
+        return needed is None or any(a.what == "holder_plays_player" and a.by == needed for a in self.config.approvals)
 
     async def _respond(self, coup: str, w: c.Waiting) -> c.Reply:
         assert w.seat is not None
         if w.kind == "answer":
-            return await self.ask("coup", c.AnswerOffer, coup=coup, seat=w.seat, accept=self.rnd.random() < 0.6)
+            plays = "player" if w.offer == "shoe" and self._may_play_player() and self._chance("plays_player") \
+                else "banker"
+            return await self.ask("coup", c.AnswerOffer, coup=coup, seat=w.seat, accept=self._chance("accept"),
+                                  plays=plays)
         if w.kind == "expose":
-            kind = c.ExposeHand if self.rnd.random() < 0.7 else c.ReturnCards
+            if self._chance("breach"):
+                await self.ask("coup", c.ReportHandlingBreach, coup=coup, seat=w.seat, hand=w.hand,
+                               note="cards below the table edge")
+            kind = c.ExposeHand if self._chance("expose") else c.ReturnCards
             return await self.ask("coup", kind, coup=coup, seat=w.seat, hand=w.hand)
         if w.kind == "decision":
-            if "insurance" in w.options and self.rnd.random() < 0.1:
+            if "insurance" in w.options and self._chance("insurance"):
                 return await self.ask("coup", c.Decide, coup=coup, seat=w.seat, hand=w.box_hand, action="insurance",
                                       amount=self.rules.limits["box"].min // 2)  # type: ignore[index]
             action = basic_strategy(w.cards, w.dealer[0], w.options)
@@ -147,10 +270,12 @@ class Simulator:
 
     def __init__(self, nc: Client, tables: dict[str, TableConfig], seed: int | None = None,
                  console: Console | None = None, patience: int = 5, every: float = 0.0,
-                 terminals: dict[str, Client] | None = None) -> None:
+                 terminals: dict[str, Client] | None = None, habits: Habits | None = None) -> None:
         """``nc`` watches the events; each table's commands go by its terminal's
-        connection in ``terminals`` (a terminal user of its own), else by ``nc``."""
+        connection in ``terminals`` (a terminal user of its own), else by ``nc``.
+        ``habits``: how often the players take each path (``Habits``)."""
         self.nc, self.tables, self.console, self.every = nc, tables, console, every
+        self.habits = habits or Habits()
         self.rnd = random.Random(seed)
         self.waiting: dict[str, asyncio.Event] = {}
         self.peers = {name: Peer((terminals or {}).get(name, nc), timeout=10, attempts=patience) for name in tables}
@@ -185,7 +310,8 @@ class Simulator:
         watched = f"{subjects.EVENTS}.>" if self.console else subjects.aggregate_filter("settle")
         sub = await self.nc.subscribe(watched, cb=self._on_event)
         store = JetStreamEventStore(self.nc)
-        tables = [SimulatedTable(name, cfg, self.peers[name], random.Random(self.rnd.random()), self._settled, store)
+        tables = [SimulatedTable(name, cfg, self.peers[name], random.Random(self.rnd.random()), self._settled, store,
+                                 self.habits)
                   for name, cfg in self.tables.items()]
         self.playing = tables
         # Paced tables start at even intervals, as tables on a floor do not deal in step.

@@ -37,7 +37,7 @@ async def test_the_history_has_the_subjects_dealt_coups_have(nats_url: str) -> N
     written = list(holding.history(2 * holding.TABLES * holding.COUPS_A_SHOE))
     assert {shape(s) for s in written} == {shape(s) for s in dealt}
     first = [s for s in written if subjects.tokens(s)[0] == "BAC-1"]
-    shoes = {subjects.tokens(s)[1] for s in first}
+    shoes = {subjects.tokens(s)[1] for s in first} - {subjects.NO_COUP}  # the ruleset is filed under no shoe
     assert shoes == {subjects.shoe_id("BAC-1", 1), subjects.shoe_id("BAC-1", 2)}
     coups = {subjects.tokens(s)[2] for s in first} - {subjects.NO_COUP}
     assert len(coups) == 2 * holding.COUPS_A_SHOE and len(set(written)) == len(written)
@@ -46,14 +46,14 @@ async def test_the_history_has_the_subjects_dealt_coups_have(nats_url: str) -> N
 async def test_a_restarted_server_holds_the_whole_history_each_way() -> None:
     own = await holding.one_run(200)
     same = await holding.one_run(200, own_subjects=False)
-    shoes = holding.TABLES  # 200 coups round 16 tables: each table's first shoe
-    assert own["messages"] == same["messages"] == 200 * len(holding.AGGREGATES) + shoes
+    shoes = rulesets = holding.TABLES  # 200 coups round 16 tables: each table's first shoe, and its ruleset
+    assert own["messages"] == same["messages"] == 200 * len(holding.AGGREGATES) + shoes + rulesets
     for figures in (own, same):
         assert figures["heap_mib"] > 0 and figures["rss_mib"] > figures["heap_mib"]
         assert figures["running_heap_mib"] > 0 and figures["killed_heap_mib"] > 0
         assert figures["ready_s"] > 0 and figures["killed_ready_s"] > 0
     assert len(set(holding.history(200))) == own["messages"]
-    assert len(set(holding.history(200, own_subjects=False))) == holding.TABLES * (len(holding.AGGREGATES) + 1)
+    assert len(set(holding.history(200, own_subjects=False))) == holding.TABLES * (len(holding.AGGREGATES) + 2)
 
 
 async def test_the_history_as_dealt_has_the_messages_dealt_coups_have(nats_url: str) -> None:
