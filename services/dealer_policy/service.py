@@ -340,7 +340,8 @@ class DealerPolicyService:
     async def _open_book(self, t: TableCoup) -> None:
         """Open the coup's wager book (asked again, the wager service answers from its record)."""
         await self.peer.must(subjects.command(t.name, "book"),
-                             c.OpenBook(f"{t.coup}:open-book", t.name, t.coup, t.shoe, t.config.ruleset))
+                             c.OpenBook(f"{t.coup}:open-book", t.name, t.coup, t.shoe, t.config.ruleset,
+                                        _previous_coup(t.name, t.number)))
 
     async def _command(self, t: TableCoup, cmd: c.CoupCommand) -> None:
         rule_cmd: object
@@ -464,6 +465,11 @@ class DealerPolicyService:
 def _not_reused(cmd: c.CoupCommand, recorded: str) -> None:
     if (conflict := c.reused(cmd, recorded)) is not None:
         raise conflict
+
+
+def _previous_coup(table: str, number: int) -> str:
+    """The table's coup before its coup ``number``, as the dealer-policy names them."""
+    return f"{table}-{number - 1:06d}" if number > 1 else ""
 
 
 def _continuous(rules: Ruleset) -> bool:

@@ -9,10 +9,12 @@ from casino.commands import (
     BookCommand,
     CancelWager,
     CloseBook,
+    Leave,
     OpenBook,
     PlaceExtra,
     PlaceWager,
     Reply,
+    Sit,
     WagerCommand,
     digest,
     reused,
@@ -126,7 +128,8 @@ class WagerService:
         await self.rebuild(cmd.table, cmd.coup)
 
     async def handle(self, cmd: WagerCommand | BookCommand) -> Reply:
-        if isinstance(cmd, PlaceWager | CancelWager | PlaceExtra) and cmd.id in (applied := self._book(cmd).applied):
+        if isinstance(cmd, PlaceWager | CancelWager | PlaceExtra | Sit | Leave) and \
+                cmd.id in (applied := self._book(cmd).applied):
             if (conflict := reused(cmd, applied[cmd.id])) is not None:
                 raise conflict
             return Reply(True, coup=cmd.coup)  # a retried command: recorded once already
@@ -134,16 +137,26 @@ class WagerService:
             case OpenBook():
                 if cmd.coup in self.books and self._book(cmd).book.status != "new":
                     return Reply(True, coup=cmd.coup)
+                seated = await self._seated_after(cmd.table, cmd.previous)
                 cb = self.books[cmd.coup] = CoupBook(cmd.table, cmd.shoe, cmd.ruleset)
-                await self._decide(cb, cmd, W.OpenBook(cmd.coup, cmd.ruleset), f"{cmd.coup}:open-book")
+                await self._decide(cb, cmd, W.OpenBook(cmd.coup, cmd.ruleset, seated), f"{cmd.coup}:open-book")
                 return Reply(True, coup=cmd.coup)
             case PlaceWager():
                 cb = self._book(cmd)
-                await self._decide(cb, cmd, W.PlaceWager(cmd.seat, cmd.bet, cmd.amount), write_id(cmd.coup, cmd.id))
+                await self._decide(cb, cmd, W.PlaceWager(cmd.seat, cmd.bet, cmd.amount, cmd.player),
+                                   write_id(cmd.coup, cmd.id))
                 return Reply(True, coup=cmd.coup)
             case CancelWager():
                 cb = self._book(cmd)
-                await self._decide(cb, cmd, W.CancelWager(cmd.seat, cmd.bet), write_id(cmd.coup, cmd.id))
+                await self._decide(cb, cmd, W.CancelWager(cmd.seat, cmd.bet, cmd.player), write_id(cmd.coup, cmd.id))
+                return Reply(True, coup=cmd.coup)
+            case Sit():
+                cb = self._book(cmd)
+                await self._decide(cb, cmd, W.Sit(cmd.seat, cmd.player), write_id(cmd.coup, cmd.id))
+                return Reply(True, coup=cmd.coup)
+            case Leave():
+                cb = self._book(cmd)
+                await self._decide(cb, cmd, W.Leave(cmd.seat), write_id(cmd.coup, cmd.id))
                 return Reply(True, coup=cmd.coup)
             case CloseBook():
                 cb = self._book(cmd)
@@ -155,6 +168,17 @@ class WagerService:
                 await self._decide(cb, cmd, W.PlaceExtra(cmd.seat, cmd.hand, cmd.kind, cmd.amount), write_id(cmd.coup, cmd.id))
                 return Reply(True, coup=cmd.coup)
         raise RuleViolation("protocol", f"unknown wager command {type(cmd).__name__}")
+
+    async def _seated_after(self, table: str, coup: str) -> tuple[tuple[int, str], ...]:
+        """Who sits where as the table's coup ``coup`` left it: its book's seating
+        (held, or read from its own subject), none for a table's first coup."""
+        if not coup:
+            return ()
+        held = self.books.get(coup)
+        if held is None or held.table != table:
+            stored = await self.store.read(subjects.event(table, "*", coup, "wager"))
+            return W.book_of(e.data for m in stored for e in m.batch.events).seated
+        return held.book.seated
 
     async def _decide(self, cb: CoupBook, cmd: WagerCommand | BookCommand, command: W.AnyBookCommand, msg_id: str) -> None:
         events = W.decide(self.rules(cb.ruleset), cb.book, command)

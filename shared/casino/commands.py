@@ -134,20 +134,44 @@ CoupCommand = (
 # ---- to the wager service (casino.cmd.<table>.wager) -----------------------
 
 
+# A player at the table, as the terminal names them (no one named: the player seated at the box).
+Player = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_-]{0,64}$")]
+
+
 class PlaceWager(Command, frozen=True, tag="table.place_wager"):
+    """A wager on the box of ``seat``: the seated player's, or a back bet by
+    ``player`` where another player sits there (baccarat)."""
+
     coup: Token
     seat: int
     bet: str
     amount: int
+    player: Player = ""
 
 
 class CancelWager(Command, frozen=True, tag="table.cancel_wager"):
     coup: Token
     seat: int
     bet: str
+    player: Player = ""
 
 
-WagerCommand = PlaceWager | CancelWager
+class Sit(Command, frozen=True, tag="table.sit"):
+    """``player`` takes ``seat`` while the coup's betting is open (recorded in its book)."""
+
+    coup: Token
+    seat: int
+    player: Token
+
+
+class Leave(Command, frozen=True, tag="table.leave"):
+    """The player seated at ``seat`` leaves it while the coup's betting is open."""
+
+    coup: Token
+    seat: int
+
+
+WagerCommand = PlaceWager | CancelWager | Sit | Leave
 
 
 # ---- to the wager service from the dealer-policy (casino.cmd.<table>.book) --
@@ -157,9 +181,12 @@ WagerCommand = PlaceWager | CancelWager
 
 
 class OpenBook(Command, frozen=True, tag="wager.open_book"):
+    """``previous``: the table's last coup, whose seating the new book opens with."""
+
     coup: Token
     shoe: Token
     ruleset: str
+    previous: str = ""
 
 
 class CloseBook(Command, frozen=True, tag="wager.close_book"):

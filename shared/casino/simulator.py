@@ -9,6 +9,7 @@ import contextlib
 import random
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterator
 
 import msgspec
@@ -39,7 +40,8 @@ class Habits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     ``change_procedure``: the floor deals the next coup by another method or
     style (a table otherwise keeps its own); ``sit``, ``leave``: a player
     takes a free seat, or a seated one leaves, between coups (up to five seated);
-    ``wager``: a seated player wagers on a coup; ``accept``: an offer of the cards, a role or the shoe accepted (all
+    ``wager``: a seated player wagers on a coup; ``back_bet``: a standing
+    player bets on a seated player's box (baccarat); ``accept``: an offer of the cards, a role or the shoe accepted (all
     declining is then the chance that every seat declines); ``plays_player``: a
     player accepting the shoe asks to play Player's Hand (000 8.17.2, 8.27.2,
     with the supervisor's approval the tables have); ``expose``: a handler
@@ -52,16 +54,17 @@ class Habits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     Tie or a pair wager beside a seat's wager on a hand; ``insurance``:
     insurance taken when the dealer shows an ace."""
 
-    change_procedure: float = 0.2
+    change_procedure: float = 0.1
     sit: float = 0.3
     leave: float = 0.08
     wager: float = 0.85
+    back_bet: float = 0.1
     accept: float = 0.6
     plays_player: float = 0.15
     expose: float = 0.7
     breach: float = 0.03
-    pass_shoe: float = 0.15
-    forfeit: float = 0.1
+    pass_shoe: float = 0.2
+    forfeit: float = 0.2
     change: float = 0.04
     tie_only: float = 0.04
     both_hands: float = 0.05
@@ -78,13 +81,16 @@ class Habits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 class SimulatedTable:
     def __init__(self, name: str, config: TableConfig, peer: Peer, rnd: random.Random,
                  settled: Callable[[str], contextlib.AbstractContextManager[asyncio.Event]], store: JetStreamEventStore,
-                 habits: Habits | None = None) -> None:
+                 habits: Habits | None = None, first: int = 0) -> None:
+        """``first``: which of the ruleset's procedures the table begins with."""
         self.name, self.config, self.peer, self.rnd, self.settled = name, config, peer, rnd, settled
+        self.first = first
         self.store, self.habits = store, habits or Habits()
         # The last coup dealt here and who keeps its shoe (000 8.18).
         self.last: c.Reply | None = None
         self.procedure = ""
         self.seated: set[int] = set()
+        self.players = 0  # players named so far
         # Seconds from closing the betting to settlement, by coup, once a benchmark
         # asks for them (a dict here); kept for no one, they would grow without end.
         self.close_to_settled: dict[str, float] | None = None
@@ -107,7 +113,9 @@ class SimulatedTable:
         style, and now and then the floor changes it."""
         if not isinstance(self.rules, BaccaratRules):
             return ""
-        if not self.procedure or self._chance("change_procedure"):
+        if not self.procedure:  # tables of one ruleset begin with its procedures in turn
+            self.procedure = self.rules.procedures[self.first % len(self.rules.procedures)]
+        elif self._chance("change_procedure"):
             self.procedure = self.rnd.choice(self.rules.procedures)
         return self.procedure
 
@@ -168,8 +176,10 @@ class SimulatedTable:
         closing = time.perf_counter()
         reply = c.Reply(True, coup=coup, waiting=waiting)
         if waiting is None or waiting.kind == "close_betting":
+            await self._seat_players(coup)
             for seat, bet, amount in self._wagers():
                 await self._place(coup, seat, bet, amount)
+            await self._back_bet(coup)
             closing = time.perf_counter()
             reply = await self.ask("coup", c.CloseBetting, coup=coup)
         while reply.ok and reply.waiting is not None and reply.waiting.kind not in ("finished", "open"):
@@ -216,19 +226,38 @@ class SimulatedTable:
             bets.append(self.rnd.choice(pairs))
         return bets
 
-    def _seat_players(self) -> None:
-        """Players come and go between coups: each seated player leaves now and
-        then, and a free seat is taken now and then (never an empty table)."""
-        self.seated = {seat for seat in self.seated if not self._chance("leave")}
+    async def _seat_players(self, coup: str) -> None:
+        """Players come and go as betting opens, recorded in the coup's book:
+        each seated player leaves now and then, and a free seat is taken now
+        and then (never an empty table). A seat found taken (by a player seated
+        before this simulator started) counts as seated."""
+        for seat in sorted(self.seated):
+            if self._chance("leave"):
+                left = await self.ask("wager", c.Leave, coup=coup, seat=seat)
+                if left.ok or left.clause == "seating":
+                    self.seated.discard(seat)
         free = [seat for seat in self.rules.seats if seat not in self.seated]
         while free and (not self.seated or (len(self.seated) < 5 and self._chance("sit"))):
-            self.seated.add(free.pop(self.rnd.randrange(len(free))))
+            seat = free.pop(self.rnd.randrange(len(free)))
+            self.players += 1
+            await self.ask("wager", c.Sit, coup=coup, seat=seat, player=f"{self.name}-P{self.players}")
+            self.seated.add(seat)
 
     def _wagers(self) -> list[tuple[int, str, int]]:
-        """The seated players' wagers: most of them wager on most coups (at least one on every coup)."""
-        self._seat_players()
+        """The seated players' wagers: most of them wager on most coups (at least
+        one on every coup); a player holding the shoe backs Banker's Hand, which he plays."""
         seats = [seat for seat in sorted(self.seated) if self._chance("wager")] or [self.rnd.choice(sorted(self.seated))]
-        return [(seat, bet, self._amount(bet)) for seat in seats for bet in self._bets()]
+        holder = self.last.waiting.shoe_holder if self.last is not None and self.last.waiting is not None else None
+        return [(seat, bet, self._amount(bet)) for seat in seats
+                for bet in (["banker"] if seat == holder else self._bets())]
+
+    async def _back_bet(self, coup: str) -> None:
+        """Now and then a standing player bets on a seated player's box (baccarat)."""
+        if isinstance(self.rules, BaccaratRules) and self.seated and self._chance("back_bet"):
+            bet = self.rnd.choice(["player", "banker"])
+            self.players += 1
+            await self.ask("wager", c.PlaceWager, coup=coup, seat=self.rnd.choice(sorted(self.seated)), bet=bet,
+                           amount=self._amount(bet), player=f"{self.name}-B{self.players}")
 
     async def _place(self, coup: str, seat: int, bet: str, amount: int) -> None:
         """Place a wager; now and then the player changes it: cancelled, and placed again at another amount."""
@@ -310,9 +339,12 @@ class Simulator:
         watched = f"{subjects.EVENTS}.>" if self.console else subjects.aggregate_filter("settle")
         sub = await self.nc.subscribe(watched, cb=self._on_event)
         store = JetStreamEventStore(self.nc)
-        tables = [SimulatedTable(name, cfg, self.peers[name], random.Random(self.rnd.random()), self._settled, store,
-                                 self.habits)
-                  for name, cfg in self.tables.items()]
+        tables: list[SimulatedTable] = []
+        begun: Counter[str] = Counter()  # tables of each ruleset so far: each begins with the next procedure
+        for name, cfg in self.tables.items():
+            tables.append(SimulatedTable(name, cfg, self.peers[name], random.Random(self.rnd.random()), self._settled,
+                                         store, self.habits, first=begun[cfg.ruleset]))
+            begun[cfg.ruleset] += 1
         self.playing = tables
         # Paced tables start at even intervals, as tables on a floor do not deal in step.
         plays = [asyncio.ensure_future(t.play(coups, self.every, self.every * i / len(tables)))

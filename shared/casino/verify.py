@@ -161,8 +161,8 @@ def _book_and_cards(coup: str, msgs: list[Stored], book: wagerbook.Book) -> list
     return findings
 
 
-def _key(w: Wager) -> tuple[int, str]:
-    return w.seat, w.bet
+def _key(w: Wager) -> tuple[int, str, str]:
+    return w.seat, w.bet, w.player
 
 
 def _payouts(coup: str, msgs: list[Stored], events: list[AnyEvent], book: wagerbook.Book,

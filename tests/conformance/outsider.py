@@ -93,9 +93,14 @@ def by_stake(stakes: dict[int, int], ties: Any) -> list[int]:
     return out
 
 
+def own(wagers: list[Event]) -> list[Event]:
+    """The seated players' own wagers: back bets are offered nothing (000 8.5, 8.15, 8.25; 001 8.9)."""
+    return [w for w in wagers if not w.get("back")]
+
+
 def stakes_on(wagers: list[Event], bets: tuple[str, ...]) -> dict[int, int]:
     out: dict[int, int] = {}
-    for w in wagers:
+    for w in own(wagers):
         if w["bet"] in bets:
             out[w["seat"]] = max(out.get(w["seat"], 0), w["amount"])
     return out
@@ -122,6 +127,7 @@ class Checker:
         for shoe_id, events in shoes.items():
             self.shoe(shoe_id, events)
         holders: dict[str, int | None] = {}
+        seating: dict[str, tuple[tuple[int, str], ...]] = {}
         for coup in sorted(coups, key=lambda c: (c.rsplit("-", 1)[0], int(c.rsplit("-", 1)[1]))):
             events = coups[coup]
             configured = _of(events, "coup.configured")
@@ -130,6 +136,7 @@ class Checker:
                 continue
             rules = self.rulesets[configured[0]["ruleset_digest"]]
             table = configured[0]["table"]
+            seating[table] = self.seating(coup, events, seating.get(table, ()))
             if rules["game"] == "baccarat":
                 holders[table] = self.baccarat(coup, rules, events, holders.get(table))
             else:
@@ -180,6 +187,28 @@ class Checker:
                 self.fail(shoe_id, f"position {e['position']}: {e['card']} left the shoe, the order has "
                                    f"{order[e['position']]}")
 
+    # ---- seating -------------------------------------------------------------
+
+    def seating(self, coup: str, ev: list[Event], before: tuple[tuple[int, str], ...]) -> tuple[tuple[int, str], ...]:
+        """Each book opens with the seating the table's last coup left; each wager is the seated player's
+        own (or unnamed where nobody is seated), or a back bet by another player on a seated player's box."""
+        opened = _of(ev, "wager.book_opened")
+        seated = {s: p for s, p in (opened[0].get("seated", []) if opened else [])}
+        if tuple(sorted(seated.items())) != tuple(before):
+            self.fail(coup, f"betting opened with {sorted(seated.items())} seated; the last coup left {list(before)}")
+        for e in ev:
+            if e["type"] == "wager.player_seated":
+                seated[e["seat"]] = e["player"]
+            elif e["type"] == "wager.player_left":
+                seated.pop(e["seat"], None)
+            elif e["type"] == "wager.placed":
+                w, at = e["wager"], seated.get(e["wager"]["seat"], "")
+                if w.get("back") and (not at or w["player"] == at):
+                    self.fail(coup, f"a back bet by {w['player']} on seat {w['seat']}, where {at or 'nobody'} sits")
+                if not w.get("back") and w.get("player", "") != at:
+                    self.fail(coup, f"seat {w['seat']}'s own wager by {w.get('player')!r}, but {at or 'nobody'} sits")
+        return tuple(sorted(seated.items()))
+
     # ---- baccarat ------------------------------------------------------------
 
     def baccarat(self, coup: str, rules: dict[str, Any], ev: list[Event], held: int | None) -> int | None:
@@ -200,10 +229,10 @@ class Checker:
             if order["seats"] != want:
                 self.fail(coup, f"{order['offer']} offered to {order['seats']} under {procedure}, the clauses give {want}")
         for kept in _of(ev, "baccarat.holder_assigned"):
-            if kept["clause"] == "000 8.18" and not any(w["seat"] == kept["seat"] for w in wagers):
+            if kept["clause"] == "000 8.18" and not any(w["seat"] == kept["seat"] for w in own(wagers)):
                 self.fail(coup, f"000 8.15: seat {kept['seat']} kept the shoe with no wager in the coup")
         for given in _of(ev, "baccarat.shoe_given_up"):
-            if given["reason"] == "no_wager" and any(w["seat"] == given["seat"] for w in wagers):
+            if given["reason"] == "no_wager" and any(w["seat"] == given["seat"] for w in own(wagers)):
                 self.fail(coup, f"seat {given['seat']} gave up the shoe for having no wager, and has one")
         dealt = _of(ev, "baccarat.card_dealt")
         player = [d["card"] for d in dealt if d["hand"] == "player"]
@@ -219,7 +248,7 @@ class Checker:
 
     def offer_order(self, procedure: str, offer: str, wagers: list[Event], seats: list[int]) -> list[int]:
         if offer == "shoe" and procedure == "method_c":  # 000 8.15
-            with_wager = {w["seat"] for w in wagers}
+            with_wager = {w["seat"] for w in own(wagers)}
             return counter_clockwise_from(seats, min(with_wager), with_wager) if with_wager else []
         if offer == "shoe":  # 000 8.25: highest wager on Banker or Player; equal wagers, lowest numbered seat first
             return by_stake(stakes_on(wagers, ("banker", "player")), sorted)
@@ -292,7 +321,7 @@ class Checker:
         r = _of(ev, "baccarat.coup_resulted")[0]
         hits = {"player": r["winner"] != "banker", "banker": r["winner"] != "player",
                 "tie": r["winner"] == "tie", "player_pair": r["player_pair"], "banker_pair": r["banker_pair"]}
-        loses = any(not hits[w["bet"]] for w in wagers if w["seat"] == holder)
+        loses = any(not hits[w["bet"]] for w in own(wagers) if w["seat"] == holder)
         if rules.get("holder_loses_shoe", "own_wager") != "own_wager":
             return None  # another reading: not checked here
         given = [g for g in _of(ev, "baccarat.shoe_given_up") if g["seat"] == holder]
@@ -356,13 +385,14 @@ class Checker:
         if not settled:
             self.fail(coup, "not settled")
             return
-        got = sorted((p["seat"], p["bet"], p.get("hand", 0), p["stake"], p["returned"]) for p in settled[0]["payouts"])
+        got = sorted((p["seat"], p["bet"], p.get("hand", 0), p["stake"], p["returned"], p.get("player", ""))
+                     for p in settled[0]["payouts"])
         want = sorted(self.baccarat_pays(rules, ev) if rules["game"] == "baccarat" else self.blackjack_pays(rules, ev))
         if got != want:
             self.fail(coup, f"paid {got}, the rules pay {want}")
 
     @staticmethod
-    def baccarat_pays(rules: dict[str, Any], ev: list[Event]) -> list[tuple[int, str, int, int, int]]:
+    def baccarat_pays(rules: dict[str, Any], ev: list[Event]) -> list[tuple[int, str, int, int, int, str]]:
         r = _of(ev, "baccarat.coup_resulted")[0]
         out = []
         for w in _of(ev, "baccarat.betting_closed")[0]["wagers"]:
@@ -380,11 +410,11 @@ class Checker:
                 back = amount * (1 + rules["tie_pays"]) if r["winner"] == "tie" else 0
             else:
                 back = amount * (1 + rules["pair_pays"]) if r[bet] else 0
-            out.append((w["seat"], bet, 0, amount, back))
+            out.append((w["seat"], bet, 0, amount, back, w.get("player", "")))
         return out
 
     @staticmethod
-    def blackjack_pays(rules: dict[str, Any], ev: list[Event]) -> list[tuple[int, str, int, int, int]]:
+    def blackjack_pays(rules: dict[str, Any], ev: list[Event]) -> list[tuple[int, str, int, int, int, str]]:
         r = _of(ev, "blackjack.coup_resulted")[0]
         num, den = rules["blackjack_pays"]
         out = []
@@ -394,9 +424,9 @@ class Checker:
                     "push": stake}.get(h["outcome"], 0)
             if h["outcome"] == "lose" and r["dealer_blackjack"] and rules["dealer_blackjack_takes"] == "original_bets":
                 back = stake - h["original"]
-            out.append((h["seat"], "box", h["hand"], stake, back))
+            out.append((h["seat"], "box", h["hand"], stake, back, ""))
         for seat, amount in r["insurance"]:
-            out.append((seat, "insurance", 0, amount, 3 * amount if r["dealer_blackjack"] else 0))
+            out.append((seat, "insurance", 0, amount, 3 * amount if r["dealer_blackjack"] else 0, ""))
         return out
 
 

@@ -20,9 +20,10 @@ from tests.e2e.casino import Casino
 from tests.natsfixture import nats_server
 
 RULESETS = ["baccarat-000-methods", "baccarat-001-styles", "blackjack-002-hole-card", "blackjack-003-no-hole-card"]
-# Three tables of 000 (its four methods and their paths), one of each other ruleset.
+# Four tables of 000 (its four methods and their paths, the rarest taken a few
+# times a thousand coups), one of each other ruleset.
 TABLES = {**default_tables(4, RULESETS),
-          **{f"BAC000-{n}": default_tables(1, RULESETS)["BAC000-1"] for n in (2, 3)}}
+          **{f"BAC000-{n}": default_tables(1, RULESETS)["BAC000-1"] for n in (2, 3, 4)}}
 COUPS = 150
 SEED = 34
 

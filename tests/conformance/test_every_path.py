@@ -77,6 +77,9 @@ PATHS: dict[str, Path_] = {
     "a seat wagering on both Banker and Player": lambda ev: _seats_betting(ev, lambda b: {"banker", "player"} <= b),
     "a pair wager": lambda ev: _seats_betting(ev, lambda b: bool(b & {"player_pair", "banker_pair"})),
     "a wager cancelled": lambda ev: bool(_of(ev, "wager.cancelled")),
+    "a player sits": _any("wager.player_seated"),
+    "a player leaves": _any("wager.player_left"),
+    "a back bet": lambda ev: any(e["wager"]["back"] for e in _of(ev, "wager.placed")),
     "a tie": lambda ev: bool(_of(ev, "baccarat.coup_resulted", winner="tie")),
     "a third card": lambda ev: len(_of(ev, "baccarat.card_dealt")) > 4,
     "insurance taken": lambda ev: _insurance(ev, True),
@@ -104,4 +107,4 @@ def test_a_bounded_simulated_run_takes_every_path_of_every_procedure(raw_record:
     taken.update({name: sum(1 for ev in shoes.values() if path(ev)) for name, path in SHOE_PATHS.items()})
     never = sorted(name for name in [*PATHS, *SHOE_PATHS] if taken[name] == 0)
     assert not never, f"paths never taken in {len(coups)} coups: {never}; taken: {dict(taken)}"
-    assert len(coups) >= 600
+    assert len(coups) >= 1000

@@ -49,6 +49,7 @@ class Racer(SimulatedTable):
                     return
                 await self.ask("coup", c.OpenCoup, procedure=self._procedure())
             elif waiting.kind == "close_betting":
+                await self._seat_players(status.coup)
                 for seat, bet, amount in self._wagers()[:2]:
                     await self.ask("wager", c.PlaceWager, coup=status.coup, seat=seat, bet=bet, amount=amount)
                 await self.ask("coup", c.CloseBetting, coup=status.coup)

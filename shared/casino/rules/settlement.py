@@ -28,6 +28,7 @@ class Payout(msgspec.Struct, frozen=True, gc=False):
     returned: int
     hand: int = 0
     commission: int = 0
+    player: str = ""  # who placed the wager, where the table records it (a back bet's player)
 
     @property
     def net(self) -> int:
@@ -67,7 +68,7 @@ def settle_baccarat(rules: BaccaratRules, wagers: Iterable[Wager], result: Bacca
             returned = w.amount * (1 + rules.pair_pays) if hit else 0
         else:
             raise RuleViolation("ruleset limits", f"bet {w.bet!r} is not a baccarat bet")
-        out.append(Payout(w.seat, w.bet, w.amount, returned, commission=commission))
+        out.append(Payout(w.seat, w.bet, w.amount, returned, commission=commission, player=w.player))
     return tuple(out)
 
 

@@ -24,19 +24,39 @@ class BookCommand(msgspec.Struct, frozen=True, gc=False, tag_field="type"):
 
 
 class OpenBook(BookCommand, frozen=True, tag="wager.open_book"):
+    """Open betting; ``seated`` is who sits where as the table's last coup left it."""
+
     coup_id: str
     ruleset: str
+    seated: tuple[tuple[int, str], ...] = ()
 
 
 class PlaceWager(BookCommand, frozen=True, tag="wager.place"):
+    """``player``: who wagers; empty for the player seated at ``seat``."""
+
     seat: int
     bet: str
     amount: int
+    player: str = ""
 
 
 class CancelWager(BookCommand, frozen=True, tag="wager.cancel"):
     seat: int
     bet: str
+    player: str = ""
+
+
+class Sit(BookCommand, frozen=True, tag="wager.sit"):
+    """A player takes a seat while betting is open."""
+
+    seat: int
+    player: str
+
+
+class Leave(BookCommand, frozen=True, tag="wager.leave"):
+    """The player seated at ``seat`` leaves it while betting is open."""
+
+    seat: int
 
 
 class CloseBook(BookCommand, frozen=True, tag="wager.close_book"):
@@ -57,8 +77,11 @@ class BookEvent(msgspec.Struct, frozen=True, gc=False, tag_field="type"):
 
 
 class BookOpened(BookEvent, frozen=True, tag="wager.book_opened"):
+    """Betting opened; ``seated``: (seat, player) of every player seated as it opened."""
+
     coup_id: str
     ruleset: str
+    seated: tuple[tuple[int, str], ...] = ()
 
 
 class WagerPlaced(BookEvent, frozen=True, tag="wager.placed"):
@@ -68,6 +91,17 @@ class WagerPlaced(BookEvent, frozen=True, tag="wager.placed"):
 class WagerCancelled(BookEvent, frozen=True, tag="wager.cancelled"):
     seat: int
     bet: str
+    player: str = ""
+
+
+class PlayerSeated(BookEvent, frozen=True, tag="wager.player_seated"):
+    seat: int
+    player: str
+
+
+class PlayerLeft(BookEvent, frozen=True, tag="wager.player_left"):
+    seat: int
+    player: str
 
 
 class BookClosed(BookEvent, frozen=True, tag="wager.book_closed"):
@@ -81,8 +115,8 @@ class ExtraPlaced(BookEvent, frozen=True, tag="wager.extra_placed"):
     amount: int
 
 
-AnyBookCommand = OpenBook | PlaceWager | CancelWager | CloseBook | PlaceExtra
-AnyBookEvent = BookOpened | WagerPlaced | WagerCancelled | BookClosed | ExtraPlaced
+AnyBookCommand = OpenBook | PlaceWager | CancelWager | CloseBook | PlaceExtra | Sit | Leave
+AnyBookEvent = BookOpened | WagerPlaced | WagerCancelled | BookClosed | ExtraPlaced | PlayerSeated | PlayerLeft
 
 
 class Book(msgspec.Struct, frozen=True, gc=False):
@@ -90,6 +124,11 @@ class Book(msgspec.Struct, frozen=True, gc=False):
     status: Literal["new", "open", "closed"] = "new"
     wagers: tuple[Wager, ...] = ()
     extras: tuple[ExtraPlaced, ...] = ()
+    seated: tuple[tuple[int, str], ...] = ()  # (seat, player), in seat order
+
+    def seated_at(self, seat: int) -> str:
+        """The player seated at ``seat``, empty if none is."""
+        return next((p for s, p in self.seated if s == seat), "")
 
     def staked(self, seat: int) -> int:
         return sum(w.amount for w in self.wagers if w.seat == seat) + sum(
@@ -102,19 +141,43 @@ def decide(rules: BaccaratRules | BlackjackRules, book: Book, command: AnyBookCo
         case OpenBook():
             if book.status != "new":
                 raise RuleViolation("wager book", f"the book of {book.coup_id} is already open")
-            return [BookOpened(command.coup_id, command.ruleset)]
+            return [BookOpened(command.coup_id, command.ruleset, command.seated)]
         case PlaceWager():
             _must_be_open(book)
-            wager = Wager(command.seat, command.bet, command.amount)
+            player, back = _who(rules, book, command.seat, command.player)
+            wager = Wager(command.seat, command.bet, command.amount, player, back)
             check_wager(rules.table, rules.limits, wager)
-            if any(w.seat == wager.seat and w.bet == wager.bet for w in book.wagers):
-                raise RuleViolation("wager book", f"seat {wager.seat} already has a {wager.bet} wager; cancel it first")
+            if any((w.seat, w.bet, w.player) == (wager.seat, wager.bet, player) for w in book.wagers):
+                raise RuleViolation("wager book", f"seat {wager.seat} already has a {wager.bet} wager"
+                                                  f"{f' by {player}' if player else ''}; cancel it first")
             return [WagerPlaced(wager)]
         case CancelWager():
             _must_be_open(book)
-            if not any(w.seat == command.seat and w.bet == command.bet for w in book.wagers):
-                raise RuleViolation("wager book", f"seat {command.seat} has no {command.bet} wager")
-            return [WagerCancelled(command.seat, command.bet)]
+            player, _ = _who(rules, book, command.seat, command.player)
+            if not any((w.seat, w.bet, w.player) == (command.seat, command.bet, player) for w in book.wagers):
+                raise RuleViolation("wager book", f"seat {command.seat} has no {command.bet} wager"
+                                                  f"{f' by {player}' if player else ''}")
+            return [WagerCancelled(command.seat, command.bet, player)]
+        case Sit():
+            _must_be_open(book)
+            rules.table.check_seat(command.seat)
+            if not command.player:
+                raise RuleViolation("seating", "a player who sits is named")
+            if taken := book.seated_at(command.seat):
+                raise RuleViolation("seating", f"seat {command.seat} is taken by {taken}")
+            if any(p == command.player for _, p in book.seated):
+                raise RuleViolation("seating", f"{command.player} is seated already")
+            if any(w.player == command.player and w.back for w in book.wagers):
+                raise RuleViolation("seating", f"{command.player} has back bets in this coup; cancel them first")
+            return [PlayerSeated(command.seat, command.player)]
+        case Leave():
+            _must_be_open(book)
+            if not (player := book.seated_at(command.seat)):
+                raise RuleViolation("seating", f"nobody is seated at seat {command.seat}")
+            if any(w.seat == command.seat for w in book.wagers):
+                raise RuleViolation("seating", f"seat {command.seat} has wagers in this coup; they are cancelled "
+                                               f"before its player leaves")
+            return [PlayerLeft(command.seat, player)]
         case CloseBook():
             _must_be_open(book)
             if isinstance(rules, BlackjackRules) and not book.wagers:
@@ -140,6 +203,22 @@ def check(rules: BaccaratRules | BlackjackRules, book: Book, command: AnyBookCom
     return violation(lambda: decide(rules, book, command))
 
 
+def _who(rules: BaccaratRules | BlackjackRules, book: Book, seat: int, named: str) -> tuple[str, bool]:
+    """Who wagers at ``seat``, and whether it is a back bet: the seated player
+    (unnamed, or named), or another player on a seated player's box (a back
+    bet, at baccarat). Where nobody is recorded seated, an unnamed wager is the
+    wagering player's own, as tables whose terminals record no seating have it."""
+    seated = book.seated_at(seat)
+    if not named or named == seated:
+        return seated, False
+    if not seated:
+        raise RuleViolation("seating", f"nobody is seated at seat {seat}: a back bet is placed on a seated "
+                                       f"player's box")
+    if not isinstance(rules, BaccaratRules):
+        raise RuleViolation("seating", "back bets are taken at baccarat only")
+    return named, True
+
+
 def _must_be_open(book: Book) -> None:
     if book.status == "new":
         raise RuleViolation("wager book", "betting has not opened for this coup")
@@ -152,11 +231,16 @@ def evolve(book: Book, event: AnyBookEvent) -> Book:
     r = msgspec.structs.replace
     match event:
         case BookOpened():
-            return Book(coup_id=event.coup_id, status="open")
+            return Book(coup_id=event.coup_id, status="open", seated=event.seated)
         case WagerPlaced():
             return r(book, wagers=book.wagers + (event.wager,))
         case WagerCancelled():
-            return r(book, wagers=tuple(w for w in book.wagers if (w.seat, w.bet) != (event.seat, event.bet)))
+            gone = (event.seat, event.bet, event.player)
+            return r(book, wagers=tuple(w for w in book.wagers if (w.seat, w.bet, w.player) != gone))
+        case PlayerSeated():
+            return r(book, seated=tuple(sorted(book.seated + ((event.seat, event.player),))))
+        case PlayerLeft():
+            return r(book, seated=tuple(x for x in book.seated if x[0] != event.seat))
         case BookClosed():
             return r(book, status="closed", wagers=event.wagers)
         case ExtraPlaced():
@@ -164,7 +248,7 @@ def evolve(book: Book, event: AnyBookEvent) -> Book:
     return book
 
 
-_BOOK_EVENTS = frozenset({BookOpened, WagerPlaced, WagerCancelled, BookClosed, ExtraPlaced})
+_BOOK_EVENTS = frozenset({BookOpened, WagerPlaced, WagerCancelled, BookClosed, ExtraPlaced, PlayerSeated, PlayerLeft})
 
 
 def book_of(events: Iterable[object]) -> Book:

@@ -13,11 +13,16 @@ from casino.rules.table import Table
 
 
 class Wager(msgspec.Struct, frozen=True, gc=False):
-    """One stake on one bet by the player in one seat, in minor units."""
+    """One stake on one bet on the box of one seat, in minor units. ``player``
+    is who placed it (the seated player; empty where the table records no one
+    seated there); ``back`` marks a back bet: a player not seated at that box
+    wagering on it, who is never offered the cards, a role or the shoe."""
 
     seat: int
     bet: str
     amount: int
+    player: str = ""
+    back: bool = False
 
 
 def check_wager(table: Table, limits: Mapping[Any, Limit], wager: Wager) -> None:
@@ -35,15 +40,23 @@ def check_wager(table: Table, limits: Mapping[Any, Limit], wager: Wager) -> None
 
 
 def check_book(table: Table, limits: Mapping[Any, Limit], wagers: Iterable[Wager]) -> tuple[Wager, ...]:
-    """Check every wager of a closed book; one wager per seat and bet."""
-    seen: set[tuple[int, str]] = set()
+    """Check every wager of a closed book; one wager per seat, bet and player."""
+    seen: set[tuple[int, str, str]] = set()
     book = tuple(wagers)
     for w in book:
         check_wager(table, limits, w)
-        if (w.seat, w.bet) in seen:
-            raise RuleViolation("wager book", f"seat {w.seat} has two {w.bet} wagers; the book holds one per bet")
-        seen.add((w.seat, w.bet))
+        if (w.seat, w.bet, w.player) in seen:
+            raise RuleViolation("wager book", f"seat {w.seat} has two {w.bet} wagers by {w.player or 'its player'}; "
+                                              f"the book holds one per bet and player")
+        seen.add((w.seat, w.bet, w.player))
     return book
+
+
+def own(wagers: Iterable[Wager]) -> list[Wager]:
+    """The wagers of the players seated at their boxes (back bets left out): the
+    wagers the offers of the cards, the roles and the shoe go by (000 8.5,
+    8.15, 8.25; 001 8.9 "the seated player")."""
+    return [w for w in wagers if not w.back]
 
 
 def amount_on(wagers: Iterable[Wager], seat: int, bet: str) -> int:

@@ -57,7 +57,7 @@ from casino.rules.cards import Card, is_card
 from casino.rules.errors import RuleViolation
 from casino.rules.ruleset import BaccaratRules
 from casino.rules.settlement import settle_baccarat
-from casino.rules.wagers import Wager, amount_on, check_book
+from casino.rules.wagers import Wager, amount_on, check_book, own
 
 Phase = Literal["new", "betting", "offers", "dealing", "handling", "drawing", "finished"]
 HANDS: tuple[Hand, Hand] = ("player", "banker")
@@ -372,7 +372,7 @@ def _offer_clause(s: BaccaratCoup) -> str:
     stake after refusals (000 8.6, 001 8.9(c))."""
     if s.offer == "shoe":
         return clause("order", s.procedure)
-    stake = {seat: amount_on(s.wagers, seat, s.offer or "") for seat in s.order}
+    stake = {seat: amount_on(own(s.wagers), seat, s.offer or "") for seat in s.order}
     seat = s.chain[0]
     if s.refusals == 0:
         tied = sum(1 for a in stake.values() if a == stake[seat]) > 1
@@ -382,7 +382,7 @@ def _offer_clause(s: BaccaratCoup) -> str:
 
 
 def _start_offer(rules: BaccaratRules, s: BaccaratCoup, offer: Offer) -> list[AnyBaccaratEvent]:
-    table, w = rules.table, s.wagers
+    table, w = rules.table, own(s.wagers)  # the seated players' own wagers: back bets are offered nothing
     if offer == "shoe":
         if s.shoe_holder is not None:
             if not any(x.seat == s.shoe_holder for x in w):
@@ -432,7 +432,7 @@ def _holder_loses(rules: BaccaratRules, s: BaccaratCoup, result: AnyBaccaratEven
     assert isinstance(result, CoupResulted)
     if rules.holder_loses_shoe == "hand_played":
         return result.winner not in ("tie", s.holder_plays)
-    mine = [w for w in s.wagers if w.seat == s.shoe_holder]
+    mine = [w for w in own(s.wagers) if w.seat == s.shoe_holder]
     return any(p.returned == 0 for p in settle_baccarat(rules, mine, result))
 
 
