@@ -17,7 +17,7 @@ from casino.rules import settlement, shoe, wagerbook
 from casino.rules.baccarat import messages as bm
 from casino.rules.blackjack import messages as jm
 from casino.rules.wagers import Wager
-from casino.store.envelope import CoupConfigured
+from casino.store.envelope import CoupConfigured, RulesetRecorded
 from casino.store.eventstore import Stored
 
 SCHEMA = "casino.replay.coup/1"
@@ -235,10 +235,17 @@ _DESCRIBE: dict[type, Callable[[Any], str]] = {
     jm.CoupResulted: _blackjack_result,
     bm.CardsPickedUp: _picked_up,
     jm.CardsPickedUp: _picked_up,
-    bm.ShoeGivenUp: lambda e: f"seat {e.seat} gives up the shoe ({e.reason})",
-    wagerbook.BookOpened: lambda e: "betting opened",
-    wagerbook.WagerPlaced: lambda e: f"wager: seat {e.wager.seat} {e.wager.bet} {e.wager.amount}",
-    wagerbook.WagerCancelled: lambda e: f"wager cancelled: seat {e.seat} {e.bet}",
+    bm.ShoeGivenUp: lambda e: (f"seat {e.seat} gives up the shoe ({e.reason.replace('_', ' ')}"
+                               + (f", directed by {e.supervisor})" if e.supervisor else ")")),
+    wagerbook.BookOpened: lambda e: "betting opened" + (", seated: " + ", ".join(f"seat {s} {p}" for s, p in e.seated)
+                                                        if e.seated else ""),
+    wagerbook.WagerPlaced: lambda e: (f"wager: seat {e.wager.seat} {e.wager.bet} {e.wager.amount}"
+                                      + (f" by {e.wager.player}" if e.wager.player else "")
+                                      + (" (a back bet)" if e.wager.back else "")),
+    wagerbook.WagerCancelled: lambda e: f"wager cancelled: seat {e.seat} {e.bet}" + (f" by {e.player}" if e.player else ""),
+    RulesetRecorded: lambda e: f"ruleset {e.name} recorded at table {e.table} in full (digest {e.digest})",
+    wagerbook.PlayerSeated: lambda e: f"{e.player} sits at seat {e.seat}",
+    wagerbook.PlayerLeft: lambda e: f"{e.player} leaves seat {e.seat}",
     wagerbook.BookClosed: lambda e: "book closed with " + str(len(e.wagers)) + " wagers",
     wagerbook.ExtraPlaced: lambda e: f"extra wager: seat {e.seat} hand {e.hand} {e.kind} {e.amount}",
     settlement.CoupSettled: lambda e: f"settled: staked {e.staked}, returned {e.returned}, house {e.staked - e.returned:+d}",

@@ -28,3 +28,13 @@ def test_the_documented_digest_is_the_sha256_of_the_recorded_content() -> None:
     content = rulesets.content(rulesets.load(name))
     assert rulesets.digest(content) == digest == hashlib.sha256(content.encode()).hexdigest()[:16]
     assert rulesets.from_content(content) == rulesets.load(name)  # the content is the whole ruleset
+
+
+def test_a_replay_describes_every_kind_of_event_in_words() -> None:
+    from typing import get_args
+
+    from casino.replay import _DESCRIBE
+    from casino.store.envelope import AnyEvent
+
+    undescribed = [k.__name__ for k in get_args(AnyEvent) if k not in _DESCRIBE]
+    assert not undescribed, undescribed
