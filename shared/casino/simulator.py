@@ -139,16 +139,19 @@ class SimulatedTable:
             return await self.ask("coup", c.ForfeitShoe, coup=coup, seat=seat, supervisor="SUP-SIM")
         return await self.ask("coup", c.PassShoe, coup=coup, seat=seat)
 
+    @property
+    def _holder(self) -> int | None:
+        """The seat keeping the shoe from the last coup dealt here (000 8.18)."""
+        return self.last.waiting.shoe_holder if self.last is not None and self.last.waiting is not None else None
+
     async def _between_coups(self) -> None:
         """The shoe holder may pass the shoe, or be directed to forfeit it, before the next coup."""
-        last = self.last
-        holder = last.waiting.shoe_holder if last is not None and last.waiting is not None else None
-        if last is None or holder is None:
+        if self.last is None or (holder := self._holder) is None:
             return
         if self._chance("pass_shoe"):
-            await self._give_up_shoe(last.coup, holder, forfeit=False)
+            await self._give_up_shoe(self.last.coup, holder, forfeit=False)
         elif self._chance("forfeit"):
-            await self._give_up_shoe(last.coup, holder, forfeit=True)
+            await self._give_up_shoe(self.last.coup, holder, forfeit=True)
 
     async def one_coup(self) -> None:
         await self._between_coups()
@@ -247,9 +250,8 @@ class SimulatedTable:
         """The seated players' wagers: most of them wager on most coups (at least
         one on every coup); a player holding the shoe backs Banker's Hand, which he plays."""
         seats = [seat for seat in sorted(self.seated) if self._chance("wager")] or [self.rnd.choice(sorted(self.seated))]
-        holder = self.last.waiting.shoe_holder if self.last is not None and self.last.waiting is not None else None
         return [(seat, bet, self._amount(bet)) for seat in seats
-                for bet in (["banker"] if seat == holder else self._bets())]
+                for bet in (["banker"] if seat == self._holder else self._bets())]
 
     async def _back_bet(self, coup: str) -> None:
         """Now and then a standing player bets on a seated player's box (baccarat)."""

@@ -122,3 +122,11 @@ def test_a_ruleset_file_that_changes_is_read_again(tmp_path: object, monkeypatch
     monkeypatch.setattr(rulesets, "monotonic", lambda: later)  # looked at again a second later
     again = rulesets.load(str(path))
     assert isinstance(again, BlackjackRules) and again.shoe.decks == 8
+
+
+def test_003_7_9_a_003_ruleset_reshuffles_at_once_when_the_cut_card_comes_first_in_a_round(tmp_path: Path) -> None:
+    assert isinstance(rulesets.load(ruleset_variant(tmp_path, "blackjack-002-hole-card",
+                                                    cut_card_first_of_round="reshuffle_now")), BlackjackRules)
+    with pytest.raises(RulesetError) as err:
+        rulesets.load(ruleset_variant(tmp_path, "blackjack-003-no-hole-card", cut_card_first_of_round="deal_round"))
+    assert "cut_card_first_of_round" in str(err.value) and "7.9" in str(err.value)

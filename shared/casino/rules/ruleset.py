@@ -197,6 +197,8 @@ class BlackjackRules(msgspec.Struct, frozen=True, forbid_unknown_fields=True, ta
 
     def __post_init__(self) -> None:
         _check_seats(self.seats)
+        _require(self.document != "003" or self.shoe.cut_card_first_of_round == "reshuffle_now",
+                 "cut_card_first_of_round", "must be `reshuffle_now` under 003 (7.9: the cards are reshuffled at once)")
         _require(self.blackjack_pays[0] > 0 and self.blackjack_pays[1] > 0, "blackjack_pays", "must be positive")
         _require(1 <= self.max_hands <= 8, "max_hands", "must be 1 to 8")
 
