@@ -56,8 +56,8 @@ class Habits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
     change_procedure: float = 0.1
     sit: float = 0.3
-    leave: float = 0.08
-    wager: float = 0.85
+    leave: float = 0.1
+    wager: float = 0.8
     back_bet: float = 0.1
     accept: float = 0.6
     plays_player: float = 0.15

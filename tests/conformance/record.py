@@ -24,7 +24,7 @@ RULESETS = ["baccarat-000-methods", "baccarat-001-styles", "blackjack-002-hole-c
 # times a thousand coups), one of each other ruleset.
 TABLES = {**default_tables(4, RULESETS),
           **{f"BAC000-{n}": default_tables(1, RULESETS)["BAC000-1"] for n in (2, 3, 4)}}
-COUPS = 150
+COUPS = 200
 SEED = 34
 
 

@@ -23,7 +23,7 @@ def test_the_outsiders_checker_imports_nothing_of_the_product() -> None:
 def test_a_bounded_run_read_as_raw_json_conforms_to_the_rules_as_an_outsider_derives_them(raw_record: Path) -> None:
     record = read_record(raw_record)
     coups, shoes = by_coup(record)
-    assert len(coups) >= 1000 and sum(1 for s in shoes.values() if any(e["type"] == "shoe.ended" for e in s)) >= 6
+    assert len(coups) >= 1400 and sum(1 for s in shoes.values() if any(e["type"] == "shoe.ended" for e in s)) >= 6
     findings = check(record)
     assert findings == [], "\n".join(findings[:40])
 
