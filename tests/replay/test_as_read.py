@@ -54,21 +54,30 @@ def orders(seed: int, decks: int) -> list[tuple[tuple[str, ...], str]]:
 @pytest.fixture(scope="module")
 def dealt(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Stored]]:
     """Every message of a store where two tables dealt 30 coups each from small
-    stacked shoes (the same deal every run): blackjack under 003 from two decks,
-    where a round goes on into a new shoe, and baccarat from one deck."""
+    stacked shoes (the same deal for the same seed): blackjack under 003 from
+    two decks, where a round goes on into a new shoe, and baccarat from one
+    deck. The players' seed is the first that deals such a round (the deal
+    follows the simulated players' habits)."""
     import anyio
 
     rulesets = tmp_path_factory.mktemp("rulesets")
     tables = {BJ: TableConfig(ruleset_variant(rulesets, "blackjack-003-no-hole-card", decks=2)),
               BAC: TableConfig(ruleset_variant(rulesets, "baccarat-000-methods", decks=1), approvals=APPROVALS)}
 
-    async def deal(url: str) -> list[Stored]:
+    async def deal(url: str, seed: int) -> list[Stored]:
         async with Casino(url, tables, {BJ: orders(1, 2), BAC: orders(2, 1)}) as casino:
-            await Simulator(casino.nc, tables, seed=3, patience=40).run(COUPS)
+            await Simulator(casino.nc, tables, seed=seed, patience=40).run(COUPS)
+            for table in tables:  # stored, not only seen live by the players
+                await casino.settled(f"{table}-{COUPS:06d}")
             return await casino.store.read(f"{subjects.EVENTS}.>")
 
-    with nats_server(tmp_path_factory.mktemp("nats")) as url:
-        yield anyio.run(deal, url)
+    for seed in range(1, 13):
+        with nats_server(tmp_path_factory.mktemp("nats")) as url:
+            stored = anyio.run(deal, url, seed)
+        if across_shoes(at(BJ, stored)):
+            yield stored
+            return
+    pytest.fail("no seed from 1 to 12 dealt a blackjack round on into a new shoe")
 
 
 def in_memory(stored: list[Stored]) -> InMemoryEventStore:
@@ -110,7 +119,7 @@ async def test_a_table_verified_as_it_is_read_reports_what_its_whole_history_doe
                     if subjects.tokens(m.subject)[3] != "ruleset"})
     assert len(shoes) >= 4  # or the history is not long enough to prove anything
     if table == BJ:
-        assert across_shoes(history) == [f"{BJ}-000010"]  # a round gone on into a new shoe under 003 7.9
+        assert len(across_shoes(history)) == 1  # a round gone on into a new shoe under 003 7.9
     store, taken = in_memory(dealt), 0
     scan = store.scan
 
