@@ -321,8 +321,7 @@ class DealerPolicyService:
         first coup, or the file changed): the record says what every coup was
         dealt under without our files. Another instance recording it at the
         same moment fails the append's guard, and the command is decided again."""
-        content = rulesets.content(t.rules)
-        digest_ = rulesets.digest(content)
+        digest_ = rulesets.digest_of(t.rules)
         if t.ruleset_recorded == digest_:
             return digest_
         subject = subjects.event(t.name, "", "", "ruleset")
@@ -331,7 +330,8 @@ class DealerPolicyService:
         if not (isinstance(latest, RulesetRecorded) and latest.digest == digest_):
             after = last.seq if last is not None else 0
             await self.recorder.record(
-                subject, [RulesetRecorded(t.name, t.config.ruleset, digest_, content)], expected=after,
+                subject, [RulesetRecorded(t.name, t.config.ruleset, digest_, rulesets.content(t.rules))],
+                expected=after,
                 msg_id=f"{t.name}:ruleset:{after}:{digest_}", table=t.name, shoe=subjects.NO_COUP,
                 coup=subjects.NO_COUP, causation=f"{t.name}:ruleset:{digest_}")
         t.ruleset_recorded = digest_

@@ -71,6 +71,20 @@ def digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+_digests: dict[int, tuple[Ruleset, str]] = {}  # by the ruleset object: the object, its digest
+
+
+def digest_of(rules: Ruleset) -> str:
+    """``digest(content(rules))``, worked out once for each ruleset object (a
+    verification asks it of every coup, the dealer-policy at every opening)."""
+    hit = _digests.get(id(rules))
+    if hit is None or hit[0] is not rules:
+        if len(_digests) >= 256:
+            _digests.clear()
+        hit = _digests[id(rules)] = (rules, digest(content(rules)))
+    return hit[1]
+
+
 def from_content(text: str) -> Ruleset:
     """The ruleset a record holds, validated as a ruleset file is."""
     try:

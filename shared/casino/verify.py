@@ -76,11 +76,13 @@ def verify_coup(stored: list[Stored], recorded: Mapping[str, Ruleset] | None = N
     coup = msgs[0].batch.events[0].coup if msgs else ""
     if configured is None:
         return [Finding(coup, msgs[0].seq if msgs else 0, "the coup has no coup.configured event")]
-    rules = (recorded or {}).get(configured.ruleset_digest) or rulesets.load(configured.ruleset)
-    if (now := rulesets.digest(rulesets.content(rules))) != configured.ruleset_digest:
-        return [Finding(coup, msgs[0].seq, f"the coup was dealt under {configured.ruleset} with digest "
-                                           f"{configured.ruleset_digest}; neither the record nor the file "
-                                           f"(digest {now}) holds that ruleset")]
+    rules = (recorded or {}).get(configured.ruleset_digest)  # its digest checked as it was read
+    if rules is None:
+        rules = rulesets.load(configured.ruleset)
+        if (now := rulesets.digest_of(rules)) != configured.ruleset_digest:
+            return [Finding(coup, msgs[0].seq, f"the coup was dealt under {configured.ruleset} with digest "
+                                               f"{configured.ruleset_digest}; neither the record nor the file "
+                                               f"(digest {now}) holds that ruleset")]
     findings = _redecide(coup, rules, [m for m in msgs if subjects.tokens(m.subject)[3] == "coup"])
     book = wagerbook.book_of(everything)
     findings += _book_and_cards(coup, msgs, book)
