@@ -44,8 +44,9 @@ def by_coup(record: Iterable[tuple[str, int, list[Event]]]) -> tuple[dict[str, l
     return coups, shoes
 
 
-def _of(events: list[Event], kind: str) -> list[Event]:
-    return [e for e in events if e["type"] == kind]
+def of(events: list[Event], kind: str, **fields: object) -> list[Event]:
+    """The events of ``kind`` (with each of ``fields`` at its value)."""
+    return [e for e in events if e["type"] == kind and all(e.get(k) == v for k, v in fields.items())]
 
 
 # ---- cards ----------------------------------------------------------------
@@ -130,7 +131,7 @@ class Checker:
         seating: dict[str, tuple[tuple[int, str], ...]] = {}
         for coup in sorted(coups, key=lambda c: (c.rsplit("-", 1)[0], int(c.rsplit("-", 1)[1]))):
             events = coups[coup]
-            configured = _of(events, "coup.configured")
+            configured = of(events, "coup.configured")
             if not configured or configured[0]["ruleset_digest"] not in self.rulesets:
                 self.fail(coup, "no recorded ruleset with the digest its coup.configured names")
                 continue
@@ -155,22 +156,22 @@ class Checker:
     # ---- shoes: commitment, order, burns, cut card -------------------------
 
     def shoe(self, shoe_id: str, events: list[Event]) -> None:
-        shuffled, ended = _of(events, "shoe.shuffled"), _of(events, "shoe.ended")
+        shuffled, ended = of(events, "shoe.shuffled"), of(events, "shoe.ended")
         if not shuffled:
             self.fail(shoe_id, "no shuffle recorded")
             return
         sh = shuffled[0]
-        out = sorted(_of(events, "shoe.card_burned") + _of(events, "shoe.card_drawn"), key=lambda e: e["position"])
+        out = sorted(of(events, "shoe.card_burned") + of(events, "shoe.card_drawn"), key=lambda e: e["position"])
         if [e["position"] for e in out] != list(range(len(out))):
             self.fail(shoe_id, "the cards leaving the shoe are not at consecutive positions from 0")
-        burned = _of(events, "shoe.card_burned")
+        burned = of(events, "shoe.card_burned")
         if burned:
             first = burned[0]
             due = (bac_value(first["card"]) or 10) if sh["burn_by_value"] else sh["burns_due"]
             want = 1 + due if sh["burn_by_value"] else due
             if (not first["face_up"] and sh["burn_by_value"]) or len(burned) != want:
                 self.fail(shoe_id, f"{len(burned)} cards burned; the first card {first['card']} calls for {want}")
-        cut = _of(events, "shoe.cut_card_reached")
+        cut = of(events, "shoe.cut_card_reached")
         if sh["cut_index"] is not None and cut and cut[0]["position"] != sh["cut_index"]:
             self.fail(shoe_id, f"the cut card came out at {cut[0]['position']}, it lies at {sh['cut_index']}")
         if sh["cut_index"] is not None and not cut and out and out[-1]["position"] >= sh["cut_index"]:
@@ -192,7 +193,7 @@ class Checker:
     def seating(self, coup: str, ev: list[Event], before: tuple[tuple[int, str], ...]) -> tuple[tuple[int, str], ...]:
         """Each book opens with the seating the table's last coup left; each wager is the seated player's
         own (or unnamed where nobody is seated), or a back bet by another player on a seated player's box."""
-        opened = _of(ev, "wager.book_opened")
+        opened = of(ev, "wager.book_opened")
         seated = {s: p for s, p in (opened[0].get("seated", []) if opened else [])}
         if tuple(sorted(seated.items())) != tuple(before):
             self.fail(coup, f"betting opened with {sorted(seated.items())} seated; the last coup left {list(before)}")
@@ -213,9 +214,9 @@ class Checker:
 
     def baccarat(self, coup: str, rules: dict[str, Any], ev: list[Event], held: int | None) -> int | None:
         """Tableau, faces, offers, 8.18, pick-up; returns who keeps the shoe into the next coup."""
-        opened = _of(ev, "baccarat.coup_opened")[0]
+        opened = of(ev, "baccarat.coup_opened")[0]
         procedure = opened["procedure"]
-        wagers = _of(ev, "baccarat.betting_closed")[0]["wagers"]
+        wagers = of(ev, "baccarat.betting_closed")[0]["wagers"]
         seats: list[int] = rules["seats"]
         # 000 8.18: a player holding the shoe keeps it into the next coup, which is a Method C coup.
         if held is not None and (procedure != "method_c" or opened["shoe_holder"] != held):
@@ -224,24 +225,24 @@ class Checker:
         if held is None and opened["shoe_holder"] is not None:
             self.fail(coup, f"opened with seat {opened['shoe_holder']} holding a shoe nobody kept")
         # Offers in the order the clauses give.
-        for order in _of(ev, "baccarat.offer_order"):
+        for order in of(ev, "baccarat.offer_order"):
             want = self.offer_order(procedure, order["offer"], wagers, seats)
             if order["seats"] != want:
                 self.fail(coup, f"{order['offer']} offered to {order['seats']} under {procedure}, the clauses give {want}")
-        for kept in _of(ev, "baccarat.holder_assigned"):
+        for kept in of(ev, "baccarat.holder_assigned"):
             if kept["clause"] == "000 8.18" and not any(w["seat"] == kept["seat"] for w in own(wagers)):
                 self.fail(coup, f"000 8.15: seat {kept['seat']} kept the shoe with no wager in the coup")
-        for given in _of(ev, "baccarat.shoe_given_up"):
+        for given in of(ev, "baccarat.shoe_given_up"):
             if given["reason"] == "no_wager" and any(w["seat"] == given["seat"] for w in own(wagers)):
                 self.fail(coup, f"seat {given['seat']} gave up the shoe for having no wager, and has one")
-        dealt = _of(ev, "baccarat.card_dealt")
+        dealt = of(ev, "baccarat.card_dealt")
         player = [d["card"] for d in dealt if d["hand"] == "player"]
         banker = [d["card"] for d in dealt if d["hand"] == "banker"]
         if [d["hand"] for d in dealt[:4]] != ["player", "banker", "player", "banker"]:
             self.fail(coup, "the first four cards do not go Player, Banker, Player, Banker")
-        self.tableau(coup, player, banker, _of(ev, "baccarat.coup_resulted"))
+        self.tableau(coup, player, banker, of(ev, "baccarat.coup_resulted"))
         self.faces(coup, procedure, ev, dealt)
-        picked = _of(ev, "baccarat.cards_picked_up")
+        picked = of(ev, "baccarat.cards_picked_up")
         if not picked or picked[0]["cards"] != [d["card"] for d in dealt]:
             self.fail(coup, "the cards picked up are not the cards dealt, in the order dealt")
         return self.holder_after(coup, rules, ev, wagers)
@@ -290,9 +291,9 @@ class Checker:
         """Method A and Style A deal face up (000 8.3.1, 001 8.6), Method B and Style B face down
         (8.5, 001 8.12); a player holding the shoe deals face down (8.19, 8.28); the dealer's third
         cards are face up. Every card is face up before the result."""
-        fell_back = _of(ev, "baccarat.procedure_fell_back")
+        fell_back = of(ev, "baccarat.procedure_fell_back")
         dealing = fell_back[0]["procedure"] if fell_back else procedure
-        holder = next((h["seat"] for h in _of(ev, "baccarat.holder_assigned") if h["offer"] == "shoe"), None)
+        holder = next((h["seat"] for h in of(ev, "baccarat.holder_assigned") if h["offer"] == "shoe"), None)
         for i, d in enumerate(dealt):
             if dealing in ("method_c", "method_d") and holder is not None:
                 want_up, by = False, holder
@@ -302,9 +303,9 @@ class Checker:
                 self.fail(coup, f"card {i + 1} ({d['card']}) dealt face {'up' if d['face_up'] else 'down'} by "
                                 f"{d['by']}; under {dealing} it is face {'up' if want_up else 'down'} by {by}")
         shown = {d["position"] for d in dealt if d["face_up"]}
-        for e in _of(ev, "baccarat.hand_exposed"):
+        for e in of(ev, "baccarat.hand_exposed"):
             shown |= {d["position"] for d in dealt if d["hand"] == e["hand"]}
-        for e in _of(ev, "baccarat.cards_turned_over"):
+        for e in of(ev, "baccarat.cards_turned_over"):
             shown |= set(e["positions"])
         if shown != {d["position"] for d in dealt}:
             self.fail(coup, "cards left face down at the result")
@@ -312,19 +313,19 @@ class Checker:
     def holder_after(self, coup: str, rules: dict[str, Any], ev: list[Event], wagers: list[Event]) -> int | None:
         """000 8.18 read literally (the ruleset's default): the holder loses the shoe when any of his own
         wagers loses; Banker and Player wagers push on a tie."""
-        fell_back = bool(_of(ev, "baccarat.procedure_fell_back"))
-        if _of(ev, "baccarat.coup_opened")[0]["procedure"] != "method_c" or fell_back:
+        fell_back = bool(of(ev, "baccarat.procedure_fell_back"))
+        if of(ev, "baccarat.coup_opened")[0]["procedure"] != "method_c" or fell_back:
             return None
-        holder = next((h["seat"] for h in reversed(_of(ev, "baccarat.holder_assigned")) if h["offer"] == "shoe"), None)
+        holder = next((h["seat"] for h in reversed(of(ev, "baccarat.holder_assigned")) if h["offer"] == "shoe"), None)
         if holder is None:
             return None
-        r = _of(ev, "baccarat.coup_resulted")[0]
+        r = of(ev, "baccarat.coup_resulted")[0]
         hits = {"player": r["winner"] != "banker", "banker": r["winner"] != "player",
                 "tie": r["winner"] == "tie", "player_pair": r["player_pair"], "banker_pair": r["banker_pair"]}
         loses = any(not hits[w["bet"]] for w in own(wagers) if w["seat"] == holder)
         if rules.get("holder_loses_shoe", "own_wager") != "own_wager":
             return None  # another reading: not checked here
-        given = [g for g in _of(ev, "baccarat.shoe_given_up") if g["seat"] == holder]
+        given = [g for g in of(ev, "baccarat.shoe_given_up") if g["seat"] == holder]
         lost = [g for g in given if g["reason"] == "lost"]
         if loses != bool(lost):
             self.fail(coup, f"000 8.18: seat {holder}'s own wager {'lost' if loses else 'did not lose'}, and the "
@@ -335,7 +336,7 @@ class Checker:
 
     def blackjack(self, coup: str, rules: dict[str, Any], ev: list[Event]) -> None:
         seats: list[int] = rules["seats"]
-        boxes = [s for s in seats if s in {w["seat"] for w in _of(ev, "blackjack.betting_closed")[0]["wagers"]}]
+        boxes = [s for s in seats if s in {w["seat"] for w in of(ev, "blackjack.betting_closed")[0]["wagers"]}]
         hands: dict[int, list[list[str]]] = {s: [[]] for s in boxes}
         split: dict[int, list[bool]] = {s: [False] for s in boxes}
         dealer: list[str] = []
@@ -353,7 +354,7 @@ class Checker:
             must = t < 17 or (t == 17 and soft and hits_soft_17)
             if must != (i < len(dealer)):
                 self.fail(coup, f"the dealer {'stood' if must else 'drew'} on {dealer[:i]}")
-        resulted = _of(ev, "blackjack.coup_resulted")
+        resulted = of(ev, "blackjack.coup_resulted")
         if not resulted:
             self.fail(coup, "no result")
             return
@@ -374,14 +375,14 @@ class Checker:
                                     f"the cards give {want}")
         players = [c for s in reversed(boxes) for h in hands[s] for c in h]  # from the dealer's right
         want_pickup = dealer + players if rules["pickup"] == "dealer_first" else players + dealer
-        picked = _of(ev, "blackjack.cards_picked_up")
+        picked = of(ev, "blackjack.cards_picked_up")
         if not picked or picked[0]["cards"] != want_pickup:
             self.fail(coup, f"picked up {picked[0]['cards'] if picked else None}, the order is {want_pickup}")
 
     # ---- payouts -----------------------------------------------------------------
 
     def payouts(self, coup: str, rules: dict[str, Any], ev: list[Event]) -> None:
-        settled = _of(ev, "settlement.coup_settled")
+        settled = of(ev, "settlement.coup_settled")
         if not settled:
             self.fail(coup, "not settled")
             return
@@ -393,9 +394,9 @@ class Checker:
 
     @staticmethod
     def baccarat_pays(rules: dict[str, Any], ev: list[Event]) -> list[tuple[int, str, int, int, int, str]]:
-        r = _of(ev, "baccarat.coup_resulted")[0]
+        r = of(ev, "baccarat.coup_resulted")[0]
         out = []
-        for w in _of(ev, "baccarat.betting_closed")[0]["wagers"]:
+        for w in of(ev, "baccarat.betting_closed")[0]["wagers"]:
             bet, amount = w["bet"], w["amount"]
             if bet in ("player", "banker"):
                 if r["winner"] == "tie":
@@ -415,7 +416,7 @@ class Checker:
 
     @staticmethod
     def blackjack_pays(rules: dict[str, Any], ev: list[Event]) -> list[tuple[int, str, int, int, int, str]]:
-        r = _of(ev, "blackjack.coup_resulted")[0]
+        r = of(ev, "blackjack.coup_resulted")[0]
         num, den = rules["blackjack_pays"]
         out = []
         for h in r["hands"]:
