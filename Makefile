@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup tools test lint typecheck unit par-sheets run bench soak clean
+.PHONY: setup tools test lint typecheck unit par-sheets run bench soak clean asyncapi
 
 setup: $(STAMP)
 
@@ -42,6 +42,14 @@ test: lint typecheck tools unit
 
 par-sheets: setup
 	@for r in $$($(BIN)/casino rulesets); do $(BIN)/casino par-sheet $$r; echo; done
+
+# Each service's AsyncAPI document, from its faststream application
+# (tests/ops/test_asyncapi.py fails when one is stale).
+ASYNCAPI_SERVICES := shoe wager dealer_policy settlement projections
+asyncapi: setup
+	@for s in $(ASYNCAPI_SERVICES); do CASINO_INSTANCE=instance CASINO_NATS_URL=nats://nats:4222 \
+	  $(BIN)/faststream docs gen services.$$s.app:app --factory --yaml --out docs/asyncapi/$$(echo $$s | tr _ -).yaml \
+	  >/dev/null || exit 1; done
 
 run: setup
 	$(BIN)/casino run $(ARGS)

@@ -146,6 +146,10 @@ async def measure(tables_count: int, seconds: float) -> dict[str, Any]:
         sim = Simulator(nc, tables, seed=1, patience=40)
         task = asyncio.create_task(sim.run(None))
         await asyncio.sleep(3)  # the services start
+        for _ in range(300):  # and every table has dealt
+            if len(latencies) >= tables_count:
+                break
+            await asyncio.sleep(0.1)
         latencies.clear()
         meter = Meter(process_ids(procs, server))
         start = time.perf_counter()

@@ -1,184 +1,264 @@
-"""What each service follows from the stream, from a durable consumer of its
-own: the shoe, wager and dealer-policy services what other instances of them
-append; settlement every coup and wager event, settling each coup as its
-result passes; the projections every event, into the read models, verifying
-each coup as it settles."""
+"""What each service follows from the stream, on durable JetStream consumers
+declared as faststream subscribers: the shoe, wager and dealer-policy
+services what other instances of them append (a consumer of each instance's
+own); settlement every coup and wager event, settling each coup as its result
+passes (one consumer its instances share); the projections every event, into
+the read models, verifying each coup as it settles.
 
-from __future__ import annotations
+The consumers push their deliveries, which faststream hands to the handler
+one at a time in the order they came: a consumer delivers new messages in
+stream order. (faststream's pull subscribers either wait to fill a batch or
+handle the messages of one fetch concurrently: docs/architecture.md.)"""
 
 import asyncio
 import contextlib
 import logging
+import os
 import secrets
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import nats
+from faststream.middlewares import AckPolicy
+from faststream.nats import JStream, NatsBroker, NatsMessage
 from nats.aio.client import Client
-from nats.aio.msg import Msg
-from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+from nats.js.api import AckPolicy as ConsumerAck
+from nats.js.api import ConsumerConfig, DeliverPolicy
 from nats.js.errors import NotFoundError
 
 from casino.metrics import Metrics
 from casino.projections import KvProjections, Projector, fold_stream
 from casino.rules.settlement import CoupSettled
 from casino.rules.shoe import RoundStarted
-from casino.store import subjects
+from casino.store import envelope, subjects
 from casino.store.eventstore import EventStore, Stored
-from casino.store.following import Delivery, Following
-from casino.store.jetstream import STREAM, JetStreamEventStore
+from casino.store.following import Following
+from casino.store.jetstream import STREAM
 from casino.verify import verify_coup
-from services.messaging import PullConsumer, ack, decoded, failed
-from services.settlement.service import FOLLOWED, Due, SettlementService
+from services.messaging import ack, decoded, delivery, documented, failed, undecoded
+from services.settlement.service import FOLLOWED, SettlementService
 
 log = logging.getLogger("casino")
 
-
 CHECKPOINT_EVERY = 1.0  # seconds between the projections' checkpoints, at most
+IN_FLIGHT = 1024  # deliveries a consumer hands out before the first of them is acknowledged
+ACK_EVERY = 64  # an instance's own consumer (ack policy all) is acknowledged at least this often
+SETTLEMENT_DELIVERY = "_INBOX.settlement.events"  # where the shared settlement consumer delivers
 
 
-async def projections(nc: Client, store: JetStreamEventStore, metrics: Metrics,
-                      ) -> tuple[Projector, PullConsumer, Callable[[], Awaitable[None]]]:
-    """Fold the stream into the read models on from the last checkpoint (from
-    the first event if there is none), then keep them current from a durable
-    consumer that starts where the fold ended, saving a checkpoint at most
-    every ``CHECKPOINT_EVERY`` seconds and on stopping: a restart reads only
-    what came since. Returned with the projector and the consumer: the last
-    checkpoint, to save once the consumer has stopped."""
-    kv = await KvProjections(nc.jetstream()).open()
-    name = _instance("projections")
-    projector = await kv.restore() or Projector()
-    written = projector.seq  # the stream sequence up to which every key changed is written
-    wrote = False  # whether this instance was the writer at its last write
-
-    async def write(changed: set[tuple[str, str]]) -> bool:
-        """The keys changed, where this instance is the writer (the one that
-        has just become it writes every key: it wrote none while standing by)."""
-        nonlocal written, wrote
-        writer = await kv.writing(name, time.time())
-        if writer:
-            await kv.put(projector, changed if wrote else set(projector.everything()))
-            written = projector.seq
-        wrote = writer
-        projector.forget_ended_shoes()
-        return writer
-
-    async def folded(changed: set[tuple[str, str]]) -> None:  # each page written, then checkpointed
-        if await write(changed):
-            await kv.save(projector)
-
-    async def last_checkpoint() -> None:
-        if wrote and written == projector.seq:  # not ahead of the keys (a batch cut short in the middle)
-            await kv.save(projector)
-        await kv.release()
-
-    await fold_stream(projector, store, folded)
-    loop = asyncio.get_running_loop()
-    next_save = loop.time() + CHECKPOINT_EVERY
-    _gauges(projector, metrics)
-    # Each coup's messages from its round's start, verified from memory when it settles.
-    following = Following(first=(RoundStarted,))
-
-    async def on_batch(msgs: list[tuple[Msg, Delivery]]) -> None:
-        nonlocal next_save
-        with metrics.handling.labels("projections").time():
-            changed: set[tuple[str, str]] = set()
-            settled: list[tuple[str, str]] = []
-            for m, at in msgs:
-                batch = await decoded(nc, name, m, at, metrics)
-                if batch is None:
-                    following.forget()
-                    continue
-                following.take(Stored(at.stream_seq, m.subject, batch), at)
-                changed |= projector.apply(m.subject, at.stream_seq, batch)
-                settled += [(subjects.tokens(m.subject)[0], e.data.coup_id) for e in batch.events
-                            if isinstance(e.data, CoupSettled)]
-            if changed:
-                writer = await write(changed)
-                _gauges(projector, metrics)
-                if writer and loop.time() >= next_save:
-                    await kv.save(projector)
-                    next_save = loop.time() + CHECKPOINT_EVERY
-            for table, coup in settled:  # every settled coup is verified as it closes
-                await verify_settled(store, table, coup, following.pop(coup), metrics)
-            await ack(msgs[-1][0])  # and every delivery before it (ack policy all)
-
-    await nc.jetstream().add_consumer(STREAM, ConsumerConfig(
-        name=name, durable_name=name, filter_subject=f"{subjects.EVENTS}.>", deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
-        opt_start_seq=projector.seq + 1, inactive_threshold=600.0, ack_policy=AckPolicy.ALL))
-    return projector, PullConsumer(name, on_batch), last_checkpoint
+def instance(kind: str) -> str:
+    """A consumer of one instance's own: a name nobody else can guess (every
+    consumer user may create consumers it names, never ``settlement``:
+    casino.natsauth), gone ten idle minutes after the instance. The AsyncAPI
+    documents are made with $CASINO_INSTANCE set, so that they name it."""
+    return f"{kind}-{os.environ.get('CASINO_INSTANCE') or secrets.token_hex(8)}"
 
 
-async def follow(nc: Client, service: Any, kind: str, metrics: Metrics) -> PullConsumer:
+def _own_consumer(name: str, filter_: str, **settings: Any) -> ConsumerConfig:
+    return ConsumerConfig(name=name, durable_name=name, filter_subject=filter_, inactive_threshold=600.0,
+                          ack_policy=ConsumerAck.ALL, max_ack_pending=IN_FLIGHT, **settings)
+
+
+def events_subscriber(broker: NatsBroker, filter_: str, durable: str, config: ConsumerConfig,
+                      description: str) -> Callable[[Callable[..., Awaitable[None]]], Any]:
+    """A durable consumer's deliveries, acknowledged by the handler. The
+    consumer delivers to a queue group of its own name (nats-py binds a queue
+    subscription to the durable consumer of the queue's name): the instances
+    that share it (settlement's) share its deliveries."""
+    config.deliver_group = durable
+    return broker.subscriber(filter_, queue=durable, stream=JStream(STREAM, declare=False),
+                             config=config, ack_policy=AckPolicy.MANUAL, decoder=undecoded, title=filter_,
+                             description=description)
+
+
+class Acks:
+    """Acknowledges an own consumer's deliveries (ack policy all) every
+    ``ACK_EVERY`` messages and whenever nothing more is waiting."""
+
+    def __init__(self) -> None:
+        self.unacked = 0
+
+    async def handled(self, msg: NatsMessage, pending: int) -> None:
+        self.unacked += 1
+        if pending == 0 or self.unacked >= ACK_EVERY:
+            await ack(msg)
+            self.unacked = 0
+
+
+def follow(broker: NatsBroker, kind: str, service: Callable[[], Any], metrics: Metrics) -> str:
     """Keep the service's state current from a durable consumer of its own
-    aggregate's events: what another instance of it appends."""
+    aggregate's events: what another instance of it appends. The consumer's name."""
     aggregate = {"shoe": "shoe", "wager": "wager", "dealer-policy": "coup"}[kind]
-    name = _instance(kind)
+    name = instance(kind)
+    acks = Acks()
+    nc: Callable[[], Client] = lambda: broker.connection  # noqa: E731
 
-    async def on_batch(msgs: list[tuple[Msg, Delivery]]) -> None:
+    @events_subscriber(broker, subjects.aggregate_filter(aggregate), name,
+                       _own_consumer(name, subjects.aggregate_filter(aggregate), deliver_policy=DeliverPolicy.NEW),
+                       f"The {aggregate} events every {kind} instance follows, appended by the others.")
+    async def on_event(received: documented(envelope.Batch)) -> None:  # type: ignore[valid-type]
+        msg = received.msg
+        at = delivery(msg)
         with metrics.handling.labels(kind).time():
-            for m, at in msgs:
-                batch = await decoded(nc, name, m, at, metrics)
-                if batch is not None:
-                    await service.observe(m.subject, at.stream_seq, batch)
-            await ack(msgs[-1][0])  # and every delivery before it (ack policy all)
+            batch = await decoded(nc(), name, msg, at, metrics)
+            if batch is not None:
+                await service().observe(msg.raw_message.subject, at.stream_seq, batch)
+        await acks.handled(msg, at.pending)
 
-    await nc.jetstream().add_consumer(STREAM, ConsumerConfig(
-        name=name, durable_name=name, filter_subject=subjects.aggregate_filter(aggregate), deliver_policy=DeliverPolicy.NEW,
-        inactive_threshold=600.0, ack_policy=AckPolicy.ALL))
-    return PullConsumer(name, on_batch)
+    return name
 
 
-async def _ensure_filters(nc: Client, durable: str, filters: list[str]) -> None:
-    """Create the durable consumer, or give one declared elsewhere (an older
-    release, the cluster's manifests) these filters, keeping its other settings.
-    A short ack wait: what a killed instance had in hand comes again within seconds."""
+async def ensure_settlement_consumer(nc: Client) -> None:
+    """Create the consumer settlement's instances share, or give one declared
+    elsewhere (the cluster's manifests) the filters this release follows,
+    keeping its other settings. A short ack wait: what a killed instance had
+    in hand comes again within seconds."""
     js = nc.jetstream()
+    filters = [subjects.aggregate_filter(a) for a in FOLLOWED]
     try:
-        config = (await js.consumer_info(STREAM, durable)).config
+        config = (await js.consumer_info(STREAM, "settlement")).config
     except NotFoundError:
-        config = ConsumerConfig(durable_name=durable, ack_wait=5.0)
+        config = ConsumerConfig(durable_name="settlement", deliver_subject=SETTLEMENT_DELIVERY,
+                                deliver_group="settlement", ack_wait=5.0, max_ack_pending=IN_FLIGHT)
     else:
+        if not config.deliver_subject:
+            raise RuntimeError("the consumer settlement is a pull consumer of an earlier release: delete it, and "
+                               "settlement creates it again delivering from the first unsettled coup")
         if sorted(config.filter_subjects or [config.filter_subject or ""]) == sorted(filters):
             return
     config.filter_subject, config.filter_subjects = None, filters
     await js.add_consumer(STREAM, config)
 
 
-async def settlement_consumer(nc: Client, service: SettlementService, metrics: Metrics) -> PullConsumer:
-    """Settlement follows every coup and wager event from its durable consumer
-    and settles each coup as its result passes, the settlements of several
-    tables at once (``casino.store.following``: a coup it could not follow
-    whole is read back from the stream)."""
+def settlement_consumer(broker: NatsBroker, service: Callable[[], SettlementService], metrics: Metrics,
+                        later: Callable[[Awaitable[None]], None]) -> str:
+    """Settlement follows every coup and wager event from the consumer its
+    instances share and settles each coup as its result passes, the
+    settlements of several tables at once (``casino.store.following``: a coup
+    it could not follow whole is read back from the stream)."""
     name = "settlement"
-    await _ensure_filters(nc, name, [subjects.aggregate_filter(a) for a in FOLLOWED])
+    nc: Callable[[], Client] = lambda: broker.connection  # noqa: E731
 
-    async def settle(m: Msg, at: Delivery, due: Due) -> None:
+    async def settle(msg: NatsMessage, at: Any, due: Any) -> None:
         try:
-            await service.settle(due)
+            await service().settle(due)
         except Exception as exc:
             with contextlib.suppress(nats.errors.Error, TimeoutError):  # not filed: it comes again after the ack wait
-                await failed(nc, name, m, at, exc, metrics)
+                await failed(nc(), name, msg, at, exc, metrics)
         else:
-            await ack(m)
+            await ack(msg)
 
-    async def on_batch(msgs: list[tuple[Msg, Delivery]]) -> None:
-        for m, at in msgs:
-            with metrics.handling.labels(name).time():
-                batch = await decoded(nc, name, m, at, metrics)
-                if batch is None:
-                    service.following.forget()
-                    due = None
-                else:
-                    due = service.follow(Stored(at.stream_seq, m.subject, batch), at)
-            if due is None:
-                await ack(m)
+    @events_subscriber(broker, f"{subjects.EVENTS}.>", name, ConsumerConfig(durable_name=name),
+                       "Every coup and wager event, each coup settled as its result passes "
+                       f"(the filters: {', '.join(subjects.aggregate_filter(a) for a in FOLLOWED)}).")
+    async def on_event(received: documented(envelope.Batch)) -> None:  # type: ignore[valid-type]
+        msg = received.msg
+        at = delivery(msg)
+        settling = service()
+        with metrics.handling.labels(name).time():
+            batch = await decoded(nc(), name, msg, at, metrics)
+            if batch is None:
+                settling.following.forget()
+                due = None
             else:
-                consumer.later(settle(m, at, due))
+                due = settling.follow(Stored(at.stream_seq, msg.raw_message.subject, batch), at)
+        if due is None:
+            await ack(msg)
+        else:
+            later(settle(msg, at, due))
 
-    consumer = PullConsumer(name, on_batch)
-    return consumer
+    return name
+
+
+class Projections:
+    """The read models, folded from the stream on from the last checkpoint
+    (from the first event if there is none), then kept current from a durable
+    consumer of this instance's own that starts where the fold ended, saving a
+    checkpoint at most every ``CHECKPOINT_EVERY`` seconds and on stopping: a
+    restart reads only what came since. One instance at a time writes the
+    keys (``KvProjections.writing``); the others stand by, folding."""
+
+    def __init__(self, broker: NatsBroker, metrics: Metrics) -> None:
+        self.broker, self.metrics = broker, metrics
+        self.name = instance("projections")
+        self.config = _own_consumer(self.name, f"{subjects.EVENTS}.>",
+                                    deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=1)
+        self.projector = Projector()
+        self.kv: KvProjections | None = None
+        self.store: EventStore | None = None
+        self.written = 0  # the stream sequence up to which every key changed is written
+        self.wrote = False  # whether this instance was the writer at its last write
+        self.changed: set[tuple[str, str]] = set()
+        self.next_save = 0.0
+        # Each coup's messages from its round's start, verified from memory when it settles.
+        self.following = Following(first=(RoundStarted,))
+        self.acks = Acks()
+        events_subscriber(broker, f"{subjects.EVENTS}.>", self.name, self.config,
+                          "Every event, into the read models; each coup verified as it settles.")(self.on_event)
+
+    async def open(self, store: EventStore) -> Projector:
+        """Fold what the stream holds since the last checkpoint; the consumer starts after it."""
+        self.store = store
+        self.kv = await KvProjections(self.broker.connection.jetstream()).open()
+        self.projector = await self.kv.restore() or Projector()
+        self.written = self.projector.seq
+        await fold_stream(self.projector, store, self._folded)
+        self.config.opt_start_seq = self.projector.seq + 1
+        self.next_save = time.monotonic() + CHECKPOINT_EVERY
+        _gauges(self.projector, self.metrics)
+        return self.projector
+
+    async def close(self) -> None:
+        """The last checkpoint, once the consumer has stopped."""
+        assert self.kv is not None
+        if self.wrote and self.written == self.projector.seq:  # not ahead of the keys
+            await self.kv.save(self.projector)
+        await self.kv.release()
+
+    async def _write(self, changed: set[tuple[str, str]]) -> bool:
+        """The keys changed, where this instance is the writer (the one that
+        has just become it writes every key: it wrote none while standing by)."""
+        assert self.kv is not None
+        writer = await self.kv.writing(self.name, time.time())
+        if writer:
+            await self.kv.put(self.projector, changed if self.wrote else set(self.projector.everything()))
+            self.written = self.projector.seq
+        self.wrote = writer
+        self.projector.forget_ended_shoes()
+        return writer
+
+    async def _folded(self, changed: set[tuple[str, str]]) -> None:  # each page written, then checkpointed
+        assert self.kv is not None
+        if await self._write(changed):
+            await self.kv.save(self.projector)
+
+    async def on_event(self, received: documented(envelope.Batch)) -> None:  # type: ignore[valid-type]
+        """Apply one delivery; write the keys changed once nothing more is
+        waiting (or every ``ACK_EVERY`` deliveries), and verify each coup it settles."""
+        assert self.kv is not None and self.store is not None
+        msg = received.msg
+        at = delivery(msg)
+        with self.metrics.handling.labels("projections").time():
+            batch = await decoded(self.broker.connection, self.name, msg, at, self.metrics)
+            settled: list[tuple[str, str]] = []
+            if batch is None:
+                self.following.forget()
+            else:
+                self.following.take(Stored(at.stream_seq, msg.raw_message.subject, batch), at)
+                self.changed |= self.projector.apply(msg.raw_message.subject, at.stream_seq, batch)
+                settled = [(subjects.tokens(msg.raw_message.subject)[0], e.data.coup_id) for e in batch.events
+                           if isinstance(e.data, CoupSettled)]
+            if self.changed and (at.pending == 0 or self.acks.unacked + 1 >= ACK_EVERY):
+                changed, self.changed = self.changed, set()
+                writer = await self._write(changed)
+                _gauges(self.projector, self.metrics)
+                if writer and time.monotonic() >= self.next_save:
+                    await self.kv.save(self.projector)
+                    self.next_save = time.monotonic() + CHECKPOINT_EVERY
+            for table, coup in settled:  # every settled coup is verified as it closes
+                await verify_settled(self.store, table, coup, self.following.pop(coup), self.metrics)
+        await self.acks.handled(msg, at.pending)
 
 
 async def verify_settled(store: EventStore, table: str, coup: str, kept: list[Stored] | None,
@@ -209,8 +289,6 @@ def _gauges(projector: Projector, metrics: Metrics) -> None:
             metrics.penetration.labels(table).set(shoe.penetration)
 
 
-def _instance(kind: str) -> str:
-    """A consumer of one instance's own: a name nobody else can guess (every
-    consumer user may create and pull consumers it names, never ``settlement``:
-    casino.natsauth), gone ten idle minutes after the instance."""
-    return f"{kind}-{secrets.token_hex(8)}"
+async def wait_all(tasks: set[asyncio.Task[None]], timeout: float = 10) -> None:
+    if tasks:
+        await asyncio.wait(tasks, timeout=timeout)

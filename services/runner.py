@@ -1,8 +1,12 @@
-"""Wiring, in one place: each service's connection, subscriptions, store and peers.
+"""Each service as a faststream application, wired in one place: its broker
+(the one NATS connection it has), its subscribers, its store and peers, and
+``/metrics``, ``/healthz`` and ``/readyz`` as ASGI routes.
 
-``start(kind, url, ...)`` builds and starts one service in the running event
-loop (the tests start all four this way); ``main(kind)`` is each service's
-process entry point (``python -m services.shoe --nats URL``).
+``Running(kind, url, ...)`` declares a service; ``start`` connects it and
+starts it in the running event loop (the tests start all four this way);
+``main(kind)`` is each service's process entry point (``python -m
+services.shoe --nats URL``); ``app(kind)`` is the application
+``faststream docs gen`` and ``faststream run`` are given.
 """
 
 from __future__ import annotations
@@ -13,110 +17,212 @@ import logging
 import os
 import signal
 import ssl
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from typing import Any
 
+import uvicorn
 import uvloop
+from fast_depends.msgspec import MsgSpecSerializer
+from faststream.asgi import AsgiFastStream, AsgiResponse, get
+from faststream.nats import NatsBroker
+from faststream.nats.prometheus import NatsPrometheusMiddleware
+from faststream.security import BaseSecurity
+from faststream.specification import AsyncAPI
 from nats.aio.client import Client
+from prometheus_client import make_asgi_app
 
 from casino import commands as c
 from casino import natsclient
-from casino.metrics import Metrics, serve_http
+from casino.metrics import Metrics
 from casino.provision import require_provisioned
 from casino.service import Clock, Peer, utc_now
+from casino.store.envelope import Batch
 from casino.store.jetstream import JetStreamEventStore
 from casino.tables import TableConfig, load_tables
+from services import followers
 from services.dealer_policy.service import DealerPolicyService
-from services.followers import follow, projections, settlement_consumer
-from services.messaging import CommandServer, PullConsumer, command_server, watch_consumers
+from services.messaging import CommandGate, command_subscriber, documented, replies_to_inboxes, watch_consumers
 from services.settlement.service import SettlementService
 from services.shoe.secrets import JetStreamSecrets
 from services.shoe.service import ShoeService, ShuffleSource, secure_shuffle
 from services.wager.service import WagerService
 
 KINDS = ("shoe", "wager", "dealer-policy", "settlement")
-
+DEFAULT_URL = "nats://127.0.0.1:4222"
 
 log = logging.getLogger("casino")
 
+# Each service's commands: (the subject's last token, its queue group, the
+# command types, what the subject takes).
+COMMANDS: dict[str, list[tuple[str, str, Any, str]]] = {
+    "shoe": [("shoe", "shoe", c.ShoeCommand, "The dealer-policy's requests to the shoe: start a round, draw "
+              "the cards due, end the round.")],
+    "wager": [("wager", "wager", c.WagerCommand, "A terminal's wagers and seating at its table."),
+              ("book", "wager", c.BookCommand, "The dealer-policy's opening and closing of a coup's wager book.")],
+    "dealer-policy": [("coup", "coup", c.CoupCommand, "A terminal's or a supervisor's commands to the coup: "
+                       "open it, close betting, answer offers, expose cards, decide, and the shoe's passing.")],
+}
+_EVENTS = "casino.ev.{table}.{shoe}.{coup}"
+_REPLIES = ("_INBOX.{requester}.>", c.Reply, "Every command's reply, to the requester's inbox: done, or refused "
+            "with the clause that refuses it.")
+# What each service sends: its replies, the events it appends (each message
+# one batch: the events of one decision), and the commands it asks of others.
+_SENDS: dict[str, list[tuple[str, Any, str]]] = {
+    "shoe": [_REPLIES, (f"{_EVENTS}.shoe", Batch, "The shoe's events: shuffled (with the order's commitment), "
+                                                  "rounds, cards drawn, the order revealed as the shoe ends.")],
+    "wager": [_REPLIES, (f"{_EVENTS}.wager", Batch, "The wager book's events: seating, wagers, the book opened "
+                                                    "and closed.")],
+    "dealer-policy": [
+        _REPLIES, (f"{_EVENTS}.coup", Batch, "The coup's events: configured, dealt, offered, decided, resulted."),
+        ("casino.ev.{table}.-.-.ruleset", Batch, "A table's ruleset, recorded whole before the first coup dealt "
+                                                 "under it and whenever it changes."),
+        ("casino.cmd.{table}.shoe", c.ShoeCommand, "Asked of the shoe service."),
+        ("casino.cmd.{table}.book", c.BookCommand, "Asked of the wager service.")],
+    "settlement": [(f"{_EVENTS}.settle", Batch, "Each coup's settlement: every wager paid by the ruleset.")],
+    "projections": [],
+}
+DECODERS = {"shoe": c.shoe_decoder, "wager": c.wager_decoder, "book": c.book_decoder, "coup": c.coup_decoder}
+
 
 class Running:
-    """A started service: its handler object, connection, metrics, and what
-    brings it messages."""
+    """One service: its faststream application and broker, its handler object
+    once connected (``service``), and its metrics."""
 
-    def __init__(self, kind: str, service: Any, nc: Client, metrics: Metrics, commands: CommandServer | None,
-                 consumers: list[PullConsumer], finishing: list[Callable[[], Awaitable[None]]]) -> None:
-        self.kind, self.service, self.nc, self.metrics = kind, service, nc, metrics
-        self.commands, self.consumers, self.finishing = commands, consumers, finishing
+    def __init__(self, kind: str, url: str = DEFAULT_URL, *, tables: dict[str, TableConfig] | None = None,
+                 shuffle: ShuffleSource = secure_shuffle, clock: Clock = utc_now, name: str = "") -> None:
+        if kind not in (*KINDS, "projections"):
+            raise ValueError(f"unknown service {kind!r}; one of {', '.join(KINDS)}, projections")
+        self.kind, self.tables, self.shuffle, self.clock = kind, tables or {}, shuffle, clock
+        self.metrics = Metrics(kind)
+        servers = url.split(",")  # one server, or the nodes of a cluster
+        tls = _tls()
+        self.broker = NatsBroker(
+            servers, name=name or kind, inbox_prefix=natsclient.inbox_prefix(servers), max_reconnect_attempts=-1,
+            security=BaseSecurity(ssl_context=tls) if tls else None, serializer=MsgSpecSerializer(),
+            logger=log, log_level=logging.DEBUG, graceful_timeout=10.0,
+            middlewares=[replies_to_inboxes(self.metrics),
+                         NatsPrometheusMiddleware(registry=self.metrics.registry, app_name=kind)])
+        self.service: Any = None
+        self.gate = CommandGate(self.metrics)
+        self.durables: list[str] = []
+        self.running: set[asyncio.Task[None]] = set()  # settlements under way beside the next deliveries
         self.tasks: list[asyncio.Task[None]] = []
-        self.http: asyncio.AbstractServer | None = None
+        self.http: uvicorn.Server | None = None
+        self.projections: followers.Projections | None = None
+        self.commands = [command_subscriber(self.broker, token, queue, DECODERS[token], types, self.gate,
+                                            lambda: self.service, doc)
+                         for token, queue, types, doc in COMMANDS.get(kind, [])]
+        if kind in ("shoe", "wager", "dealer-policy"):
+            self.durables.append(followers.follow(self.broker, kind, lambda: self.service, self.metrics))
+        elif kind == "settlement":
+            self.durables.append(followers.settlement_consumer(self.broker, lambda: self.service, self.metrics,
+                                                               self.later))
+        else:
+            self.projections = followers.Projections(self.broker, self.metrics)
+            self.durables.append(self.projections.name)
+        for subject, schema, doc in _SENDS[kind]:  # for the AsyncAPI document: never published through
+            self.broker.publisher(subject, schema=documented(schema), title=subject, description=doc)
+        self.app = AsgiFastStream(
+            self.broker, asgi_routes=[("/metrics", make_asgi_app(self.metrics.registry)),
+                                      ("/healthz", _healthz), ("/readyz", _readyz(self.metrics))],
+            specification=AsyncAPI(title=f"casino {kind}", version="1", schema_version="3.0.0",
+                                   description=f"The {kind} service's subjects: what it answers and what it follows."),
+            on_startup=[self._open], after_startup=[self._watch], on_shutdown=[self._finish], logger=log)
+
+    @property
+    def nc(self) -> Client:
+        return self.broker.connection
+
+    def later(self, work: Awaitable[None]) -> None:
+        """Go on with ``work`` beside the next deliveries (it acknowledges its own)."""
+        task = asyncio.ensure_future(work)
+        self.running.add(task)
+        task.add_done_callback(self.running.discard)
+
+    async def start(self, http_port: int | None = None) -> Running:
+        """Start the application; with ``http_port``, serve its ASGI routes
+        there (alive from the start, not ready until its consumers have
+        caught up: folding a long history at start is work, not a hang for
+        the startup probe to end)."""
+        if http_port is not None:
+            config = uvicorn.Config(self.app, host="0.0.0.0", port=http_port, lifespan="off", log_level="warning")
+            self.http = uvicorn.Server(config)
+            self.tasks.append(asyncio.create_task(self.http.serve()))
+        await self.app.start()
+        return self
 
     async def stop(self) -> None:
+        if self.http is not None:
+            self.http.should_exit = True
+        await self.app.stop()
+
+    async def _open(self) -> None:
+        """Connect, and make the service before any message arrives."""
+        nc = await self.broker.connect()
+        await require_provisioned(nc)  # by the administrator: no service may create a stream
+        store = JetStreamEventStore(nc)
+        if self.kind == "shoe":
+            self.service = ShoeService(store, JetStreamSecrets(nc.jetstream()), self.shuffle, self.clock)
+        elif self.kind == "wager":
+            self.service = WagerService(store, self.clock)  # each coup's book is read when a command first names it
+        elif self.kind == "dealer-policy":
+            # Patient with the shoe and wager services: one may be restarting.
+            self.service = DealerPolicyService(store, Peer(nc, attempts=25), self.tables, self.clock)
+            await self.service.rebuild()
+        elif self.kind == "settlement":
+            self.service = SettlementService(store, self.clock)
+            await followers.ensure_settlement_consumer(nc)
+        else:
+            assert self.projections is not None
+            self.service = await self.projections.open(store)
+        self.service.metrics = self.metrics
+        if self.kind == "dealer-policy":
+            await self.service.resume()  # before any command arrives: a coup is finished by one hand at a time
+
+    async def _watch(self) -> None:
+        self.tasks.append(asyncio.create_task(watch_consumers(self.nc, self.durables, self.metrics)))
+
+    async def _finish(self) -> None:
+        """Take no more commands, finish the rounds and the work in hand, then
+        the rest (the broker stops after this, and its connection with it)."""
         for task in self.tasks:
             task.cancel()
-        if self.http:
-            self.http.close()
-        if self.commands:
-            await self.commands.stop()
+        for subscriber in self.commands:
+            await subscriber.stop()
         if isinstance(self.service, DealerPolicyService):
             await self.service.finish_rounds()
-        for consumer in self.consumers:
-            await consumer.stop()
-        for finish in self.finishing:
-            await finish()
-        await self.nc.drain()
+        for subscriber in self.broker.subscribers:
+            await subscriber.stop()
+        await followers.wait_all(self.running)
+        if self.projections is not None:
+            await self.projections.close()
 
 
 async def start(kind: str, url: str, *, tables: dict[str, TableConfig] | None = None,
                 shuffle: ShuffleSource = secure_shuffle, clock: Clock = utc_now, name: str = "",
                 http_port: int | None = None) -> Running:
     """Build and start one service; with ``http_port``, serve its metrics and health."""
-    tls = _tls()
-    servers = url.split(",")  # one server, or the nodes of a cluster
-    nc = await natsclient.connect(servers, name=name or kind, max_reconnect_attempts=-1, tls=tls)
-    await require_provisioned(nc)  # by the administrator: no service may create a stream
-    store = JetStreamEventStore(nc)
-    metrics = Metrics(kind)
-    # Alive from here (not ready until its consumers have caught up): folding a
-    # long history at start is work, not a hang for the startup probe to end.
-    http = await serve_http(metrics, http_port) if http_port is not None else None
-    service: Any
-    commands: CommandServer | None = None
-    consumers: list[PullConsumer] = []
-    finishing: list[Callable[[], Awaitable[None]]] = []  # once the consumers have stopped
-    if kind == "shoe":
-        service = ShoeService(store, JetStreamSecrets(nc.jetstream()), shuffle, clock)
-        commands = command_server("shoe", {"shoe": c.shoe_decoder}, service, metrics)
-    elif kind == "wager":
-        service = WagerService(store, clock)  # each coup's book is read when a command first names it
-        commands = command_server("wager", {"wager": c.wager_decoder, "book": c.book_decoder}, service, metrics)
-    elif kind == "dealer-policy":
-        # Patient with the shoe and wager services: one may be restarting.
-        service = DealerPolicyService(store, Peer(nc, attempts=25), tables or {}, clock)
-        await service.rebuild()
-        commands = command_server("coup", {"coup": c.coup_decoder}, service, metrics)
-    elif kind == "settlement":
-        service = SettlementService(store, clock)
-        consumers.append(await settlement_consumer(nc, service, metrics))
-    elif kind == "projections":
-        service, consumer, last_checkpoint = await projections(nc, store, metrics)
-        consumers.append(consumer)
-        finishing.append(last_checkpoint)
-    else:
-        raise ValueError(f"unknown service {kind!r}; one of {', '.join(KINDS)}, projections")
-    if kind in ("shoe", "wager", "dealer-policy"):
-        consumers.append(await follow(nc, service, kind, metrics))
-    service.metrics = metrics
-    if kind == "dealer-policy":
-        await service.resume()  # before any command arrives: a coup is finished by one hand at a time
-    if commands is not None:
-        await commands.start(nc)
-    for consumer in consumers:
-        await consumer.start(nc)
-    running = Running(kind, service, nc, metrics, commands, consumers, finishing)
-    running.tasks.append(asyncio.create_task(watch_consumers(nc, [c.durable for c in consumers], metrics)))
-    running.http = http
-    return running
+    return await Running(kind, url, tables=tables, shuffle=shuffle, clock=clock, name=name).start(http_port)
+
+
+@get(include_in_schema=False)
+async def _healthz(scope: Any) -> AsgiResponse:
+    return AsgiResponse(b"alive\n", status_code=200, headers={"content-type": "text/plain"})
+
+
+def _readyz(metrics: Metrics) -> Any:
+    @get(include_in_schema=False)
+    async def readyz(scope: Any) -> AsgiResponse:
+        if metrics.is_ready:
+            return AsgiResponse(b"ready\n", status_code=200, headers={"content-type": "text/plain"})
+        return AsgiResponse(b"catching up\n", status_code=503, headers={"content-type": "text/plain"})
+
+    return readyz
+
+
+def app(kind: str) -> AsgiFastStream:
+    """The service's application, not connected: for ``faststream docs gen``."""
+    return Running(kind, os.environ.get("CASINO_NATS_URL", DEFAULT_URL)).app
 
 
 def _tls() -> ssl.SSLContext | None:
@@ -128,7 +234,7 @@ def _tls() -> ssl.SSLContext | None:
 def main(kind: str) -> None:
     """Run one service until SIGINT or SIGTERM."""
     parser = argparse.ArgumentParser(prog=f"python -m services.{kind.replace('-', '_')}")
-    parser.add_argument("--nats", default=os.environ.get("CASINO_NATS_URL", "nats://127.0.0.1:4222"),
+    parser.add_argument("--nats", default=os.environ.get("CASINO_NATS_URL", DEFAULT_URL),
                         help="NATS server URL, with this service's user (default: $CASINO_NATS_URL)")
     parser.add_argument("--tables", help="tables file (dealer-policy)")
     parser.add_argument("--http-port", type=int, default=None, help="serve /metrics, /healthz, /readyz here")

@@ -53,7 +53,6 @@ def _main(argv: Sequence[str] | None) -> int:
     ps.add_argument("ruleset", help=f"a ruleset file or a built-in name: {', '.join(rulesets.available())}")
     ps.add_argument("--json", action="store_true", help="print JSON")
     sub.add_parser("rulesets", help="list the built-in rulesets")
-    sub.add_parser("schema", help="print the JSON Schema of the command interface")
     from casino import launcher
 
     launcher.add_arguments(sub.add_parser("run", help="the whole casino: NATS, the four services, simulated tables"))
@@ -66,11 +65,6 @@ def _main(argv: Sequence[str] | None) -> int:
         return replaycli.run(args)
     if args.command == "run":
         return launcher.run(args)
-    if args.command == "schema":
-        from casino.schema import render
-
-        print(render(), end="")
-        return 0
     if args.command == "rulesets":
         print("\n".join(rulesets.available()))
         return 0

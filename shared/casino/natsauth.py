@@ -75,20 +75,19 @@ READ = ("$JS.API.STREAM.INFO.CASINO", "$JS.API.DIRECT.GET.CASINO", "$JS.API.DIRE
 # Reading the read models (key-value buckets) the same way.
 READ_MODELS = tuple(s for kv in KV_STREAMS for s in (
     f"$JS.API.STREAM.INFO.{kv}", f"$JS.API.DIRECT.GET.{kv}", f"$JS.API.DIRECT.GET.{kv}.>"))
-# Pull consumers of the event stream named by their creator (a random name,
-# never ``settlement``), pulled and acknowledged; and filing dead letters.
+# Consumers of the event stream named by their creator (a random name, never
+# ``settlement``), delivering to the creator's inbox and acknowledged; and
+# filing dead letters.
 CONSUME = ("$JS.API.CONSUMER.CREATE.CASINO.*", "$JS.API.CONSUMER.CREATE.CASINO.*.>",
-           "$JS.API.CONSUMER.INFO.CASINO.*", "$JS.API.CONSUMER.MSG.NEXT.CASINO.*", "$JS.ACK.CASINO.*.>",
-           "casino.dlq.>")
+           "$JS.API.CONSUMER.INFO.CASINO.*", "$JS.ACK.CASINO.*.>", "casino.dlq.>")
 # The settlement durable is the settlement service's alone: nobody else may
-# create, change, pull, acknowledge or look at it (a wildcard grant above
-# would otherwise cover it).
+# create, change, acknowledge or look at it (a wildcard grant above would
+# otherwise cover it), nor receive its deliveries (they go to settlement's inbox).
 NOT_SETTLEMENTS = (f"$JS.API.CONSUMER.CREATE.CASINO.{SETTLEMENT_DURABLE}",
                    f"$JS.API.CONSUMER.CREATE.CASINO.{SETTLEMENT_DURABLE}.>",
                    f"$JS.API.CONSUMER.INFO.CASINO.{SETTLEMENT_DURABLE}",
-                   f"$JS.API.CONSUMER.MSG.NEXT.CASINO.{SETTLEMENT_DURABLE}",
                    f"$JS.ACK.CASINO.{SETTLEMENT_DURABLE}.>")
-# The settlement service's own consumer: created, pulled, acknowledged.
+# The settlement service's own consumer: created, delivered, acknowledged.
 SETTLES = (f"$JS.API.CONSUMER.DURABLE.CREATE.CASINO.{SETTLEMENT_DURABLE}", *NOT_SETTLEMENTS[2:])
 # The administrator creates the casino's streams and buckets, by name and no
 # other (a stream of another name could mirror the secret orders); may

@@ -62,30 +62,39 @@ class Recorder:
         return await self.store.append(subject, batch, expected=expected, msg_id=msg_id, guard=guard)
 
 
-async def answer(data: bytes, decoder: msgspec.json.Decoder[Any], handler: Callable[[Any], Awaitable[Reply]],
-                 reload: Callable[[Any], Awaitable[None]] | None = None,
-                 refused_by: Callable[[str], None] | None = None, table: str | None = None) -> bytes:
-    """Decode a command, run its handler, and encode the reply. A malformed or
-    unknown command, one for another table than ``table`` (the table whose
-    subject it came on: a terminal may publish on its own table's subjects
-    only), or a step the rules forbid, is refused with its reason; a
-    concurrency conflict reloads the aggregate and tries again. A refusal is
-    only given on current state: if another instance may have moved the
-    aggregate on, it is reloaded and the command decided once more."""
-    reply = await _answer(data, decoder, handler, reload, table)
-    if not reply.ok and refused_by is not None:
-        refused_by(reply.clause)
-    return encoder.encode(reply)
+class Malformed(msgspec.Struct, frozen=True):
+    """A command that could not be read: refused with this reason."""
+
+    reason: str
 
 
-async def _answer(data: bytes, decoder: msgspec.json.Decoder[Any], handler: Callable[[Any], Awaitable[Reply]],
-                  reload: Callable[[Any], Awaitable[None]] | None, table: str | None) -> Reply:
+def read_command(data: bytes, decoder: msgspec.json.Decoder[Any]) -> Any:
+    """The command in ``data``, or what is wrong with it (``Malformed``)."""
     if len(data) > MAX_COMMAND_BYTES:
-        return refused(f"command too large: {len(data)} bytes, at most {MAX_COMMAND_BYTES}", "protocol")
+        return Malformed(f"command too large: {len(data)} bytes, at most {MAX_COMMAND_BYTES}")
     try:
-        command = decoder.decode(data)
+        return decoder.decode(data)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        return refused(f"malformed or unknown command: {exc}", "protocol")
+        return Malformed(f"malformed or unknown command: {exc}")
+
+
+async def answer(data: bytes, decoder: msgspec.json.Decoder[Any], handler: Callable[[Any], Awaitable[Reply]],
+                 reload: Callable[[Any], Awaitable[None]] | None = None, table: str | None = None) -> bytes:
+    """``decide`` on the command in ``data``, the reply encoded."""
+    return encoder.encode(await decide(read_command(data, decoder), handler, reload, table))
+
+
+async def decide(command: Any, handler: Callable[[Any], Awaitable[Reply]],
+                 reload: Callable[[Any], Awaitable[None]] | None, table: str | None) -> Reply:
+    """Run a command's handler and give its reply. A malformed or unknown
+    command, one for another table than ``table`` (the table whose subject it
+    came on: a terminal may publish on its own table's subjects only), or a
+    step the rules forbid, is refused with its reason; a concurrency conflict
+    reloads the aggregate and tries again. A refusal is only given on current
+    state: if another instance may have moved the aggregate on, it is
+    reloaded and the command decided once more."""
+    if isinstance(command, Malformed):
+        return refused(command.reason, "protocol")
     if table is not None and command.table != table:
         return refused(f"a command for table {command.table} came on table {table}'s subject", "protocol")
     reloaded = False

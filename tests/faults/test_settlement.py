@@ -77,8 +77,9 @@ async def test_settlement_gives_an_older_consumer_the_wager_events_and_keeps_its
     nc = await nats.connect(nats_url)
     js = nc.jetstream()
     await provision(nc)
-    await js.add_consumer(STREAM, ConsumerConfig(durable_name="settlement", filter_subject="casino.ev.*.*.*.coup",
-                                                 ack_wait=30.0, max_deliver=10))
+    await js.add_consumer(STREAM, ConsumerConfig(
+        durable_name="settlement", filter_subject="casino.ev.*.*.*.coup", ack_wait=30.0, max_deliver=10,
+        deliver_subject=followers.SETTLEMENT_DELIVERY, deliver_group="settlement"))
     running = await runner.start("settlement", nats_url)
     try:
         config = (await js.consumer_info(STREAM, "settlement")).config
@@ -87,6 +88,18 @@ async def test_settlement_gives_an_older_consumer_the_wager_events_and_keeps_its
         await nc.close()
     assert sorted(config.filter_subjects or []) == ["casino.ev.*.*.*.coup", "casino.ev.*.*.*.wager"]
     assert (config.ack_wait, config.max_deliver) == (30.0, 10)
+
+
+@pytest.mark.anyio
+async def test_a_settlement_pull_consumer_of_an_earlier_release_stops_the_start_with_what_to_do(
+        nats_url: str) -> None:
+    nc = await nats.connect(nats_url)
+    await provision(nc)
+    await nc.jetstream().add_consumer(STREAM, ConsumerConfig(durable_name="settlement",
+                                                             filter_subject="casino.ev.*.*.*.coup"))
+    await nc.close()
+    with pytest.raises(RuntimeError, match="pull consumer of an earlier release: delete it"):
+        await runner.start("settlement", nats_url)
 
 
 @pytest.mark.anyio

@@ -10,7 +10,6 @@ from datetime import UTC, datetime
 
 import nats
 import pytest
-from nats.aio.msg import Msg
 from nats.js.api import StoreCompression
 
 from casino.rules.baccarat import messages as bm
@@ -23,7 +22,6 @@ from casino.store.jetstream import (
     SECRETS_STREAM,
     STREAM,
     JetStreamEventStore,
-    delivery,
     dlq_config,
     ensure_streams,
     secrets_config,
@@ -161,18 +159,6 @@ async def test_a_retry_after_the_aggregate_moved_on_is_still_written_once(store:
     retry = await store.append(COUP, batch(DEALT), expected=0, msg_id="cmd-1")
     assert (retry.seq, retry.duplicate) == (a.seq, True)
     assert len(await store.read(COUP)) == 2
-
-
-@pytest.mark.parametrize("reply", [
-    "$JS.ACK.CASINO.reader.1.4521.17.1764431234567890123.120",
-    "$JS.ACK.hub.ACCHASH.CASINO.reader.2.4521.17.1764431234567890123.0.rnd",
-    "$JS.ACK.hub.ACCHASH.CASINO.reader.2.4521.17.1764431234567890123.7",
-])
-def test_a_delivery_is_what_nats_py_reads_from_the_ack_subject(reply: str) -> None:
-    meta = Msg(None, subject="s", reply=reply).metadata  # type: ignore[arg-type]
-    assert delivery(reply) == (meta.sequence.stream, meta.sequence.consumer, meta.num_delivered, meta.num_pending)
-    with pytest.raises(ValueError):
-        delivery("_INBOX.abc.1")
 
 
 async def test_a_read_longer_than_its_stall_limit_goes_on_while_messages_come(

@@ -20,7 +20,6 @@ from nats.js.errors import APIError, BadRequestError, NotFoundError
 
 from casino.store.envelope import Batch, decode, encode
 from casino.store.eventstore import Appended, Conflict, Stored
-from casino.store.following import Delivery
 from casino.store.subjects import EVENTS, NO_COUP, SECRETS, tokens
 
 STREAM = "CASINO"
@@ -84,21 +83,6 @@ async def ensure_streams(js: JetStreamContext, replicas: int = 1, upgrade: bool 
         if upgrade and config.name != SECRETS_STREAM and info.config.compression != config.compression:
             info.config.compression = config.compression
             await js.update_stream(info.config)
-
-
-def delivery(reply: str) -> Delivery:
-    """The delivery's position from its ack subject (ADR-15: ``$JS.ACK.<stream>.
-    <consumer>.<delivered>.<stream seq>.<consumer seq>.<time>.<pending>``, or
-    with ``<domain>.<account hash>`` after ``$JS.ACK`` and a token at the end).
-
-    The same figures as nats-py's ``Msg.metadata``, at a tenth of its cost:
-    reading a whole history parses one per message."""
-    tokens = reply.split(".")
-    if len(tokens) == 9:
-        return Delivery(int(tokens[5]), int(tokens[6]), int(tokens[4]), int(tokens[8]))
-    if len(tokens) >= 11 and tokens[:2] == ["$JS", "ACK"]:
-        return Delivery(int(tokens[7]), int(tokens[8]), int(tokens[6]), int(tokens[10]))
-    raise ValueError(f"not a JetStream delivery: {reply!r}")
 
 
 class JetStreamEventStore:

@@ -1,0 +1,10 @@
+"""The wager service's faststream application, for `faststream docs gen
+services.wager.app:app --factory` and `faststream run` ($CASINO_NATS_URL)."""
+
+from faststream.asgi import AsgiFastStream
+
+from services import runner
+
+
+def app() -> AsgiFastStream:
+    return runner.app("wager")

@@ -1,0 +1,87 @@
+"""Routing, on faststream's in-memory test broker: each service's command
+subjects reach its handler with the command decoded, and what cannot be
+decided is refused naming why. Persistence, acknowledgements, deduplication
+and concurrency are tested on a real nats-server (tests/e2e, tests/faults)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pytest
+from faststream.nats import TestNatsBroker
+from services import runner
+
+from casino import commands as c
+
+pytestmark = pytest.mark.anyio
+
+
+class Handled:
+    """A service's place: what it was asked, each answered done."""
+
+    def __init__(self) -> None:
+        self.commands: list[Any] = []
+
+    async def handle(self, command: Any) -> c.Reply:
+        self.commands.append(command)
+        return c.Reply(True, coup=getattr(command, "coup", ""))
+
+    async def reload(self, command: Any) -> None:
+        raise AssertionError("nothing conflicts here")
+
+
+ASKED = [
+    ("shoe", "shoe", c.DrawCard(id="d1", table="T1", coup="T1-000001", ruleset="baccarat-000-methods", index=0)),
+    ("wager", "wager", c.PlaceWager(id="w1", table="T1", coup="T1-000001", seat=1, bet="banker", amount=100)),
+    ("wager", "book", c.OpenBook(id="b1", table="T1", coup="T1-000001", shoe="T1-shoe-1",
+                                 ruleset="baccarat-000-methods")),
+    ("dealer-policy", "coup", c.OpenCoup(id="o1", table="T1")),
+]
+
+
+async def ask(kind: str, subject: str, body: bytes) -> tuple[c.Reply, Handled]:
+    running = runner.Running(kind)
+    running.service = handled = Handled()
+    async with TestNatsBroker(running.broker) as broker:
+        reply = await broker.request(body, subject)
+        return msgspec.json.decode(reply.body, type=c.Reply), handled
+
+
+@pytest.mark.parametrize(("kind", "token", "command"), ASKED, ids=[f"{k}:{t}" for k, t, _ in ASKED])
+async def test_each_command_subject_reaches_its_service_decoded(kind: str, token: str, command: Any) -> None:
+    reply, handled = await ask(kind, f"casino.cmd.T1.{token}", c.encoder.encode(command))
+    assert reply.ok and handled.commands == [command]
+
+
+@pytest.mark.parametrize(("kind", "token", "command"), ASKED, ids=[f"{k}:{t}" for k, t, _ in ASKED])
+async def test_a_malformed_command_is_refused_as_protocol_and_reaches_no_handler(
+        kind: str, token: str, command: Any) -> None:
+    for body in (b"{not json", b'{"type": "table.no_such_command", "id": "x", "table": "T1"}', b"x" * 70_000):
+        reply, handled = await ask(kind, f"casino.cmd.T1.{token}", body)
+        assert (reply.ok, reply.clause, handled.commands) == (False, "protocol", [])
+
+
+@pytest.mark.parametrize(("kind", "token", "command"), ASKED, ids=[f"{k}:{t}" for k, t, _ in ASKED])
+async def test_a_command_for_another_table_on_this_tables_subject_is_refused(
+        kind: str, token: str, command: Any) -> None:
+    reply, handled = await ask(kind, f"casino.cmd.T2.{token}", c.encoder.encode(command))
+    assert (reply.ok, reply.clause, handled.commands) == (False, "protocol", [])
+    assert "came on table T2's subject" in reply.reason
+
+
+async def test_a_command_of_one_kind_on_another_kinds_subject_is_refused() -> None:
+    shoe_command = c.encoder.encode(ASKED[0][2])
+    reply, handled = await ask("wager", "casino.cmd.T1.wager", shoe_command)
+    assert (reply.ok, reply.clause, handled.commands) == (False, "protocol", [])
+
+
+async def test_a_request_whose_reply_would_go_anywhere_but_an_inbox_is_not_handled() -> None:
+    running = runner.Running("dealer-policy")
+    running.service = handled = Handled()
+    async with TestNatsBroker(running.broker) as broker:
+        for reply_to in ("casino.ev.T1.T1-shoe-1.T1-000001.coup", "$JS.API.STREAM.PURGE.CASINO"):
+            await broker.publish(c.encoder.encode(ASKED[-1][2]), "casino.cmd.T1.coup", reply_to=reply_to)
+    assert handled.commands == []
+    assert running.metrics.registry.get_sample_value(
+        "casino_commands_refused_total", {"service": "dealer-policy", "clause": "reply subject"}) == 2
