@@ -98,7 +98,7 @@ class Running:
         tls = _tls()
         self.broker = NatsBroker(
             servers, name=name or kind, inbox_prefix=natsclient.inbox_prefix(servers), max_reconnect_attempts=-1,
-            security=BaseSecurity(ssl_context=tls) if tls else None, serializer=MsgSpecSerializer(),
+            security=BaseSecurity(ssl_context=tls) if tls else None, serializer=MsgSpecSerializer(), apply_types=False,
             logger=log, log_level=logging.DEBUG, graceful_timeout=10.0,
             middlewares=[replies_to_inboxes(self.metrics),
                          NatsPrometheusMiddleware(registry=self.metrics.registry, app_name=kind)])

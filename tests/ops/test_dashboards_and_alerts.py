@@ -32,8 +32,13 @@ def promtool() -> str:
     return found
 
 
+SERIES = {"counter": ("_total", "_created"), "histogram": ("_bucket", "_sum", "_count", "_created")}
+
+
 def exported() -> set[str]:
-    return set(Metrics("probe").registry._names_to_collectors) | {"up"} | NATS_EXPORTER
+    """Every series name the services export, each family's with its suffixes."""
+    families = Metrics("probe").registry.collect()
+    return {f"{f.name}{suffix}" for f in families for suffix in ("", *SERIES.get(f.type, ()))} | {"up"} | NATS_EXPORTER
 
 
 def metric_names(expr: str) -> set[str]:
