@@ -86,16 +86,17 @@ class Acks:
             self.unacked = 0
 
 
-def follow(broker: NatsBroker, kind: str, service: Callable[[], Any], metrics: Metrics) -> str:
+def follow(broker: NatsBroker, kind: str, service: Callable[[], Any], metrics: Metrics) -> ConsumerConfig:
     """Keep the service's state current from a durable consumer of its own
-    aggregate's events: what another instance of it appends. The consumer's name."""
+    aggregate's events: what another instance of it appends. The consumer,
+    to be created (``create``) before the service reads its state."""
     aggregate = {"shoe": "shoe", "wager": "wager", "dealer-policy": "coup"}[kind]
     name = instance(kind)
     acks = Acks()
     nc: Callable[[], Client] = lambda: broker.connection  # noqa: E731
+    config = _own_consumer(name, subjects.aggregate_filter(aggregate), deliver_policy=DeliverPolicy.NEW)
 
-    @events_subscriber(broker, subjects.aggregate_filter(aggregate), name,
-                       _own_consumer(name, subjects.aggregate_filter(aggregate), deliver_policy=DeliverPolicy.NEW),
+    @events_subscriber(broker, subjects.aggregate_filter(aggregate), name, config,
                        f"The {aggregate} events every {kind} instance follows, appended by the others.")
     async def on_event(received: documented(envelope.Batch)) -> None:  # type: ignore[valid-type]
         msg = received.msg
@@ -106,7 +107,16 @@ def follow(broker: NatsBroker, kind: str, service: Callable[[], Any], metrics: M
                 await service().observe(msg.raw_message.subject, at.stream_seq, batch)
         await acks.handled(msg, at.pending)
 
-    return name
+    return config
+
+
+async def create(nc: Client, config: ConsumerConfig) -> None:
+    """Create an instance's own consumer before the service reads its state
+    from the store, so that nothing appended meanwhile passes it by (what it
+    read already comes again, and is known). It delivers to the instance's
+    inbox once the subscriber is there."""
+    config.deliver_subject = nc.new_inbox()
+    await nc.jetstream().add_consumer(STREAM, config)
 
 
 async def ensure_settlement_consumer(nc: Client) -> None:

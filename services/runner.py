@@ -29,6 +29,7 @@ from faststream.nats.prometheus import NatsPrometheusMiddleware
 from faststream.security import BaseSecurity
 from faststream.specification import AsyncAPI
 from nats.aio.client import Client
+from nats.js.api import ConsumerConfig
 from prometheus_client import make_asgi_app
 
 from casino import commands as c
@@ -112,8 +113,10 @@ class Running:
         self.commands = [command_subscriber(self.broker, token, queue, DECODERS[token], types, self.gate,
                                             lambda: self.service, doc)
                          for token, queue, types, doc in COMMANDS.get(kind, [])]
+        self.own: ConsumerConfig | None = None  # the consumer of this instance's own, created at start
         if kind in ("shoe", "wager", "dealer-policy"):
-            self.durables.append(followers.follow(self.broker, kind, lambda: self.service, self.metrics))
+            self.own = followers.follow(self.broker, kind, lambda: self.service, self.metrics)
+            self.durables.append(self.own.name or "")
         elif kind == "settlement":
             self.durables.append(followers.settlement_consumer(self.broker, lambda: self.service, self.metrics,
                                                                self.later))
@@ -160,6 +163,8 @@ class Running:
         """Connect, and make the service before any message arrives."""
         nc = await self.broker.connect()
         await require_provisioned(nc)  # by the administrator: no service may create a stream
+        if self.own is not None:
+            await followers.create(nc, self.own)
         store = JetStreamEventStore(nc)
         if self.kind == "shoe":
             self.service = ShoeService(store, JetStreamSecrets(nc.jetstream()), self.shuffle, self.clock)

@@ -39,7 +39,8 @@ async def test_a_follower_takes_its_deliveries_in_order_and_leaves_none_unacknow
     await provision(nc)
     service = Observed()
     broker = NatsBroker(nats_url)
-    durable = followers.follow(broker, "wager", lambda: service, Metrics("wager"))
+    config = followers.follow(broker, "wager", lambda: service, Metrics("wager"))
+    await followers.create(await broker.connect(), config)
     await broker.start()
     try:
         for n in range(200):
@@ -51,7 +52,7 @@ async def test_a_follower_takes_its_deliveries_in_order_and_leaves_none_unacknow
                 break
             await asyncio.sleep(0.05)
         await asyncio.sleep(0.2)
-        info = await js.consumer_info(STREAM, durable)
+        info = await js.consumer_info(STREAM, config.name or "")
     finally:
         await broker.stop()
         await nc.close()
