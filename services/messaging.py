@@ -32,11 +32,10 @@ REPLY_PREFIXES = ("_INBOX.", "_R_.")
 
 
 def documented(tp: Any) -> Any:
-    """A handler's annotation for a body of type ``tp``, which the
-    subscriber's decoder has decoded with msgspec already (a command that
-    cannot be read is answered with its refusal, an event batch filed as a
-    dead letter): passed through as it is, and described by msgspec's JSON
-    schema of ``tp`` in the AsyncAPI document (faststream makes that with
+    """A handler's annotation for messages whose body is a ``tp``: the
+    handler is given what the subscriber's decoder made of the message (a
+    ``Received``) as it is, and the AsyncAPI document describes the body by
+    msgspec's JSON schema of ``tp`` (faststream makes the document with
     pydantic, which does not know msgspec's types)."""
     (schema,), defs = msgspec.json.schema_components([tp], ref_template="{name}")
 
@@ -137,10 +136,10 @@ def command_subscriber(broker: NatsBroker, kind: str, queue: str, decoder: msgsp
                                    description=description)
 
     @subscriber
-    async def on_command(command: documented(commands)) -> documented(c.Reply):  # type: ignore[valid-type]
+    async def on_command(received: documented(commands)) -> documented(c.Reply):  # type: ignore[valid-type]
         running = service()
-        table = command.msg.raw_message.subject.split(".")[2]
-        return await gate.answer(table, command.body, running.handle, running.reload)
+        table = received.msg.raw_message.subject.split(".")[2]
+        return await gate.answer(table, received.body, running.handle, running.reload)
 
     return subscriber
 
