@@ -10,7 +10,6 @@ one at a time in the order they came: a consumer delivers new messages in
 stream order. (faststream's pull subscribers either wait to fill a batch or
 handle the messages of one fetch concurrently: docs/architecture.md.)"""
 
-import asyncio
 import contextlib
 import logging
 import os
@@ -297,8 +296,3 @@ def _gauges(projector: Projector, metrics: Metrics) -> None:
         shoe = projector.shoe_stats.get(status.shoe)
         if shoe is not None:
             metrics.penetration.labels(table).set(shoe.penetration)
-
-
-async def wait_all(tasks: set[asyncio.Task[None]], timeout: float = 10) -> None:
-    if tasks:
-        await asyncio.wait(tasks, timeout=timeout)

@@ -21,7 +21,7 @@ from pydantic import PlainValidator, WithJsonSchema
 from casino import commands as c
 from casino.metrics import Metrics
 from casino.service import TableLocks, decide, read_command
-from casino.store import envelope
+from casino.store import envelope, subjects
 from casino.store.following import Delivery
 from casino.store.jetstream import MAX_DELIVERIES, STREAM, dead_letter
 
@@ -131,8 +131,8 @@ def command_subscriber(broker: NatsBroker, kind: str, queue: str, decoder: msgsp
     """The queue-group subscriber of one kind of command on every table's
     subject: ``casino.cmd.<table>.<kind>``, answered by the service
     ``service()`` gives (made once the broker is connected)."""
-    subscriber = broker.subscriber(f"casino.cmd.{{table}}.{kind}", queue=queue, max_workers=64,
-                                   decoder=command_decoder(decoder), title=f"casino.cmd.{{table}}.{kind}",
+    subscriber = broker.subscriber(subjects.command("{table}", kind), queue=queue, max_workers=64,
+                                   decoder=command_decoder(decoder), title=subjects.command("{table}", kind),
                                    description=description)
 
     @subscriber

@@ -198,7 +198,8 @@ class Running:
             await self.service.finish_rounds()
         for subscriber in self.broker.subscribers:
             await subscriber.stop()
-        await followers.wait_all(self.running)
+        if self.running:
+            await asyncio.wait(self.running, timeout=10)
         if self.projections is not None:
             await self.projections.close()
 

@@ -1,4 +1,4 @@
-"""Prometheus metrics and health endpoints of a service.
+"""Prometheus metrics of a service (served with its health on its HTTP port: services.runner).
 
 Names follow Prometheus conventions: base units (seconds), ``_total`` for
 counters; money is in the table's minor unit, said in the name. Each service
@@ -8,11 +8,7 @@ stream) on its HTTP port.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 
 class Metrics:
@@ -72,33 +68,6 @@ class Metrics:
     def set_ready(self, ready: bool) -> None:
         self.is_ready = ready
         self.ready.labels(self.service).set(1 if ready else 0)
-
-
-async def serve_http(metrics: Metrics, port: int, host: str = "0.0.0.0") -> asyncio.AbstractServer:
-    """``/metrics``, ``/healthz`` and ``/readyz`` on ``port``."""
-
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        with contextlib.suppress(Exception):
-            request = await asyncio.wait_for(reader.readline(), 5)
-            while (await reader.readline()) not in (b"\r\n", b"\n", b""):
-                pass
-            path = request.split()[1].decode() if len(request.split()) > 1 else "/"
-            if path.startswith("/metrics"):
-                status, body, ctype = "200 OK", generate_latest(metrics.registry), CONTENT_TYPE_LATEST
-            elif path.startswith("/healthz"):
-                status, body, ctype = "200 OK", b"alive\n", "text/plain"
-            elif path.startswith("/readyz"):
-                ok = metrics.is_ready
-                status, body, ctype = ("200 OK" if ok else "503 Service Unavailable",
-                                       b"ready\n" if ok else b"catching up\n", "text/plain")
-            else:
-                status, body, ctype = "404 Not Found", b"not found\n", "text/plain"
-            writer.write(f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\n"
-                         "Connection: close\r\n\r\n".encode() + body)
-            await writer.drain()
-        writer.close()
-
-    return await asyncio.start_server(handle, host, port)
 
 
 def count_recorded(metrics: Metrics | None, table: str, events: list[object], procedure: str = "") -> None:
