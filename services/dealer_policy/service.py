@@ -9,22 +9,16 @@ from typing import Any
 
 import msgspec
 
-from casino import commands as c
-from casino import rulesets
+from casino import commands, games, rulesets
+from casino.games import Carry, Coup, Game
 from casino.metrics import Metrics, count_recorded
-from casino.rules.baccarat import coup as bac
-from casino.rules.baccarat import messages as bm
-from casino.rules.blackjack import coup as bj
-from casino.rules.blackjack import messages as jm
 from casino.rules.errors import RuleViolation
-from casino.rules.ruleset import BaccaratRules, BlackjackRules, Ruleset, RulesetError
+from casino.rules.ruleset import Ruleset, RulesetError
 from casino.service import Clock, Peer, Recorder, TableLocks, log, utc_now
 from casino.store import subjects
 from casino.store.envelope import AnyEvent, Batch, CoupConfigured, RulesetRecorded
 from casino.store.eventstore import EventStore, latest_at_table
 from casino.tables import TableConfig
-
-Coup = bac.BaccaratCoup | bj.BlackjackCoup
 
 
 class Staged(msgspec.Struct):
@@ -33,7 +27,7 @@ class Staged(msgspec.Struct):
 
     steps: list[tuple[list[AnyEvent], str, str, str]] = []  # (events, message id, causation, its digest)
     # What the table was before the first staged step, to undo them if they cannot be recorded.
-    before: tuple[Coup | None, dict[str, str], dict[str, c.PlaceExtra], int] | None = None
+    before: tuple[Coup | None, dict[str, str], dict[str, commands.PlaceExtra], int] | None = None
 
 
 class TableCoup(msgspec.Struct):
@@ -42,6 +36,7 @@ class TableCoup(msgspec.Struct):
     name: str
     config: TableConfig
     rules: Ruleset
+    game: Game
     number: int = 0
     coup: str = ""
     shoe: str = ""
@@ -52,12 +47,10 @@ class TableCoup(msgspec.Struct):
     applied: dict[str, str] = msgspec.field(default_factory=dict)
     # The extra stakes (double, split, insurance) the coup's recorded decisions
     # call for, by the decision's cause; and those the wager book has confirmed.
-    extras: dict[str, c.PlaceExtra] = msgspec.field(default_factory=dict)
+    extras: dict[str, commands.PlaceExtra] = msgspec.field(default_factory=dict)
     staked: set[str] = msgspec.field(default_factory=set)
-    carried_holder: int | None = None
+    carried: Carry = Carry()
     ruleset_recorded: str = ""  # the digest of the ruleset last seen recorded at the table
-    style: str = ""
-    style_shoe: str = ""
     staged: Staged = msgspec.field(default_factory=Staged)
     # The finished coup's round ending at the shoe, asked after the terminal has the result.
     ending: asyncio.Future[Any] | None = None
@@ -82,8 +75,9 @@ class DealerPolicyService:
     def _new_table(self, name: str) -> TableCoup:
         if name not in self.config:
             raise RuleViolation("tables", f"table {name} is not configured")
-        cfg = self.config[name]
-        return TableCoup(name, cfg, rulesets.load(cfg.ruleset))
+        config = self.config[name]
+        rules = rulesets.load(config.ruleset)
+        return TableCoup(name, config, rules, games.of(rules))
 
     async def rebuild(self, table: str | None = None) -> None:
         """Fold each table's latest coup. Nothing earlier decides anything: the
@@ -112,41 +106,31 @@ class DealerPolicyService:
         self.tables[name] = t
 
     @staticmethod
-    def _carry(t: TableCoup) -> tuple[int | None, str, str]:
-        """What the finished coup leaves to the next: the shoe holder (000 8.18),
-        the style in force (001 8.5: on the shoe; on a continuous shuffler, until
-        changed by approved procedure)."""
-        holder, style, style_shoe = t.carried_holder, t.style, t.style_shoe
-        if isinstance(t.state, bac.BaccaratCoup):
-            holder = bac.shoe_holder_after(t.state)
-            if t.state.opened_as.startswith("style"):
-                style, style_shoe = t.state.opened_as, t.shoe
-        return holder, style, style_shoe
+    def _carry(t: TableCoup) -> Carry:
+        """What the coup leaves to the next (the shoe holder, the style in force)."""
+        return t.carried if t.state is None else t.game.carry(t.state, t.shoe, t.carried)
 
     def _next_coup(self, t: TableCoup) -> None:
-        t.carried_holder, t.style, t.style_shoe = self._carry(t)
+        t.carried = self._carry(t)
         t.state, t.applied, t.last_seq, t.ending = None, {}, 0, None
         t.extras, t.staked = {}, set()
 
     def _apply(self, t: TableCoup, event: AnyEvent, causation: str, command: str = "") -> None:
         if isinstance(event, CoupConfigured):
             t.number = event.coup_number
-            t.state = bac.BaccaratCoup() if event.game == "baccarat" else bj.BlackjackCoup()
-        elif isinstance(t.state, bac.BaccaratCoup):
-            t.state = bac.evolve(t.state, event)  # type: ignore[arg-type]
-        elif isinstance(t.state, bj.BlackjackCoup):
-            t.state = bj.evolve(t.state, event)  # type: ignore[arg-type]
+            t.state = games.named(event.game).new()
+        elif t.state is not None:
+            t.state = t.game.evolve(t.state, event)
         t.applied = {**t.applied, causation: command}  # a new dict: a staged step is undone by the old one
-        if isinstance(event, jm.DecisionTaken) and event.action in ("double", "split", "insurance"):
-            t.extras = {**t.extras, causation: c.PlaceExtra(causation, t.name, t.coup, event.seat, event.hand,
-                                                            event.action, event.amount)}
+        if (extra := t.game.extra(event, t.name, t.coup, causation)) is not None:
+            t.extras = {**t.extras, causation: extra}
 
     def table(self, name: str) -> TableCoup:
         if name not in self.tables:
             self.tables[name] = self._new_table(name)
         return self.tables[name]
 
-    async def reload(self, cmd: c.CoupCommand) -> None:
+    async def reload(self, cmd: commands.CoupCommand) -> None:
         """Catch up with what other instances appended since we last looked."""
         t = self.tables.get(cmd.table)
         if t is None:
@@ -186,7 +170,7 @@ class DealerPolicyService:
             raise
         t.staged = Staged()
         if not ack.duplicate:
-            procedure = t.state.procedure if isinstance(t.state, bac.BaccaratCoup) else ""
+            procedure = t.game.procedure(t.state) if t.state is not None else ""
             count_recorded(self.metrics, t.name, list(events), procedure)
         t.last_seq = max(t.last_seq, ack.seq)
         t.seen = max(t.seen, ack.seq)
@@ -221,36 +205,17 @@ class DealerPolicyService:
     # ---- deciding -------------------------------------------------------
 
     def _decide(self, t: TableCoup, command: object) -> list[AnyEvent]:
-        if isinstance(t.rules, BaccaratRules) and isinstance(t.state, bac.BaccaratCoup):
-            return list(bac.decide(t.rules, t.state, command))  # type: ignore[arg-type]
-        if isinstance(t.rules, BlackjackRules) and isinstance(t.state, bj.BlackjackCoup):
-            return list(bj.decide(t.rules, t.state, command))  # type: ignore[arg-type]
-        raise RuleViolation("coup", "no coup is open at this table")
+        if t.state is None:
+            raise RuleViolation("coup", "no coup is open at this table")
+        return t.game.decide(t.rules, t.state, command)
 
-    def waiting(self, t: TableCoup) -> c.Waiting:
-        s = t.state
-        if s is None:
-            return c.Waiting("open")
-        if isinstance(s, bac.BaccaratCoup):
-            a = bac.awaiting(s)
-            kind = {"nothing": "finished", "open": "open"}.get(a.kind, a.kind)
-            holder = bac.shoe_holder_after(s) if s.phase == "finished" else s.shoe_holder
-            return c.Waiting(kind, a.seat, a.hand, offer=a.offer, shoe_holder=holder)
-        assert isinstance(t.rules, BlackjackRules)
-        b = bj.awaiting(s, t.rules)
-        kind = {"nothing": "finished"}.get(b.kind, b.kind)
-        if kind != "decision" or b.seat is None:
-            return c.Waiting(kind, b.seat, box_hand=b.hand)
-        box = next(x for x in s.boxes if x.seat == b.seat)
-        options = tuple(a for a in ("stand", "hit", "double", "split", "insurance")
-                        if bj.check(t.rules, s, jm.Decide(b.seat, b.hand, a, 1 if a == "insurance" else 0)) is None)
-        return c.Waiting(kind, b.seat, box_hand=b.hand, cards=box.hands[b.hand].codes,
-                         dealer=tuple(p.card for p in s.dealer if p.face_up), options=options)
+    def waiting(self, t: TableCoup) -> commands.Waiting:
+        return commands.Waiting("open") if t.state is None else t.game.waiting(t.rules, t.state)
 
-    def _reply(self, t: TableCoup) -> c.Reply:
-        return c.Reply(True, coup=t.coup, shoe=t.shoe, waiting=self.waiting(t))
+    def _reply(self, t: TableCoup) -> commands.Reply:
+        return commands.Reply(True, coup=t.coup, shoe=t.shoe, waiting=self.waiting(t))
 
-    async def handle(self, cmd: c.CoupCommand) -> c.Reply:
+    async def handle(self, cmd: commands.CoupCommand) -> commands.Reply:
         """Decide ``cmd`` with the table's lock held throughout: what the
         follower brings from another instance waits until the command is
         decided and recorded (or refused), so that a decision is never taken
@@ -263,10 +228,10 @@ class DealerPolicyService:
             finally:
                 self._unstage(t)  # whatever could not be recorded did not happen
 
-    async def _handle(self, t: TableCoup, cmd: c.CoupCommand) -> c.Reply:
-        if isinstance(cmd, c.Status):
+    async def _handle(self, t: TableCoup, cmd: commands.CoupCommand) -> commands.Reply:
+        if isinstance(cmd, commands.Status):
             return self._reply(t)
-        if isinstance(cmd, c.OpenCoup):
+        if isinstance(cmd, commands.OpenCoup):
             if t.state is not None and not t.finished:
                 if cmd.id in t.applied:  # a retry: the first attempt may have stopped before the book opened
                     _not_reused(cmd, t.applied[cmd.id])
@@ -285,7 +250,7 @@ class DealerPolicyService:
         await self.advance(t)  # and the dealer's own steps are finished either way
         return self._reply(t)
 
-    async def _open(self, t: TableCoup, cmd: c.OpenCoup) -> None:
+    async def _open(self, t: TableCoup, cmd: commands.OpenCoup) -> None:
         if forged := [a for a in cmd.approvals if a not in t.config.approvals]:
             # An approval is the casino's (its tables file), never a terminal's say-so.
             raise RuleViolation("approvals", f"{forged[0].what} approved by {forged[0].by} {forged[0].reference} is "
@@ -295,24 +260,16 @@ class DealerPolicyService:
         number = t.number + 1
         coup = f"{t.name}-{number:06d}"
         start = await self.peer.must(subjects.command(t.name, "shoe"),
-                                     c.StartRound(f"{coup}:start", t.name, coup, t.config.ruleset))
-        holder, style, style_shoe = self._carry(t)
-        game = "baccarat" if isinstance(t.rules, BaccaratRules) else "blackjack"
+                                     commands.StartRound(f"{coup}:start", t.name, coup, t.config.ruleset))
+        opening = t.game.opening(t.rules, t.config, coup, cmd.procedure, self._carry(t), start.shoe)
         recorded = await self._record_ruleset(t)
-        events: list[AnyEvent] = [CoupConfigured(t.name, game, t.config.ruleset, recorded, number)]
-        if isinstance(t.rules, BaccaratRules):
-            # 001 8.5: the style in force on the shoe; a continuous shuffler deals each round from a new one
-            shoe_style = (style or None) if style_shoe == start.shoe or _continuous(t.rules) else None
-            procedure = cmd.procedure or shoe_style or t.config.procedure or t.rules.procedures[0]
-            opening = bm.OpenCoup(coup, procedure, t.config.approvals, shoe_style, holder)
-            events += bac.decide(t.rules, bac.BaccaratCoup(), opening)  # refused here: nothing has changed
-        else:
-            events += bj.decide(t.rules, bj.BlackjackCoup(), jm.OpenCoup(coup))
+        events: list[AnyEvent] = [CoupConfigured(t.name, t.game.name, t.config.ruleset, recorded, number)]
+        events += t.game.decide(t.rules, t.game.new(), opening)  # refused here: nothing has changed
         self._next_coup(t)
         t.coup, t.shoe = coup, start.shoe
         # The id names the command: another instance opening this number for another
         # command must lose the race, not be taken for a duplicate of it.
-        await self._commit(t, events, f"{coup}:open:{cmd.id}", cmd.id, c.digest(cmd))
+        await self._commit(t, events, f"{coup}:open:{cmd.id}", cmd.id, commands.digest(cmd))
         await self._open_book(t)
 
     async def _record_ruleset(self, t: TableCoup) -> str:
@@ -340,36 +297,18 @@ class DealerPolicyService:
     async def _open_book(self, t: TableCoup) -> None:
         """Open the coup's wager book (asked again, the wager service answers from its record)."""
         await self.peer.must(subjects.command(t.name, "book"),
-                             c.OpenBook(f"{t.coup}:open-book", t.name, t.coup, t.shoe, t.config.ruleset,
+                             commands.OpenBook(f"{t.coup}:open-book", t.name, t.coup, t.shoe, t.config.ruleset,
                                         _previous_coup(t.name, t.number)))
 
-    async def _command(self, t: TableCoup, cmd: c.CoupCommand) -> None:
-        rule_cmd: object
-        match cmd:
-            case c.CloseBetting():
-                book = await self.peer.must(subjects.command(t.name, "book"),
-                                            c.CloseBook(f"{t.coup}:close-book", t.name, t.coup))
-                closing = bm.CloseBetting(book.wagers) if isinstance(t.state, bac.BaccaratCoup) else \
-                    jm.CloseBetting(book.wagers)
-                self._stage(t, self._decide(t, closing), f"{t.coup}:close", cmd.id, c.digest(cmd))
-                return
-            case c.AnswerOffer():
-                rule_cmd = bm.AnswerOffer(cmd.seat, cmd.accept, cmd.plays)
-            case c.ExposeHand():
-                rule_cmd = bm.ExposeHand(cmd.seat, cmd.hand)
-            case c.ReturnCards():
-                rule_cmd = bm.ReturnCards(cmd.seat, cmd.hand)
-            case c.ReportHandlingBreach():
-                rule_cmd = bm.ReportHandlingBreach(cmd.seat, cmd.hand, cmd.note)
-            case c.PassShoe():
-                rule_cmd = bm.PassShoe(cmd.seat)
-            case c.ForfeitShoe():
-                rule_cmd = bm.ForfeitShoe(cmd.seat, cmd.supervisor)
-            case c.Decide():
-                rule_cmd = jm.Decide(cmd.seat, cmd.hand, cmd.action, cmd.amount)
-            case _:
-                raise RuleViolation("protocol", f"{type(cmd).__name__} is not a coup command")
-        self._stage(t, self._decide(t, rule_cmd), c.write_id(t.coup, cmd.id), cmd.id, c.digest(cmd))
+    async def _command(self, t: TableCoup, cmd: commands.CoupCommand) -> None:
+        if isinstance(cmd, commands.CloseBetting):
+            book = await self.peer.must(subjects.command(t.name, "book"),
+                                        commands.CloseBook(f"{t.coup}:close-book", t.name, t.coup))
+            closing = t.game.close_betting(book.wagers)
+            self._stage(t, self._decide(t, closing), f"{t.coup}:close", cmd.id, commands.digest(cmd))
+            return
+        rule_cmd = t.game.from_terminal(cmd)
+        self._stage(t, self._decide(t, rule_cmd), commands.write_id(t.coup, cmd.id), cmd.id, commands.digest(cmd))
         # A player's choice is recorded before anything it calls for is done at
         # another service (a card drawn, an extra stake booked): two terminals
         # racing with different choices, the loser's would otherwise be drawn
@@ -395,18 +334,15 @@ class DealerPolicyService:
         while True:
             w = self.waiting(t)
             if w.kind == "card":
-                index, count = _cards_dealt(t.state), _cards_due(t.state)
-                by_tableau = isinstance(t.state, bac.BaccaratCoup) and bac.dealt_by_tableau(t.state)
-                drawn = await self.peer.must(subjects.command(t.name, "shoe"), c.DrawCard(
+                index, count = t.game.cards_dealt(t.state), t.game.cards_due(t.state)
+                by_tableau = t.game.by_tableau(t.state)
+                drawn = await self.peer.must(subjects.command(t.name, "shoe"), commands.DrawCard(
                     f"{t.coup}:draw:{index}", t.name, t.coup, t.config.ruleset, index, count, by_tableau))
                 for i, (card, position) in enumerate(zip(drawn.cards, drawn.positions, strict=True)):
-                    w = self.waiting(t)
-                    deal: object = (bm.DealCard(card, position, w.seat)
-                                    if isinstance(t.state, bac.BaccaratCoup) else jm.DealCard(card, position))
+                    deal = t.game.deal(card, position, self.waiting(t).seat)
                     self._stage(t, self._decide(t, deal), f"{t.coup}:card:{index + i}", f"{t.coup}:draw:{index}")
             elif w.kind == "pass" and w.hand is not None:
-                passing = bm.PassCards("player" if w.hand == "player" else "banker")
-                self._stage(t, self._decide(t, passing), f"{t.coup}:pass:{w.hand}", f"{t.coup}:pass:{w.hand}")
+                self._stage(t, self._decide(t, t.game.pass_cards(w.hand)), f"{t.coup}:pass:{w.hand}", f"{t.coup}:pass:{w.hand}")
             elif w.kind == "finished":
                 await self._flush(t)
                 self._ask_end_round(t)
@@ -422,7 +358,7 @@ class DealerPolicyService:
         Asked again if a first asking failed."""
         if t.ending is not None and not (t.ending.done() and (t.ending.cancelled() or t.ending.exception())):
             return
-        t.ending = asyncio.ensure_future(self.peer.must(subjects.command(t.name, "shoe"), c.EndRound(
+        t.ending = asyncio.ensure_future(self.peer.must(subjects.command(t.name, "shoe"), commands.EndRound(
             f"{t.coup}:end", t.name, t.coup, t.config.ruleset, _pickup(t.state))))
         t.ending.add_done_callback(_log_failed_ending)
 
@@ -455,15 +391,15 @@ class DealerPolicyService:
     async def _resume(self, t: TableCoup) -> None:
         assert t.state is not None
         await self.peer.must(subjects.command(t.name, "shoe"),
-                             c.StartRound(f"{t.coup}:start", t.name, t.coup, t.config.ruleset))
+                             commands.StartRound(f"{t.coup}:start", t.name, t.coup, t.config.ruleset))
         if t.state.phase == "betting":
             await self._open_book(t)
         else:
             await self.advance(t)
 
 
-def _not_reused(cmd: c.CoupCommand, recorded: str) -> None:
-    if (conflict := c.reused(cmd, recorded)) is not None:
+def _not_reused(cmd: commands.CoupCommand, recorded: str) -> None:
+    if (conflict := commands.reused(cmd, recorded)) is not None:
         raise conflict
 
 
@@ -472,33 +408,9 @@ def _previous_coup(table: str, number: int) -> str:
     return f"{table}-{number - 1:06d}" if number > 1 else ""
 
 
-def _continuous(rules: Ruleset) -> bool:
-    return rules.shoe.shuffler == "continuous_shuffler"
-
-
 def _log_failed_ending(ending: asyncio.Future[Any]) -> None:
     if not ending.cancelled() and (exc := ending.exception()) is not None:
         log.warning("a round's end at the shoe failed (asked again before the next coup): %s", exc)
-
-
-def _cards_dealt(state: Coup | None) -> int:
-    if isinstance(state, bac.BaccaratCoup):
-        return len(state.cards)
-    assert state is not None
-    return len(state.dealer) + sum(len(h.cards) for b in state.boxes for h in b.hands)
-
-
-def _cards_due(state: Coup | None) -> int:
-    """How many cards are certainly due now, whatever they turn out to be: the
-    rest of the initial deal; after it, one at a time (the tableau or a player's
-    decision depends on each). A baccarat run the tableau alone decides is
-    drawn on from these by the shoe (``DrawCard.tableau``)."""
-    if isinstance(state, bac.BaccaratCoup):
-        return 4 - len(state.cards) if state.phase == "dealing" else 1
-    assert state is not None
-    if state.phase == "dealing":
-        return bj.initial_cards(state) - _cards_dealt(state)
-    return 1
 
 
 def _pickup(state: Coup | None) -> tuple[str, ...]:

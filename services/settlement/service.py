@@ -12,12 +12,11 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from casino import games
 from casino.metrics import Metrics, count_recorded
 from casino.payouts import payouts_of
-from casino.rules import settlement as pay
-from casino.rules import wagerbook as W
-from casino.rules.baccarat import messages as bm
-from casino.rules.blackjack import messages as jm
+from casino.rules import settlement
+from casino.rules.wagerbook import BookOpened
 from casino.service import Clock, Recorder, log, utc_now
 from casino.store import subjects
 from casino.store.envelope import AnyEvent, CoupConfigured
@@ -53,12 +52,11 @@ class SettlementService:
         if aggregate not in FOLLOWED:
             return None
         self.following.take(stored, at)
-        if aggregate != "coup" or not any(isinstance(e.data, bm.CoupResulted | jm.CoupResulted)
-                                          for e in stored.batch.events):
+        if aggregate != "coup" or not any(isinstance(e.data, games.RESULTS) for e in stored.batch.events):
             return None
         kept = self.following.pop(coup)
         # Without its book's opening the record is not whole (a consumer that passes no wager events).
-        if kept is not None and not any(isinstance(e.data, W.BookOpened) for m in kept for e in m.batch.events):
+        if kept is not None and not any(isinstance(e.data, BookOpened) for m in kept for e in m.batch.events):
             kept = None
         return Due(table, shoe, coup, stored.batch.events[-1].id, kept)
 
@@ -74,14 +72,13 @@ class SettlementService:
             if self.metrics:
                 self.metrics.read_back.labels(self.metrics.service).inc()
             kept = await self.store.read(subjects.coup_filter(coup, table, shoe))
-            if any(isinstance(env.data, pay.CoupSettled) for m in kept for env in m.batch.events):
+            if any(isinstance(env.data, settlement.CoupSettled) for m in kept for env in m.batch.events):
                 return
         envelopes = [env for m in kept for env in m.batch.events]
         events = [env.data for env in envelopes]
-        payouts = payouts_of(events)
-        staked = sum(p.stake for p in payouts)
-        settled: list[AnyEvent] = [
-            pay.CoupSettled(coup, payouts, staked, sum(p.returned for p in payouts))]
+        # Each coup is settled once by its own subject's guard (expected 0), not by a ledger in memory.
+        settled: list[AnyEvent] = list(settlement.decide_settlement(
+            settlement.Ledger(), settlement.SettleCoup(coup, payouts_of(events))))
         try:
             ack = await self.recorder.record(subjects.event(table, shoe, coup, "settle"), settled, expected=0,
                                              msg_id=f"{coup}:settle", table=table, shoe=shoe, coup=coup,

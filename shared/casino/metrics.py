@@ -73,22 +73,19 @@ class Metrics:
 def count_recorded(metrics: Metrics | None, table: str, events: list[object], procedure: str = "") -> None:
     """Count the facts a service has just recorded (its own appends only, so two
     instances never count one fact twice)."""
+    from casino import games
     from casino.rules import settlement, shoe, wagerbook
-    from casino.rules.baccarat import messages as bm
-    from casino.rules.blackjack import messages as jm
 
     if metrics is None:
         return
     for e in events:
+        if (game := games.RESULT_OF.get(type(e))) is not None:
+            metrics.coups_dealt.labels(table, game, procedure or game).inc()
+            continue
+        if (game := games.DEALT_IN.get(type(e))) is not None:
+            metrics.cards_dealt.labels(table, game).inc()
+            continue
         match e:
-            case bm.CoupResulted():
-                metrics.coups_dealt.labels(table, "baccarat", procedure).inc()
-            case jm.CoupResulted():
-                metrics.coups_dealt.labels(table, "blackjack", "blackjack").inc()
-            case bm.CardDealt():
-                metrics.cards_dealt.labels(table, "baccarat").inc()
-            case jm.CardDealt():
-                metrics.cards_dealt.labels(table, "blackjack").inc()
             case shoe.ReshuffleRequired():
                 metrics.reshuffles.labels(table, e.clause).inc()
             case wagerbook.WagerPlaced():

@@ -3,17 +3,16 @@ pays by this, and verification recomputes by it."""
 
 from __future__ import annotations
 
-from casino import rulesets
-from casino.rules import settlement as pay
-from casino.rules import wagerbook as W
-from casino.rules.baccarat import messages as bm
-from casino.rules.blackjack import messages as jm
+from casino import games, rulesets
+from casino.rules import settlement
+from casino.rules import wagerbook as wager_book
 from casino.rules.errors import RuleViolation
-from casino.rules.ruleset import BaccaratRules, BlackjackRules, Ruleset
+from casino.rules.ruleset import Ruleset
 from casino.store.envelope import AnyEvent, CoupConfigured
 
 
-def payouts_of(events: list[AnyEvent], book: W.Book | None = None, rules: Ruleset | None = None) -> tuple[pay.Payout, ...]:
+def payouts_of(events: list[AnyEvent], book: wager_book.Book | None = None,
+               rules: Ruleset | None = None) -> tuple[settlement.Payout, ...]:
     """The payouts of a coup from its recorded events: ruleset (loaded by the
     name its coup names unless the caller has it), book (folded from them
     unless the caller has) and result.
@@ -23,14 +22,9 @@ def payouts_of(events: list[AnyEvent], book: W.Book | None = None, rules: Rulese
     """
     configured = next(e for e in events if isinstance(e, CoupConfigured))
     rules = rulesets.load(configured.ruleset) if rules is None else rules
-    book = W.book_of(events) if book is None else book
-    result = next(e for e in events if isinstance(e, bm.CoupResulted | jm.CoupResulted))
-    if isinstance(result, bm.CoupResulted):
-        assert isinstance(rules, BaccaratRules)
-        return pay.settle_baccarat(rules, book.wagers, result)
-    assert isinstance(rules, BlackjackRules)
-    payouts = pay.settle_blackjack(rules, result)
-    for seat in {p.seat for p in payouts}:
-        if sum(p.stake for p in payouts if p.seat == seat) != book.staked(seat):
-            raise RuleViolation("settlement", f"seat {seat}'s stakes differ from the wager book")
-    return payouts
+    book = wager_book.book_of(events) if book is None else book
+    result = next(e for e in events if isinstance(e, games.RESULTS))
+    game = games.of(rules)
+    if not isinstance(result, game.result_type):
+        raise RuleViolation("settlement", f"the coup's result is not a {game.name} result")
+    return game.payouts(rules, book, result)

@@ -13,22 +13,17 @@ shuffle, and every card burned or drawn must be that order's card.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
-from functools import partial
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import msgspec
 
-from casino import rulesets
+from casino import games, rulesets
 from casino.payouts import payouts_of
 from casino.rules import settlement as pay
 from casino.rules import shoe, wagerbook
-from casino.rules.baccarat import coup as bac
-from casino.rules.baccarat import messages as bm
-from casino.rules.blackjack import coup as bj
-from casino.rules.blackjack import messages as jm
 from casino.rules.errors import RuleViolation
-from casino.rules.ruleset import BaccaratRules, Ruleset
+from casino.rules.ruleset import Ruleset
 from casino.rules.wagers import Wager
 from casino.store import subjects
 from casino.store.envelope import AnyEvent, CoupConfigured, RulesetRecorded
@@ -41,28 +36,6 @@ class Finding(msgspec.Struct, frozen=True):
     coup: str
     seq: int
     what: str
-
-
-# The command each recorded event implies, by the event's type (a lookup: a
-# coup has dozens of events to turn back into commands).
-_BACCARAT_COMMAND: dict[type, Callable[[Any], bm.AnyBaccaratCommand]] = {
-    bm.CoupOpened: lambda e: bm.OpenCoup(e.coup_id, e.procedure, e.approvals, None, e.shoe_holder),
-    bm.BettingClosed: lambda e: bm.CloseBetting(e.wagers),
-    bm.OfferAnswered: lambda e: bm.AnswerOffer(e.seat, e.accepted, e.plays),
-    bm.CardDealt: lambda e: bm.DealCard(e.card, e.position, e.by),
-    bm.CardsPassed: lambda e: bm.PassCards(e.hand),
-    bm.HandExposed: lambda e: bm.ExposeHand(e.seat, e.hand),
-    bm.CardsReturned: lambda e: bm.ReturnCards(e.seat, e.hand),
-    bm.HandlingBreachReported: lambda e: bm.ReportHandlingBreach(e.seat, e.hand, e.note),
-    bm.ShoeGivenUp: lambda e: bm.PassShoe(e.seat) if e.reason == "passed" else bm.ForfeitShoe(e.seat, e.supervisor),
-}
-
-_BLACKJACK_COMMAND: dict[type, Callable[[Any], jm.AnyBlackjackCommand]] = {
-    jm.CoupOpened: lambda e: jm.OpenCoup(e.coup_id),
-    jm.BettingClosed: lambda e: jm.CloseBetting(e.wagers),
-    jm.CardDealt: lambda e: jm.DealCard(e.card, e.position),
-    jm.DecisionTaken: lambda e: jm.Decide(e.seat, e.hand, e.action, e.amount if e.action == "insurance" else 0),
-}
 
 
 def verify_coup(stored: list[Stored], recorded: Mapping[str, Ruleset] | None = None) -> list[Finding]:
@@ -112,24 +85,17 @@ def _redecide(coup: str, rules: Ruleset, msgs: list[Stored]) -> list[Finding]:
     dealer's own steps are recorded together): from the first event not yet
     explained, the command it implies is decided again and must give exactly
     the events recorded from there."""
-    state: Any
-    step: Callable[[Any, Any], tuple[list[Any], Any]]
-    commands: dict[type, Callable[[Any], Any]]
-    if isinstance(rules, BaccaratRules):
-        state, commands = bac.BaccaratCoup(), _BACCARAT_COMMAND
-        step = partial(bac.step, rules)
-    else:
-        state, commands = bj.BlackjackCoup(), _BLACKJACK_COMMAND
-        step = partial(bj.step, rules)
+    game = games.of(rules)
+    state: Any = game.new()
     for m in msgs:
         recorded = [e.data for e in m.batch.events if type(e.data) is not CoupConfigured]
         i = 0
         while i < len(recorded):
-            command = commands.get(type(recorded[i]))
+            command = game.command_of.get(type(recorded[i]))
             if command is None:
                 return [Finding(coup, m.seq, f"{type(recorded[i]).__name__} is not caused by any command")]
             try:
-                given, state = step(state, command(recorded[i]))
+                given, state = game.step(rules, state, command(recorded[i]))
             except RuleViolation as exc:
                 return [Finding(coup, m.seq, f"the rules refuse the recorded {type(recorded[i]).__name__}: {exc}")]
             got = recorded[i:i + len(given)]
@@ -147,15 +113,15 @@ def _redecide(coup: str, rules: Ruleset, msgs: list[Stored]) -> list[Finding]:
 
 def _book_and_cards(coup: str, msgs: list[Stored], book: wagerbook.Book) -> list[Finding]:
     findings: list[Finding] = []
-    events = [(m.seq, env.data) for m in msgs for env in m.batch.events]
+    events: list[tuple[int, Any]] = [(m.seq, env.data) for m in msgs for env in m.batch.events]
     drawn = {e.position: e.card for _, e in events if type(e) is shoe.CardDrawn}
     closed_seq = 0
     for seq, e in events:  # type tests by identity: a record has thousands of events to look at
-        if type(e) is bm.BettingClosed or type(e) is jm.BettingClosed:
+        if type(e) in games.BETTING_CLOSED:
             closed_seq = seq
             if sorted(e.wagers, key=_key) != sorted(book.wagers, key=_key):
                 findings.append(Finding(coup, seq, "the coup's wagers are not the wager book's"))
-        elif (type(e) is bm.CardDealt or type(e) is jm.CardDealt) and drawn.get(e.position) != e.card:
+        elif type(e) in games.CARD_DEALT and drawn.get(e.position) != e.card:
             findings.append(Finding(coup, seq, f"{e.card} dealt from position {e.position}, "
                                                f"but the shoe drew {drawn.get(e.position, 'no card')} there"))
     if not closed_seq:
