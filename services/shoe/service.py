@@ -179,14 +179,7 @@ class ShoeService:
         order = await self.secrets.get(table, new)
         if order is None:  # two instances shuffling at once: the first order kept is the shoe's
             order = await self.secrets.put(table, new, self.shuffle(table, t.rules.decks))
-        state = t.state
-        events = S.decide(t.rules, state, S.Shuffle(new, S.commitment(*order)), t.document)
-        for e in events:
-            state = S.evolve(state, e)
-        while state.burns_due:
-            burned = S.decide(t.rules, state, S.Burn(order[0][state.position]), t.document)
-            state = S.evolve(state, burned[0])
-            events += burned
+        events = S.fill(t.rules, t.state, new, *order, t.document)
         await self._commit(table, t, events, coup, f"{new}:shuffle", causation)
         # Only now: a shuffle that lost its race to another instance's step in
         # the shoe in play leaves the order of the shoe in play to deal from.
@@ -288,6 +281,4 @@ def _last(cmd: DrawCard, layout: tuple[Card, ...]) -> int:
     ``index``, then with ``tableau`` each further card the tableau calls for
     (known once the cards before it are drawn)."""
     end = cmd.index + cmd.count
-    while cmd.tableau and len(layout) >= end and tableau.another_card(layout[:end]):
-        end += 1
-    return end
+    return tableau.drawn_on(layout, end) if cmd.tableau else end

@@ -178,8 +178,10 @@ def verify_shoe(shoe_id: str, events: list[tuple[int, AnyEvent]]) -> list[Findin
         return [Finding(shoe_id, ended[0], "the shoe ended, but its shuffle and commitment are not recorded")]
     seq, end = ended
     assert isinstance(end, shoe.ShoeEnded)
-    if shoe.commitment(end.order, end.salt) != shuffled.commitment:
-        return [Finding(shoe_id, seq, "the revealed order and salt do not match the shuffle's commitment")]
+    try:
+        shoe.check_revealed(end.order, end.salt, shuffled.commitment, shuffled.decks)
+    except RuleViolation as exc:
+        return [Finding(shoe_id, seq, exc.reason)]
     findings = []
     for s, e in events:
         if isinstance(e, shoe.CardBurned | shoe.CardDrawn) and end.order[e.position] != e.card:

@@ -189,6 +189,19 @@ def test_verify_catches_a_changed_shoe_order(recorded: list[Stored]) -> None:
     assert [f.seq for f in findings] == [seq] and "commitment" in findings[0].what
 
 
+def test_verify_catches_a_revealed_order_that_is_not_a_full_set_of_cards(recorded: list[Stored]) -> None:
+    # Both the shuffle's commitment and the revealed order rewritten: the hashes agree, the cards do not.
+    shoes = [m for m in recorded if subjects.tokens(m.subject)[3] == "shoe"]
+    ended = next(e.data for m in shoes for e in m.batch.events if isinstance(e.data, shoe.ShoeEnded))
+    forged = (ended.order[1], *ended.order[1:])  # the second card twice, the first gone
+    ours = [m for m in shoes if any(getattr(e.data, "shoe_id", "") == ended.shoe_id for e in m.batch.events)]
+    tampered, _ = _tamper(ours, shoe.ShoeShuffled, lambda e: msgspec.structs.replace(
+        e, commitment=shoe.commitment(forged, ended.salt)))
+    tampered, seq = _tamper(tampered, shoe.ShoeEnded, lambda e: msgspec.structs.replace(e, order=forged))
+    findings = verify_shoes(tampered)
+    assert [f.seq for f in findings][:1] == [seq] and "full set" in findings[0].what
+
+
 def test_an_event_written_under_an_older_schema_version_replays_and_verifies(recorded: list[Stored]) -> None:
     older, rewritten = [], 0
     for m in recorded:

@@ -57,11 +57,13 @@ class Shoe(msgspec.Struct):
     document: str = ""  # the ruleset's document: the clauses the shoe cites
 
     def do(self, command: shoe.AnyShoeCommand) -> list[shoe.AnyShoeEvent]:
-        evs = shoe.decide(self.rules, self.state, command, self.document)
-        for e in evs:
+        return self.apply(shoe.decide(self.rules, self.state, command, self.document))
+
+    def apply(self, events: list[shoe.AnyShoeEvent]) -> list[shoe.AnyShoeEvent]:
+        for e in events:
             self.state = shoe.evolve(self.state, e)
-        self.events.extend(evs)
-        return evs
+        self.events.extend(events)
+        return events
 
     def _next_card(self) -> Card:
         assert self.current is not None
@@ -77,9 +79,7 @@ class Shoe(msgspec.Struct):
             raise RuleViolation("shoe", "no shuffled order is left to fill the shoe")
         self.current = self.orders.pop(0)
         self.shuffles += 1
-        self.do(shoe.Shuffle(f"{self.prefix}{self.shuffles}", shoe.commitment(*self.current)))
-        while self.state.burns_due:
-            self.do(shoe.Burn(self._next_card()))
+        self.apply(shoe.fill(self.rules, self.state, f"{self.prefix}{self.shuffles}", *self.current, self.document))
 
     def start_round(self, coup_id: str) -> None:
         if not self.state.ready_for_round:
@@ -127,11 +127,10 @@ def play_baccarat(
     while (w := bac.awaiting(state)).kind != "nothing":
         if w.kind == "card":
             # as the dealer-policy asks the shoe: a run the tableau alone decides is drawn at once
-            run = [table_shoe.draw(opening.coup_id)]
-            if bac.dealt_by_tableau(state):
-                dealt = [d.card for d in state.cards]
-                while tableau.another_card(dealt + [card for card, _ in run]):
-                    run.append(table_shoe.draw(opening.coup_id))
+            dealt, run = [d.card for d in state.cards], [table_shoe.draw(opening.coup_id)]
+            while bac.dealt_by_tableau(state) and \
+                    len(dealt) + len(run) < tableau.drawn_on(dealt + [card for card, _ in run], len(dealt) + 1):
+                run.append(table_shoe.draw(opening.coup_id))
             for card, position in run:
                 do(bm.DealCard(card, position, bac.awaiting(state).seat))
         elif w.kind == "answer":

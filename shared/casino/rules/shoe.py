@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from casino.rules.aggregate import violation
+from casino.rules.aggregate import violation, with_follow_ups
 from casino.rules.cards import DECK, DECK_INDEX, Card, baccarat_value, full_set, is_card, same_cards
 from casino.rules.errors import RuleViolation
 from casino.rules.ruleset import ShoeRules
@@ -211,6 +211,24 @@ def decide(rules: ShoeRules, state: ShoeState, command: AnyShoeCommand, document
     return handle(rules, state, command, cites(document, rules))
 
 
+def fill(rules: ShoeRules, state: ShoeState, shoe_id: str, order: Sequence[Card], salt: str,
+         document: str = "") -> list[AnyShoeEvent]:
+    """Fill a new shoe with ``order``: the shuffle (its commitment published),
+    then the burn cards the ruleset burns, from the top of the order."""
+    shuffled = decide(rules, state, Shuffle(shoe_id, commitment(order, salt)), document)
+    return with_follow_ups(shuffled, state, evolve, lambda s: decide(rules, s, Burn(order[s.position]), document)
+                           if s.burns_due else [])[0]
+
+
+def check_revealed(order: Sequence[Card], salt: str, committed: str, decks: int) -> None:
+    """Refuse a revealed order and salt that are not the shuffle's: another
+    commitment, or not one full set of the shoe's decks."""
+    if commitment(order, salt) != committed:
+        raise RuleViolation("commitment", "the revealed order and salt do not match the shuffle's commitment")
+    if not same_cards(order, full_set(decks)):
+        raise RuleViolation("commitment", "the revealed order is not one full set of cards")
+
+
 def check(rules: ShoeRules, state: ShoeState, command: AnyShoeCommand, document: str = "") -> RuleViolation | None:
     """Whether ``command`` is allowed now; the violation says why not."""
     return violation(lambda: decide(rules, state, command, document))
@@ -293,10 +311,7 @@ def _end_shoe(state: ShoeState, cmd: EndShoe, c: Cites) -> list[AnyShoeEvent]:
         raise RuleViolation("shoe", "no shoe is in play")
     if state.round is not None and state.round_cards:
         raise RuleViolation(c.cut_card, "a round in progress is completed before the cards are reshuffled")
-    if commitment(cmd.order, cmd.salt) != state.commitment:
-        raise RuleViolation("commitment", "the revealed order and salt do not match the shuffle's commitment")
-    if not same_cards(cmd.order, full_set(state.decks)):
-        raise RuleViolation("commitment", "the revealed order is not one full set of cards")
+    check_revealed(cmd.order, cmd.salt, state.commitment, state.decks)
     if tuple(cmd.order[: state.position]) != state.drawn:
         raise RuleViolation("commitment", "the cards dealt are not the revealed order")
     return [ShoeEnded(state.shoe_id or "", tuple(cmd.order), cmd.salt)]

@@ -89,6 +89,15 @@ def another_card(cards: Sequence[Card]) -> bool:
     return next_hand_to_draw(*hands(cards)) is not None
 
 
+def drawn_on(cards: Sequence[Card], end: int) -> int:
+    """One past the last card of a run the tableau alone decides: from card
+    ``end`` on, each further card the tableau calls for, known once the cards
+    before it (``cards``, in the order drawn) are."""
+    while len(cards) >= end and another_card(cards[:end]):
+        end += 1
+    return end
+
+
 def winner(player: Sequence[Card], banker: Sequence[Card]) -> Literal["player", "banker", "tie"]:
     """``"player"``, ``"banker"`` or ``"tie"``."""
     p, b = points(player), points(banker)
