@@ -28,10 +28,10 @@ from services.shoe.secrets import JetStreamSecrets
 from services.shoe.service import MemorySecrets, ShoeService, secure_shuffle
 
 from bench.load import append_all, latency_percentiles, usage
-from casino import commands as c
+from casino import commands
 from casino.natsserver import NatsServer
 from casino.provision import provision
-from casino.rules import shoe as S
+from casino.rules import shoe as dealing_shoe
 from casino.service import Recorder
 from casino.store import subjects
 from casino.store.envelope import Batch, CoupConfigured, encode
@@ -73,10 +73,10 @@ async def deal(shoe: ShoeService, first: int, count: int, table: str = TABLE, ru
     for n in range(first, first + count):
         coup = f"{table}-{n:06d}"
         start = time.perf_counter()
-        ok = [(await shoe.handle(c.StartRound(id=f"{coup}:start", table=table, coup=coup, ruleset=ruleset))).ok]
-        drawn = await shoe.handle(c.DrawCard(id=f"{coup}:draw", table=table, coup=coup, ruleset=ruleset, index=0,
+        ok = [(await shoe.handle(commands.StartRound(id=f"{coup}:start", table=table, coup=coup, ruleset=ruleset))).ok]
+        drawn = await shoe.handle(commands.DrawCard(id=f"{coup}:draw", table=table, coup=coup, ruleset=ruleset, index=0,
                                              count=4, tableau=True))
-        ok.append((await shoe.handle(c.EndRound(id=f"{coup}:end", table=table, coup=coup, ruleset=ruleset,
+        ok.append((await shoe.handle(commands.EndRound(id=f"{coup}:end", table=table, coup=coup, ruleset=ruleset,
                                                 pickup=drawn.cards))).ok)
         if not (drawn.ok and all(ok)):
             raise RuntimeError(f"round {coup} was refused: {drawn}")
@@ -96,7 +96,7 @@ async def write_history(nc: Client, coups: int) -> None:
     written = []
     for subject, batch, msg_id in store.appended:
         written.append((subject, batch, msg_id))
-        if any(isinstance(e.data, S.RoundStarted) for e in batch.events):
+        if any(isinstance(e.data, dealing_shoe.RoundStarted) for e in batch.events):
             _, shoe, coup, _ = subjects.tokens(subject)
             configured = CoupConfigured(TABLE, "baccarat", RULESET, "", int(coup.rsplit("-", 1)[1]))
             await recorder.record(subjects.event(TABLE, shoe, coup, "coup"), [configured], expected=0,

@@ -31,7 +31,7 @@ from bench.load import Meter, casino, latency_percentiles, median_spent, process
 from casino.launcher import APPROVALS
 from casino.natsserver import NatsServer
 from casino.provision import provision
-from casino.rules.baccarat import messages as bm
+from casino.rules.baccarat import messages as baccarat_messages
 from casino.simulator import Simulator
 from casino.store import envelope, subjects
 from casino.store.eventstore import Stored
@@ -48,7 +48,7 @@ def baccarat_tables(count: int) -> dict[str, TableConfig]:
 
 def procedures(stored: list[Stored]) -> dict[str, str]:
     """The procedure each coup among ``stored`` was opened under."""
-    return {e.coup: e.data.procedure for m in stored for e in m.batch.events if isinstance(e.data, bm.CoupOpened)}
+    return {e.coup: e.data.procedure for m in stored for e in m.batch.events if isinstance(e.data, baccarat_messages.CoupOpened)}
 
 
 async def one_run(tables_count: int, seconds: float, every: float = 0.0) -> dict[str, Any]:

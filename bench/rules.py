@@ -23,7 +23,7 @@ import msgspec
 from casino import rulesets
 from casino.rules import play, settlement, shoe
 from casino.rules.baccarat import coup as bac
-from casino.rules.baccarat import messages as bm
+from casino.rules.baccarat import messages as baccarat_messages
 from casino.rules.baccarat.clauses import clause
 from casino.rules.cards import DECK_INDEX, full_set, same_cards
 from casino.rules.ruleset import BaccaratRules
@@ -36,7 +36,7 @@ BOOK = (Wager(1, "banker", 5000), Wager(2, "player", 2500), Wager(3, "tie", 500)
 class Dealer:
     """Players who never answer: Method A needs no answers."""
 
-    def answer(self, coup: Any, w: Any) -> bm.AnswerOffer:
+    def answer(self, coup: Any, w: Any) -> baccarat_messages.AnswerOffer:
         raise AssertionError("Method A makes no offers")
 
     def give_back(self, coup: Any, w: Any) -> Any:
@@ -132,21 +132,21 @@ def straight_with_events(rules: BaccaratRules, orders: list[tuple[tuple[str, ...
             record(shoe.CardDrawn(shoe_id, coup_id, pos, card))
             pos += 1
         events: list[Any] = [
-            bm.CoupOpened(coup_id, "method_a", (), None, opened), bm.BettingClosed(wagers),
-            bm.CardDealt("player", p1, start, True, None), bm.CardDealt("banker", b1, start + 1, True, None),
-            bm.CardDealt("player", p2, start + 2, True, None), bm.CardDealt("banker", b2, start + 3, True, None),
-            bm.CountAnnounced("player", pp, announce), bm.CountAnnounced("banker", bp, announce),
+            baccarat_messages.CoupOpened(coup_id, "method_a", (), None, opened), baccarat_messages.BettingClosed(wagers),
+            baccarat_messages.CardDealt("player", p1, start, True, None), baccarat_messages.CardDealt("banker", b1, start + 1, True, None),
+            baccarat_messages.CardDealt("player", p2, start + 2, True, None), baccarat_messages.CardDealt("banker", b2, start + 3, True, None),
+            baccarat_messages.CountAnnounced("player", pp, announce), baccarat_messages.CountAnnounced("banker", bp, announce),
         ]
         if p3:
             pp = (pp + VALUE[p3[0]]) % 10
-            events += [bm.CardDealt("player", p3, start + 4, True, None), bm.CountAnnounced("player", pp, announce)]
+            events += [baccarat_messages.CardDealt("player", p3, start + 4, True, None), baccarat_messages.CountAnnounced("player", pp, announce)]
         if b3:
             bp = (bp + VALUE[b3[0]]) % 10
-            events += [bm.CardDealt("banker", b3, pos - 1, True, None), bm.CountAnnounced("banker", bp, announce)]
+            events += [baccarat_messages.CardDealt("banker", b3, pos - 1, True, None), baccarat_messages.CountAnnounced("banker", bp, announce)]
         winner: Literal["player", "banker", "tie"] = "banker" if bp > pp else "player" if pp > bp else "tie"
-        result = bm.CoupResulted(winner, pp, bp, natural, p1[0] == p2[0], b1[0] == b2[0])
+        result = baccarat_messages.CoupResulted(winner, pp, bp, natural, p1[0] == p2[0], b1[0] == b2[0])
         cards = order[start:pos]
-        events += [result, bm.CardsPickedUp(cards)]
+        events += [result, baccarat_messages.CardsPickedUp(cards)]
         record(shoe.RoundEnded(shoe_id, coup_id, cards))
         if cut_reached:
             record(shoe.ReshuffleRequired(shoe_id, "after_round", cites.cut_card))
@@ -160,7 +160,7 @@ def play_all(rules: BaccaratRules, orders: list[tuple[tuple[str, ...], str]], co
     table_shoe = play.Shoe(rules.shoe, list(orders), document=rules.document)
     records = []
     for n in range(coups):
-        record = play.play_baccarat(rules, table_shoe, bm.OpenCoup(f"c{n}", "method_a"), BOOK, Dealer())
+        record = play.play_baccarat(rules, table_shoe, baccarat_messages.OpenCoup(f"c{n}", "method_a"), BOOK, Dealer())
         if keep:
             records.append(record)
     return records, table_shoe
@@ -188,7 +188,7 @@ def _store(state: Applied, event: Any) -> None:
     state.last = event
 
 
-APPLY = {kind: _store for kind in get_args(bm.AnyBaccaratEvent) + get_args(shoe.AnyShoeEvent)}
+APPLY = {kind: _store for kind in get_args(baccarat_messages.AnyBaccaratEvent) + get_args(shoe.AnyShoeEvent)}
 
 
 def least_fold(fields: list[tuple[type, tuple[Any, ...]]]) -> Applied:

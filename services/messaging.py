@@ -18,7 +18,7 @@ from faststream.response import PublishType
 from nats.aio.client import Client
 from pydantic import PlainValidator, WithJsonSchema
 
-from casino import commands as c
+from casino import commands
 from casino.metrics import Metrics
 from casino.service import TableLocks, decide, read_command
 from casino.store import envelope, subjects
@@ -106,10 +106,10 @@ class CommandGate:
         self.locks = TableLocks()
         self.waiting: dict[str, int] = {}
 
-    async def answer(self, table: str, command: Any, handle: Callable[[Any], Awaitable[c.Reply]],
-                     reload: Callable[[Any], Awaitable[None]]) -> c.Reply:
+    async def answer(self, table: str, command: Any, handle: Callable[[Any], Awaitable[commands.Reply]],
+                     reload: Callable[[Any], Awaitable[None]]) -> commands.Reply:
         if self.waiting.get(table, 0) >= self.per_table:
-            reply = c.refused(f"table {table} has {self.per_table} commands waiting already: ask again once "
+            reply = commands.refused(f"table {table} has {self.per_table} commands waiting already: ask again once "
                               "they are answered", "rate limit")
         else:
             self.waiting[table] = self.waiting.get(table, 0) + 1
@@ -127,7 +127,7 @@ class CommandGate:
 
 
 def command_subscriber(broker: NatsBroker, kind: str, queue: str, decoder: msgspec.json.Decoder[Any],
-                       commands: Any, gate: CommandGate, service: Callable[[], Any], description: str) -> Any:
+                       accepted: Any, gate: CommandGate, service: Callable[[], Any], description: str) -> Any:
     """The queue-group subscriber of one kind of command on every table's
     subject: ``casino.cmd.<table>.<kind>``, answered by the service
     ``service()`` gives (made once the broker is connected)."""
@@ -136,7 +136,7 @@ def command_subscriber(broker: NatsBroker, kind: str, queue: str, decoder: msgsp
                                    description=description)
 
     @subscriber
-    async def on_command(received: documented(commands)) -> documented(c.Reply):  # type: ignore[valid-type]
+    async def on_command(received: documented(accepted)) -> documented(commands.Reply):  # type: ignore[valid-type]
         running = service()
         table = received.msg.raw_message.subject.split(".")[2]
         return await gate.answer(table, received.body, running.handle, running.reload)

@@ -32,8 +32,7 @@ from nats.aio.client import Client
 from nats.js.api import ConsumerConfig
 from prometheus_client import make_asgi_app
 
-from casino import commands as c
-from casino import natsclient
+from casino import commands, natsclient
 from casino.metrics import Metrics
 from casino.provision import require_provisioned
 from casino.service import Clock, Peer, utc_now
@@ -56,15 +55,15 @@ log = logging.getLogger("casino")
 # Each service's commands: (the subject's last token, its queue group, the
 # command types, what the subject takes).
 COMMANDS: dict[str, list[tuple[str, str, Any, str]]] = {
-    "shoe": [("shoe", "shoe", c.ShoeCommand, "The dealer-policy's requests to the shoe: start a round, draw "
+    "shoe": [("shoe", "shoe", commands.ShoeCommand, "The dealer-policy's requests to the shoe: start a round, draw "
               "the cards due, end the round.")],
-    "wager": [("wager", "wager", c.WagerCommand, "A terminal's wagers and seating at its table."),
-              ("book", "wager", c.BookCommand, "The dealer-policy's opening and closing of a coup's wager book.")],
-    "dealer-policy": [("coup", "coup", c.CoupCommand, "A terminal's or a supervisor's commands to the coup: "
+    "wager": [("wager", "wager", commands.WagerCommand, "A terminal's wagers and seating at its table."),
+              ("book", "wager", commands.BookCommand, "The dealer-policy's opening and closing of a coup's wager book.")],
+    "dealer-policy": [("coup", "coup", commands.CoupCommand, "A terminal's or a supervisor's commands to the coup: "
                        "open it, close betting, answer offers, expose cards, decide, and the shoe's passing.")],
 }
 _EVENTS = "casino.ev.{table}.{shoe}.{coup}"
-_REPLIES = ("_INBOX.{requester}.>", c.Reply, "Every command's reply, to the requester's inbox: done, or refused "
+_REPLIES = ("_INBOX.{requester}.>", commands.Reply, "Every command's reply, to the requester's inbox: done, or refused "
             "with the clause that refuses it.")
 # What each service sends: its replies, the events it appends (each message
 # one batch: the events of one decision), and the commands it asks of others.
@@ -77,12 +76,12 @@ _SENDS: dict[str, list[tuple[str, Any, str]]] = {
         _REPLIES, (f"{_EVENTS}.coup", Batch, "The coup's events: configured, dealt, offered, decided, resulted."),
         ("casino.ev.{table}.-.-.ruleset", Batch, "A table's ruleset, recorded whole before the first coup dealt "
                                                  "under it and whenever it changes."),
-        ("casino.cmd.{table}.shoe", c.ShoeCommand, "Asked of the shoe service."),
-        ("casino.cmd.{table}.book", c.BookCommand, "Asked of the wager service.")],
+        ("casino.cmd.{table}.shoe", commands.ShoeCommand, "Asked of the shoe service."),
+        ("casino.cmd.{table}.book", commands.BookCommand, "Asked of the wager service.")],
     "settlement": [(f"{_EVENTS}.settle", Batch, "Each coup's settlement: every wager paid by the ruleset.")],
     "projections": [],
 }
-DECODERS = {"shoe": c.shoe_decoder, "wager": c.wager_decoder, "book": c.book_decoder, "coup": c.coup_decoder}
+DECODERS = {"shoe": commands.shoe_decoder, "wager": commands.wager_decoder, "book": commands.book_decoder, "coup": commands.coup_decoder}
 
 
 class Running:

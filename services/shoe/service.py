@@ -12,7 +12,7 @@ import msgspec
 from casino import rulesets
 from casino.commands import DrawCard, EndRound, Reply, ShoeCommand, StartRound
 from casino.metrics import Metrics, count_recorded
-from casino.rules import shoe as S
+from casino.rules import shoe as dealing_shoe
 from casino.rules.baccarat import tableau
 from casino.rules.cards import Card, full_set
 from casino.rules.errors import RuleViolation
@@ -59,7 +59,7 @@ class TableShoe(msgspec.Struct):
     rules: ShoeRules
     baccarat: bool = False  # a draw may go on by the tableau
     document: str = ""  # the ruleset's document: the clauses the shoe cites (casino.rules.shoe.cites)
-    state: S.ShoeState = S.ShoeState()
+    state: dealing_shoe.ShoeState = dealing_shoe.ShoeState()
     order: Order | None = None
     last_seq: int = 0
     shuffles: int = 0
@@ -106,7 +106,7 @@ class ShoeService:
         while number >= 1:
             shoe = await self.store.read(subjects.event(table, subjects.shoe_id(table, number), "*", "shoe"))
             history[:0] = shoe
-            if any(isinstance(env.data, S.RoundEnded) for msg in shoe for env in msg.batch.events):
+            if any(isinstance(env.data, dealing_shoe.RoundEnded) for msg in shoe for env in msg.batch.events):
                 break
             number -= 1
         return history, max(number - 1, 0)
@@ -122,11 +122,11 @@ class ShoeService:
         for msg in await self.store.read(subjects.aggregate_filter("shoe", table), after=t.last_seq):
             await self.observe(msg.subject, msg.seq, msg.batch)
 
-    def _apply(self, t: TableShoe, event: S.AnyShoeEvent) -> None:
-        t.state = S.evolve(t.state, event)
-        if isinstance(event, S.ShoeShuffled):
+    def _apply(self, t: TableShoe, event: dealing_shoe.AnyShoeEvent) -> None:
+        t.state = dealing_shoe.evolve(t.state, event)
+        if isinstance(event, dealing_shoe.ShoeShuffled):
             t.shuffles += 1
-        elif isinstance(event, S.RoundEnded):
+        elif isinstance(event, dealing_shoe.RoundEnded):
             t.last_round = event.coup_id
 
     async def table(self, table: str, ruleset: str) -> TableShoe:
@@ -137,7 +137,7 @@ class ShoeService:
             await self.rebuild(table)
         return self.tables[table]
 
-    async def _commit(self, table: str, t: TableShoe, events: list[S.AnyShoeEvent], coup: str, msg_id: str,
+    async def _commit(self, table: str, t: TableShoe, events: list[dealing_shoe.AnyShoeEvent], coup: str, msg_id: str,
                       causation: str) -> None:
         shoe = t.state.shoe_id or next((e.shoe_id for e in events), "")
         subject = subjects.event(table, shoe, coup, "shoe")
@@ -167,19 +167,19 @@ class ShoeService:
         for env in batch.events:
             self._apply(t, env.data)  # type: ignore[arg-type]
         t.last_seq = seq
-        if any(isinstance(env.data, S.ShoeShuffled) for env in batch.events) and t.state.shoe_id:
+        if any(isinstance(env.data, dealing_shoe.ShoeShuffled) for env in batch.events) and t.state.shoe_id:
             t.order = await self.secrets.get(table, t.state.shoe_id)
 
     async def _reshuffle(self, table: str, t: TableShoe, coup: str, causation: str) -> None:
         """End the shoe in play (revealing it) and fill a new one: shuffle and burn."""
         if t.state.active and t.order is not None:
-            ended = S.decide(t.rules, t.state, S.EndShoe(*t.order), t.document)
+            ended = dealing_shoe.decide(t.rules, t.state, dealing_shoe.EndShoe(*t.order), t.document)
             await self._commit(table, t, ended, coup, f"{t.state.shoe_id}:end", causation)
         new = subjects.shoe_id(table, t.shuffles + 1)
         order = await self.secrets.get(table, new)
         if order is None:  # two instances shuffling at once: the first order kept is the shoe's
             order = await self.secrets.put(table, new, self.shuffle(table, t.rules.decks))
-        events = S.fill(t.rules, t.state, new, *order, t.document)
+        events = dealing_shoe.fill(t.rules, t.state, new, *order, t.document)
         await self._commit(table, t, events, coup, f"{new}:shuffle", causation)
         # Only now: a shuffle that lost its race to another instance's step in
         # the shoe in play leaves the order of the shoe in play to deal from.
@@ -201,7 +201,7 @@ class ShoeService:
                                                 "the shoe dealt last at this table")
                 if not t.state.ready_for_round:
                     await self._reshuffle(cmd.table, t, subjects.NO_COUP, cmd.id)
-                events = S.decide(t.rules, t.state, S.StartRound(cmd.coup), t.document)
+                events = dealing_shoe.decide(t.rules, t.state, dealing_shoe.StartRound(cmd.coup), t.document)
                 await self._commit(cmd.table, t, events, cmd.coup, f"{cmd.coup}:start", cmd.id)
                 return Reply(True, coup=cmd.coup, shoe=t.state.shoe_id or "")
             case DrawCard():
@@ -210,7 +210,7 @@ class ShoeService:
                 t = await self.table(cmd.table, cmd.ruleset)
                 if t.last_round == cmd.coup:  # asked again, perhaps once the next round has started
                     return Reply(True, coup=cmd.coup)
-                events = S.decide(t.rules, t.state, S.EndRound(cmd.coup, cmd.pickup), t.document)
+                events = dealing_shoe.decide(t.rules, t.state, dealing_shoe.EndRound(cmd.coup, cmd.pickup), t.document)
                 await self._commit(cmd.table, t, events, cmd.coup, f"{cmd.coup}:end", cmd.id)
                 return Reply(True, coup=cmd.coup, shoe=t.state.shoe_id or "")
         raise RuleViolation("protocol", f"unknown shoe command {type(cmd).__name__}")
@@ -232,11 +232,11 @@ class ShoeService:
                 if state.position >= len(t.order[0]):
                     raise RuleViolation("shoe", f"shoe {state.shoe_id} has no card left for coup {cmd.coup}: the "
                                                 "ruleset's penetration leaves too few cards behind the cut card")
-                step = S.decide(t.rules, state, S.Draw(cmd.coup, t.order[0][state.position]), t.document)
-                if not any(isinstance(e, S.CardDrawn) for e in step):
+                step = dealing_shoe.decide(t.rules, state, dealing_shoe.Draw(cmd.coup, t.order[0][state.position]), t.document)
+                if not any(isinstance(e, dealing_shoe.CardDrawn) for e in step):
                     break
                 for e in step:
-                    state = S.evolve(state, e)
+                    state = dealing_shoe.evolve(state, e)
                 events += step
             if events:  # the cards drawn, as one batch
                 await self._commit(cmd.table, t, events, cmd.coup, f"{cmd.coup}:draw:{first}", cmd.id)

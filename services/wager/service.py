@@ -21,7 +21,7 @@ from casino.commands import (
     write_id,
 )
 from casino.metrics import Metrics, count_recorded
-from casino.rules import wagerbook as W
+from casino.rules import wagerbook
 from casino.rules.errors import RuleViolation
 from casino.rules.ruleset import Ruleset
 from casino.service import Clock, Recorder, utc_now
@@ -34,7 +34,7 @@ class CoupBook(msgspec.Struct):
     table: str
     shoe: str
     ruleset: str
-    book: W.Book = W.Book()
+    book: wagerbook.Book = wagerbook.Book()
     last_seq: int = 0
     # The commands already recorded: causation id -> digest of the command (casino.commands.digest).
     applied: dict[str, str] = msgspec.field(default_factory=dict)
@@ -68,7 +68,7 @@ class WagerService:
         for msg in await self.store.read(filter_):
             await self.observe(msg.subject, msg.seq, msg.batch)
 
-    async def _commit(self, cb: CoupBook, coup: str, events: list[W.AnyBookEvent], msg_id: str,
+    async def _commit(self, cb: CoupBook, coup: str, events: list[wagerbook.AnyBookEvent], msg_id: str,
                       causation: str, command: str) -> None:
         out: list[AnyEvent] = list(events)
         ack = await self.recorder.record(
@@ -85,19 +85,19 @@ class WagerService:
                 for e in events:
                     self._apply(cb, e, causation, command)
                 cb.last_seq = ack.seq
-        if any(isinstance(e, W.BookOpened) for e in events):
+        if any(isinstance(e, wagerbook.BookOpened) for e in events):
             self._forget_before(cb.table, ack.seq)
 
     @staticmethod
-    def _apply(cb: CoupBook, event: W.AnyBookEvent, causation: str, command: str) -> None:
-        cb.book = W.evolve(cb.book, event)
+    def _apply(cb: CoupBook, event: wagerbook.AnyBookEvent, causation: str, command: str) -> None:
+        cb.book = wagerbook.evolve(cb.book, event)
         cb.applied[causation] = command
 
     async def observe(self, subject: str, seq: int, batch: Batch) -> None:
         """Follow the stream: apply what another instance appended."""
         table, shoe, coup, _ = subjects.tokens(subject)
         for env in batch.events:
-            if isinstance(env.data, W.BookOpened) and coup not in self.books:
+            if isinstance(env.data, wagerbook.BookOpened) and coup not in self.books:
                 self.books[coup] = CoupBook(table, shoe, env.data.ruleset)
         cb = self.books.get(coup)
         if cb is None or seq <= cb.last_seq:
@@ -105,7 +105,7 @@ class WagerService:
         for env in batch.events:
             self._apply(cb, env.data, env.causation, env.command)  # type: ignore[arg-type]
         cb.last_seq = seq
-        if any(isinstance(env.data, W.BookOpened) for env in batch.events):
+        if any(isinstance(env.data, wagerbook.BookOpened) for env in batch.events):
             self._forget_before(table, seq)
 
     def _forget_before(self, table: str, seq: int) -> None:
@@ -139,33 +139,33 @@ class WagerService:
                     return Reply(True, coup=cmd.coup)
                 seated = await self._seated_after(cmd.table, cmd.previous)
                 cb = self.books[cmd.coup] = CoupBook(cmd.table, cmd.shoe, cmd.ruleset)
-                await self._decide(cb, cmd, W.OpenBook(cmd.coup, cmd.ruleset, seated), f"{cmd.coup}:open-book")
+                await self._decide(cb, cmd, wagerbook.OpenBook(cmd.coup, cmd.ruleset, seated), f"{cmd.coup}:open-book")
                 return Reply(True, coup=cmd.coup)
             case PlaceWager():
                 cb = self._book(cmd)
-                await self._decide(cb, cmd, W.PlaceWager(cmd.seat, cmd.bet, cmd.amount, cmd.player),
+                await self._decide(cb, cmd, wagerbook.PlaceWager(cmd.seat, cmd.bet, cmd.amount, cmd.player),
                                    write_id(cmd.coup, cmd.id))
                 return Reply(True, coup=cmd.coup)
             case CancelWager():
                 cb = self._book(cmd)
-                await self._decide(cb, cmd, W.CancelWager(cmd.seat, cmd.bet, cmd.player), write_id(cmd.coup, cmd.id))
+                await self._decide(cb, cmd, wagerbook.CancelWager(cmd.seat, cmd.bet, cmd.player), write_id(cmd.coup, cmd.id))
                 return Reply(True, coup=cmd.coup)
             case Sit():
                 cb = self._book(cmd)
-                await self._decide(cb, cmd, W.Sit(cmd.seat, cmd.player), write_id(cmd.coup, cmd.id))
+                await self._decide(cb, cmd, wagerbook.Sit(cmd.seat, cmd.player), write_id(cmd.coup, cmd.id))
                 return Reply(True, coup=cmd.coup)
             case Leave():
                 cb = self._book(cmd)
-                await self._decide(cb, cmd, W.Leave(cmd.seat), write_id(cmd.coup, cmd.id))
+                await self._decide(cb, cmd, wagerbook.Leave(cmd.seat), write_id(cmd.coup, cmd.id))
                 return Reply(True, coup=cmd.coup)
             case CloseBook():
                 cb = self._book(cmd)
                 if cb.book.status != "closed":
-                    await self._decide(cb, cmd, W.CloseBook(), f"{cmd.coup}:close-book")
+                    await self._decide(cb, cmd, wagerbook.CloseBook(), f"{cmd.coup}:close-book")
                 return Reply(True, coup=cmd.coup, wagers=cb.book.wagers)
             case PlaceExtra():
                 cb = self._book(cmd)
-                await self._decide(cb, cmd, W.PlaceExtra(cmd.seat, cmd.hand, cmd.kind, cmd.amount), write_id(cmd.coup, cmd.id))
+                await self._decide(cb, cmd, wagerbook.PlaceExtra(cmd.seat, cmd.hand, cmd.kind, cmd.amount), write_id(cmd.coup, cmd.id))
                 return Reply(True, coup=cmd.coup)
         raise RuleViolation("protocol", f"unknown wager command {type(cmd).__name__}")
 
@@ -177,10 +177,10 @@ class WagerService:
         held = self.books.get(coup)
         if held is None or held.table != table:
             stored = await self.store.read(subjects.event(table, "*", coup, "wager"))
-            return W.book_of(e.data for m in stored for e in m.batch.events).seated
+            return wagerbook.book_of(e.data for m in stored for e in m.batch.events).seated
         return held.book.seated
 
-    async def _decide(self, cb: CoupBook, cmd: WagerCommand | BookCommand, command: W.AnyBookCommand, msg_id: str) -> None:
-        events = W.decide(self.rules(cb.ruleset), cb.book, command)
+    async def _decide(self, cb: CoupBook, cmd: WagerCommand | BookCommand, command: wagerbook.AnyBookCommand, msg_id: str) -> None:
+        events = wagerbook.decide(self.rules(cb.ruleset), cb.book, command)
         await self._commit(cb, cmd.coup, events, msg_id, cmd.id, digest(cmd))
 

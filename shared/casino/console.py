@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 
 from casino.projections import Takings
 from casino.rules import settlement, shoe
-from casino.rules.baccarat import messages as bm
-from casino.rules.blackjack import messages as jm
+from casino.rules.baccarat import messages as baccarat_messages
+from casino.rules.blackjack import messages as blackjack_messages
 from casino.store import subjects
 from casino.store.envelope import Batch, CoupConfigured
 from casino.store.eventstore import EventStore, latest_at_table
@@ -55,15 +55,15 @@ class Console:
         match e:
             case CoupConfigured():
                 v.ruleset, v.coup, v.cards, v.result, v.procedure = e.ruleset, coup, {}, "", "blackjack"
-            case bm.CoupOpened():
+            case baccarat_messages.CoupOpened():
                 v.procedure = e.procedure
-            case bm.CardDealt():
+            case baccarat_messages.CardDealt():
                 v.cards.setdefault(e.hand[0].upper(), []).append(e.card)
-            case jm.CardDealt():
+            case blackjack_messages.CardDealt():
                 v.cards.setdefault("D" if e.seat is None else f"{e.seat}.{e.hand}", []).append(e.card)
-            case bm.CoupResulted():
+            case baccarat_messages.CoupResulted():
                 v.result = f"{e.winner} {e.player_points}-{e.banker_points}"
-            case jm.CoupResulted():
+            case blackjack_messages.CoupResulted():
                 v.result = f"dealer {'BJ' if e.dealer_blackjack else e.dealer_total}"
             case shoe.ShoeShuffled():
                 v.shoe, v.shoe_cards, v.position = e.shoe_id, e.cards, 0

@@ -18,8 +18,8 @@ from typing import Any
 import msgspec
 
 from casino.rules import settlement, shoe
-from casino.rules.baccarat import messages as bm
-from casino.rules.blackjack import messages as jm
+from casino.rules.baccarat import messages as baccarat_messages
+from casino.rules.blackjack import messages as blackjack_messages
 from casino.store import subjects
 from casino.store.envelope import Batch, CoupConfigured
 from casino.store.eventstore import EventStore, Stored
@@ -139,15 +139,15 @@ class Projector:
             case CoupConfigured():
                 s.game, s.ruleset, s.coup, s.coups, s.shoe = e.game, e.ruleset, coup, e.coup_number, shoe_id
                 s.phase, s.procedure = "betting", ""
-            case bm.CoupOpened():
+            case baccarat_messages.CoupOpened():
                 s.procedure = e.procedure
-            case bm.ProcedureFellBack():
+            case baccarat_messages.ProcedureFellBack():
                 s.procedure = e.procedure
-            case bm.BettingClosed() | jm.BettingClosed():
+            case baccarat_messages.BettingClosed() | blackjack_messages.BettingClosed():
                 s.phase = "dealing"
-            case bm.CoupResulted():
+            case baccarat_messages.CoupResulted():
                 s.phase, s.last_result = "finished", f"{e.winner} {e.player_points}-{e.banker_points}"
-            case jm.CoupResulted():
+            case blackjack_messages.CoupResulted():
                 s.phase = "finished"
                 s.last_result = f"dealer {'blackjack' if e.dealer_blackjack else e.dealer_total}"
             case _:

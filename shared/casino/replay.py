@@ -14,8 +14,8 @@ from typing import Any
 import msgspec
 
 from casino.rules import settlement, shoe, wagerbook
-from casino.rules.baccarat import messages as bm
-from casino.rules.blackjack import messages as jm
+from casino.rules.baccarat import messages as baccarat_messages
+from casino.rules.blackjack import messages as blackjack_messages
 from casino.rules.wagers import Wager
 from casino.store.envelope import CoupConfigured, RulesetRecorded
 from casino.store.eventstore import Stored
@@ -117,12 +117,12 @@ def _collect(r: CoupReplay, seq: int, e: object, handlers: dict[str, str]) -> No
         gather(r, seq, e, handlers)
 
 
-def _opening(r: CoupReplay, seq: int, e: bm.CoupOpened, handlers: dict[str, str]) -> None:
+def _opening(r: CoupReplay, seq: int, e: baccarat_messages.CoupOpened, handlers: dict[str, str]) -> None:
     r.procedure, r.procedure_clause = e.procedure, e.clause
     r.approvals = [f"{a.what} by {a.by} ({a.reference})" for a in e.approvals]
 
 
-def _holder(r: CoupReplay, seq: int, e: bm.HolderAssigned, handlers: dict[str, str]) -> None:
+def _holder(r: CoupReplay, seq: int, e: baccarat_messages.HolderAssigned, handlers: dict[str, str]) -> None:
     r.holders.append(f"{e.offer}: {_who(e.seat)}" + (f" plays {e.plays}" if e.offer == "shoe" and e.plays else ""))
     if e.seat is not None and e.offer != "shoe":
         handlers[e.offer] = f"seat {e.seat}"
@@ -130,7 +130,7 @@ def _holder(r: CoupReplay, seq: int, e: bm.HolderAssigned, handlers: dict[str, s
         handlers[e.plays or "banker"] = f"seat {e.seat}"
 
 
-def _blackjack_card(r: CoupReplay, seq: int, e: jm.CardDealt, handlers: dict[str, str]) -> None:
+def _blackjack_card(r: CoupReplay, seq: int, e: blackjack_messages.CardDealt, handlers: dict[str, str]) -> None:
     r.cards.append(Card(e.position, e.card, _seat_hand(e.seat, e.hand), e.face_up, "dealer", "dealer", seq))
 
 
@@ -139,23 +139,23 @@ def _settled(r: CoupReplay, seq: int, e: settlement.CoupSettled, handlers: dict[
 
 
 _COLLECT: dict[type, Callable[[CoupReplay, int, Any, dict[str, str]], None]] = {
-    bm.CoupOpened: _opening,
-    bm.ProcedureFellBack: lambda r, seq, e, h: setattr(r, "fell_back_to", e.procedure),
-    bm.OfferAnswered: lambda r, seq, e, h: r.offers.append(
+    baccarat_messages.CoupOpened: _opening,
+    baccarat_messages.ProcedureFellBack: lambda r, seq, e, h: setattr(r, "fell_back_to", e.procedure),
+    baccarat_messages.OfferAnswered: lambda r, seq, e, h: r.offers.append(
         Offer(e.offer, e.seat, "accepted" if e.accepted else "refused", "", seq)),
-    bm.HolderAssigned: _holder,
-    bm.CardDealt: lambda r, seq, e, h: r.cards.append(
+    baccarat_messages.HolderAssigned: _holder,
+    baccarat_messages.CardDealt: lambda r, seq, e, h: r.cards.append(
         Card(e.position, e.card, e.hand, e.face_up, _who(e.by), h.get(e.hand, "dealer"), seq)),
-    jm.CardDealt: _blackjack_card,
-    bm.CountAnnounced: lambda r, seq, e, h: r.announcements.append(Announcement(e.hand, e.points, e.clause, seq)),
-    jm.TotalAnnounced: lambda r, seq, e, h: r.announcements.append(
+    blackjack_messages.CardDealt: _blackjack_card,
+    baccarat_messages.CountAnnounced: lambda r, seq, e, h: r.announcements.append(Announcement(e.hand, e.points, e.clause, seq)),
+    blackjack_messages.TotalAnnounced: lambda r, seq, e, h: r.announcements.append(
         Announcement(_seat_hand(e.seat, e.hand), e.total, e.clause, seq)),
     wagerbook.BookClosed: lambda r, seq, e, h: setattr(r, "wagers", list(e.wagers)),
     wagerbook.ExtraPlaced: lambda r, seq, e, h: r.extras.append(f"seat {e.seat} hand {e.hand}: {e.kind} {e.amount}"),
-    bm.CoupResulted: lambda r, seq, e, h: setattr(r, "result", msgspec.to_builtins(e)),
-    jm.CoupResulted: lambda r, seq, e, h: setattr(r, "result", msgspec.to_builtins(e)),
-    bm.CardsPickedUp: lambda r, seq, e, h: setattr(r, "pickup", list(e.cards)),
-    jm.CardsPickedUp: lambda r, seq, e, h: setattr(r, "pickup", list(e.cards)),
+    baccarat_messages.CoupResulted: lambda r, seq, e, h: setattr(r, "result", msgspec.to_builtins(e)),
+    blackjack_messages.CoupResulted: lambda r, seq, e, h: setattr(r, "result", msgspec.to_builtins(e)),
+    baccarat_messages.CardsPickedUp: lambda r, seq, e, h: setattr(r, "pickup", list(e.cards)),
+    blackjack_messages.CardsPickedUp: lambda r, seq, e, h: setattr(r, "pickup", list(e.cards)),
     settlement.CoupSettled: _settled,
 }
 
@@ -166,13 +166,13 @@ def describe(e: object) -> str:
     return type(e).__name__ if line is None else line(e)
 
 
-def _opened(e: bm.CoupOpened) -> str:
+def _opened(e: baccarat_messages.CoupOpened) -> str:
     extra = f", approvals: {', '.join(a.what + ' by ' + a.by for a in e.approvals)}" if e.approvals else ""
     held = f", shoe kept by seat {e.shoe_holder}" if e.shoe_holder is not None else ""
     return f"opened, dealt by {e.procedure.replace('_', ' ')}{extra}{held}"
 
 
-def _offer_order(e: bm.OfferOrder) -> str:
+def _offer_order(e: baccarat_messages.OfferOrder) -> str:
     if not e.seats:
         return f"nobody has a wager to be offered the {e.offer}"
     return f"the {e.offer} will be offered in this order: seats {', '.join(map(str, e.seats))}"
@@ -182,22 +182,22 @@ def _seat_hand(seat: int | None, hand: int, dealer: str = "dealer") -> str:
     return dealer if seat is None else f"seat {seat} hand {hand}"
 
 
-def _baccarat_result(e: bm.CoupResulted) -> str:
+def _baccarat_result(e: baccarat_messages.CoupResulted) -> str:
     pairs = " ".join(p for p, on in (("player pair", e.player_pair), ("banker pair", e.banker_pair)) if on)
     return (f"result: {e.winner}, player {e.player_points} banker {e.banker_points}"
             f"{' natural' if e.natural else ''}{' ' + pairs if pairs else ''}")
 
 
-def _blackjack_result(e: jm.CoupResulted) -> str:
+def _blackjack_result(e: blackjack_messages.CoupResulted) -> str:
     hands = "; ".join(f"seat {h.seat} hand {h.hand} {h.outcome} ({h.total})" for h in e.hands)
     return f"result: dealer {'blackjack' if e.dealer_blackjack else e.dealer_total}; {hands}"
 
 
-def _betting_closed(e: bm.BettingClosed | jm.BettingClosed) -> str:
+def _betting_closed(e: baccarat_messages.BettingClosed | blackjack_messages.BettingClosed) -> str:
     return "betting closed: " + ", ".join(f"seat {w.seat} {w.bet} {w.amount}" for w in e.wagers)
 
 
-def _picked_up(e: bm.CardsPickedUp | jm.CardsPickedUp) -> str:
+def _picked_up(e: baccarat_messages.CardsPickedUp | blackjack_messages.CardsPickedUp) -> str:
     return "cards picked up in order: " + " ".join(e.cards)
 
 
@@ -205,37 +205,37 @@ def _picked_up(e: bm.CardsPickedUp | jm.CardsPickedUp) -> str:
 _DESCRIBE: dict[type, Callable[[Any], str]] = {
     CoupConfigured: lambda e: (f"coup {e.coup_number} of table {e.table}: {e.game} under ruleset {e.ruleset} "
                                f"({e.ruleset_digest})"),
-    bm.CoupOpened: _opened,
-    jm.CoupOpened: lambda e: "opened " + ("with a hole card" if e.hole_card else "with no hole card"),
-    bm.BettingClosed: _betting_closed,
-    jm.BettingClosed: _betting_closed,
-    bm.OfferOrder: _offer_order,
-    bm.OfferMade: lambda e: f"the {e.offer} offered to seat {e.seat}",
-    bm.OfferAnswered: lambda e: (f"seat {e.seat} {'accepts' if e.accepted else 'refuses'} the {e.offer}"
+    baccarat_messages.CoupOpened: _opened,
+    blackjack_messages.CoupOpened: lambda e: "opened " + ("with a hole card" if e.hole_card else "with no hole card"),
+    baccarat_messages.BettingClosed: _betting_closed,
+    blackjack_messages.BettingClosed: _betting_closed,
+    baccarat_messages.OfferOrder: _offer_order,
+    baccarat_messages.OfferMade: lambda e: f"the {e.offer} offered to seat {e.seat}",
+    baccarat_messages.OfferAnswered: lambda e: (f"seat {e.seat} {'accepts' if e.accepted else 'refuses'} the {e.offer}"
                                  + (f" to play {e.plays}" if e.offer == "shoe" and e.accepted else "")),
-    bm.HolderAssigned: lambda e: (f"the dealer keeps the {e.offer}" if e.seat is None
+    baccarat_messages.HolderAssigned: lambda e: (f"the dealer keeps the {e.offer}" if e.seat is None
                                   else f"marker for the {e.offer} placed before seat {e.seat}"),
-    bm.ProcedureFellBack: lambda e: f"dealt by {e.procedure.replace('_', ' ')} instead",
-    bm.CardDealt: lambda e: (f"{e.card} (shoe position {e.position}) to {e.hand}'s hand, "
+    baccarat_messages.ProcedureFellBack: lambda e: f"dealt by {e.procedure.replace('_', ' ')} instead",
+    baccarat_messages.CardDealt: lambda e: (f"{e.card} (shoe position {e.position}) to {e.hand}'s hand, "
                              f"{'face up' if e.face_up else 'face down'}, drawn by {_who(e.by)}"),
-    jm.CardDealt: lambda e: (f"{e.card} (shoe position {e.position}) to {_seat_hand(e.seat, e.hand, 'the dealer')}, "
+    blackjack_messages.CardDealt: lambda e: (f"{e.card} (shoe position {e.position}) to {_seat_hand(e.seat, e.hand, 'the dealer')}, "
                              f"{'face up' if e.face_up else 'face down'}"),
-    bm.CardsPassed: lambda e: f"{e.hand}'s cards passed face down to seat {e.seat}",
-    bm.HandExposed: lambda e: f"seat {e.seat} exposes {e.hand}'s hand",
-    bm.CardsReturned: lambda e: f"seat {e.seat} returns {e.hand}'s cards unexposed",
-    bm.HandlingBreachReported: lambda e: f"cards of {e.hand}'s hand left full view at seat {e.seat}: {e.note}",
-    bm.CardsTurnedOver: lambda e: (f"the dealer turns over {e.hand}'s cards at positions "
+    baccarat_messages.CardsPassed: lambda e: f"{e.hand}'s cards passed face down to seat {e.seat}",
+    baccarat_messages.HandExposed: lambda e: f"seat {e.seat} exposes {e.hand}'s hand",
+    baccarat_messages.CardsReturned: lambda e: f"seat {e.seat} returns {e.hand}'s cards unexposed",
+    baccarat_messages.HandlingBreachReported: lambda e: f"cards of {e.hand}'s hand left full view at seat {e.seat}: {e.note}",
+    baccarat_messages.CardsTurnedOver: lambda e: (f"the dealer turns over {e.hand}'s cards at positions "
                                    f"{', '.join(map(str, e.positions))}"),
-    bm.CountAnnounced: lambda e: f"announced: {e.hand} {e.points}",
-    jm.TotalAnnounced: lambda e: f"announced: {_seat_hand(e.seat, e.hand)} {'soft ' if e.soft else ''}{e.total}",
-    jm.DecisionTaken: lambda e: f"seat {e.seat} hand {e.hand}: {e.action}" + (f" {e.amount}" if e.amount else ""),
-    jm.HandCompleted: lambda e: f"seat {e.seat} hand {e.hand} complete: {e.reason.replace('_', ' ')}",
-    jm.HoleCardTurned: lambda e: f"hole card {e.card} (position {e.position}) turned face up",
-    bm.CoupResulted: _baccarat_result,
-    jm.CoupResulted: _blackjack_result,
-    bm.CardsPickedUp: _picked_up,
-    jm.CardsPickedUp: _picked_up,
-    bm.ShoeGivenUp: lambda e: (f"seat {e.seat} gives up the shoe ({e.reason.replace('_', ' ')}"
+    baccarat_messages.CountAnnounced: lambda e: f"announced: {e.hand} {e.points}",
+    blackjack_messages.TotalAnnounced: lambda e: f"announced: {_seat_hand(e.seat, e.hand)} {'soft ' if e.soft else ''}{e.total}",
+    blackjack_messages.DecisionTaken: lambda e: f"seat {e.seat} hand {e.hand}: {e.action}" + (f" {e.amount}" if e.amount else ""),
+    blackjack_messages.HandCompleted: lambda e: f"seat {e.seat} hand {e.hand} complete: {e.reason.replace('_', ' ')}",
+    blackjack_messages.HoleCardTurned: lambda e: f"hole card {e.card} (position {e.position}) turned face up",
+    baccarat_messages.CoupResulted: _baccarat_result,
+    blackjack_messages.CoupResulted: _blackjack_result,
+    baccarat_messages.CardsPickedUp: _picked_up,
+    blackjack_messages.CardsPickedUp: _picked_up,
+    baccarat_messages.ShoeGivenUp: lambda e: (f"seat {e.seat} gives up the shoe ({e.reason.replace('_', ' ')}"
                                + (f", directed by {e.supervisor})" if e.supervisor else ")")),
     wagerbook.BookOpened: lambda e: "betting opened" + (", seated: " + ", ".join(f"seat {s} {p}" for s, p in e.seated)
                                                         if e.seated else ""),

@@ -16,8 +16,7 @@ import msgspec
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 
-from casino import commands as c
-from casino import rulesets
+from casino import commands, rulesets
 from casino.console import Console
 from casino.rules.blackjack.strategy import basic_strategy
 from casino.rules.ruleset import BaccaratRules, Ruleset
@@ -87,7 +86,7 @@ class SimulatedTable:
         self.first = first
         self.store, self.habits = store, habits or Habits()
         # The last coup dealt here and who keeps its shoe (000 8.18).
-        self.last: c.Reply | None = None
+        self.last: commands.Reply | None = None
         self.procedure = ""
         self.seated: set[int] = set()
         self.players = 0  # players named so far
@@ -98,7 +97,7 @@ class SimulatedTable:
         self.coups = 0
         self.stopped = False  # no coup opened after this is set
 
-    async def ask(self, service: str, command: type[c.Command], **fields: object) -> c.Reply:
+    async def ask(self, service: str, command: type[commands.Command], **fields: object) -> commands.Reply:
         # Command ids are unique everywhere (the seed only steers the players' choices).
         cmd = command(id=f"sim-{self.name}-{uuid.uuid4().hex}", table=self.name, **fields)
         for _ in range(60):
@@ -133,11 +132,11 @@ class SimulatedTable:
     def _chance(self, habit: str) -> bool:
         return self.rnd.random() < float(getattr(self.habits, habit))
 
-    async def _give_up_shoe(self, coup: str, seat: int, forfeit: bool) -> c.Reply:
+    async def _give_up_shoe(self, coup: str, seat: int, forfeit: bool) -> commands.Reply:
         """The holder passes the shoe (000 8.18), or a supervisor directs a forfeit (000 8.20)."""
         if forfeit:
-            return await self.ask("coup", c.ForfeitShoe, coup=coup, seat=seat, supervisor="SUP-SIM")
-        return await self.ask("coup", c.PassShoe, coup=coup, seat=seat)
+            return await self.ask("coup", commands.ForfeitShoe, coup=coup, seat=seat, supervisor="SUP-SIM")
+        return await self.ask("coup", commands.PassShoe, coup=coup, seat=seat)
 
     @property
     def _holder(self) -> int | None:
@@ -156,35 +155,35 @@ class SimulatedTable:
     async def one_coup(self) -> None:
         await self._between_coups()
         procedure = self._procedure()
-        opened = await self.ask("coup", c.OpenCoup, procedure=procedure)
+        opened = await self.ask("coup", commands.OpenCoup, procedure=procedure)
         if not opened.ok and opened.clause == "000 8.18":
             # A player holds the shoe under Method C: it is given up before another method deals.
-            status = await self.ask("coup", c.Status)
+            status = await self.ask("coup", commands.Status)
             if status.waiting is not None and status.waiting.shoe_holder is not None:
                 await self._give_up_shoe(status.coup, status.waiting.shoe_holder, self.rnd.random() < 0.5)
-            opened = await self.ask("coup", c.OpenCoup, procedure=procedure)
+            opened = await self.ask("coup", commands.OpenCoup, procedure=procedure)
         if not opened.ok:  # e.g. 001 8.5: the style in force stays until the shoe ends
-            opened = await self.ask("coup", c.OpenCoup, procedure="")
+            opened = await self.ask("coup", commands.OpenCoup, procedure="")
         if not opened.ok:
             # A coup left in hand (the terminal stopped in the middle of it) is dealt to its end first.
-            opened = await self.ask("coup", c.Status)
+            opened = await self.ask("coup", commands.Status)
             if not (opened.ok and opened.waiting and opened.waiting.kind not in ("open", "finished")):
                 raise Refused(f"{self.name}: {opened.clause}: {opened.reason}")
         with self.settled(coup := opened.coup) as done:
             await self._deal(coup, done, opened.waiting)
 
-    async def _deal(self, coup: str, done: asyncio.Event, waiting: c.Waiting | None) -> None:
+    async def _deal(self, coup: str, done: asyncio.Event, waiting: commands.Waiting | None) -> None:
         """Place the wagers and close the betting (unless closed already), answer
         what the coup waits for, and wait for its settlement."""
         closing = time.perf_counter()
-        reply = c.Reply(True, coup=coup, waiting=waiting)
+        reply = commands.Reply(True, coup=coup, waiting=waiting)
         if waiting is None or waiting.kind == "close_betting":
             await self._seat_players(coup)
             for seat, bet, amount in self._wagers():
                 await self._place(coup, seat, bet, amount)
             await self._back_bet(coup)
             closing = time.perf_counter()
-            reply = await self.ask("coup", c.CloseBetting, coup=coup)
+            reply = await self.ask("coup", commands.CloseBetting, coup=coup)
         while reply.ok and reply.waiting is not None and reply.waiting.kind not in ("finished", "open"):
             reply = await self._respond(coup, reply.waiting)
         if not reply.ok:
@@ -236,14 +235,14 @@ class SimulatedTable:
         before this simulator started) counts as seated."""
         for seat in sorted(self.seated):
             if self._chance("leave"):
-                left = await self.ask("wager", c.Leave, coup=coup, seat=seat)
+                left = await self.ask("wager", commands.Leave, coup=coup, seat=seat)
                 if left.ok or left.clause == "seating":
                     self.seated.discard(seat)
         free = [seat for seat in self.rules.seats if seat not in self.seated]
         while free and (not self.seated or (len(self.seated) < 5 and self._chance("sit"))):
             seat = free.pop(self.rnd.randrange(len(free)))
             self.players += 1
-            await self.ask("wager", c.Sit, coup=coup, seat=seat, player=f"{self.name}-P{self.players}")
+            await self.ask("wager", commands.Sit, coup=coup, seat=seat, player=f"{self.name}-P{self.players}")
             self.seated.add(seat)
 
     def _wagers(self) -> list[tuple[int, str, int]]:
@@ -258,40 +257,40 @@ class SimulatedTable:
         if isinstance(self.rules, BaccaratRules) and self.seated and self._chance("back_bet"):
             bet = self.rnd.choice(["player", "banker"])
             self.players += 1
-            await self.ask("wager", c.PlaceWager, coup=coup, seat=self.rnd.choice(sorted(self.seated)), bet=bet,
+            await self.ask("wager", commands.PlaceWager, coup=coup, seat=self.rnd.choice(sorted(self.seated)), bet=bet,
                            amount=self._amount(bet), player=f"{self.name}-B{self.players}")
 
     async def _place(self, coup: str, seat: int, bet: str, amount: int) -> None:
         """Place a wager; now and then the player changes it: cancelled, and placed again at another amount."""
-        await self.ask("wager", c.PlaceWager, coup=coup, seat=seat, bet=bet, amount=amount)
+        await self.ask("wager", commands.PlaceWager, coup=coup, seat=seat, bet=bet, amount=amount)
         if self._chance("change"):
-            await self.ask("wager", c.CancelWager, coup=coup, seat=seat, bet=bet)
-            await self.ask("wager", c.PlaceWager, coup=coup, seat=seat, bet=bet, amount=self._amount(bet))
+            await self.ask("wager", commands.CancelWager, coup=coup, seat=seat, bet=bet)
+            await self.ask("wager", commands.PlaceWager, coup=coup, seat=seat, bet=bet, amount=self._amount(bet))
 
     def _may_play_player(self) -> bool:
         """000 8.17.2, 8.27.2: only where the table has the approval the ruleset asks for."""
         needed = self.rules.approvals.get("holder_plays_player") if isinstance(self.rules, BaccaratRules) else None
         return needed is None or any(a.what == "holder_plays_player" and a.by == needed for a in self.config.approvals)
 
-    async def _respond(self, coup: str, w: c.Waiting) -> c.Reply:
+    async def _respond(self, coup: str, w: commands.Waiting) -> commands.Reply:
         assert w.seat is not None
         if w.kind == "answer":
             plays = "player" if w.offer == "shoe" and self._may_play_player() and self._chance("plays_player") \
                 else "banker"
-            return await self.ask("coup", c.AnswerOffer, coup=coup, seat=w.seat, accept=self._chance("accept"),
+            return await self.ask("coup", commands.AnswerOffer, coup=coup, seat=w.seat, accept=self._chance("accept"),
                                   plays=plays)
         if w.kind == "expose":
             if self._chance("breach"):
-                await self.ask("coup", c.ReportHandlingBreach, coup=coup, seat=w.seat, hand=w.hand,
+                await self.ask("coup", commands.ReportHandlingBreach, coup=coup, seat=w.seat, hand=w.hand,
                                note="cards below the table edge")
-            kind = c.ExposeHand if self._chance("expose") else c.ReturnCards
+            kind = commands.ExposeHand if self._chance("expose") else commands.ReturnCards
             return await self.ask("coup", kind, coup=coup, seat=w.seat, hand=w.hand)
         if w.kind == "decision":
             if "insurance" in w.options and self._chance("insurance"):
-                return await self.ask("coup", c.Decide, coup=coup, seat=w.seat, hand=w.box_hand, action="insurance",
+                return await self.ask("coup", commands.Decide, coup=coup, seat=w.seat, hand=w.box_hand, action="insurance",
                                       amount=self.rules.limits["box"].min // 2)  # type: ignore[index]
             action = basic_strategy(w.cards, w.dealer[0], w.options)
-            return await self.ask("coup", c.Decide, coup=coup, seat=w.seat, hand=w.box_hand, action=action)
+            return await self.ask("coup", commands.Decide, coup=coup, seat=w.seat, hand=w.box_hand, action=action)
         raise Refused(f"{self.name} {coup}: cannot answer {w.kind}")
 
 

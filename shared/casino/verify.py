@@ -20,8 +20,7 @@ import msgspec
 
 from casino import games, rulesets
 from casino.payouts import payouts_of
-from casino.rules import settlement as pay
-from casino.rules import shoe, wagerbook
+from casino.rules import settlement, shoe, wagerbook
 from casino.rules.errors import RuleViolation
 from casino.rules.ruleset import Ruleset
 from casino.rules.wagers import Wager
@@ -135,11 +134,11 @@ def _key(w: Wager) -> tuple[int, str, str]:
 
 def _payouts(coup: str, msgs: list[Stored], events: list[AnyEvent], book: wagerbook.Book,
              rules: Ruleset) -> list[Finding]:
-    settled = [(m.seq, e.data) for m in msgs for e in m.batch.events if isinstance(e.data, pay.CoupSettled)]
+    settled = [(m.seq, e.data) for m in msgs for e in m.batch.events if isinstance(e.data, settlement.CoupSettled)]
     if not settled:
         return [Finding(coup, msgs[-1].seq, "the coup is not settled")]
     seq, recorded = settled[0]
-    assert isinstance(recorded, pay.CoupSettled)
+    assert isinstance(recorded, settlement.CoupSettled)
     try:
         payouts = payouts_of(events, book, rules)
     except (RuleViolation, StopIteration) as exc:

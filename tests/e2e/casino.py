@@ -14,7 +14,7 @@ from nats.aio.client import Client
 from services import runner
 from services.shoe.service import Order, ShuffleSource, secure_shuffle
 
-from casino import commands as c
+from casino import commands
 from casino.rules import settlement
 from casino.rules.cards import Card
 from casino.service import Peer
@@ -75,7 +75,7 @@ class Casino:
     def service(self, kind: str) -> runner.Running:
         return next(r for r in self.running if r.kind == kind)
 
-    async def ask(self, table: str, service: str, command: type[c.Command], **fields: object) -> c.Reply:
+    async def ask(self, table: str, service: str, command: type[commands.Command], **fields: object) -> commands.Reply:
         cmd = command(id=f"t-{next(_ids)}", table=table, **fields)  # type: ignore[call-arg]
         return await self.peer.ask(subjects.command(table, service), cmd)
 

@@ -15,10 +15,10 @@ from services.dealer_policy.service import DealerPolicyService, TableCoup
 from services.shoe.secrets import JetStreamSecrets
 from services.shoe.service import MemorySecrets, ShoeService, TableShoe, secure_shuffle
 
-from casino import commands as c
+from casino import commands
 from casino.launcher import APPROVALS
 from casino.provision import provision
-from casino.rules import shoe as S
+from casino.rules import shoe as dealing_shoe
 from casino.service import Peer
 from casino.simulator import Simulator
 from casino.store import subjects
@@ -75,7 +75,7 @@ async def test_a_start_reads_the_latest_coup_and_shoe_and_holds_what_the_whole_h
     async with Casino(nats_url, tables) as casino:
         await Simulator(casino.nc, tables, seed=11, patience=40).run(24)
         running = casino.service("dealer-policy").service.tables[TABLE]
-        await casino.recorded(running.coup, S.RoundEnded)
+        await casino.recorded(running.coup, dealing_shoe.RoundEnded)
         shoes = {subjects.tokens(m.subject)[1] for m in await casino.store.read(subjects.table_filter(TABLE))}
         assert len(shoes) >= 3, shoes  # the history spans shoes, or the test proves nothing
 
@@ -87,7 +87,7 @@ async def test_a_start_reads_the_latest_coup_and_shoe_and_holds_what_the_whole_h
 
         shoe = ShoeService(JetStreamEventStore(casino.nc), JetStreamSecrets(casino.nc.jetstream()))
         shoe_reads = reads_of(shoe.store)
-        again = await shoe.handle(c.StartRound(id="again", table=TABLE, coup=running.coup, ruleset=tables[TABLE].ruleset))
+        again = await shoe.handle(commands.StartRound(id="again", table=TABLE, coup=running.coup, ruleset=tables[TABLE].ruleset))
         assert again.ok
         assert shoe_reads and all(f.startswith(f"{subjects.EVENTS}.{TABLE}.{TABLE}-shoe-") for f in shoe_reads)
         assert len(shoe_reads) < len(shoes)
@@ -115,22 +115,22 @@ async def test_a_round_dealt_on_from_a_new_shoe_is_folded_from_the_shoe_before(t
     while first.tables.get(TABLE) is None or first.tables[TABLE].state.shoe_id == subjects.shoe_id(TABLE, 1):
         n += 1
         coup = f"{TABLE}-{n:06d}"
-        assert (await first.handle(c.StartRound(id=f"{coup}:start", table=TABLE, coup=coup, ruleset=ruleset))).ok
-        drawn = await first.handle(c.DrawCard(id=f"{coup}:draw", table=TABLE, coup=coup, ruleset=ruleset, index=0))
+        assert (await first.handle(commands.StartRound(id=f"{coup}:start", table=TABLE, coup=coup, ruleset=ruleset))).ok
+        drawn = await first.handle(commands.DrawCard(id=f"{coup}:draw", table=TABLE, coup=coup, ruleset=ruleset, index=0))
         if first.tables[TABLE].state.shoe_id == subjects.shoe_id(TABLE, 1):
-            await first.handle(c.EndRound(id=f"{coup}:end", table=TABLE, coup=coup, ruleset=ruleset,
+            await first.handle(commands.EndRound(id=f"{coup}:end", table=TABLE, coup=coup, ruleset=ruleset,
                                           pickup=drawn.cards))
     cut = [e.data for m in await store.read(subjects.aggregate_filter("shoe", TABLE)) for e in m.batch.events
-           if isinstance(e.data, S.CutCardReached)]
+           if isinstance(e.data, dealing_shoe.CutCardReached)]
     assert [e.clause for e in cut] == ["003 7.9"]  # the round goes on from shoe 2, not ended
     assert first.tables[TABLE].state.round == coup
 
     second = ShoeService(store, secrets, secure_shuffle)
     filters = reads_of(store)
-    assert (await second.handle(c.StartRound(id="again", table=TABLE, coup=coup, ruleset=ruleset))).ok
+    assert (await second.handle(commands.StartRound(id="again", table=TABLE, coup=coup, ruleset=ruleset))).ok
     assert filters == [subjects.event(TABLE, subjects.shoe_id(TABLE, k), "*", "shoe") for k in (2, 1)]
     assert shoe_held(second.tables[TABLE]) == shoe_held(first.tables[TABLE])
-    end = await second.handle(c.EndRound(id=f"{coup}:end", table=TABLE, coup=coup, ruleset=ruleset,
+    end = await second.handle(commands.EndRound(id=f"{coup}:end", table=TABLE, coup=coup, ruleset=ruleset,
                                          pickup=drawn.cards))
     assert end.ok and second.tables[TABLE].last_round == coup
 
@@ -179,13 +179,13 @@ async def _latest_through_the_shoe_in_play(store: EventStore, ruleset: str) -> i
     went_on, rnd = 0, random.Random(5)
     for n in range(1, 101):
         coup = f"{TABLE}-{n:06d}"
-        started = await shoe.handle(c.StartRound(id=f"{coup}:start", table=TABLE, coup=coup, ruleset=ruleset))
+        started = await shoe.handle(commands.StartRound(id=f"{coup}:start", table=TABLE, coup=coup, ruleset=ruleset))
         assert started.ok and started.shoe
         await same_as_the_whole_table()
         seq = await record_coup(coup, started.shoe, 0, "open")
         cards = []
         for k in range(rnd.choice([1, 2, 4, 6])):
-            drawn = await shoe.handle(c.DrawCard(id=f"{coup}:draw:{k}", table=TABLE, coup=coup, ruleset=ruleset,
+            drawn = await shoe.handle(commands.DrawCard(id=f"{coup}:draw:{k}", table=TABLE, coup=coup, ruleset=ruleset,
                                                  index=k))
             cards += drawn.cards
             await same_as_the_whole_table()
@@ -197,7 +197,7 @@ async def _latest_through_the_shoe_in_play(store: EventStore, ruleset: str) -> i
             await latest_at_table(store, TABLE, "coup")
             await latest_at_table(store, TABLE, "shoe")
             assert not any(f.startswith(f"{subjects.EVENTS}.{TABLE}.*.*") for f in lasts), lasts
-        assert (await shoe.handle(c.EndRound(id=f"{coup}:end", table=TABLE, coup=coup, ruleset=ruleset,
+        assert (await shoe.handle(commands.EndRound(id=f"{coup}:end", table=TABLE, coup=coup, ruleset=ruleset,
                                              pickup=tuple(cards)))).ok
         await same_as_the_whole_table()
     assert shoe.tables[TABLE].shuffles >= 3

@@ -7,7 +7,7 @@ from __future__ import annotations
 import nats
 import pytest
 
-from casino import commands as c
+from casino import commands
 from casino.store import subjects
 from tests.e2e.casino import Casino, order_of
 from tests.e2e.test_golden_coups import TABLES
@@ -32,80 +32,80 @@ async def test_malformed_or_unknown_commands_are_refused_and_write_nothing(
 ) -> None:
     async with Casino(nats_url, TABLES, SHOES) as casino:
         msg = await casino.nc.request(subjects.command("BAC000", service), payload, timeout=5)
-        reply = c.reply_decoder.decode(msg.data)
+        reply = commands.reply_decoder.decode(msg.data)
         assert (reply.ok, reply.clause) == (False, "protocol") and why in reply.reason
         assert await count(casino) == 0
 
 
 async def test_wagers_out_of_limits_after_the_close_or_on_no_seat_are_refused_with_the_rule(nats_url: str) -> None:
     async with Casino(nats_url, TABLES, SHOES) as casino:
-        coup = (await casino.ask("BAC000", "coup", c.OpenCoup, procedure="method_a")).coup
+        coup = (await casino.ask("BAC000", "coup", commands.OpenCoup, procedure="method_a")).coup
         before = await count(casino)
         for seat, bet, amount, clause in [(2, "banker", 10, "ruleset limits"), (2, "banker", 10**9, "ruleset limits"),
                                           (2, "banker", -5, "ruleset limits"), (4, "banker", 5000, "ruleset seats"),
                                           (2, "dragon", 5000, "ruleset limits")]:
-            reply = await casino.ask("BAC000", "wager", c.PlaceWager, coup=coup, seat=seat, bet=bet, amount=amount)
+            reply = await casino.ask("BAC000", "wager", commands.PlaceWager, coup=coup, seat=seat, bet=bet, amount=amount)
             assert (reply.ok, reply.clause) == (False, clause), reply
         assert await count(casino) == before
-        assert (await casino.ask("BAC000", "wager", c.PlaceWager, coup=coup, seat=2, bet="banker", amount=5000)).ok
-        assert (await casino.ask("BAC000", "coup", c.CloseBetting, coup=coup)).ok
-        late = await casino.ask("BAC000", "wager", c.PlaceWager, coup=coup, seat=3, bet="player", amount=5000)
+        assert (await casino.ask("BAC000", "wager", commands.PlaceWager, coup=coup, seat=2, bet="banker", amount=5000)).ok
+        assert (await casino.ask("BAC000", "coup", commands.CloseBetting, coup=coup)).ok
+        late = await casino.ask("BAC000", "wager", commands.PlaceWager, coup=coup, seat=3, bet="player", amount=5000)
         assert (late.ok, late.clause, late.reason) == (False, "wager book", "betting is closed for this coup")
-        busy = await casino.ask("BAC000", "coup", c.OpenCoup, procedure="method_a")
+        busy = await casino.ask("BAC000", "coup", commands.OpenCoup, procedure="method_a")
         assert busy.ok  # the coup finished (Method A needs no answers), so the next may open
 
 
 async def test_out_of_turn_and_second_answers_are_refused_and_a_retry_is_applied_once(nats_url: str) -> None:
     async with Casino(nats_url, TABLES, SHOES) as casino:
-        coup = (await casino.ask("BAC000", "coup", c.OpenCoup, procedure="method_d")).coup
+        coup = (await casino.ask("BAC000", "coup", commands.OpenCoup, procedure="method_d")).coup
         for seat in (2, 3):
-            await casino.ask("BAC000", "wager", c.PlaceWager, coup=coup, seat=seat, bet="banker", amount=5000)
-        waiting = (await casino.ask("BAC000", "coup", c.CloseBetting, coup=coup)).waiting
+            await casino.ask("BAC000", "wager", commands.PlaceWager, coup=coup, seat=seat, bet="banker", amount=5000)
+        waiting = (await casino.ask("BAC000", "coup", commands.CloseBetting, coup=coup)).waiting
         assert waiting is not None and (waiting.kind, waiting.seat, waiting.offer) == ("answer", 2, "shoe")
-        wrong = await casino.ask("BAC000", "coup", c.AnswerOffer, coup=coup, seat=3, accept=True)
+        wrong = await casino.ask("BAC000", "coup", commands.AnswerOffer, coup=coup, seat=3, accept=True)
         assert (wrong.ok, wrong.clause) == (False, "000 8.25")
-        refuse = c.AnswerOffer(id="terminal-7", table="BAC000", coup=coup, seat=2, accept=False)
+        refuse = commands.AnswerOffer(id="terminal-7", table="BAC000", coup=coup, seat=2, accept=False)
         first = await casino.peer.ask(subjects.command("BAC000", "coup"), refuse)
         before = await count(casino)
         again = await casino.peer.ask(subjects.command("BAC000", "coup"), refuse)  # the same command, retried
         assert first == again and await count(casino) == before
-        other = await casino.ask("BAC000", "coup", c.AnswerOffer, coup=coup, seat=2, accept=True)
+        other = await casino.ask("BAC000", "coup", commands.AnswerOffer, coup=coup, seat=2, accept=True)
         assert (other.ok, other.clause) == (False, "000 8.25")  # a second answer to an offer already answered
-        busy = await casino.ask("BAC000", "coup", c.OpenCoup)
+        busy = await casino.ask("BAC000", "coup", commands.OpenCoup)
         assert (busy.ok, busy.clause) == (False, "coup")
 
 
 async def test_a_decision_out_of_turn_is_refused_naming_the_clause(nats_url: str) -> None:
     async with Casino(nats_url, TABLES, SHOES) as casino:
-        coup = (await casino.ask("BJ002", "coup", c.OpenCoup)).coup
+        coup = (await casino.ask("BJ002", "coup", commands.OpenCoup)).coup
         for seat in (1, 3, 5):
-            await casino.ask("BJ002", "wager", c.PlaceWager, coup=coup, seat=seat, bet="box", amount=2000)
-        waiting = (await casino.ask("BJ002", "coup", c.CloseBetting, coup=coup)).waiting
+            await casino.ask("BJ002", "wager", commands.PlaceWager, coup=coup, seat=seat, bet="box", amount=2000)
+        waiting = (await casino.ask("BJ002", "coup", commands.CloseBetting, coup=coup)).waiting
         assert waiting is not None and (waiting.kind, waiting.seat) == ("decision", 1)
         assert waiting.cards == ("TS", "8H") and waiting.dealer == ("6D",) and "split" not in waiting.options
-        reply = await casino.ask("BJ002", "coup", c.Decide, coup=coup, seat=3, hand=0, action="hit")
+        reply = await casino.ask("BJ002", "coup", commands.Decide, coup=coup, seat=3, hand=0, action="hit")
         assert (reply.ok, reply.clause) == (False, "002 (5)")
 
 
 async def test_after_a_restart_the_services_rebuild_from_the_stream_and_finish_the_coup(nats_url: str) -> None:
     async with Casino(nats_url, TABLES, SHOES) as casino:
-        coup = (await casino.ask("BAC000", "coup", c.OpenCoup, procedure="method_c")).coup
-        await casino.ask("BAC000", "wager", c.PlaceWager, coup=coup, seat=2, bet="banker", amount=5000)
-        waiting = (await casino.ask("BAC000", "coup", c.CloseBetting, coup=coup)).waiting
+        coup = (await casino.ask("BAC000", "coup", commands.OpenCoup, procedure="method_c")).coup
+        await casino.ask("BAC000", "wager", commands.PlaceWager, coup=coup, seat=2, bet="banker", amount=5000)
+        waiting = (await casino.ask("BAC000", "coup", commands.CloseBetting, coup=coup)).waiting
         assert waiting is not None and waiting.kind == "answer"
     async with Casino(nats_url, TABLES, {}) as casino:  # four new processes' worth of state, from the stream
-        status = await casino.ask("BAC000", "coup", c.Status)
+        status = await casino.ask("BAC000", "coup", commands.Status)
         assert status.coup == coup and status.waiting is not None and status.waiting.kind == "answer"
-        reply = await casino.ask("BAC000", "coup", c.AnswerOffer, coup=coup, seat=2, accept=True)
+        reply = await casino.ask("BAC000", "coup", commands.AnswerOffer, coup=coup, seat=2, accept=True)
         while reply.waiting is not None and reply.waiting.kind == "expose":
-            reply = await casino.ask("BAC000", "coup", c.ExposeHand, coup=coup, seat=2, hand=reply.waiting.hand)
+            reply = await casino.ask("BAC000", "coup", commands.ExposeHand, coup=coup, seat=2, hand=reply.waiting.hand)
         assert reply.ok and reply.waiting is not None and reply.waiting.kind == "finished"
         settled = await casino.settled(coup)
         assert [p.returned for p in settled.payouts] == [5000 + 4750]  # Banker 8 beats Player 6
         assert reply.waiting.shoe_holder == 2  # 000 8.18: his wager won, he keeps the shoe
-        refused = await casino.ask("BAC000", "coup", c.OpenCoup, procedure="method_a")
+        refused = await casino.ask("BAC000", "coup", commands.OpenCoup, procedure="method_a")
         assert (refused.ok, refused.clause) == (False, "000 8.18")
-        assert (await casino.ask("BAC000", "coup", c.OpenCoup, procedure="method_c")).coup == "BAC000-000002"
+        assert (await casino.ask("BAC000", "coup", commands.OpenCoup, procedure="method_c")).coup == "BAC000-000002"
 
 
 async def test_no_responders_when_no_service_runs(nats_url: str) -> None:
@@ -117,12 +117,12 @@ async def test_no_responders_when_no_service_runs(nats_url: str) -> None:
 
 async def test_two_instances_of_every_service_deal_the_golden_coup(nats_url: str) -> None:
     from casino.rules import play
-    from casino.rules.baccarat import messages as bm
+    from casino.rules.baccarat import messages as baccarat_messages
     from casino.verify import verify_coup
     from tests.e2e.test_golden_coups import drive, recorded
     from tests.rules.stacking import Scripted
 
-    book = (bm.Wager(2, "banker", 5000), bm.Wager(3, "player", 5000), bm.Wager(5, "banker", 7500))
+    book = (baccarat_messages.Wager(2, "banker", 5000), baccarat_messages.Wager(3, "player", 5000), baccarat_messages.Wager(5, "banker", 7500))
     players = Scripted({("shoe", 5): False})
     async with Casino(nats_url, TABLES, SHOES) as one, Casino(nats_url, TABLES, SHOES):
         coups = [await drive(one, "BAC000", "method_d", book, players) for _ in range(8)]
@@ -130,7 +130,7 @@ async def test_two_instances_of_every_service_deal_the_golden_coup(nats_url: str
         stored = {coup: await one.store.read(subjects.coup_filter(coup)) for coup in coups}
     golden_shoe = play.Shoe(BAC.shoe, list(SHOES["BAC000"]), prefix="BAC000-shoe-")
     for coup, (coup_events, _, settled) in zip(coups, got, strict=True):
-        golden = play.play_baccarat(BAC, golden_shoe, bm.OpenCoup(coup, "method_d", TABLES["BAC000"].approvals),
+        golden = play.play_baccarat(BAC, golden_shoe, baccarat_messages.OpenCoup(coup, "method_d", TABLES["BAC000"].approvals),
                                     book, Scripted({("shoe", 5): False}))
         assert coup_events == golden.events
         assert settled.payouts == golden.payouts  # type: ignore[attr-defined]

@@ -15,7 +15,7 @@ from services.dealer_policy.service import DealerPolicyService
 from services.shoe.secrets import JetStreamSecrets
 from services.shoe.service import ShoeService
 
-from casino import commands as c
+from casino import commands
 from casino.rules.shoe import RoundEnded
 from casino.rules.wagers import Wager
 from casino.service import Peer
@@ -59,7 +59,7 @@ async def test_a_shoe_folded_while_its_follower_brings_the_latest_event_is_whole
         await casino.recorded(coup, RoundEnded)
         running = casino.service("shoe").service
         other = ShoeService(JetStreamEventStore(casino.nc), JetStreamSecrets(casino.nc.jetstream()))
-        asked = c.StartRound(id="again", table=TABLE, coup=coup, ruleset=TABLES[TABLE].ruleset)
+        asked = commands.StartRound(id="again", table=TABLE, coup=coup, ruleset=TABLES[TABLE].ruleset)
         await fold_while_following(
             other.store, other.handle(asked),  # type: ignore[arg-type]
             lambda m: other.observe(m.subject, m.seq, m.batch), subjects.aggregate_filter("shoe", TABLE))

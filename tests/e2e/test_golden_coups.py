@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from casino import commands as c
+from casino import commands
 from casino.rules import play
-from casino.rules.baccarat import messages as bm
-from casino.rules.blackjack import messages as jm
+from casino.rules.baccarat import messages as baccarat_messages
+from casino.rules.blackjack import messages as blackjack_messages
 from casino.rules.shoe import CardDrawn, RoundEnded
 from casino.rules.wagers import Wager
 from casino.store import subjects
@@ -21,7 +21,7 @@ from tests.rules.stacking import Scripted, baccarat, blackjack, burn_cards, orde
 
 pytestmark = pytest.mark.anyio
 
-APPROVALS = (bm.Approval("method_b", "inspector", "INS-1"), bm.Approval("holder_plays_player", "casino_supervisor", "SUP-1"))
+APPROVALS = (baccarat_messages.Approval("method_b", "inspector", "INS-1"), baccarat_messages.Approval("holder_plays_player", "casino_supervisor", "SUP-1"))
 TABLES = {
     "BAC000": TableConfig("baccarat-000-methods", approvals=APPROVALS),
     "BAC001": TableConfig("baccarat-001-styles"),
@@ -33,26 +33,26 @@ DRAWS = ["2S", "3H", "2D", "3C", "6H", "9D"]  # both hands draw a third card
 
 async def drive(casino: Casino, table: str, procedure: str, book: tuple[Wager, ...], players: Scripted) -> str:
     """Deal one coup as a table terminal would, answering as ``players``."""
-    reply = await casino.ask(table, "coup", c.OpenCoup, procedure=procedure)
+    reply = await casino.ask(table, "coup", commands.OpenCoup, procedure=procedure)
     assert reply.ok, reply
     coup = reply.coup
     for w in book:
-        placed = await casino.ask(table, "wager", c.PlaceWager, coup=coup, seat=w.seat, bet=w.bet, amount=w.amount)
+        placed = await casino.ask(table, "wager", commands.PlaceWager, coup=coup, seat=w.seat, bet=w.bet, amount=w.amount)
         assert placed.ok, placed
-    reply = await casino.ask(table, "coup", c.CloseBetting, coup=coup)
+    reply = await casino.ask(table, "coup", commands.CloseBetting, coup=coup)
     while reply.ok and reply.waiting and reply.waiting.kind != "finished":
         w = reply.waiting
         assert w.seat is not None, w
         if w.kind == "answer":
             a = players.answers.get((w.offer or "", w.seat), True)
-            reply = await casino.ask(table, "coup", c.AnswerOffer, coup=coup, seat=w.seat, accept=bool(a),
+            reply = await casino.ask(table, "coup", commands.AnswerOffer, coup=coup, seat=w.seat, accept=bool(a),
                                      plays="player" if a == "player" else "banker")
         elif w.kind == "expose":
-            kind = c.ReturnCards if w.seat in players.returns else c.ExposeHand
+            kind = commands.ReturnCards if w.seat in players.returns else commands.ExposeHand
             reply = await casino.ask(table, "coup", kind, coup=coup, seat=w.seat, hand=w.hand)
         elif w.kind == "decision":
             d = players.decide(None, jm_awaiting(w))  # type: ignore[arg-type]
-            reply = await casino.ask(table, "coup", c.Decide, coup=coup, seat=d.seat, hand=d.hand,
+            reply = await casino.ask(table, "coup", commands.Decide, coup=coup, seat=d.seat, hand=d.hand,
                                      action=d.action, amount=d.amount)
         else:
             raise AssertionError(f"unexpected wait {w}")
@@ -60,7 +60,7 @@ async def drive(casino: Casino, table: str, procedure: str, book: tuple[Wager, .
     return coup
 
 
-def jm_awaiting(w: c.Waiting) -> object:
+def jm_awaiting(w: commands.Waiting) -> object:
     from casino.rules.blackjack.coup import Awaiting
 
     return Awaiting("decision", w.seat, w.box_hand)
@@ -104,7 +104,7 @@ async def test_a_baccarat_coup_through_all_four_services_equals_the_golden_coup(
         assert sum(any(isinstance(e.data, CardDrawn) for e in m.batch.events) for m in shoe_messages) == draws
 
     golden_shoe = play.Shoe(rules.shoe, [order_of(stacked)], prefix=f"{table}-shoe-", document=rules.document)
-    golden = play.play_baccarat(rules, golden_shoe, bm.OpenCoup(coup, procedure, TABLES[table].approvals),
+    golden = play.play_baccarat(rules, golden_shoe, baccarat_messages.OpenCoup(coup, procedure, TABLES[table].approvals),
                                 book, Scripted(dict(players.answers), set(players.returns)))
     assert coup_events == golden.events
     assert shoe_events == golden_shoe.events
@@ -136,7 +136,7 @@ async def test_a_blackjack_coup_through_all_four_services_equals_the_golden_coup
 
     golden_shoe = play.Shoe(rules.shoe, [order_of(stacked)], prefix=f"{table}-shoe-", document=rules.document)
     golden = play.play_blackjack(rules, golden_shoe, coup, book, players())
-    assert any(isinstance(e, jm.DecisionTaken) and e.action == "split" for e in golden.events)
+    assert any(isinstance(e, blackjack_messages.DecisionTaken) and e.action == "split" for e in golden.events)
     assert coup_events == golden.events
     assert shoe_events == golden_shoe.events
     assert settled.payouts == golden.payouts  # type: ignore[attr-defined]

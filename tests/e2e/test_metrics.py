@@ -11,7 +11,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from services import runner
 
-from casino import commands as c
+from casino import commands
 from casino.launcher import default_tables
 from casino.natsserver import free_port
 from casino.simulator import Simulator
@@ -51,8 +51,8 @@ async def test_metrics_health_and_readiness_of_every_service(nats_url: str) -> N
         for port in ports.values():
             assert await asyncio.to_thread(get, port, "/healthz") == (200, "alive\n")
         await Simulator(nc, TABLES, seed=3).run(3)
-        refused = c.PlaceWager(id="x", table="BAC000-1", coup="BAC000-1-000001", seat=99, bet="banker", amount=5)
-        await nc.request(subjects.command("BAC000-1", "wager"), c.encoder.encode(refused), timeout=5)
+        refused = commands.PlaceWager(id="x", table="BAC000-1", coup="BAC000-1-000001", seat=99, bet="banker", amount=5)
+        await nc.request(subjects.command("BAC000-1", "wager"), commands.encoder.encode(refused), timeout=5)
         await asyncio.sleep(4.5)  # two rounds of the consumer watch
         text = {kind: (await asyncio.to_thread(get, port, "/metrics"))[1] for kind, port in ports.items()}
         for kind, port in ports.items():

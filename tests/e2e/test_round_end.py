@@ -10,7 +10,7 @@ import asyncio
 import pytest
 from services.shoe.service import ShoeService
 
-from casino import commands as c
+from casino import commands
 from casino.launcher import default_tables
 from casino.rules.shoe import RoundEnded, RoundStarted
 from casino.service import Peer
@@ -28,8 +28,8 @@ async def test_a_failed_round_end_is_asked_again_before_the_next_coup_starts(
     asked: list[str] = []
     handle = ShoeService.handle
 
-    async def fails_once(self: ShoeService, cmd: c.ShoeCommand) -> c.Reply:
-        if isinstance(cmd, c.EndRound):
+    async def fails_once(self: ShoeService, cmd: commands.ShoeCommand) -> commands.Reply:
+        if isinstance(cmd, commands.EndRound):
             asked.append(cmd.coup)
             if len(asked) == 1:
                 raise RuntimeError("the shoe cannot write just now")
@@ -66,10 +66,10 @@ async def test_a_failed_round_end_is_asked_again_before_the_next_coup_starts(
         # A round's end asked again (an instance restarted, another finished the
         # coup) once the next round has started is answered as done, nothing written.
         peer = Peer(casino.nc, timeout=10)
-        third = await peer.ask(subjects.command(TABLE, "coup"), c.OpenCoup(id="third", table=TABLE))
+        third = await peer.ask(subjects.command(TABLE, "coup"), commands.OpenCoup(id="third", table=TABLE))
         assert third.ok and third.coup == f"{TABLE}-000003"
         before = await shoe_events()
-        again = await peer.ask(subjects.command(TABLE, "shoe"), c.EndRound(
+        again = await peer.ask(subjects.command(TABLE, "shoe"), commands.EndRound(
             id=f"{second}:end", table=TABLE, coup=second, ruleset=TABLES[TABLE].ruleset, pickup=()))
         assert again.ok, again
         assert await shoe_events() == before

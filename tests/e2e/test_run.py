@@ -19,8 +19,8 @@ import pytest
 from casino import natsauth, natsclient
 from casino.natsserver import NatsServer, free_port
 from casino.rules import settlement
-from casino.rules.baccarat import messages as bm
-from casino.rules.blackjack import messages as jm
+from casino.rules.baccarat import messages as baccarat_messages
+from casino.rules.blackjack import messages as blackjack_messages
 from casino.simulator import SimulatedTable
 from casino.store import subjects
 from casino.store.envelope import CoupConfigured
@@ -68,7 +68,7 @@ async def test_casino_run_deals_every_coup_to_settlement_and_a_second_run_contin
     assert tables == {"BAC000-1", "BAC001-1", "BJ002-1", "BJ003-1"}
     numbers = sorted((e.table, e.coup_number) for _, e in events if isinstance(e, CoupConfigured))
     assert numbers == sorted((t, n) for t in tables for n in range(1, 6))
-    resulted = [s for s, e in events if isinstance(e, bm.CoupResulted | jm.CoupResulted)]
+    resulted = [s for s, e in events if isinstance(e, baccarat_messages.CoupResulted | blackjack_messages.CoupResulted)]
     settled = [e for _, e in events if isinstance(e, settlement.CoupSettled)]
     assert len(resulted) == len(settled) == 20
     assert {subjects.tokens(s)[2] for s in resulted} == {e.coup_id for e in settled}

@@ -8,7 +8,7 @@ import asyncio
 
 import pytest
 
-from casino import commands as c
+from casino import commands
 from casino.launcher import default_tables
 from casino.simulator import Simulator
 from tests.e2e.casino import Casino
@@ -54,12 +54,12 @@ async def test_a_simulated_table_deals_the_coup_left_in_hand_to_its_end_first(na
     tables = dict(list(TABLES.items())[:1])
     [table] = tables
     async with Casino(nats_url, tables) as casino:
-        opened = await casino.ask(table, "coup", c.OpenCoup, procedure="method_b")
+        opened = await casino.ask(table, "coup", commands.OpenCoup, procedure="method_b")
         assert opened.ok and opened.waiting is not None and opened.waiting.kind == "close_betting"
         if left == "betting closed":
-            assert (await casino.ask(table, "wager", c.PlaceWager, coup=opened.coup, seat=3, bet="banker",
+            assert (await casino.ask(table, "wager", commands.PlaceWager, coup=opened.coup, seat=3, bet="banker",
                                      amount=5000)).ok
-            closed = await casino.ask(table, "coup", c.CloseBetting, coup=opened.coup)
+            closed = await casino.ask(table, "coup", commands.CloseBetting, coup=opened.coup)
             assert closed.ok and closed.waiting is not None and closed.waiting.kind == "answer"
         await asyncio.wait_for(Simulator(casino.nc, tables, seed=4, patience=40).run(2), 60)
         assert [(await casino.settled(f"{table}-{n:06d}")).coup_id for n in (1, 2)] == [opened.coup, f"{table}-000002"]

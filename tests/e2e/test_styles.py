@@ -10,7 +10,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from casino import commands as c
+from casino import commands
 from casino.rules.baccarat.messages import Approval
 from casino.tables import TableConfig
 from tests.e2e.casino import Casino
@@ -27,10 +27,10 @@ async def test_001_8_5_the_style_in_force_carries_from_coup_to_coup(nats_url: st
                                                                     shuffler: str) -> None:
     tables = {TABLE: TableConfig(ruleset_variant(tmp_path, "baccarat-001-styles", shuffler=shuffler))}
     async with Casino(nats_url, tables) as casino:
-        first = await casino.ask(TABLE, "coup", c.OpenCoup, procedure="style_a")
+        first = await casino.ask(TABLE, "coup", commands.OpenCoup, procedure="style_a")
         assert first.ok
-        assert (await casino.ask(TABLE, "wager", c.PlaceWager, coup=first.coup, seat=3, bet="banker", amount=5000)).ok
-        closed = await casino.ask(TABLE, "coup", c.CloseBetting, coup=first.coup)
+        assert (await casino.ask(TABLE, "wager", commands.PlaceWager, coup=first.coup, seat=3, bet="banker", amount=5000)).ok
+        closed = await casino.ask(TABLE, "coup", commands.CloseBetting, coup=first.coup)
         assert closed.ok and closed.waiting is not None and closed.waiting.kind == "finished"
         await casino.settled(first.coup)
 
@@ -38,16 +38,16 @@ async def test_001_8_5_the_style_in_force_carries_from_coup_to_coup(nats_url: st
             if restarted:
                 await casino.stop("dealer-policy")
                 await casino.start("dealer-policy")
-            refused = await casino.ask(TABLE, "coup", c.OpenCoup, procedure="style_b")
+            refused = await casino.ask(TABLE, "coup", commands.OpenCoup, procedure="style_b")
             assert (refused.ok, refused.clause, refused.reason) == (False, "001 8.5", REFUSED[shuffler])
 
         # The approved procedure is the casino's: a terminal naming an approval is refused ...
         approval = Approval("style_change", "casino_supervisor", "SUP-7")
-        forged = await casino.ask(TABLE, "coup", c.OpenCoup, procedure="style_b", approvals=(approval,))
+        forged = await casino.ask(TABLE, "coup", commands.OpenCoup, procedure="style_b", approvals=(approval,))
         assert (forged.ok, forged.clause) == (False, "approvals"), forged
         # ... and the table's configuration holding it lets the style change where it may.
         casino.tables = {TABLE: msgspec.structs.replace(tables[TABLE], approvals=(approval,))}
         await casino.stop("dealer-policy")
         await casino.start("dealer-policy")
-        approved = await casino.ask(TABLE, "coup", c.OpenCoup, procedure="style_b")
+        approved = await casino.ask(TABLE, "coup", commands.OpenCoup, procedure="style_b")
         assert approved.ok is (shuffler == "continuous_shuffler"), approved

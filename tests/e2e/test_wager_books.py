@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 from services.wager.service import WagerService
 
-from casino import commands as c
+from casino import commands
 from casino.launcher import default_tables
-from casino.rules import wagerbook as W
+from casino.rules import wagerbook
 from casino.service import Peer
 from casino.simulator import Simulator
 from casino.store import subjects
@@ -31,12 +31,12 @@ async def test_the_wager_service_keeps_one_book_a_table_and_reads_an_earlier_one
         table = next(iter(TABLES))
         first = f"{table}-000001"
         stored = await casino.store.read(subjects.coup_filter(first))
-        closed = [e.data for m in stored for e in m.batch.events if isinstance(e.data, W.BookClosed)]
+        closed = [e.data for m in stored for e in m.batch.events if isinstance(e.data, wagerbook.BookClosed)]
 
         peer, wager = Peer(casino.nc, timeout=10), subjects.command(table, "wager")
-        again = await peer.ask(subjects.command(table, "book"), c.CloseBook(id="late-close", table=table, coup=first))
+        again = await peer.ask(subjects.command(table, "book"), commands.CloseBook(id="late-close", table=table, coup=first))
         assert again.ok and again.wagers == closed[0].wagers
-        late = await peer.ask(wager, c.PlaceWager(id="late-bet", table=table, coup=first, seat=1, bet="banker", amount=5000))
+        late = await peer.ask(wager, commands.PlaceWager(id="late-bet", table=table, coup=first, seat=1, bet="banker", amount=5000))
         assert not late.ok and "betting is closed" in late.reason
         assert len(await casino.store.read(subjects.coup_filter(first))) == len(stored)
 
@@ -46,25 +46,25 @@ async def test_a_restarted_wager_service_reads_no_book_until_a_command_names_its
         await Simulator(casino.nc, TABLES, seed=9, patience=40).run(3)
         table = next(iter(TABLES))
         peer = Peer(casino.nc, timeout=10)
-        opened = await peer.ask(subjects.command(table, "coup"), c.OpenCoup(id="open-4", table=table))
+        opened = await peer.ask(subjects.command(table, "coup"), commands.OpenCoup(id="open-4", table=table))
         assert opened.ok
         wager = subjects.command(table, "wager")
-        first = c.PlaceWager(id="bet-1", table=table, coup=opened.coup, seat=1, bet="banker", amount=5000)
+        first = commands.PlaceWager(id="bet-1", table=table, coup=opened.coup, seat=1, bet="banker", amount=5000)
         assert (await peer.ask(wager, first)).ok
 
         await casino.stop("wager")
         restarted = await casino.start("wager")
         assert restarted.service.books == {}  # nothing read at start
-        second = c.PlaceWager(id="bet-2", table=table, coup=opened.coup, seat=2, bet="player", amount=5000)
+        second = commands.PlaceWager(id="bet-2", table=table, coup=opened.coup, seat=2, bet="player", amount=5000)
         assert (await peer.ask(wager, second)).ok
         assert (await peer.ask(wager, first)).ok  # asked again: recorded once
         closed = await peer.ask(subjects.command(table, "coup"),
-                                c.CloseBetting(id="close-4", table=table, coup=opened.coup))
+                                commands.CloseBetting(id="close-4", table=table, coup=opened.coup))
         assert closed.ok, closed
         book = restarted.service.books[opened.coup].book
         assert [(w.seat, w.bet) for w in book.wagers] == [(1, "banker"), (2, "player")]
         stored = await casino.store.read(subjects.coup_filter(opened.coup))
-        placed = [e.data for m in stored for e in m.batch.events if isinstance(e.data, W.WagerPlaced)]
+        placed = [e.data for m in stored for e in m.batch.events if isinstance(e.data, wagerbook.WagerPlaced)]
         assert len(placed) == 2
 
 
@@ -75,9 +75,9 @@ async def test_a_book_held_is_read_back_from_its_own_subject_and_one_not_held_fr
     table, shoe, coup, ruleset = "BAC-1", "BAC-1-shoe-1", "BAC-1-000001", "baccarat-000-methods"
     store = InMemoryEventStore()
     held = WagerService(store)
-    assert (await held.handle(c.OpenBook(id="open", table=table, coup=coup, shoe=shoe, ruleset=ruleset))).ok
-    assert (await held.handle(c.PlaceWager(id="w1", table=table, coup=coup, seat=1, bet="banker", amount=5000))).ok
-    over = c.PlaceWager(id="w2", table=table, coup=coup, seat=2, bet="banker", amount=10**9)
+    assert (await held.handle(commands.OpenBook(id="open", table=table, coup=coup, shoe=shoe, ruleset=ruleset))).ok
+    assert (await held.handle(commands.PlaceWager(id="w1", table=table, coup=coup, seat=1, bet="banker", amount=5000))).ok
+    over = commands.PlaceWager(id="w2", table=table, coup=coup, seat=2, bet="banker", amount=10**9)
     reads = reads_of(store)
     await held.reload(over)  # as a refusal is answered: on current state
     assert reads == [subjects.event(table, shoe, coup, "wager")]

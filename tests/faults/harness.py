@@ -14,8 +14,8 @@ from pathlib import Path
 import msgspec
 
 from casino.rules import settlement
-from casino.rules.baccarat import messages as bm
-from casino.rules.blackjack import messages as jm
+from casino.rules.baccarat import messages as baccarat_messages
+from casino.rules.blackjack import messages as blackjack_messages
 from casino.store import subjects
 from casino.store.envelope import CoupConfigured
 from casino.store.eventstore import Stored
@@ -99,7 +99,7 @@ def audit(stored: list[Stored], tables: dict[str, TableConfig], coups_per_table:
         for e in m.batch.events:
             if isinstance(e.data, CoupConfigured):
                 numbers[e.data.table].append(e.data.coup_number)
-            kind = ("result" if isinstance(e.data, bm.CoupResulted | jm.CoupResulted)
+            kind = ("result" if isinstance(e.data, baccarat_messages.CoupResulted | blackjack_messages.CoupResulted)
                     else "settled" if isinstance(e.data, settlement.CoupSettled) else "")
             if kind:
                 per_coup.setdefault(coup, Counter())[kind] += 1

@@ -55,7 +55,7 @@ async def test_kill_minus_nine_any_service_at_any_moment_loses_and_duplicates_no
 
 
 async def test_a_poison_event_goes_to_the_dead_letters_and_the_consumers_go_on(nats_url: str) -> None:
-    from casino import commands as c
+    from casino import commands
     from casino.store.jetstream import DLQ_STREAM
     from tests.e2e.casino import Casino
     from tests.e2e.test_command_interface import SHOES
@@ -64,10 +64,10 @@ async def test_a_poison_event_goes_to_the_dead_letters_and_the_consumers_go_on(n
     async with Casino(nats_url, TABLES, SHOES) as casino:
         poison = subjects.event("BAC000", "BAC000-shoe-1", "BAC000-000099", "coup")
         await casino.nc.jetstream().publish(poison, b"\x00 not an event batch")
-        reply = await casino.ask("BAC000", "coup", c.OpenCoup, procedure="method_a")  # the casino goes on
+        reply = await casino.ask("BAC000", "coup", commands.OpenCoup, procedure="method_a")  # the casino goes on
         coup = reply.coup
-        await casino.ask("BAC000", "wager", c.PlaceWager, coup=coup, seat=2, bet="banker", amount=5000)
-        assert (await casino.ask("BAC000", "coup", c.CloseBetting, coup=coup)).ok
+        await casino.ask("BAC000", "wager", commands.PlaceWager, coup=coup, seat=2, bet="banker", amount=5000)
+        assert (await casino.ask("BAC000", "coup", commands.CloseBetting, coup=coup)).ok
         await casino.settled(coup, timeout=30)
         js = casino.nc.jetstream()
         for _ in range(200):  # until the work consumer and the dealer's follower have both filed it

@@ -18,7 +18,7 @@ from services.settlement.service import SettlementService
 from services.shoe.service import MemorySecrets, ShoeService
 from services.wager.service import WagerService
 
-from casino import commands as c
+from casino import commands
 from casino.history import by_coup
 from casino.launcher import APPROVALS
 from casino.rules.errors import RuleViolation
@@ -42,14 +42,14 @@ class LocalPeer:
     def __init__(self) -> None:
         self.routes: dict[str, tuple[Any, Any, Any]] = {}
 
-    async def ask(self, subject: str, command: c.Command) -> c.Reply:
-        return c.reply_decoder.decode(await self.raw(subject, c.encoder.encode(command)))
+    async def ask(self, subject: str, command: commands.Command) -> commands.Reply:
+        return commands.reply_decoder.decode(await self.raw(subject, commands.encoder.encode(command)))
 
     async def raw(self, subject: str, data: bytes) -> bytes:
         decoder, handle, reload = self.routes[subject.split(".")[-1]]
         return await answer(data, decoder, handle, reload)
 
-    async def must(self, subject: str, command: c.Command) -> c.Reply:
+    async def must(self, subject: str, command: commands.Command) -> commands.Reply:
         from casino.rules.errors import RuleViolation
 
         reply = await self.ask(subject, command)
@@ -64,32 +64,32 @@ async def deal_in_memory(coups: int, same_ids: bool = False) -> InMemoryEventSto
     store, peer = InMemoryEventStore(), LocalPeer()
     shoe = ShoeService(store, MemorySecrets())
     wager, dealer = WagerService(store), DealerPolicyService(store, peer, TABLES)  # type: ignore[arg-type]
-    peer.routes = {"shoe": (c.shoe_decoder, shoe.handle, shoe.reload),
-                   "wager": (c.wager_decoder, wager.handle, wager.reload),
-                   "book": (c.book_decoder, wager.handle, wager.reload),
-                   "coup": (c.coup_decoder, dealer.handle, dealer.reload)}
+    peer.routes = {"shoe": (commands.shoe_decoder, shoe.handle, shoe.reload),
+                   "wager": (commands.wager_decoder, wager.handle, wager.reload),
+                   "book": (commands.book_decoder, wager.handle, wager.reload),
+                   "coup": (commands.coup_decoder, dealer.handle, dealer.reload)}
     for table in TABLES:
         tid = "" if same_ids else table
         for n in range(coups):
-            reply = await peer.ask(f"casino.cmd.{table}.coup", c.OpenCoup(id=f"o{tid}{n}", table=table))
+            reply = await peer.ask(f"casino.cmd.{table}.coup", commands.OpenCoup(id=f"o{tid}{n}", table=table))
             assert reply.ok, reply
             coup = reply.coup
             for seat, bet in ((1, "banker" if table == "B" else "box"), (3, "player" if table == "B" else "box")):
-                placed = await peer.ask(f"casino.cmd.{table}.wager", c.PlaceWager(
+                placed = await peer.ask(f"casino.cmd.{table}.wager", commands.PlaceWager(
                     id=f"w{tid}{n}-{seat}", table=table, coup=coup, seat=seat, bet=bet, amount=5000))
                 assert placed.ok, placed
-            reply = await peer.ask(f"casino.cmd.{table}.coup", c.CloseBetting(id=f"c{tid}{n}", table=table, coup=coup))
+            reply = await peer.ask(f"casino.cmd.{table}.coup", commands.CloseBetting(id=f"c{tid}{n}", table=table, coup=coup))
             k = 0
             while reply.waiting is not None and reply.waiting.kind != "finished":
                 step, k = _follow(reply.waiting), k + 1
                 cid, seat = f"{step[0]}{tid}{n}-{k}", step[1]
-                cmd: c.Command
+                cmd: commands.Command
                 if step[0] == "answer":
-                    cmd = c.AnswerOffer(id=cid, table=table, coup=coup, seat=seat, accept=True)
+                    cmd = commands.AnswerOffer(id=cid, table=table, coup=coup, seat=seat, accept=True)
                 elif step[0] == "expose":
-                    cmd = c.ExposeHand(id=cid, table=table, coup=coup, seat=seat, hand=step[2])
+                    cmd = commands.ExposeHand(id=cid, table=table, coup=coup, seat=seat, hand=step[2])
                 else:
-                    cmd = c.Decide(id=cid, table=table, coup=coup, seat=seat, hand=step[2], action="stand")
+                    cmd = commands.Decide(id=cid, table=table, coup=coup, seat=seat, hand=step[2], action="stand")
                 reply = await peer.ask(f"casino.cmd.{table}.coup", cmd)
                 assert reply.ok, reply
     return store
@@ -118,15 +118,15 @@ async def run(steps: list[tuple[Any, ...]]) -> None:
     peer = LocalPeer()
     shoe, wager = ShoeService(store, MemorySecrets()), WagerService(store)
     dealer, settle = DealerPolicyService(store, peer, TABLES), SettlementService(store)  # type: ignore[arg-type]
-    peer.routes = {"shoe": (c.shoe_decoder, shoe.handle, shoe.reload),
-                   "wager": (c.wager_decoder, wager.handle, wager.reload),
-                   "book": (c.book_decoder, wager.handle, wager.reload),
-                   "coup": (c.coup_decoder, dealer.handle, dealer.reload)}
+    peer.routes = {"shoe": (commands.shoe_decoder, shoe.handle, shoe.reload),
+                   "wager": (commands.wager_decoder, wager.handle, wager.reload),
+                   "book": (commands.book_decoder, wager.handle, wager.reload),
+                   "coup": (commands.coup_decoder, dealer.handle, dealer.reload)}
     ids = iter(range(10**6))
     for table in TABLES:
         for s in steps:
-            status = await peer.ask(f"casino.cmd.{table}.coup", c.Status(id="s", table=table))
-            coup, w = status.coup, status.waiting or c.Waiting("open")
+            status = await peer.ask(f"casino.cmd.{table}.coup", commands.Status(id="s", table=table))
+            coup, w = status.coup, status.waiting or commands.Waiting("open")
             kind = s[0]
             if kind == "follow":
                 s = _follow(w)
@@ -134,24 +134,24 @@ async def run(steps: list[tuple[Any, ...]]) -> None:
             cid = f"h{next(ids)}"
             if kind == "garbage":
                 raw = await peer.raw(f"casino.cmd.{table}.coup", s[1])
-                reply = c.reply_decoder.decode(raw)
+                reply = commands.reply_decoder.decode(raw)
                 assert not reply.ok and reply.clause == "protocol"
                 continue
-            cmd: c.Command
+            cmd: commands.Command
             if kind == "open":
-                cmd = c.OpenCoup(id=cid, table=table, procedure=s[1] if table == "B" else "")
+                cmd = commands.OpenCoup(id=cid, table=table, procedure=s[1] if table == "B" else "")
             elif kind == "wager":
-                cmd = c.PlaceWager(id=cid, table=table, coup=coup, seat=s[1], bet=s[2], amount=s[3])
+                cmd = commands.PlaceWager(id=cid, table=table, coup=coup, seat=s[1], bet=s[2], amount=s[3])
             elif kind == "close":
-                cmd = c.CloseBetting(id=cid, table=table, coup=coup)
+                cmd = commands.CloseBetting(id=cid, table=table, coup=coup)
             elif kind == "answer":
-                cmd = c.AnswerOffer(id=cid, table=table, coup=coup, seat=s[1], accept=s[2])
+                cmd = commands.AnswerOffer(id=cid, table=table, coup=coup, seat=s[1], accept=s[2])
             elif kind == "expose":
-                kind_ = c.ExposeHand if s[3] else c.ReturnCards
+                kind_ = commands.ExposeHand if s[3] else commands.ReturnCards
                 cmd = kind_(id=cid, table=table, coup=coup, seat=s[1], hand=s[2])
             else:
-                cmd = c.Decide(id=cid, table=table, coup=coup, seat=s[1], hand=s[2], action=s[3], amount=s[4])
-            service = "wager" if isinstance(cmd, c.PlaceWager) else "coup"
+                cmd = commands.Decide(id=cid, table=table, coup=coup, seat=s[1], hand=s[2], action=s[3], amount=s[4])
+            service = "wager" if isinstance(cmd, commands.PlaceWager) else "coup"
             before = len(store.messages)
             reply = await peer.ask(f"casino.cmd.{table}.{service}", cmd)
             assert reply.clause != "internal", reply
@@ -167,7 +167,7 @@ async def run(steps: list[tuple[Any, ...]]) -> None:
             assert verify_coup(msgs) == [], coup
 
 
-def _follow(w: c.Waiting) -> tuple[Any, ...]:
+def _follow(w: commands.Waiting) -> tuple[Any, ...]:
     if w.kind in ("open", "finished"):
         return ("open", "")
     if w.kind == "close_betting":
@@ -188,27 +188,27 @@ def test_hostile_command_sequences_never_break_the_rules_or_the_records(steps: l
 
 
 def test_a_command_of_absurd_size_is_refused() -> None:
-    async def go() -> c.Reply:
+    async def go() -> commands.Reply:
         peer = LocalPeer()
         store = InMemoryEventStore()
         dealer = DealerPolicyService(store, peer, TABLES)  # type: ignore[arg-type]
-        peer.routes = {"coup": (c.coup_decoder, dealer.handle, dealer.reload)}
+        peer.routes = {"coup": (commands.coup_decoder, dealer.handle, dealer.reload)}
         big = msgspec.json.encode({"type": "table.open_coup", "id": "x" * 200_000, "table": "B"})
-        return c.reply_decoder.decode(await peer.raw("casino.cmd.B.coup", big))
+        return commands.reply_decoder.decode(await peer.raw("casino.cmd.B.coup", big))
 
     reply = asyncio.run(go())
     assert (reply.ok, reply.clause) == (False, "protocol") and "too large" in reply.reason
 
 
 def test_a_reload_that_fails_is_answered_as_internal_not_left_unanswered() -> None:
-    async def handler(command: Any) -> c.Reply:
+    async def handler(command: Any) -> commands.Reply:
         raise RuleViolation("000 8.11", "refused on state that may be stale")
 
     async def reload(command: Any) -> None:
         raise TimeoutError("the broker is away")
 
-    command = c.encoder.encode(c.Status(id="s1", table="BAC000-1"))
-    reply = msgspec.json.decode(asyncio.run(answer(command, c.coup_decoder, handler, reload)), type=c.Reply)
+    command = commands.encoder.encode(commands.Status(id="s1", table="BAC000-1"))
+    reply = msgspec.json.decode(asyncio.run(answer(command, commands.coup_decoder, handler, reload)), type=commands.Reply)
     assert (reply.ok, reply.clause) == (False, "internal")
 
 
@@ -235,19 +235,19 @@ def test_a_wager_command_naming_another_tables_coup_is_refused_and_writes_nothin
     another table's coup neither wagers on that coup nor opens its book."""
     store = InMemoryEventStore()
     wager = WagerService(store)
-    opened = c.OpenBook(id="open", table="B", coup="B-000001", shoe="B-shoe-1", ruleset="baccarat-000-methods")
+    opened = commands.OpenBook(id="open", table="B", coup="B-000001", shoe="B-shoe-1", ruleset="baccarat-000-methods")
     assert asyncio.run(wager.handle(opened)).ok
     written = len(store.messages)
-    for command in (c.PlaceWager(id="w", table="A", coup="B-000001", seat=1, bet="banker", amount=5000),
-                    c.CloseBook(id="close", table="A", coup="B-000001"),
-                    c.OpenBook(id="open", table="A", coup="B-000001", shoe="A-shoe-1", ruleset="baccarat-000-methods")):
+    for command in (commands.PlaceWager(id="w", table="A", coup="B-000001", seat=1, bet="banker", amount=5000),
+                    commands.CloseBook(id="close", table="A", coup="B-000001"),
+                    commands.OpenBook(id="open", table="A", coup="B-000001", shoe="A-shoe-1", ruleset="baccarat-000-methods")):
         with pytest.raises(RuleViolation, match="coup B-000001 is dealt at table B, not A"):
             asyncio.run(wager.handle(command))
     assert len(store.messages) == written and wager.books["B-000001"].book.wagers == ()
     # A service that does not hold the book (restarted) looks for it at the
     # command's own table only, finds none, and refuses for want of one.
     restarted = WagerService(store)
-    wager_a = c.PlaceWager(id="w", table="A", coup="B-000001", seat=1, bet="banker", amount=5000)
+    wager_a = commands.PlaceWager(id="w", table="A", coup="B-000001", seat=1, bet="banker", amount=5000)
     asyncio.run(restarted.reload(wager_a))
     with pytest.raises(RuleViolation, match="there is no book for coup B-000001"):
         asyncio.run(restarted.handle(wager_a))
@@ -260,11 +260,11 @@ def test_a_draw_from_a_shoe_with_no_card_left_is_refused_naming_the_shoe(tmp_pat
     ruleset = ruleset_variant(tmp_path, "blackjack-003-no-hole-card", decks=1, penetration=0.95)
     shoe = ShoeService(InMemoryEventStore(), MemorySecrets())
 
-    def draw(index: int) -> c.Reply:
-        return asyncio.run(shoe.handle(c.DrawCard(id=f"d{index}", table="T", coup="T-1", ruleset=ruleset,
+    def draw(index: int) -> commands.Reply:
+        return asyncio.run(shoe.handle(commands.DrawCard(id=f"d{index}", table="T", coup="T-1", ruleset=ruleset,
                                                   index=index)))
 
-    assert asyncio.run(shoe.handle(c.StartRound(id="start", table="T", coup="T-1", ruleset=ruleset))).ok
+    assert asyncio.run(shoe.handle(commands.StartRound(id="start", table="T", coup="T-1", ruleset=ruleset))).ok
     assert all(draw(index).ok for index in range(51))  # a deck less the burn card (002 (3))
     with pytest.raises(RuleViolation, match="shoe T-shoe-1 has no card left for coup T-1"):
         draw(51)
@@ -279,11 +279,11 @@ def test_a_draw_by_the_tableau_is_one_step_asked_again_the_same_and_refused_at_b
     shoe = ShoeService(store, MemorySecrets(), shuffle=lambda table, decks: (
         order(decks, ["2S", "3H", "2D", "3C", "6H", "9D"], burn_cards(baccarat().shoe)), "salt"))
 
-    def ask(command: c.Command) -> c.Reply:
+    def ask(command: commands.Command) -> commands.Reply:
         return asyncio.run(shoe.handle(command))
 
-    assert ask(c.StartRound(id="start", table="T", coup="T-1", ruleset="baccarat-000-methods")).ok
-    draw = c.DrawCard(id="T-1:draw:0", table="T", coup="T-1", ruleset="baccarat-000-methods", index=0, count=4,
+    assert ask(commands.StartRound(id="start", table="T", coup="T-1", ruleset="baccarat-000-methods")).ok
+    draw = commands.DrawCard(id="T-1:draw:0", table="T", coup="T-1", ruleset="baccarat-000-methods", index=0, count=4,
                       tableau=True)
     first = ask(draw)
     assert first.cards == ("2S", "3H", "2D", "3C", "6H", "9D")  # both hands draw a third card
@@ -294,7 +294,7 @@ def test_a_draw_by_the_tableau_is_one_step_asked_again_the_same_and_refused_at_b
              if any(isinstance(e.data, CardDrawn) for e in m.batch.events)]
     assert len(drawn) == 1 and len(drawn[0].batch.events) == 6
 
-    assert ask(c.StartRound(id="bj", table="J", coup="J-1", ruleset="blackjack-003-no-hole-card")).ok
+    assert ask(commands.StartRound(id="bj", table="J", coup="J-1", ruleset="blackjack-003-no-hole-card")).ok
     with pytest.raises(RuleViolation, match="J deals no baccarat: no draw goes on by the tableau"):
-        ask(c.DrawCard(id="J-1:draw:0", table="J", coup="J-1", ruleset="blackjack-003-no-hole-card", index=0,
+        ask(commands.DrawCard(id="J-1:draw:0", table="J", coup="J-1", ruleset="blackjack-003-no-hole-card", index=0,
                        count=2, tableau=True))

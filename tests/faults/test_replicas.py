@@ -14,12 +14,12 @@ from pathlib import Path
 import nats
 import pytest
 
-from casino import commands as c
+from casino import commands
 from casino.audit import verify_history
 from casino.launcher import APPROVALS
 from casino.rules import wagerbook
-from casino.rules.baccarat import messages as bm
-from casino.rules.blackjack import messages as jm
+from casino.rules.baccarat import messages as baccarat_messages
+from casino.rules.blackjack import messages as blackjack_messages
 from casino.service import Peer
 from casino.simulator import SimulatedTable
 from casino.store import subjects
@@ -42,17 +42,17 @@ class Racer(SimulatedTable):
 
     async def race(self, coups: int) -> None:
         while True:
-            status = await self.ask("coup", c.Status)
+            status = await self.ask("coup", commands.Status)
             waiting, number = status.waiting, subjects.coup_number(status.coup) or 0
             if waiting is None or waiting.kind in ("open", "finished"):
                 if number >= coups:
                     return
-                await self.ask("coup", c.OpenCoup, procedure=self._procedure())
+                await self.ask("coup", commands.OpenCoup, procedure=self._procedure())
             elif waiting.kind == "close_betting":
                 await self._seat_players(status.coup)
                 for seat, bet, amount in self._wagers()[:2]:
-                    await self.ask("wager", c.PlaceWager, coup=status.coup, seat=seat, bet=bet, amount=amount)
-                await self.ask("coup", c.CloseBetting, coup=status.coup)
+                    await self.ask("wager", commands.PlaceWager, coup=status.coup, seat=seat, bet=bet, amount=amount)
+                await self.ask("coup", commands.CloseBetting, coup=status.coup)
             elif waiting.kind in ("answer", "expose", "decision"):
                 await self._respond(status.coup, waiting)
             else:  # the dealer's own step, under way at an instance
@@ -84,7 +84,7 @@ def dealt_from_their_own_books(stored: list[Stored]) -> list[str]:
                 closed[coup] = tuple(sorted((w.seat, w.bet, w.amount) for w in e.data.wagers))
             elif isinstance(e.data, wagerbook.WagerPlaced | wagerbook.WagerCancelled) and coup in closed:
                 problems.append(f"{coup}: {type(e.data).__name__} after its book closed")
-            elif isinstance(e.data, bm.BettingClosed | jm.BettingClosed):
+            elif isinstance(e.data, baccarat_messages.BettingClosed | blackjack_messages.BettingClosed):
                 dealt[coup] = tuple(sorted((w.seat, w.bet, w.amount) for w in e.data.wagers))
     problems += [f"{coup}: dealt to {wagers}, its book closed on {closed.get(coup)}"
                  for coup, wagers in dealt.items() if closed.get(coup) != wagers]

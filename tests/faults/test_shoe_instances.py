@@ -10,8 +10,8 @@ import pytest
 from services.shoe.secrets import JetStreamSecrets
 from services.shoe.service import Order, ShoeService, secure_shuffle
 
-from casino import commands as c
-from casino.rules import shoe as S
+from casino import commands
+from casino.rules import shoe as dealing_shoe
 from casino.store import subjects
 from casino.store.jetstream import JetStreamEventStore
 
@@ -40,18 +40,18 @@ async def test_two_instances_shuffling_at_once_deal_from_and_commit_the_order_ke
     store, secrets = JetStreamEventStore(nc), JetStreamSecrets(nc.jetstream())
     instances = [ShoeService(store, SlowAfterKeeping(secrets), secure_shuffle), ShoeService(store, secrets, secure_shuffle)]
     for table in TABLES:
-        starts = [s.handle(c.StartRound(id=f"{table}-1:start", table=table, coup=f"{table}-000001",
+        starts = [s.handle(commands.StartRound(id=f"{table}-1:start", table=table, coup=f"{table}-000001",
                                         ruleset="baccarat-000-methods")) for s in instances]
         replies = await asyncio.gather(*starts, return_exceptions=True)
-        assert any(isinstance(r, c.Reply) and r.ok for r in replies), replies
+        assert any(isinstance(r, commands.Reply) and r.ok for r in replies), replies
     for table in TABLES:
         shoe = subjects.shoe_id(table, 1)
         kept = await secrets.get(table, shoe)
         assert kept is not None
         shuffled = [e.data for m in await store.read(subjects.shoe_filter(table, shoe)) for e in m.batch.events
-                    if isinstance(e.data, S.ShoeShuffled)]
-        assert [e.commitment for e in shuffled] == [S.commitment(*kept)], table  # the order committed is the one kept
+                    if isinstance(e.data, dealing_shoe.ShoeShuffled)]
+        assert [e.commitment for e in shuffled] == [dealing_shoe.commitment(*kept)], table  # the order committed is the one kept
         for s in instances:
-            await s.reload(c.StartRound(id="r", table=table, coup=f"{table}-000001", ruleset="baccarat-000-methods"))
+            await s.reload(commands.StartRound(id="r", table=table, coup=f"{table}-000001", ruleset="baccarat-000-methods"))
             assert s.tables[table].order == kept, table  # and each instance deals from it
     await nc.close()

@@ -13,9 +13,9 @@ from bench.history import deal
 from services.shoe.service import MemorySecrets, ShoeService, secure_shuffle
 from services.wager.service import WagerService
 
-from casino import commands as c
-from casino.rules import shoe as S
-from casino.rules import wagerbook as W
+from casino import commands
+from casino.rules import shoe as dealing_shoe
+from casino.rules import wagerbook
 from casino.store import subjects
 from casino.store.envelope import Batch
 from casino.store.eventstore import Appended, Conflict, InMemoryEventStore
@@ -28,10 +28,10 @@ TABLE, SHOE, COUP, RULESET = "BAC-1", "BAC-1-shoe-1", "BAC-1-000001", "baccarat-
 async def test_a_book_closed_by_a_stopped_instance_is_answered_with_its_recorded_wagers() -> None:
     store = InMemoryEventStore()
     first = WagerService(store)
-    open_book = c.OpenBook(id=f"{COUP}:open-book", table=TABLE, coup=COUP, shoe=SHOE, ruleset=RULESET)
-    close_book = c.CloseBook(id=f"{COUP}:close-book", table=TABLE, coup=COUP)
+    open_book = commands.OpenBook(id=f"{COUP}:open-book", table=TABLE, coup=COUP, shoe=SHOE, ruleset=RULESET)
+    close_book = commands.CloseBook(id=f"{COUP}:close-book", table=TABLE, coup=COUP)
     assert (await first.handle(open_book)).ok
-    assert (await first.handle(c.PlaceWager(id="w1", table=TABLE, coup=COUP, seat=1, bet="banker", amount=5000))).ok
+    assert (await first.handle(commands.PlaceWager(id="w1", table=TABLE, coup=COUP, seat=1, bet="banker", amount=5000))).ok
     closed = await first.handle(close_book)  # recorded, and the answer lost with the instance
 
     # The next instance holds no book: the dealer-policy, resuming, opens it again
@@ -42,7 +42,7 @@ async def test_a_book_closed_by_a_stopped_instance_is_answered_with_its_recorded
     assert again.ok and again.wagers == closed.wagers and len(again.wagers) == 1
     assert second.books[COUP].book == first.books[COUP].book
     stored = [e.data for m in await store.read(subjects.coup_filter(COUP)) for e in m.batch.events]
-    assert sum(isinstance(e, W.BookClosed) for e in stored) == 1
+    assert sum(isinstance(e, wagerbook.BookClosed) for e in stored) == 1
 
 
 def one_deck(tmp_path: Path) -> str:
@@ -102,15 +102,15 @@ async def test_a_shoe_instance_left_behind_by_a_new_shoe_writes_nothing_on_the_s
     appends = appends_of(store)
 
     coup = f"{TABLE}-{n + 1:06d}"
-    start = c.StartRound(id=f"{coup}:start", table=TABLE, coup=coup, ruleset=ruleset)
+    start = commands.StartRound(id=f"{coup}:start", table=TABLE, coup=coup, ruleset=ruleset)
     with pytest.raises(Conflict):  # decided on shoe 1 where it left it
         await behind.handle(start)
     await behind.reload(start)  # as the service answers a conflict: read on, decide again
     assert (await behind.handle(start)).ok
     assert [a[3] for a in appends] == ["conflict", "written"]
     assert [subjects.tokens(a[0])[1] for a in appends] == [subjects.shoe_id(TABLE, 1), subjects.shoe_id(TABLE, 2)]
-    assert isinstance((await shoe_events(store, TABLE, subjects.shoe_id(TABLE, 1)))[-1], S.ShoeEnded)
-    await first.reload(c.StartRound(id="catch-up", table=TABLE, coup=coup, ruleset=ruleset))
+    assert isinstance((await shoe_events(store, TABLE, subjects.shoe_id(TABLE, 1)))[-1], dealing_shoe.ShoeEnded)
+    await first.reload(commands.StartRound(id="catch-up", table=TABLE, coup=coup, ruleset=ruleset))
     assert behind.tables[TABLE].state == first.tables[TABLE].state and behind.tables[TABLE].state.round == coup
 
 
@@ -125,7 +125,7 @@ async def test_two_instances_starting_the_next_shoe_write_it_once(tmp_path: Path
     async def fold_behind_at_the_shoes_end(subject: str, batch: Batch, *, expected: int, msg_id: str,
                                            guard: str | None = None) -> Appended:
         ack = await append(subject, batch, expected=expected, msg_id=msg_id, guard=guard)
-        if any(isinstance(e.data, S.ShoeEnded) for e in batch.events) and TABLE not in behind.tables:
+        if any(isinstance(e.data, dealing_shoe.ShoeEnded) for e in batch.events) and TABLE not in behind.tables:
             await behind.table(TABLE, ruleset)
         return ack
 
@@ -139,6 +139,6 @@ async def test_two_instances_starting_the_next_shoe_write_it_once(tmp_path: Path
 
     await deal(behind, n + 1, 1, TABLE, ruleset)
     assert appends[0][1:] == (subjects.event(TABLE, subjects.shoe_id(TABLE, 2), "*", "shoe"), 0, "duplicate")
-    assert sum(isinstance(e, S.ShoeShuffled) for e in await shoe_events(store, TABLE, subjects.shoe_id(TABLE, 2))) == 1
-    await first.reload(c.StartRound(id="catch-up", table=TABLE, coup=f"{TABLE}-{n + 1:06d}", ruleset=ruleset))
+    assert sum(isinstance(e, dealing_shoe.ShoeShuffled) for e in await shoe_events(store, TABLE, subjects.shoe_id(TABLE, 2))) == 1
+    await first.reload(commands.StartRound(id="catch-up", table=TABLE, coup=f"{TABLE}-{n + 1:06d}", ruleset=ruleset))
     assert behind.tables[TABLE].state == first.tables[TABLE].state

@@ -14,7 +14,7 @@ import msgspec
 import pytest
 import yaml
 
-from casino import commands as c
+from casino import commands
 from casino.store.envelope import AnyEvent
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,10 +49,10 @@ def test_every_command_reply_and_event_is_described_with_its_schema() -> None:
         return yaml.safe_dump(next(v for v in docs[doc]["components"]["schemas"].items()
                                    if v[0].startswith(address))[1])
 
-    for doc, address, union in (("shoe", "casino.cmd.{table}.shoe", c.ShoeCommand),
-                                ("wager", "casino.cmd.{table}.wager", c.WagerCommand),
-                                ("wager", "casino.cmd.{table}.book", c.BookCommand),
-                                ("dealer-policy", "casino.cmd.{table}.coup", c.CoupCommand)):
+    for doc, address, union in (("shoe", "casino.cmd.{table}.shoe", commands.ShoeCommand),
+                                ("wager", "casino.cmd.{table}.wager", commands.WagerCommand),
+                                ("wager", "casino.cmd.{table}.book", commands.BookCommand),
+                                ("dealer-policy", "casino.cmd.{table}.coup", commands.CoupCommand)):
         schema = channel(doc, address)
         assert all(f"- {tag}\n" in schema for tag in tags(union)), (doc, address)
     for doc in ("shoe", "wager", "dealer-policy"):

@@ -24,8 +24,8 @@ from casino.projections import KvProjections, Projector
 from casino.replay import SCHEMA, render_text, replay_coup
 from casino.replaycli import rebuild_projections
 from casino.rules import settlement, shoe
-from casino.rules.baccarat import messages as bm
-from casino.rules.blackjack import messages as jm
+from casino.rules.baccarat import messages as baccarat_messages
+from casino.rules.blackjack import messages as blackjack_messages
 from casino.simulator import Simulator
 from casino.store import envelope, subjects
 from casino.store.eventstore import Stored
@@ -137,7 +137,7 @@ def _a_coup(recorded: list[Stored], game: str, holding: type = object) -> list[S
 @pytest.mark.parametrize("game", ["baccarat", "blackjack"])
 def test_verify_catches_a_changed_card(recorded: list[Stored], game: str) -> None:
     coup = _a_coup(recorded, game)
-    dealt = bm.CardDealt if game == "baccarat" else jm.CardDealt
+    dealt = baccarat_messages.CardDealt if game == "baccarat" else blackjack_messages.CardDealt
     tampered, seq = _tamper(coup, dealt, lambda e: msgspec.structs.replace(e, card="KS" if e.card != "KS" else "QS"))
     findings = verify_coup(tampered)
     # The batch holds the dealer's later steps too, so the changed card may also show in what follows it.
@@ -146,8 +146,8 @@ def test_verify_catches_a_changed_card(recorded: list[Stored], game: str) -> Non
 
 
 def test_verify_reports_a_recorded_decision_the_rules_refuse(recorded: list[Stored]) -> None:
-    coup = _a_coup(recorded, "blackjack", jm.DecisionTaken)
-    tampered, seq = _tamper(coup, jm.DecisionTaken, lambda e: msgspec.structs.replace(e, seat=e.seat + 100))
+    coup = _a_coup(recorded, "blackjack", blackjack_messages.DecisionTaken)
+    tampered, seq = _tamper(coup, blackjack_messages.DecisionTaken, lambda e: msgspec.structs.replace(e, seat=e.seat + 100))
     findings = verify_coup(tampered)
     assert findings and findings[0].seq == seq, findings
     # 002 (5) with a hole card, 003 7.4 without: each player in turn
@@ -157,8 +157,8 @@ def test_verify_reports_a_recorded_decision_the_rules_refuse(recorded: list[Stor
 
 
 def test_verify_reports_a_recorded_step_no_command_causes(recorded: list[Stored]) -> None:
-    coup = _a_coup(recorded, "blackjack", jm.DecisionTaken)
-    tampered, seq = _tamper(coup, jm.DecisionTaken, lambda e: jm.HandCompleted(e.seat, e.hand, "stand"))
+    coup = _a_coup(recorded, "blackjack", blackjack_messages.DecisionTaken)
+    tampered, seq = _tamper(coup, blackjack_messages.DecisionTaken, lambda e: blackjack_messages.HandCompleted(e.seat, e.hand, "stand"))
     findings = verify_coup(tampered)
     assert findings and findings[0].seq == seq and findings[0].what == "HandCompleted is not caused by any command", \
         findings

@@ -12,7 +12,7 @@ import pytest
 from faststream.nats import TestNatsBroker
 from services import runner
 
-from casino import commands as c
+from casino import commands
 
 pytestmark = pytest.mark.anyio
 
@@ -23,34 +23,34 @@ class Handled:
     def __init__(self) -> None:
         self.commands: list[Any] = []
 
-    async def handle(self, command: Any) -> c.Reply:
+    async def handle(self, command: Any) -> commands.Reply:
         self.commands.append(command)
-        return c.Reply(True, coup=getattr(command, "coup", ""))
+        return commands.Reply(True, coup=getattr(command, "coup", ""))
 
     async def reload(self, command: Any) -> None:
         raise AssertionError("nothing conflicts here")
 
 
 ASKED = [
-    ("shoe", "shoe", c.DrawCard(id="d1", table="T1", coup="T1-000001", ruleset="baccarat-000-methods", index=0)),
-    ("wager", "wager", c.PlaceWager(id="w1", table="T1", coup="T1-000001", seat=1, bet="banker", amount=100)),
-    ("wager", "book", c.OpenBook(id="b1", table="T1", coup="T1-000001", shoe="T1-shoe-1",
+    ("shoe", "shoe", commands.DrawCard(id="d1", table="T1", coup="T1-000001", ruleset="baccarat-000-methods", index=0)),
+    ("wager", "wager", commands.PlaceWager(id="w1", table="T1", coup="T1-000001", seat=1, bet="banker", amount=100)),
+    ("wager", "book", commands.OpenBook(id="b1", table="T1", coup="T1-000001", shoe="T1-shoe-1",
                                  ruleset="baccarat-000-methods")),
-    ("dealer-policy", "coup", c.OpenCoup(id="o1", table="T1")),
+    ("dealer-policy", "coup", commands.OpenCoup(id="o1", table="T1")),
 ]
 
 
-async def ask(kind: str, subject: str, body: bytes) -> tuple[c.Reply, Handled]:
+async def ask(kind: str, subject: str, body: bytes) -> tuple[commands.Reply, Handled]:
     running = runner.Running(kind)
     running.service = handled = Handled()
     async with TestNatsBroker(running.broker) as broker:
         reply = await broker.request(body, subject)
-        return msgspec.json.decode(reply.body, type=c.Reply), handled
+        return msgspec.json.decode(reply.body, type=commands.Reply), handled
 
 
 @pytest.mark.parametrize(("kind", "token", "command"), ASKED, ids=[f"{k}:{t}" for k, t, _ in ASKED])
 async def test_each_command_subject_reaches_its_service_decoded(kind: str, token: str, command: Any) -> None:
-    reply, handled = await ask(kind, f"casino.cmd.T1.{token}", c.encoder.encode(command))
+    reply, handled = await ask(kind, f"casino.cmd.T1.{token}", commands.encoder.encode(command))
     assert reply.ok and handled.commands == [command]
 
 
@@ -65,13 +65,13 @@ async def test_a_malformed_command_is_refused_as_protocol_and_reaches_no_handler
 @pytest.mark.parametrize(("kind", "token", "command"), ASKED, ids=[f"{k}:{t}" for k, t, _ in ASKED])
 async def test_a_command_for_another_table_on_this_tables_subject_is_refused(
         kind: str, token: str, command: Any) -> None:
-    reply, handled = await ask(kind, f"casino.cmd.T2.{token}", c.encoder.encode(command))
+    reply, handled = await ask(kind, f"casino.cmd.T2.{token}", commands.encoder.encode(command))
     assert (reply.ok, reply.clause, handled.commands) == (False, "protocol", [])
     assert "came on table T2's subject" in reply.reason
 
 
 async def test_a_command_of_one_kind_on_another_kinds_subject_is_refused() -> None:
-    shoe_command = c.encoder.encode(ASKED[0][2])
+    shoe_command = commands.encoder.encode(ASKED[0][2])
     reply, handled = await ask("wager", "casino.cmd.T1.wager", shoe_command)
     assert (reply.ok, reply.clause, handled.commands) == (False, "protocol", [])
 
@@ -81,7 +81,7 @@ async def test_a_request_whose_reply_would_go_anywhere_but_an_inbox_is_not_handl
     running.service = handled = Handled()
     async with TestNatsBroker(running.broker) as broker:
         for reply_to in ("casino.ev.T1.T1-shoe-1.T1-000001.coup", "$JS.API.STREAM.PURGE.CASINO"):
-            await broker.publish(c.encoder.encode(ASKED[-1][2]), "casino.cmd.T1.coup", reply_to=reply_to)
+            await broker.publish(commands.encoder.encode(ASKED[-1][2]), "casino.cmd.T1.coup", reply_to=reply_to)
     assert handled.commands == []
     assert running.metrics.registry.get_sample_value(
         "casino_commands_refused_total", {"service": "dealer-policy", "clause": "reply subject"}) == 2

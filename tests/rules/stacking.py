@@ -11,9 +11,9 @@ import msgspec
 from casino import rulesets
 from casino.rules import play
 from casino.rules.baccarat import coup as bac
-from casino.rules.baccarat import messages as bm
+from casino.rules.baccarat import messages as baccarat_messages
 from casino.rules.blackjack import coup as bj
-from casino.rules.blackjack import messages as jm
+from casino.rules.blackjack import messages as blackjack_messages
 from casino.rules.cards import Card, full_set
 from casino.rules.ruleset import BaccaratRules, BlackjackRules, ShoeRules
 from casino.rules.wagers import Wager
@@ -79,36 +79,36 @@ class Scripted:
     decisions: dict[tuple[int, int], list[str]] = field(default_factory=dict)
     insurance: dict[int, int] = field(default_factory=dict)
 
-    def answer(self, coup: bac.BaccaratCoup, waiting: bac.Awaiting) -> bm.AnswerOffer:
+    def answer(self, coup: bac.BaccaratCoup, waiting: bac.Awaiting) -> baccarat_messages.AnswerOffer:
         assert waiting.seat is not None and waiting.offer is not None
         a = self.answers.get((waiting.offer, waiting.seat), True)
-        return bm.AnswerOffer(waiting.seat, bool(a), "player" if a == "player" else "banker")
+        return baccarat_messages.AnswerOffer(waiting.seat, bool(a), "player" if a == "player" else "banker")
 
-    def give_back(self, coup: bac.BaccaratCoup, waiting: bac.Awaiting) -> bm.ExposeHand | bm.ReturnCards:
+    def give_back(self, coup: bac.BaccaratCoup, waiting: bac.Awaiting) -> baccarat_messages.ExposeHand | baccarat_messages.ReturnCards:
         assert waiting.seat is not None and waiting.hand is not None
         if waiting.seat in self.returns:
-            return bm.ReturnCards(waiting.seat, waiting.hand)
-        return bm.ExposeHand(waiting.seat, waiting.hand)
+            return baccarat_messages.ReturnCards(waiting.seat, waiting.hand)
+        return baccarat_messages.ExposeHand(waiting.seat, waiting.hand)
 
-    def decide(self, coup: bj.BlackjackCoup, waiting: bj.Awaiting) -> jm.Decide:
+    def decide(self, coup: bj.BlackjackCoup, waiting: bj.Awaiting) -> blackjack_messages.Decide:
         assert waiting.seat is not None
         if waiting.seat in self.insurance:
-            return jm.Decide(waiting.seat, waiting.hand, "insurance", self.insurance.pop(waiting.seat))
+            return blackjack_messages.Decide(waiting.seat, waiting.hand, "insurance", self.insurance.pop(waiting.seat))
         queue = self.decisions.get((waiting.seat, waiting.hand), [])
         action = queue.pop(0) if queue else "stand"
-        return jm.Decide(waiting.seat, waiting.hand, action)  # type: ignore[arg-type]
+        return blackjack_messages.Decide(waiting.seat, waiting.hand, action)  # type: ignore[arg-type]
 
 
 def wagers(*spec: tuple[int, str, int]) -> tuple[Wager, ...]:
     return tuple(Wager(seat, bet, amount) for seat, bet, amount in spec)
 
 
-def inspector(what: str = "method_b") -> bm.Approval:
-    return bm.Approval(what, "inspector", "INS-1")
+def inspector(what: str = "method_b") -> baccarat_messages.Approval:
+    return baccarat_messages.Approval(what, "inspector", "INS-1")
 
 
-def supervisor(what: str) -> bm.Approval:
-    return bm.Approval(what, "casino_supervisor", "SUP-1")
+def supervisor(what: str) -> baccarat_messages.Approval:
+    return baccarat_messages.Approval(what, "casino_supervisor", "SUP-1")
 
 
 def play_bac(
@@ -117,13 +117,13 @@ def play_bac(
     procedure: str,
     book: Iterable[Wager],
     players: Scripted | None = None,
-    approvals: Sequence[bm.Approval] = (),
+    approvals: Sequence[baccarat_messages.Approval] = (),
     **opening: object,
 ) -> play.BaccaratCoupRecord:
     """Deal one coup of ``procedure`` from a shoe stacked with ``cards``."""
     shoe = stacked_shoe(rules.shoe, cards, document=rules.document)
     return play.play_baccarat(
-        rules, shoe, bm.OpenCoup("coup-1", procedure, tuple(approvals), **opening),  # type: ignore[arg-type]
+        rules, shoe, baccarat_messages.OpenCoup("coup-1", procedure, tuple(approvals), **opening),  # type: ignore[arg-type]
         tuple(book), players or Scripted(),
     )
 

@@ -9,7 +9,7 @@ import pytest
 
 from casino.rules import settlement
 from casino.rules.baccarat import coup as bac
-from casino.rules.baccarat import messages as bm
+from casino.rules.baccarat import messages as baccarat_messages
 from casino.rules.baccarat import tableau
 from casino.rules.baccarat.messages import CoupResulted
 from casino.rules.cards import full_set
@@ -50,7 +50,7 @@ def test_a_natural_eight_or_nine_stands_both_hands() -> None:
 
 def test_the_deal_is_player_banker_player_banker_then_the_tableau() -> None:
     rec = play_bac(baccarat(), ["2S", "3H", "2D", "3C", "6H", "9D"], "method_a", wagers((1, "player", 5000)))
-    assert [(d.hand, d.card) for d in of(rec.events, bm.CardDealt)] == [
+    assert [(d.hand, d.card) for d in of(rec.events, baccarat_messages.CardDealt)] == [
         ("player", "2S"), ("banker", "3H"), ("player", "2D"), ("banker", "3C"), ("player", "6H"), ("banker", "9D")]
     # Player 4 draws a six (0); Banker 6 draws against a six: 9 makes 5.
     assert rec.coup.result == CoupResulted("banker", 0, 5, False, True, True)  # both hands paired
@@ -85,19 +85,19 @@ def test_the_dealer_draws_by_the_tableau_alone_only_where_nobody_is_waited_for(p
     rules = baccarat()
     shoe = stacked_shoe(rules.shoe, ["2S", "3H", "2D", "3C", "6H", "9D"], document=rules.document)
     state, players = bac.BaccaratCoup(), Scripted()
-    state = bac.step(rules, state, bm.OpenCoup("c", procedure, (inspector(),)))[1]
+    state = bac.step(rules, state, baccarat_messages.OpenCoup("c", procedure, (inspector(),)))[1]
     shoe.start_round("c")
-    state = bac.step(rules, state, bm.CloseBetting(wagers((1, "banker", 5000), (2, "player", 5000))))[1]
+    state = bac.step(rules, state, baccarat_messages.CloseBetting(wagers((1, "banker", 5000), (2, "player", 5000))))[1]
     seen = []
     while (w := bac.awaiting(state)).kind != "nothing":
         if w.kind == "card":
             seen.append(bac.dealt_by_tableau(state))
             card, position = shoe.draw("c")
-            command: object = bm.DealCard(card, position, w.seat)
+            command: object = baccarat_messages.DealCard(card, position, w.seat)
         elif w.kind == "answer":
             command = players.answer(state, w)
         elif w.kind == "pass":
-            command = bm.PassCards(w.hand or "player")
+            command = baccarat_messages.PassCards(w.hand or "player")
         else:
             command = players.give_back(state, w)
         state = bac.step(rules, state, command)[1]  # type: ignore[arg-type]
@@ -139,7 +139,7 @@ def test_a_baccarat_book_refuses_a_bet_the_table_does_not_offer() -> None:
     from casino.rules.errors import RuleViolation
 
     styles = baccarat("baccarat-001-styles")  # no pair bets
-    s = bac.fold(bac.decide(styles, bac.BaccaratCoup(), bm.OpenCoup("c", "style_a")))
+    s = bac.fold(bac.decide(styles, bac.BaccaratCoup(), baccarat_messages.OpenCoup("c", "style_a")))
     with pytest.raises(RuleViolation) as err:
-        bac.decide(styles, s, bm.CloseBetting(wagers((1, "player_pair", 1000))))
+        bac.decide(styles, s, baccarat_messages.CloseBetting(wagers((1, "player_pair", 1000))))
     assert err.value.clause == "ruleset limits"

@@ -12,7 +12,7 @@ from bench import rules as bench_rules
 
 from casino import rulesets
 from casino.rules import shoe
-from casino.rules.baccarat import messages as bm
+from casino.rules.baccarat import messages as baccarat_messages
 from casino.rules.cards import full_set
 from casino.rules.ruleset import BaccaratRules
 
@@ -41,8 +41,8 @@ def test_the_straight_line_dealer_deals_each_coup_as_the_rules_do() -> None:
     every_card: list[str] = []
     third_cards = paid = 0
     for record in records:
-        dealt = [e.card for e in record.events if isinstance(e, bm.CardDealt)]
-        result = next(e for e in record.events if isinstance(e, bm.CoupResulted))
+        dealt = [e.card for e in record.events if isinstance(e, baccarat_messages.CardDealt)]
+        result = next(e for e in record.events if isinstance(e, baccarat_messages.CoupResulted))
         # Dealt in the order the baseline takes them: player, banker, player, banker, third cards.
         # A card it wanted that the rules did not deal is an IndexError.
         assert bench_rules.straight_line(dealt, 1) == PAID[result.winner], (dealt, result)
@@ -96,6 +96,6 @@ def test_the_straight_line_dealer_with_events_records_what_the_library_records()
     assert [payouts for _, payouts in coups] == [record.payouts for record in records]
     assert shoe_events == table_shoe.events
     assert sum(isinstance(e, shoe.ShoeEnded) for e in shoe_events) >= 6
-    assert sum(isinstance(e, bm.CardDealt) for events, _ in coups for e in events) > 600 * 4 + 300
+    assert sum(isinstance(e, baccarat_messages.CardDealt) for events, _ in coups for e in events) > 600 * 4 + 300
     figures = bench_rules.measure(60, 1)
     assert figures["straight_with_events"]["coups_per_s"] > 0

@@ -7,7 +7,7 @@ import msgspec
 import pytest
 
 from casino.rules.blackjack import coup as bj
-from casino.rules.blackjack import messages as jm
+from casino.rules.blackjack import messages as blackjack_messages
 from casino.rules.errors import RuleViolation
 from casino.rules.ruleset import BlackjackRules
 from tests.rules.stacking import Scripted, blackjack, of, play_bj, wagers
@@ -21,7 +21,7 @@ def returned(rec: object) -> list[tuple[str, int, int, int]]:
     return [(p.bet, p.hand, p.stake, p.returned) for p in rec.payouts]  # type: ignore[attr-defined]
 
 
-def refusal(rules: BlackjackRules, s: bj.BlackjackCoup, cmd: jm.AnyBlackjackCommand) -> str:
+def refusal(rules: BlackjackRules, s: bj.BlackjackCoup, cmd: blackjack_messages.AnyBlackjackCommand) -> str:
     with pytest.raises(RuleViolation) as err:
         bj.decide(rules, s, cmd)
     return err.value.clause
@@ -37,39 +37,39 @@ def test_insurance_against_an_ace_pays_two_to_one_on_a_dealer_blackjack() -> Non
 
 def test_insurance_only_against_an_ace_up_to_half_the_wager_and_before_acting() -> None:
     s = dealt_to_play(R, ["TS", "9H", "9S", "KD"], SEAT2)
-    assert refusal(R, s, jm.Decide(2, 0, "insurance", 500)) == "game rules: insurance"
+    assert refusal(R, s, blackjack_messages.Decide(2, 0, "insurance", 500)) == "game rules: insurance"
     s = dealt_to_play(R, ["5S", "AH", "4S", "KD"], SEAT2)
-    assert refusal(R, s, jm.Decide(2, 0, "insurance", 1001)) == "game rules: insurance"
-    assert refusal(R, s, jm.Decide(2, 0, "insurance", 0)) == "game rules: insurance"
-    s = bj.fold(bj.decide(R, s, jm.Decide(2, 0, "hit")), s)
-    s = bj.fold(bj.decide(R, s, jm.DealCard("2C", 9)), s)
-    assert refusal(R, s, jm.Decide(2, 0, "insurance", 500)) == "game rules: insurance"
+    assert refusal(R, s, blackjack_messages.Decide(2, 0, "insurance", 1001)) == "game rules: insurance"
+    assert refusal(R, s, blackjack_messages.Decide(2, 0, "insurance", 0)) == "game rules: insurance"
+    s = bj.fold(bj.decide(R, s, blackjack_messages.Decide(2, 0, "hit")), s)
+    s = bj.fold(bj.decide(R, s, blackjack_messages.DealCard("2C", 9)), s)
+    assert refusal(R, s, blackjack_messages.Decide(2, 0, "insurance", 500)) == "game rules: insurance"
     no_insurance = msgspec.structs.replace(R, insurance=False)
     s = dealt_to_play(no_insurance, ["5S", "AH", "4S", "KD"], SEAT2)
-    assert refusal(no_insurance, s, jm.Decide(2, 0, "insurance", 500)) == "ruleset insurance"
+    assert refusal(no_insurance, s, blackjack_messages.Decide(2, 0, "insurance", 500)) == "ruleset insurance"
 
 
 def test_double_down_doubles_the_stake_for_exactly_one_more_card() -> None:
     rec = play_bj(R, ["5S", "9H", "6S", "7C", "TC", "8D"], SEAT2, Scripted(decisions={(2, 0): ["double"]}))
-    assert [(e.action, e.amount) for e in of(rec.events, jm.DecisionTaken)] == [("double", 2000)]
-    assert [e.reason for e in of(rec.events, jm.HandCompleted)] == ["doubled"]
+    assert [(e.action, e.amount) for e in of(rec.events, blackjack_messages.DecisionTaken)] == [("double", 2000)]
+    assert [e.reason for e in of(rec.events, blackjack_messages.HandCompleted)] == ["doubled"]
     assert returned(rec) == [("box", 0, 4000, 8000)]
 
 
 def test_double_only_on_the_totals_the_ruleset_allows() -> None:
     no_hole = blackjack("blackjack-003-no-hole-card")  # doubles on 9, 10, 11
     s = dealt_to_play(no_hole, ["TS", "9H", "2S"], SEAT2)
-    assert refusal(no_hole, s, jm.Decide(2, 0, "double")) == "ruleset double_on"
+    assert refusal(no_hole, s, blackjack_messages.Decide(2, 0, "double")) == "ruleset double_on"
     s = dealt_to_play(R, ["TS", "9H", "2S", "KD"], SEAT2)
-    s = bj.fold(bj.decide(R, s, jm.Decide(2, 0, "hit")), s)
-    s = bj.fold(bj.decide(R, s, jm.DealCard("2C", 9)), s)
-    assert refusal(R, s, jm.Decide(2, 0, "double")) == "game rules: double"
+    s = bj.fold(bj.decide(R, s, blackjack_messages.Decide(2, 0, "hit")), s)
+    s = bj.fold(bj.decide(R, s, blackjack_messages.DealCard("2C", 9)), s)
+    assert refusal(R, s, blackjack_messages.Decide(2, 0, "double")) == "game rules: double"
 
 
 def test_split_pairs_each_hand_played_in_turn_with_double_after_split() -> None:
     players = Scripted(decisions={(2, 0): ["split", "double"], (2, 1): ["stand"]})
     rec = play_bj(R, ["8S", "7H", "8D", "TC", "3C", "9H", "TD"], SEAT2, players)
-    dealt = [(e.seat, e.hand, e.card) for e in of(rec.events, jm.CardDealt) if e.seat == 2]
+    dealt = [(e.seat, e.hand, e.card) for e in of(rec.events, blackjack_messages.CardDealt) if e.seat == 2]
     assert dealt == [(2, 0, "8S"), (2, 0, "8D"), (2, 0, "3C"), (2, 0, "9H"), (2, 1, "TD")]
     box = rec.coup.boxes[0]
     assert [h.codes for h in box.hands] == [("8S", "3C", "9H"), ("8D", "TD")]
@@ -78,22 +78,22 @@ def test_split_pairs_each_hand_played_in_turn_with_double_after_split() -> None:
 
 def test_only_a_pair_may_be_split_and_no_more_hands_than_the_ruleset_allows() -> None:
     s = dealt_to_play(R, ["8S", "7H", "9D", "TC"], SEAT2)
-    assert refusal(R, s, jm.Decide(2, 0, "split")) == "game rules: split"
+    assert refusal(R, s, blackjack_messages.Decide(2, 0, "split")) == "game rules: split"
     two = msgspec.structs.replace(R, max_hands=2)
     s = dealt_to_play(two, ["8S", "7H", "8D", "TC"], SEAT2)
-    s = bj.fold(bj.decide(two, s, jm.Decide(2, 0, "split")), s)
-    s = bj.fold(bj.decide(two, s, jm.DealCard("8C", 9)), s)
-    assert refusal(two, s, jm.Decide(2, 0, "split")) == "ruleset max_hands"
+    s = bj.fold(bj.decide(two, s, blackjack_messages.Decide(2, 0, "split")), s)
+    s = bj.fold(bj.decide(two, s, blackjack_messages.DealCard("8C", 9)), s)
+    assert refusal(two, s, blackjack_messages.Decide(2, 0, "split")) == "ruleset max_hands"
     no_das = msgspec.structs.replace(R, double_after_split=False)
     s = dealt_to_play(no_das, ["8S", "7H", "8D", "TC"], SEAT2)
-    s = bj.fold(bj.decide(no_das, s, jm.Decide(2, 0, "split")), s)
-    s = bj.fold(bj.decide(no_das, s, jm.DealCard("3C", 9)), s)
-    assert refusal(no_das, s, jm.Decide(2, 0, "double")) == "ruleset double_after_split"
+    s = bj.fold(bj.decide(no_das, s, blackjack_messages.Decide(2, 0, "split")), s)
+    s = bj.fold(bj.decide(no_das, s, blackjack_messages.DealCard("3C", 9)), s)
+    assert refusal(no_das, s, blackjack_messages.Decide(2, 0, "double")) == "ruleset double_after_split"
 
 
 def test_split_aces_take_one_card_each_and_twenty_one_is_not_blackjack() -> None:
     rec = play_bj(R, ["AS", "9H", "AD", "7C", "KC", "5C", "2C"], SEAT2, Scripted(decisions={(2, 0): ["split"]}))
-    assert [e.reason for e in of(rec.events, jm.HandCompleted)] == ["split_aces", "split_aces"]
+    assert [e.reason for e in of(rec.events, blackjack_messages.HandCompleted)] == ["split_aces", "split_aces"]
     assert [h.outcome for h in rec.coup.result.hands] == ["win", "lose"]  # type: ignore[union-attr]
     assert returned(rec) == [("box", 0, 2000, 4000), ("box", 1, 2000, 0)]
 
@@ -147,6 +147,6 @@ def test_player_blackjack_against_a_dealer_blackjack_is_a_push() -> None:
         ((), "002 (4)(a)"),
     ],
 )
-def test_a_book_with_a_wager_out_of_limits_or_seat_is_refused(book: tuple[jm.Wager, ...], clause: str) -> None:
-    s = bj.fold(bj.decide(R, bj.BlackjackCoup(), jm.OpenCoup("c")))
-    assert refusal(R, s, jm.CloseBetting(book)) == clause
+def test_a_book_with_a_wager_out_of_limits_or_seat_is_refused(book: tuple[blackjack_messages.Wager, ...], clause: str) -> None:
+    s = bj.fold(bj.decide(R, bj.BlackjackCoup(), blackjack_messages.OpenCoup("c")))
+    assert refusal(R, s, blackjack_messages.CloseBetting(book)) == clause

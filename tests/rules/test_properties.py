@@ -11,11 +11,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from casino.rules import play
-from casino.rules import shoe as S
+from casino.rules import shoe as dealing_shoe
 from casino.rules.baccarat import coup as bac
-from casino.rules.baccarat import messages as bm
+from casino.rules.baccarat import messages as baccarat_messages
 from casino.rules.blackjack import coup as bj
-from casino.rules.blackjack import messages as jm
+from casino.rules.blackjack import messages as blackjack_messages
 from casino.rules.cards import full_set
 from casino.rules.ruleset import BaccaratRules, BlackjackRules
 from casino.rules.settlement import Ledger, Payout, SettleCoup, decide_settlement, evolve_ledger
@@ -24,27 +24,27 @@ from tests.examples import examples
 from tests.rules.stacking import baccarat, blackjack, shoe_rules
 
 SETTINGS = settings(max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.too_slow])
-APPROVALS = (bm.Approval("method_b", "inspector"), bm.Approval("holder_plays_player", "casino_supervisor"))
+APPROVALS = (baccarat_messages.Approval("method_b", "inspector"), baccarat_messages.Approval("holder_plays_player", "casino_supervisor"))
 
 
 class RandomPlayers:
     def __init__(self, rnd: random.Random, rules: BlackjackRules | None = None) -> None:
         self.rnd, self.rules = rnd, rules
 
-    def answer(self, coup: bac.BaccaratCoup, w: bac.Awaiting) -> bm.AnswerOffer:
+    def answer(self, coup: bac.BaccaratCoup, w: bac.Awaiting) -> baccarat_messages.AnswerOffer:
         assert w.seat is not None
-        return bm.AnswerOffer(w.seat, self.rnd.random() < 0.6, self.rnd.choice(["banker", "player"]))
+        return baccarat_messages.AnswerOffer(w.seat, self.rnd.random() < 0.6, self.rnd.choice(["banker", "player"]))
 
-    def give_back(self, coup: bac.BaccaratCoup, w: bac.Awaiting) -> bm.ExposeHand | bm.ReturnCards:
+    def give_back(self, coup: bac.BaccaratCoup, w: bac.Awaiting) -> baccarat_messages.ExposeHand | baccarat_messages.ReturnCards:
         assert w.seat is not None and w.hand is not None
-        kind = self.rnd.choice([bm.ExposeHand, bm.ReturnCards])
+        kind = self.rnd.choice([baccarat_messages.ExposeHand, baccarat_messages.ReturnCards])
         return kind(w.seat, w.hand)
 
-    def decide(self, coup: bj.BlackjackCoup, w: bj.Awaiting) -> jm.Decide:
+    def decide(self, coup: bj.BlackjackCoup, w: bj.Awaiting) -> blackjack_messages.Decide:
         """A random decision among those the rules allow now (check, then act)."""
         assert w.seat is not None and self.rules is not None
-        options = [jm.Decide(w.seat, w.hand, a) for a in ("stand", "hit", "hit", "double", "split")]
-        options += [jm.Decide(w.seat, w.hand, "insurance", self.rnd.randint(1, 600))]
+        options = [blackjack_messages.Decide(w.seat, w.hand, a) for a in ("stand", "hit", "hit", "double", "split")]
+        options += [blackjack_messages.Decide(w.seat, w.hand, "insurance", self.rnd.randint(1, 600))]
         allowed = [d for d in options if bj.check(self.rules, coup, d) is None]
         return self.rnd.choice(allowed)
 
@@ -102,10 +102,10 @@ def test_baccarat_conserves_cards_and_money_and_replays(seed: int, name: str, de
         procedure = rnd.choice(rules.procedures)
         if holder is not None and procedure != "method_c" and rec is not None:
             # 000 8.18: another method only once the holder has given the shoe up
-            give_up = rnd.choice([bm.PassShoe(holder), bm.ForfeitShoe(holder, "SUP-1")])
+            give_up = rnd.choice([baccarat_messages.PassShoe(holder), baccarat_messages.ForfeitShoe(holder, "SUP-1")])
             holder = bac.shoe_holder_after(bac.fold(bac.decide(rules, rec.coup, give_up), rec.coup))
             assert holder is None
-        opening = bm.OpenCoup(f"c{n}", procedure, APPROVALS, shoe_holder=holder)
+        opening = baccarat_messages.OpenCoup(f"c{n}", procedure, APPROVALS, shoe_holder=holder)
         book = bac_wagers(rnd, rules)
         rec = play.play_baccarat(rules, table_shoe, opening, book, RandomPlayers(rnd))
         holder = bac.shoe_holder_after(rec.coup)
@@ -113,7 +113,7 @@ def test_baccarat_conserves_cards_and_money_and_replays(seed: int, name: str, de
         hands = Counter(d.hand for d in rec.coup.cards)
         assert 2 <= hands["player"] <= 3 and 2 <= hands["banker"] <= 3  # never a fourth card
         assert all(d.face_up for d in rec.coup.cards)  # every card exposed before the result
-        picked = next(e for e in rec.events if isinstance(e, bm.CardsPickedUp))
+        picked = next(e for e in rec.events if isinstance(e, baccarat_messages.CardsPickedUp))
         assert Counter(picked.cards) == Counter(d.card for d in rec.coup.cards)
         staked: Counter[int] = Counter()
         for w in book:
@@ -121,7 +121,7 @@ def test_baccarat_conserves_cards_and_money_and_replays(seed: int, name: str, de
         ledger = check_money(ledger, f"c{n}", rec.payouts, staked)
         check_shoe(table_shoe)
     if table_shoe.state.active and table_shoe.state.round is None and table_shoe.current:
-        table_shoe.do(S.EndShoe(*table_shoe.current))  # the commitment holds for every card dealt
+        table_shoe.do(dealing_shoe.EndShoe(*table_shoe.current))  # the commitment holds for every card dealt
 
 
 @SETTINGS
@@ -138,11 +138,11 @@ def test_blackjack_conserves_cards_and_money_and_replays(seed: int, name: str, r
         rec = play.play_blackjack(rules, table_shoe, f"c{n}", book, RandomPlayers(rnd, rules))
         assert bj.fold(rec.events) == rec.coup
         on_layout = [p.card for b in rec.coup.boxes for h in b.hands for p in h.cards] + list(rec.coup.dealer_cards)
-        picked = next(e for e in rec.events if isinstance(e, jm.CardsPickedUp))
+        picked = next(e for e in rec.events if isinstance(e, blackjack_messages.CardsPickedUp))
         assert Counter(picked.cards) == Counter(on_layout)
         staked: Counter[int] = Counter({w.seat: w.amount for w in book})
         for d in rec.events:
-            if isinstance(d, jm.DecisionTaken):
+            if isinstance(d, blackjack_messages.DecisionTaken):
                 staked[d.seat] += d.amount  # a double, a split or insurance stakes more
         ledger = check_money(ledger, f"c{n}", rec.payouts, staked)
         check_shoe(table_shoe)

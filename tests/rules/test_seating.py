@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from casino.rules import wagerbook as W
+from casino.rules import wagerbook
 from casino.rules.baccarat import coup as bac
-from casino.rules.baccarat import messages as bm
+from casino.rules.baccarat import messages as baccarat_messages
 from casino.rules.errors import RuleViolation
 from casino.rules.settlement import settle_baccarat
 from tests.rules.stacking import baccarat, blackjack, of, play_bac
@@ -19,61 +19,61 @@ R = baccarat()
 NATURAL = ["2S", "3H", "4D", "5C"]  # Player 6, Banker 8
 
 
-def book(*commands: W.AnyBookCommand, rules: object = R, seated: tuple[tuple[int, str], ...] = ()) -> W.Book:
-    b = W.evolve(W.Book(), W.BookOpened("c", "r", seated))
+def book(*commands: wagerbook.AnyBookCommand, rules: object = R, seated: tuple[tuple[int, str], ...] = ()) -> wagerbook.Book:
+    b = wagerbook.evolve(wagerbook.Book(), wagerbook.BookOpened("c", "r", seated))
     for cmd in commands:
-        for e in W.decide(rules, b, cmd):  # type: ignore[arg-type]
-            b = W.evolve(b, e)
+        for e in wagerbook.decide(rules, b, cmd):  # type: ignore[arg-type]
+            b = wagerbook.evolve(b, e)
     return b
 
 
-def refused(b: W.Book, cmd: W.AnyBookCommand, rules: object = R) -> RuleViolation:
+def refused(b: wagerbook.Book, cmd: wagerbook.AnyBookCommand, rules: object = R) -> RuleViolation:
     with pytest.raises(RuleViolation) as err:
-        W.decide(rules, b, cmd)  # type: ignore[arg-type]
+        wagerbook.decide(rules, b, cmd)  # type: ignore[arg-type]
     return err.value
 
 
 def test_players_sit_and_leave_while_betting_is_open_and_the_seating_is_carried_to_the_next_book() -> None:
-    b = book(W.Sit(2, "ANN"), W.Sit(5, "BOB"), W.Leave(2))
+    b = book(wagerbook.Sit(2, "ANN"), wagerbook.Sit(5, "BOB"), wagerbook.Leave(2))
     assert b.seated == ((5, "BOB"),)
-    assert refused(b, W.Sit(5, "CAT")).clause == "seating"  # seat taken
-    assert refused(b, W.Sit(3, "BOB")).clause == "seating"  # seated already
-    assert refused(b, W.Leave(3)).clause == "seating"  # nobody there
-    assert refused(b, W.Sit(3, "")).clause == "seating"
-    assert refused(b, W.Sit(4, "CAT")).clause == "ruleset seats"  # 000 has no seat 4
-    closed = W.evolve(b, W.decide(R, b, W.CloseBook())[0])
-    assert refused(closed, W.Sit(3, "CAT")).clause == "wager book"  # betting is closed
-    assert W.evolve(W.Book(), W.decide(R, W.Book(), W.OpenBook("c2", "r", closed.seated))[0]).seated == ((5, "BOB"),)
+    assert refused(b, wagerbook.Sit(5, "CAT")).clause == "seating"  # seat taken
+    assert refused(b, wagerbook.Sit(3, "BOB")).clause == "seating"  # seated already
+    assert refused(b, wagerbook.Leave(3)).clause == "seating"  # nobody there
+    assert refused(b, wagerbook.Sit(3, "")).clause == "seating"
+    assert refused(b, wagerbook.Sit(4, "CAT")).clause == "ruleset seats"  # 000 has no seat 4
+    closed = wagerbook.evolve(b, wagerbook.decide(R, b, wagerbook.CloseBook())[0])
+    assert refused(closed, wagerbook.Sit(3, "CAT")).clause == "wager book"  # betting is closed
+    assert wagerbook.evolve(wagerbook.Book(), wagerbook.decide(R, wagerbook.Book(), wagerbook.OpenBook("c2", "r", closed.seated))[0]).seated == ((5, "BOB"),)
 
 
 def test_a_seated_players_wager_is_theirs_and_a_back_bet_is_on_a_seated_players_box() -> None:
-    b = book(W.Sit(5, "BOB"), W.PlaceWager(5, "banker", 5000), W.PlaceWager(5, "banker", 2500, "DAN"))
+    b = book(wagerbook.Sit(5, "BOB"), wagerbook.PlaceWager(5, "banker", 5000), wagerbook.PlaceWager(5, "banker", 2500, "DAN"))
     assert [(w.seat, w.bet, w.amount, w.player, w.back) for w in b.wagers] == [
         (5, "banker", 5000, "BOB", False), (5, "banker", 2500, "DAN", True)]
-    assert refused(b, W.PlaceWager(3, "player", 2500, "DAN")).clause == "seating"  # nobody seated at seat 3
-    assert refused(b, W.Leave(5)).clause == "seating"  # wagers on the box
-    assert refused(b, W.Sit(3, "DAN")).clause == "seating"  # back bets first cancelled
-    after = book(W.Sit(5, "BOB"), W.PlaceWager(5, "banker", 2500, "DAN"), W.CancelWager(5, "banker", "DAN"))
+    assert refused(b, wagerbook.PlaceWager(3, "player", 2500, "DAN")).clause == "seating"  # nobody seated at seat 3
+    assert refused(b, wagerbook.Leave(5)).clause == "seating"  # wagers on the box
+    assert refused(b, wagerbook.Sit(3, "DAN")).clause == "seating"  # back bets first cancelled
+    after = book(wagerbook.Sit(5, "BOB"), wagerbook.PlaceWager(5, "banker", 2500, "DAN"), wagerbook.CancelWager(5, "banker", "DAN"))
     assert after.wagers == ()
     bj = blackjack()
-    assert refused(book(W.Sit(1, "BOB"), rules=bj), W.PlaceWager(1, "box", 1000, "DAN"), bj).clause == "seating"
+    assert refused(book(wagerbook.Sit(1, "BOB"), rules=bj), wagerbook.PlaceWager(1, "box", 1000, "DAN"), bj).clause == "seating"
 
 
 def test_back_bets_are_paid_and_offered_nothing() -> None:
-    b = book(W.Sit(5, "BOB"), W.Sit(2, "ANN"), W.PlaceWager(5, "banker", 5000),
-             W.PlaceWager(2, "banker", 2500), W.PlaceWager(2, "banker", 100000, "DAN"))
+    b = book(wagerbook.Sit(5, "BOB"), wagerbook.Sit(2, "ANN"), wagerbook.PlaceWager(5, "banker", 5000),
+             wagerbook.PlaceWager(2, "banker", 2500), wagerbook.PlaceWager(2, "banker", 100000, "DAN"))
     for procedure in ("method_c", "method_d"):
         rec = play_bac(R, NATURAL, procedure, b.wagers)
-        orders = [o.seats for o in of(rec.events, bm.OfferOrder)]
+        orders = [o.seats for o in of(rec.events, baccarat_messages.OfferOrder)]
         assert orders == ([(2, 5)] if procedure == "method_c" else [(5, 2)]), (procedure, orders)
-    rec = play_bac(R, NATURAL, "method_b", b.wagers, approvals=(bm.Approval("method_b", "inspector"),))
-    assert [o.seats for o in of(rec.events, bm.OfferOrder) if o.offer == "banker"] == [(5, 2)]  # DAN's 100,000 not
-    result = of(rec.events, bm.CoupResulted)[0]
+    rec = play_bac(R, NATURAL, "method_b", b.wagers, approvals=(baccarat_messages.Approval("method_b", "inspector"),))
+    assert [o.seats for o in of(rec.events, baccarat_messages.OfferOrder) if o.offer == "banker"] == [(5, 2)]  # DAN's 100,000 not
+    result = of(rec.events, baccarat_messages.CoupResulted)[0]
     paid = {(p.seat, p.player): p.returned for p in settle_baccarat(R, b.wagers, result)}
     assert paid[(2, "DAN")] == 100000 + 95000 and paid[(5, "BOB")] == 5000 + 4750
 
 
 def test_000_8_18_the_holders_own_wager_is_his_not_a_back_bet_on_his_box() -> None:
-    b = book(W.Sit(2, "ANN"), W.PlaceWager(2, "banker", 5000), W.PlaceWager(2, "player", 2500, "DAN"))
+    b = book(wagerbook.Sit(2, "ANN"), wagerbook.PlaceWager(2, "banker", 5000), wagerbook.PlaceWager(2, "player", 2500, "DAN"))
     rec = play_bac(R, NATURAL, "method_c", b.wagers)  # Banker wins: ANN's own wager won, DAN's back bet lost
     assert bac.shoe_holder_after(rec.coup) == 2

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from nats.js.api import DiscardPolicy
 
-from casino import commands as c
+from casino import commands
 from casino.rules.baccarat.messages import Approval
 from casino.rules.shoe import RoundEnded
 from casino.store import subjects
@@ -30,37 +30,37 @@ async def count(casino: Casino) -> int:
 async def test_002_4_a_003_7_3_a_a_close_with_no_wager_is_refused_and_leaves_betting_open(
         nats_url: str, table: str, clause: str) -> None:
     async with Casino(nats_url, BLACKJACK) as casino:
-        opened = await casino.ask(table, "coup", c.OpenCoup)
+        opened = await casino.ask(table, "coup", commands.OpenCoup)
         before = await count(casino)
         for _ in range(2):  # refused, and refused again the same way: nothing has changed
-            refused = await casino.ask(table, "coup", c.CloseBetting, coup=opened.coup)
+            refused = await casino.ask(table, "coup", commands.CloseBetting, coup=opened.coup)
             assert (refused.ok, refused.clause) == (False, clause), refused
         assert await count(casino) == before
-        placed = await casino.ask(table, "wager", c.PlaceWager, coup=opened.coup, seat=1, bet="box", amount=1000)
+        placed = await casino.ask(table, "wager", commands.PlaceWager, coup=opened.coup, seat=1, bet="box", amount=1000)
         assert placed.ok, placed  # betting is still open
-        closed = await casino.ask(table, "coup", c.CloseBetting, coup=opened.coup)
+        closed = await casino.ask(table, "coup", commands.CloseBetting, coup=opened.coup)
         assert closed.ok and closed.waiting is not None and closed.waiting.kind != "close_betting", closed
 
 
 async def test_a_command_id_used_again_for_another_command_is_refused_and_records_nothing(nats_url: str) -> None:
     async with Casino(nats_url, BACCARAT) as casino:
-        opened = await casino.ask("BAC000-1", "coup", c.OpenCoup, procedure="method_a")
+        opened = await casino.ask("BAC000-1", "coup", commands.OpenCoup, procedure="method_a")
         coup = opened.coup
-        first = c.PlaceWager(id="w-1", table="BAC000-1", coup=coup, seat=1, bet="banker", amount=5000)
+        first = commands.PlaceWager(id="w-1", table="BAC000-1", coup=coup, seat=1, bet="banker", amount=5000)
         assert (await casino.peer.ask(subjects.command("BAC000-1", "wager"), first)).ok
         assert (await casino.peer.ask(subjects.command("BAC000-1", "wager"), first)).ok  # a retry: answered, once
         before = await count(casino)
-        for other in (c.PlaceWager(id="w-1", table="BAC000-1", coup=coup, seat=2, bet="banker", amount=5000),
-                      c.CancelWager(id="w-1", table="BAC000-1", coup=coup, seat=1, bet="banker")):
+        for other in (commands.PlaceWager(id="w-1", table="BAC000-1", coup=coup, seat=2, bet="banker", amount=5000),
+                      commands.CancelWager(id="w-1", table="BAC000-1", coup=coup, seat=1, bet="banker")):
             refused = await casino.peer.ask(subjects.command("BAC000-1", "wager"), other)
             assert (refused.ok, refused.clause) == (False, "command id") and "w-1" in refused.reason, refused
         assert await count(casino) == before
-        close = c.CloseBetting(id="x-1", table="BAC000-1", coup=coup)
+        close = commands.CloseBetting(id="x-1", table="BAC000-1", coup=coup)
         assert (await casino.peer.ask(subjects.command("BAC000-1", "coup"), close)).ok
         await casino.settled(coup)  # and the round's end at the shoe, asked as the terminal is answered:
         await casino.recorded(coup, RoundEnded)  # what the close causes is all recorded
         after = await count(casino)
-        other = c.ReturnCards(id="x-1", table="BAC000-1", coup=coup, seat=1, hand="banker")
+        other = commands.ReturnCards(id="x-1", table="BAC000-1", coup=coup, seat=1, hand="banker")
         refused = await casino.peer.ask(subjects.command("BAC000-1", "coup"), other)
         assert (refused.ok, refused.clause) == (False, "command id"), refused
         assert (await casino.peer.ask(subjects.command("BAC000-1", "coup"), close)).ok  # the retry, answered
@@ -74,11 +74,11 @@ async def test_a_command_id_used_again_for_another_command_is_refused_and_record
 async def test_every_identifier_that_becomes_a_subject_token_or_a_header_is_validated(
         nats_url: str, field: str, value: str) -> None:
     async with Casino(nats_url, BACCARAT) as casino:
-        opened = await casino.ask("BAC000-1", "coup", c.OpenCoup, procedure="method_a")
+        opened = await casino.ask("BAC000-1", "coup", commands.OpenCoup, procedure="method_a")
         before = await count(casino)
         fields = {"id": "w-1", "table": "BAC000-1", "coup": opened.coup, "seat": 1, "bet": "banker", "amount": 5000}
-        body = c.encoder.encode({"type": "table.place_wager", **fields, field: value})
-        reply = c.reply_decoder.decode((await casino.nc.request(
+        body = commands.encoder.encode({"type": "table.place_wager", **fields, field: value})
+        reply = commands.reply_decoder.decode((await casino.nc.request(
             subjects.command("BAC000-1", "wager"), body, timeout=5)).data)
         assert (reply.ok, reply.clause) == (False, "protocol") and "malformed" in reply.reason, reply
         assert await count(casino) == before
@@ -87,35 +87,35 @@ async def test_every_identifier_that_becomes_a_subject_token_or_a_header_is_vali
 async def test_an_approval_comes_from_the_casinos_configuration_never_from_a_terminal(nats_url: str) -> None:
     async with Casino(nats_url, BACCARAT) as casino:
         forged = (Approval("method_b", "inspector", "FORGED-BY-TERMINAL"),)
-        refused = await casino.ask("BAC000-1", "coup", c.OpenCoup, procedure="method_b", approvals=forged)
+        refused = await casino.ask("BAC000-1", "coup", commands.OpenCoup, procedure="method_b", approvals=forged)
         assert (refused.ok, refused.clause) == (False, "approvals") and "FORGED-BY-TERMINAL" in refused.reason
         assert await count(casino) == 0
 
 
 async def test_a_table_configured_with_an_unknown_ruleset_is_refused_with_the_reason(nats_url: str) -> None:
     async with Casino(nats_url, {"X-1": TableConfig("no-such-ruleset")}) as casino:
-        refused = await casino.ask("X-1", "coup", c.OpenCoup)
+        refused = await casino.ask("X-1", "coup", commands.OpenCoup)
         assert (refused.ok, refused.clause) == (False, "ruleset") and "no-such-ruleset" in refused.reason, refused
 
 
 async def test_one_terminal_flooding_its_table_is_refused_at_once_and_another_table_is_answered(
         nats_url: str, tmp_path: Path) -> None:
     async with Casino(nats_url, BACCARAT) as casino:
-        opened = await casino.ask("BAC000-1", "coup", c.OpenCoup, procedure="method_a")
-        await casino.ask("BAC000-1", "wager", c.PlaceWager, coup=opened.coup, seat=1, bet="banker", amount=5000)
-        await casino.ask("BAC000-1", "coup", c.CloseBetting, coup=opened.coup)
+        opened = await casino.ask("BAC000-1", "coup", commands.OpenCoup, procedure="method_a")
+        await casino.ask("BAC000-1", "wager", commands.PlaceWager, coup=opened.coup, seat=1, bet="banker", amount=5000)
+        await casino.ask("BAC000-1", "coup", commands.CloseBetting, coup=opened.coup)
         # Wagers on a closed book: each refused only after the book is read again from the stream.
-        flood = [c.encoder.encode(c.PlaceWager(id=f"f-{i}", table="BAC000-1", coup=opened.coup, seat=2,
+        flood = [commands.encoder.encode(commands.PlaceWager(id=f"f-{i}", table="BAC000-1", coup=opened.coup, seat=2,
                                                bet="player", amount=5000)) for i in range(400)]
         flooding = [asyncio.ensure_future(casino.nc.request(subjects.command("BAC000-1", "wager"), body, timeout=30))
                     for body in flood]
         waits = []
         for _ in range(10):  # the other table, meanwhile
             started = time.perf_counter()
-            status = await casino.ask("BAC000-2", "coup", c.Status)
+            status = await casino.ask("BAC000-2", "coup", commands.Status)
             waits.append(time.perf_counter() - started)
             assert status.ok
-        replies = [c.reply_decoder.decode(m.data) for m in await asyncio.gather(*flooding)]
+        replies = [commands.reply_decoder.decode(m.data) for m in await asyncio.gather(*flooding)]
         assert not any(r.ok for r in replies)
         assert sum(r.clause == "rate limit" for r in replies) > len(flood) // 2
         assert max(waits) < 2.0, waits  # not queued behind the flood (each wager refused after a read)
@@ -124,13 +124,13 @@ async def test_one_terminal_flooding_its_table_is_refused_at_once_and_another_ta
 async def test_a_write_the_full_store_refuses_is_answered_with_its_reason_and_nothing_is_recorded(
         nats_url: str) -> None:
     async with Casino(nats_url, BACCARAT) as casino:
-        opened = await casino.ask("BAC000-1", "coup", c.OpenCoup, procedure="method_a")
+        opened = await casino.ask("BAC000-1", "coup", commands.OpenCoup, procedure="method_a")
         js = casino.nc.jetstream()
         info = await js.stream_info("CASINO")
         info.config.max_bytes, info.config.discard = info.state.bytes + 64, DiscardPolicy.NEW
         await js.update_stream(info.config)  # the store full, as a node whose volume has filled
         before = await count(casino)
-        refused = await casino.ask("BAC000-1", "wager", c.PlaceWager, coup=opened.coup, seat=1, bet="banker",
+        refused = await casino.ask("BAC000-1", "wager", commands.PlaceWager, coup=opened.coup, seat=1, bet="banker",
                                    amount=5000)
         assert (refused.ok, refused.clause) == (False, "event store") and "nothing was recorded" in refused.reason
         assert "maximum bytes" in refused.reason, refused

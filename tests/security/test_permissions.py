@@ -14,8 +14,7 @@ import msgspec
 import nats
 import pytest
 
-from casino import commands as c
-from casino import natsauth
+from casino import commands, natsauth
 from casino.projections import BUCKETS, META
 from casino.rules.shoe import ShoeEnded
 from casino.store import envelope, subjects
@@ -125,7 +124,7 @@ async def test_replies_aimed_at_the_streams_or_the_jetstream_api_write_nothing(t
                 f"$JS.API.CONSUMER.DELETE.{STREAM}.settlement", f"$JS.API.STREAM.PURGE.{STREAM}",
                 "$KV.casino_projections.checkpoint"]
         terminal = await casino.connect("terminal-BAC000-1")
-        status = c.encoder.encode(c.Status(id="s", table="BAC000-1"))
+        status = commands.encoder.encode(commands.Status(id="s", table="BAC000-1"))
         for aim in aims:
             for body in (status, b"{}"):
                 for service in ("coup", "wager"):
@@ -140,7 +139,7 @@ async def test_replies_aimed_at_the_streams_or_the_jetstream_api_write_nothing(t
         assert after == before
         assert (await casino.settlement_consumer()).durable_name == "settlement"
         ok = await terminal.request(subjects.command("BAC000-1", "coup"), status, timeout=5)
-        assert c.reply_decoder.decode(ok.data).ok  # answered as ever on its own inbox
+        assert commands.reply_decoder.decode(ok.data).ok  # answered as ever on its own inbox
         await casino.deal(1)  # the tables go on
         compliance = await casino.connect("compliance")
         store = JetStreamEventStore(compliance)
@@ -227,28 +226,28 @@ async def test_a_terminal_commands_its_own_table_only_and_a_service_writes_its_o
 
         terminal = await casino.connect("terminal-BAC000-1", errors)
         ok = await terminal.request(subjects.command("BAC000-1", "coup"),
-                                    c.encoder.encode(c.Status(id="s", table="BAC000-1")), timeout=5)
-        assert c.reply_decoder.decode(ok.data).ok
+                                    commands.encoder.encode(commands.Status(id="s", table="BAC000-1")), timeout=5)
+        assert commands.reply_decoder.decode(ok.data).ok
         errors.clear()
-        other = c.OpenCoup(id="o", table="BJ002-1")
+        other = commands.OpenCoup(id="o", table="BJ002-1")
         with pytest.raises((nats.errors.TimeoutError, nats.errors.NoRespondersError)):
-            await terminal.request(subjects.command("BJ002-1", "coup"), c.encoder.encode(other), timeout=1)
+            await terminal.request(subjects.command("BJ002-1", "coup"), commands.encoder.encode(other), timeout=1)
         await asyncio.sleep(0.2)
         assert any("permissions violation" in e.lower() for e in errors), errors
-        for service, command in (("coup", other), ("wager", c.PlaceWager(
+        for service, command in (("coup", other), ("wager", commands.PlaceWager(
                 id="w", table="BJ002-1", coup="BJ002-1-000003", seat=1, bet="box", amount=1000))):
-            sent = await terminal.request(subjects.command("BAC000-1", service), c.encoder.encode(command), timeout=5)
-            refused = c.reply_decoder.decode(sent.data)
+            sent = await terminal.request(subjects.command("BAC000-1", service), commands.encoder.encode(command), timeout=5)
+            refused = commands.reply_decoder.decode(sent.data)
             assert (refused.ok, refused.clause) == (False, "protocol"), refused
             assert "table BJ002-1 came on table BAC000-1's subject" in refused.reason
-        book = c.CloseBook(id="close", table="BAC000-1", coup="BAC000-1-000003")
+        book = commands.CloseBook(id="close", table="BAC000-1", coup="BAC000-1-000003")
         errors.clear()
         with pytest.raises((nats.errors.TimeoutError, nats.errors.NoRespondersError)):
-            await terminal.request(subjects.command("BAC000-1", "book"), c.encoder.encode(book), timeout=1)
+            await terminal.request(subjects.command("BAC000-1", "book"), commands.encoder.encode(book), timeout=1)
         await asyncio.sleep(0.2)
         assert any("permissions violation" in e.lower() for e in errors), errors
-        sent = await terminal.request(subjects.command("BAC000-1", "wager"), c.encoder.encode(book), timeout=5)
-        refused = c.reply_decoder.decode(sent.data)
+        sent = await terminal.request(subjects.command("BAC000-1", "wager"), commands.encoder.encode(book), timeout=5)
+        refused = commands.reply_decoder.decode(sent.data)
         assert (refused.ok, refused.clause) == (False, "protocol") and "unknown" in refused.reason, refused
         await terminal.close()
         assert len(await store.read(f"{subjects.EVENTS}.>")) == before  # nothing was written

@@ -12,7 +12,7 @@ import nats
 import pytest
 from nats.js.api import StoreCompression
 
-from casino.rules.baccarat import messages as bm
+from casino.rules.baccarat import messages as baccarat_messages
 from casino.rules.shoe import CardDrawn
 from casino.store import subjects
 from casino.store.envelope import Batch, Envelope, type_of
@@ -50,12 +50,12 @@ def batch(*events: object, table: str = "T1", shoe: str = "T1-shoe-1", coup: str
         for i, e in enumerate(events)))
 
 
-DEALT = bm.CardDealt("player", "AS", 1, True, None)
+DEALT = baccarat_messages.CardDealt("player", "AS", 1, True, None)
 COUP = subjects.event("T1", "T1-shoe-1", "T1-000001", "coup")
 
 
 async def test_an_appended_batch_reads_back_whole_with_its_envelopes(store: EventStore) -> None:
-    b = batch(DEALT, bm.CountAnnounced("player", 1, "000 8.3.2"))
+    b = batch(DEALT, baccarat_messages.CountAnnounced("player", 1, "000 8.3.2"))
     ack = await store.append(COUP, b, expected=0, msg_id="m1")
     [got] = await store.read(COUP)
     assert (got.seq, got.subject, got.batch) == (ack.seq, COUP, b)

@@ -15,10 +15,10 @@ import msgspec
 
 from casino.rules import settlement, shoe
 from casino.rules.baccarat import coup as bac
-from casino.rules.baccarat import messages as bm
+from casino.rules.baccarat import messages as baccarat_messages
 from casino.rules.baccarat import tableau
 from casino.rules.blackjack import coup as bj
-from casino.rules.blackjack import messages as jm
+from casino.rules.blackjack import messages as blackjack_messages
 from casino.rules.cards import Card
 from casino.rules.errors import RuleViolation
 from casino.rules.ruleset import BaccaratRules, BlackjackRules, ShoeRules
@@ -29,15 +29,15 @@ from casino.rules.wagers import Wager
 class BaccaratPlayers(Protocol):
     """How the seated players answer offers and handle the cards they receive."""
 
-    def answer(self, coup: bac.BaccaratCoup, waiting: bac.Awaiting) -> bm.AnswerOffer: ...
+    def answer(self, coup: bac.BaccaratCoup, waiting: bac.Awaiting) -> baccarat_messages.AnswerOffer: ...
 
-    def give_back(self, coup: bac.BaccaratCoup, waiting: bac.Awaiting) -> bm.ExposeHand | bm.ReturnCards: ...
+    def give_back(self, coup: bac.BaccaratCoup, waiting: bac.Awaiting) -> baccarat_messages.ExposeHand | baccarat_messages.ReturnCards: ...
 
 
 class BlackjackPlayers(Protocol):
     """How the players decide each hand."""
 
-    def decide(self, coup: bj.BlackjackCoup, waiting: bj.Awaiting) -> jm.Decide: ...
+    def decide(self, coup: bj.BlackjackCoup, waiting: bj.Awaiting) -> blackjack_messages.Decide: ...
 
 
 class Shoe(msgspec.Struct):
@@ -101,29 +101,29 @@ class Shoe(msgspec.Struct):
 
 class BaccaratCoupRecord(msgspec.Struct):
     coup: bac.BaccaratCoup
-    events: list[bm.AnyBaccaratEvent]
+    events: list[baccarat_messages.AnyBaccaratEvent]
     payouts: tuple[Payout, ...]
 
 
 def play_baccarat(
     rules: BaccaratRules,
     table_shoe: Shoe,
-    opening: bm.OpenCoup,
+    opening: baccarat_messages.OpenCoup,
     wagers: Sequence[Wager],
     players: BaccaratPlayers,
 ) -> BaccaratCoupRecord:
     """Deal one baccarat coup to the end and settle it."""
     state = bac.BaccaratCoup()
-    events: list[bm.AnyBaccaratEvent] = []
+    events: list[baccarat_messages.AnyBaccaratEvent] = []
 
-    def do(command: bm.AnyBaccaratCommand) -> None:
+    def do(command: baccarat_messages.AnyBaccaratCommand) -> None:
         nonlocal state
         evs, state = bac.step(rules, state, command)
         events.extend(evs)
 
     do(opening)
     table_shoe.start_round(opening.coup_id)
-    do(bm.CloseBetting(tuple(wagers)))
+    do(baccarat_messages.CloseBetting(tuple(wagers)))
     while (w := bac.awaiting(state)).kind != "nothing":
         if w.kind == "card":
             # as the dealer-policy asks the shoe: a run the tableau alone decides is drawn at once
@@ -132,17 +132,17 @@ def play_baccarat(
                     len(dealt) + len(run) < tableau.drawn_on(dealt + [card for card, _ in run], len(dealt) + 1):
                 run.append(table_shoe.draw(opening.coup_id))
             for card, position in run:
-                do(bm.DealCard(card, position, bac.awaiting(state).seat))
+                do(baccarat_messages.DealCard(card, position, bac.awaiting(state).seat))
         elif w.kind == "answer":
             do(players.answer(state, w))
         elif w.kind == "pass":
             assert w.hand is not None
-            do(bm.PassCards(w.hand))
+            do(baccarat_messages.PassCards(w.hand))
         elif w.kind == "expose":
             do(players.give_back(state, w))
         else:
             raise RuleViolation("coup", f"cannot continue from {w.kind}")
-    picked = next(e for e in events if isinstance(e, bm.CardsPickedUp))
+    picked = next(e for e in events if isinstance(e, baccarat_messages.CardsPickedUp))
     table_shoe.end_round(opening.coup_id, picked.cards)
     assert state.result is not None
     return BaccaratCoupRecord(state, events, settlement.settle_baccarat(rules, state.wagers, state.result))
@@ -150,7 +150,7 @@ def play_baccarat(
 
 class BlackjackCoupRecord(msgspec.Struct):
     coup: bj.BlackjackCoup
-    events: list[jm.AnyBlackjackEvent]
+    events: list[blackjack_messages.AnyBlackjackEvent]
     payouts: tuple[Payout, ...]
 
 
@@ -163,25 +163,25 @@ def play_blackjack(
 ) -> BlackjackCoupRecord:
     """Deal one blackjack coup to the end and settle it."""
     state = bj.BlackjackCoup()
-    events: list[jm.AnyBlackjackEvent] = []
+    events: list[blackjack_messages.AnyBlackjackEvent] = []
 
-    def do(command: jm.AnyBlackjackCommand) -> None:
+    def do(command: blackjack_messages.AnyBlackjackCommand) -> None:
         nonlocal state
         evs, state = bj.step(rules, state, command)
         events.extend(evs)
 
-    do(jm.OpenCoup(coup_id))
+    do(blackjack_messages.OpenCoup(coup_id))
     table_shoe.start_round(coup_id)
-    do(jm.CloseBetting(tuple(wagers)))
+    do(blackjack_messages.CloseBetting(tuple(wagers)))
     while (w := bj.awaiting(state, rules)).kind != "nothing":
         if w.kind == "card":
             card, position = table_shoe.draw(coup_id)
-            do(jm.DealCard(card, position))
+            do(blackjack_messages.DealCard(card, position))
         elif w.kind == "decision":
             do(players.decide(state, w))
         else:
             raise RuleViolation("coup", f"cannot continue from {w.kind}")
-    picked = next(e for e in events if isinstance(e, jm.CardsPickedUp))
+    picked = next(e for e in events if isinstance(e, blackjack_messages.CardsPickedUp))
     table_shoe.end_round(coup_id, picked.cards)
     assert state.result is not None
     return BlackjackCoupRecord(state, events, settlement.settle_blackjack(rules, state.result))

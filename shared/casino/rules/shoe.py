@@ -341,7 +341,7 @@ def evolve(state: ShoeState, event: AnyShoeEvent) -> ShoeState:
     return state if after is None else after(state, event)
 
 
-_r = msgspec.structs.replace
+replace = msgspec.structs.replace
 
 
 def _shuffled(state: ShoeState, e: ShoeShuffled) -> ShoeState:
@@ -354,19 +354,19 @@ def _burned(state: ShoeState, e: CardBurned) -> ShoeState:
     if state.burn_by_value and e.position == 0:
         # The first card is shown and as many more are burned as its value (tens count ten).
         due = baccarat_value(e.card) or 10
-    return _r(state, drawn=state.drawn + (e.card,), dealt=_tally(state.dealt, e.card),
+    return replace(state, drawn=state.drawn + (e.card,), dealt=_tally(state.dealt, e.card),
               discard=state.discard + (e.card,), burns_due=due)
 
 
 def _drawn(state: ShoeState, e: CardDrawn) -> ShoeState:
-    return _r(state, drawn=state.drawn + (e.card,), dealt=_tally(state.dealt, e.card),
+    return replace(state, drawn=state.drawn + (e.card,), dealt=_tally(state.dealt, e.card),
               layout=state.layout + (e.card,), round_cards=state.round_cards + 1)
 
 
 def _round_ended(state: ShoeState, e: RoundEnded) -> ShoeState:
     if state.cut_index is None:  # a continuous shuffler takes the cards back
-        return _r(state, round=None, round_cards=0, layout=(), returned=state.returned + e.pickup)
-    return _r(state, round=None, round_cards=0, layout=(), discard=state.discard + e.pickup)
+        return replace(state, round=None, round_cards=0, layout=(), returned=state.returned + e.pickup)
+    return replace(state, round=None, round_cards=0, layout=(), discard=state.discard + e.pickup)
 
 
 # One entry per message type: a lookup, not a chain of type tests (the hot path of a fold).
@@ -381,11 +381,11 @@ _DECIDE: dict[type, Callable[[ShoeRules, ShoeState, Any, Cites], list[AnyShoeEve
 _EVOLVE: dict[type, Callable[[ShoeState, Any], ShoeState]] = {
     ShoeShuffled: _shuffled,
     CardBurned: _burned,
-    RoundStarted: lambda state, e: _r(state, round=e.coup_id, round_cards=0),
-    CutCardReached: lambda state, e: _r(state, cut_reached=True),
+    RoundStarted: lambda state, e: replace(state, round=e.coup_id, round_cards=0),
+    CutCardReached: lambda state, e: replace(state, cut_reached=True),
     CardDrawn: _drawn,
     RoundEnded: _round_ended,
-    ReshuffleRequired: lambda state, e: _r(state, reshuffle=e.when),
+    ReshuffleRequired: lambda state, e: replace(state, reshuffle=e.when),
     ShoeEnded: lambda state, e: ShoeState(round=state.round),
 }
 

@@ -11,8 +11,8 @@ from datetime import datetime
 import msgspec
 
 from casino.rules import settlement, shoe, wagerbook
-from casino.rules.baccarat import messages as bm
-from casino.rules.blackjack import messages as jm
+from casino.rules.baccarat import messages as baccarat_messages
+from casino.rules.blackjack import messages as blackjack_messages
 
 
 class CoupConfigured(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="coup.configured"):
@@ -40,7 +40,7 @@ class RulesetRecorded(msgspec.Struct, frozen=True, gc=False, tag_field="type", t
 
 
 AnyEvent = (
-    shoe.AnyShoeEvent | bm.AnyBaccaratEvent | jm.AnyBlackjackEvent | wagerbook.AnyBookEvent
+    shoe.AnyShoeEvent | baccarat_messages.AnyBaccaratEvent | blackjack_messages.AnyBlackjackEvent | wagerbook.AnyBookEvent
     | settlement.CoupSettled | CoupConfigured | RulesetRecorded
 )
 

@@ -445,7 +445,7 @@ def evolve(state: BaccaratCoup, event: AnyBaccaratEvent) -> BaccaratCoup:
     return state if after is None else after(state, event)
 
 
-_r = msgspec.structs.replace
+replace = msgspec.structs.replace
 
 
 def _opened(s: BaccaratCoup, e: CoupOpened) -> BaccaratCoup:
@@ -457,42 +457,42 @@ def _opened(s: BaccaratCoup, e: CoupOpened) -> BaccaratCoup:
 def _betting_closed(s: BaccaratCoup, e: BettingClosed) -> BaccaratCoup:
     todo: tuple[Offer, ...] = (("shoe",) if s.procedure in SHOE_METHODS
                                else ("banker", "player") if s.procedure == "style_b" else ())
-    return _r(s, wagers=e.wagers, offers_todo=todo, phase="offers" if todo else "dealing")
+    return replace(s, wagers=e.wagers, offers_todo=todo, phase="offers" if todo else "dealing")
 
 
 def _offer_order(s: BaccaratCoup, e: OfferOrder) -> BaccaratCoup:
     todo = s.offers_todo[1:] if s.offers_todo[:1] == (e.offer,) else s.offers_todo
-    return _r(s, offer=e.offer, order=e.seats, chain=e.seats, offers_todo=todo, refusals=0)
+    return replace(s, offer=e.offer, order=e.seats, chain=e.seats, offers_todo=todo, refusals=0)
 
 
 def _offer_answered(s: BaccaratCoup, e: OfferAnswered) -> BaccaratCoup:
     if e.accepted:
-        return _r(s, asked=None)
-    return _r(s, asked=None, chain=s.chain[1:], refusals=s.refusals + 1)
+        return replace(s, asked=None)
+    return replace(s, asked=None, chain=s.chain[1:], refusals=s.refusals + 1)
 
 
 def _card_dealt(s: BaccaratCoup, e: CardDealt) -> BaccaratCoup:
     cards = s.cards + (Dealt(e.hand, e.card, e.position, e.face_up, e.by),)
     if e.hand == "player":
-        s = _r(s, cards=cards, player=s.player + (e.card,))
+        s = replace(s, cards=cards, player=s.player + (e.card,))
     else:
-        s = _r(s, cards=cards, banker=s.banker + (e.card,))
+        s = replace(s, cards=cards, banker=s.banker + (e.card,))
     if s.phase == "dealing" and len(cards) == 4:
-        return _r(s, phase="handling", handle_todo=_to_handle(s))
+        return replace(s, phase="handling", handle_todo=_to_handle(s))
     return s
 
 
 def _hand_exposed(s: BaccaratCoup, e: HandExposed) -> BaccaratCoup:
-    cards = tuple(_r(d, face_up=True) if d.hand == e.hand else d for d in s.cards)
-    return _r(s, cards=cards, out=None, handle_todo=s.handle_todo[1:])
+    cards = tuple(replace(d, face_up=True) if d.hand == e.hand else d for d in s.cards)
+    return replace(s, cards=cards, out=None, handle_todo=s.handle_todo[1:])
 
 
 def _turned_over(s: BaccaratCoup, e: CardsTurnedOver) -> BaccaratCoup:
-    return _r(s, cards=tuple(_r(d, face_up=True) if d.position in e.positions else d for d in s.cards))
+    return replace(s, cards=tuple(replace(d, face_up=True) if d.position in e.positions else d for d in s.cards))
 
 
 def _announced(s: BaccaratCoup, e: CountAnnounced) -> BaccaratCoup:
-    return _r(s, phase="drawing") if s.phase == "handling" and e.hand == "banker" else s
+    return replace(s, phase="drawing") if s.phase == "handling" and e.hand == "banker" else s
 
 
 # One entry per event type: a lookup, not a chain of type tests (the fold's hot path).
@@ -500,33 +500,33 @@ _EVOLVE: dict[type, Callable[[BaccaratCoup, Any], BaccaratCoup]] = {
     CoupOpened: _opened,
     BettingClosed: _betting_closed,
     OfferOrder: _offer_order,
-    OfferMade: lambda s, e: _r(s, asked=e.seat),
+    OfferMade: lambda s, e: replace(s, asked=e.seat),
     OfferAnswered: _offer_answered,
     HolderAssigned: lambda s, e: _assigned(s, e),
-    ProcedureFellBack: lambda s, e: _r(s, procedure=e.procedure, shoe_holder=None, holder_plays=None, phase="dealing"),
+    ProcedureFellBack: lambda s, e: replace(s, procedure=e.procedure, shoe_holder=None, holder_plays=None, phase="dealing"),
     CardDealt: _card_dealt,
-    CardsPassed: lambda s, e: _r(s, out=e.hand),
+    CardsPassed: lambda s, e: replace(s, out=e.hand),
     HandExposed: _hand_exposed,
-    CardsReturned: lambda s, e: _r(s, out=None, handle_todo=s.handle_todo[1:]),
+    CardsReturned: lambda s, e: replace(s, out=None, handle_todo=s.handle_todo[1:]),
     CardsTurnedOver: _turned_over,
     CountAnnounced: _announced,
-    CoupResulted: lambda s, e: _r(s, result=e, phase="finished"),
-    CardsPickedUp: lambda s, e: _r(s, pickup=e.cards),
-    ShoeGivenUp: lambda s, e: _r(s, shoe_given_up=True, shoe_holder=None if s.phase != "finished" else s.shoe_holder),
+    CoupResulted: lambda s, e: replace(s, result=e, phase="finished"),
+    CardsPickedUp: lambda s, e: replace(s, pickup=e.cards),
+    ShoeGivenUp: lambda s, e: replace(s, shoe_given_up=True, shoe_holder=None if s.phase != "finished" else s.shoe_holder),
 }
 
 
 def _assigned(s: BaccaratCoup, e: HolderAssigned) -> BaccaratCoup:
-    s = _r(s, offer=None, chain=(), asked=None)
+    s = replace(s, offer=None, chain=(), asked=None)
     if e.offer == "shoe":
         if e.seat is None:
             return s
-        return _r(s, shoe_holder=e.seat, holder_plays=e.plays, phase="dealing", shoe_given_up=False)
-    s = _r(s, **{f"{e.offer}_holder": e.seat}, decided=s.decided + (e.offer,))
+        return replace(s, shoe_holder=e.seat, holder_plays=e.plays, phase="dealing", shoe_given_up=False)
+    s = replace(s, **{f"{e.offer}_holder": e.seat}, decided=s.decided + (e.offer,))
     if s.phase == "offers" and not s.offers_todo:
-        return _r(s, phase="dealing")
+        return replace(s, phase="dealing")
     if s.phase == "handling" and e.seat is None:
-        return _r(s, handle_todo=s.handle_todo[1:])
+        return replace(s, handle_todo=s.handle_todo[1:])
     return s
 
 

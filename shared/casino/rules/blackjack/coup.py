@@ -15,7 +15,7 @@ from typing import Any, Literal
 import msgspec
 
 from casino.rules.aggregate import violation, with_follow_ups
-from casino.rules.blackjack import hand as H
+from casino.rules.blackjack import hand as hand_totals
 from casino.rules.blackjack.messages import (
     AnyBlackjackCommand,
     AnyBlackjackEvent,
@@ -116,8 +116,9 @@ class Awaiting(msgspec.Struct, frozen=True, gc=False):
     clause: str = ""
 
 
-def _c(rules_hole: bool, hole: str, no_hole: str) -> str:
-    return hole if rules_hole else no_hole
+def _clause(hole_card: bool, hole: str, no_hole: str) -> str:
+    """The clause of the hole-card rules (002) or of the no-hole-card rules (003)."""
+    return hole if hole_card else no_hole
 
 
 def awaiting(s: BlackjackCoup, rules: BlackjackRules) -> Awaiting:
@@ -134,13 +135,13 @@ def awaiting(s: BlackjackCoup, rules: BlackjackRules) -> Awaiting:
             return Awaiting("nothing")
         box, hand = s.boxes[cur[0]], s.boxes[cur[0]].hands[cur[1]]
         if hand.draw_due or len(hand.cards) < 2:
-            return Awaiting("card", box.seat, cur[1], True, _c(s.hole_card, "002 (6)", "003 7.5"))
-        return Awaiting("decision", box.seat, cur[1], clause=_c(s.hole_card, "002 (5)", "003 7.4"))
+            return Awaiting("card", box.seat, cur[1], True, _clause(s.hole_card, "002 (6)", "003 7.5"))
+        return Awaiting("decision", box.seat, cur[1], clause=_clause(s.hole_card, "002 (5)", "003 7.4"))
     if s.phase == "dealer":
         if not s.hole_card and len(s.dealer) == 1:
             return Awaiting("card", None, 0, True, "003 7.6")
-        if all(p.face_up for p in s.dealer) and H.dealer_must_draw(s.dealer_cards, rules.dealer_hits_soft_17):
-            return Awaiting("card", None, 0, True, _c(s.hole_card, "002 (7)", "003 7.6"))
+        if all(p.face_up for p in s.dealer) and hand_totals.dealer_must_draw(s.dealer_cards, rules.dealer_hits_soft_17):
+            return Awaiting("card", None, 0, True, _clause(s.hole_card, "002 (7)", "003 7.6"))
     return Awaiting("nothing")
 
 
@@ -190,7 +191,7 @@ def _primary(rules: BlackjackRules, s: BlackjackCoup, cmd: AnyBlackjackCommand) 
 def _open(rules: BlackjackRules, s: BlackjackCoup, cmd: OpenCoup) -> list[AnyBlackjackEvent]:
     if s.phase != "new":
         raise RuleViolation("coup", "the coup is already open")
-    return [CoupOpened(cmd.coup_id, rules.hole_card, _c(rules.hole_card, "002 (4)", "003 7.3"))]
+    return [CoupOpened(cmd.coup_id, rules.hole_card, _clause(rules.hole_card, "002 (4)", "003 7.3"))]
 
 
 def _close_betting(rules: BlackjackRules, s: BlackjackCoup, cmd: CloseBetting) -> list[AnyBlackjackEvent]:
@@ -198,7 +199,7 @@ def _close_betting(rules: BlackjackRules, s: BlackjackCoup, cmd: CloseBetting) -
         raise RuleViolation("coup", "betting is not open")
     book = check_book(rules.table, rules.limits, cmd.wagers)
     if not book:
-        raise RuleViolation(_c(rules.hole_card, "002 (4)(a)", "003 7.3(a)"), "cards go only to boxes containing a wager, and none has one")
+        raise RuleViolation(_clause(rules.hole_card, "002 (4)(a)", "003 7.3(a)"), "cards go only to boxes containing a wager, and none has one")
     # 002 (4): boxes in the order they are dealt, clockwise from the dealer's left.
     return [BettingClosed(tuple(sorted(book, key=lambda w: rules.seats.index(w.seat))))]
 
@@ -208,7 +209,7 @@ def _deal(rules: BlackjackRules, s: BlackjackCoup, cmd: DealCard) -> list[AnyBla
         raise RuleViolation("002 (10)", "no player may handle, remove or alter the cards; only the dealer deals")
     a = awaiting(s, rules)
     if a.kind != "card":
-        raise RuleViolation(_c(s.hole_card, "002 (6)", "003 7.5"), f"no card is due (the coup is waiting for: {a.kind})")
+        raise RuleViolation(_clause(s.hole_card, "002 (6)", "003 7.5"), f"no card is due (the coup is waiting for: {a.kind})")
     if not is_card(cmd.card):
         raise RuleViolation("shoe", f"{cmd.card!r} is not a card")
     if cmd.position <= s.last_position:
@@ -217,7 +218,7 @@ def _deal(rules: BlackjackRules, s: BlackjackCoup, cmd: DealCard) -> list[AnyBla
 
 
 def _decide(rules: BlackjackRules, s: BlackjackCoup, cmd: Decide) -> list[AnyBlackjackEvent]:
-    turn = _c(s.hole_card, "002 (5)", "003 7.4")
+    turn = _clause(s.hole_card, "002 (5)", "003 7.4")
     a = awaiting(s, rules)
     if a.kind != "decision":
         raise RuleViolation(turn, f"no decision is due (the coup is waiting for: {a.kind})")
@@ -247,14 +248,14 @@ def _decide(rules: BlackjackRules, s: BlackjackCoup, cmd: Decide) -> list[AnyBla
     if len(cards) != 2:
         raise RuleViolation(f"game rules: {cmd.action}", f"{cmd.action} only on the first two cards of a hand")
     if cmd.action == "double":
-        t = H.total(cards)[0]
+        t = hand_totals.total(cards)[0]
         allowed = {"any_two": True, "9_10_11": 9 <= t <= 11, "10_11": 10 <= t <= 11}[rules.double_on]
         if not allowed:
             raise RuleViolation("ruleset double_on", f"doubling is allowed on {rules.double_on}, not on {t}")
         if hand.from_split and not rules.double_after_split:
             raise RuleViolation("ruleset double_after_split", "no doubling after a split at this table")
         return [DecisionTaken(cmd.seat, cmd.hand, "double", hand.stake)]
-    if not H.is_pair(cards, rules.split_by_value):
+    if not hand_totals.is_pair(cards, rules.split_by_value):
         raise RuleViolation("game rules: split", "only a pair may be split")
     if len(box.hands) >= rules.max_hands:
         raise RuleViolation("ruleset max_hands", f"a box may hold at most {rules.max_hands} hands")
@@ -287,8 +288,8 @@ def _automatic(rules: BlackjackRules, s: BlackjackCoup) -> list[AnyBlackjackEven
         cards = hand.codes
         if not hand.announced:
             first = len(cards) == 2 and not hand.from_split and not hand.draw_due
-            t, soft = H.total(cards)
-            clause = _c(s.hole_card, "002 (5)" if first else "002 (6)", "003 7.4" if first else "003 7.5")
+            t, soft = hand_totals.total(cards)
+            clause = _clause(s.hole_card, "002 (5)" if first else "002 (6)", "003 7.4" if first else "003 7.5")
             return [TotalAnnounced(box.seat, cur[1], t, soft, clause)]
         reason = _finished(rules, hand, len(box.hands))
         return [HandCompleted(box.seat, cur[1], reason)] if reason else []
@@ -298,8 +299,8 @@ def _automatic(rules: BlackjackRules, s: BlackjackCoup) -> list[AnyBlackjackEven
             return [HoleCardTurned(s.dealer[1].card, s.dealer[1].position, "002 (7)")]
         if awaiting(s, rules).kind == "card":
             return []
-        t, soft = H.total(s.dealer_cards)
-        clause = _c(s.hole_card, "002 (7)", "003 7.6")
+        t, soft = hand_totals.total(s.dealer_cards)
+        clause = _clause(s.hole_card, "002 (7)", "003 7.6")
         return [TotalAnnounced(None, 0, t, soft, clause), _result(rules, s), _pickup(rules, s)]
     return []
 
@@ -308,29 +309,29 @@ def _finished(
     rules: BlackjackRules, hand: Hand, hands_in_box: int
 ) -> Literal["bust", "doubled", "split_aces", "blackjack", "twenty_one"] | None:
     cards = hand.codes
-    t = H.total(cards)[0]
+    t = hand_totals.total(cards)[0]
     if t > 21:
         return "bust"
     if hand.doubled:
         return "doubled"
     if hand.split_aces:
         # Split aces take one card each, unless a new pair of aces may be split again.
-        may_resplit = rules.resplit_aces and H.is_pair(cards, False) and hands_in_box < rules.max_hands
+        may_resplit = rules.resplit_aces and hand_totals.is_pair(cards, False) and hands_in_box < rules.max_hands
         return None if may_resplit else "split_aces"
     if t == 21:
-        return "blackjack" if H.is_blackjack(cards, hand.from_split) else "twenty_one"
+        return "blackjack" if hand_totals.is_blackjack(cards, hand.from_split) else "twenty_one"
     return None
 
 
 def outcome(hand: Hand, dealer: tuple[Card, ...]) -> Outcome:
     """How one hand fares against the dealer's finished hand."""
     cards = hand.codes
-    dealer_bj = H.is_blackjack(dealer)
-    if H.is_blackjack(cards, hand.from_split):
+    dealer_bj = hand_totals.is_blackjack(dealer)
+    if hand_totals.is_blackjack(cards, hand.from_split):
         return "push" if dealer_bj else "blackjack"
-    if dealer_bj or H.is_bust(cards):
+    if dealer_bj or hand_totals.is_bust(cards):
         return "lose"
-    p, d = H.total(cards)[0], H.total(dealer)[0]
+    p, d = hand_totals.total(cards)[0], hand_totals.total(dealer)[0]
     if d > 21 or p > d:
         return "win"
     return "push" if p == d else "lose"
@@ -339,11 +340,11 @@ def outcome(hand: Hand, dealer: tuple[Card, ...]) -> Outcome:
 def _result(rules: BlackjackRules, s: BlackjackCoup) -> CoupResulted:
     dealer = s.dealer_cards
     hands = tuple(
-        HandResult(b.seat, i, outcome(h, dealer), H.total(h.codes)[0], h.stake, h.original)
+        HandResult(b.seat, i, outcome(h, dealer), hand_totals.total(h.codes)[0], h.stake, h.original)
         for b in s.boxes for i, h in enumerate(b.hands)
     )
     insured = tuple((b.seat, b.insurance) for b in s.boxes if b.insurance)
-    return CoupResulted(H.total(dealer)[0], H.is_blackjack(dealer), hands, insured)
+    return CoupResulted(hand_totals.total(dealer)[0], hand_totals.is_blackjack(dealer), hands, insured)
 
 
 def _pickup(rules: BlackjackRules, s: BlackjackCoup) -> CardsPickedUp:
@@ -362,35 +363,35 @@ def evolve(state: BlackjackCoup, event: AnyBlackjackEvent) -> BlackjackCoup:
     return state if after is None else after(state, event)
 
 
-_r = msgspec.structs.replace
+replace = msgspec.structs.replace
 
 
 def _betting_closed(s: BlackjackCoup, e: BettingClosed) -> BlackjackCoup:
-    return _r(s, boxes=tuple(Box(w.seat, w.amount, (Hand(w.amount, w.amount),)) for w in e.wagers), phase="dealing")
+    return replace(s, boxes=tuple(Box(w.seat, w.amount, (Hand(w.amount, w.amount),)) for w in e.wagers), phase="dealing")
 
 
 def _card_dealt(s: BlackjackCoup, e: CardDealt) -> BlackjackCoup:
     placed = Placed(e.card, e.position, e.face_up)
-    s = _r(s, last_position=e.position)
+    s = replace(s, last_position=e.position)
     if e.seat is None:
-        s = _r(s, dealer=s.dealer + (placed,))
+        s = replace(s, dealer=s.dealer + (placed,))
     else:
-        s = _with_hand(s, e.seat, e.hand, lambda h: _r(
+        s = _with_hand(s, e.seat, e.hand, lambda h: replace(
             h, cards=h.cards + (placed,), draw_due=False, announced=h.announced and s.phase == "dealing"))
     if s.phase == "dealing" and len(s.dealer) + sum(len(b.hands[0].cards) for b in s.boxes) == initial_cards(s):
-        return _r(s, phase="playing", turn=0)
+        return replace(s, phase="playing", turn=0)
     return s
 
 
 def _total_announced(s: BlackjackCoup, e: TotalAnnounced) -> BlackjackCoup:
-    return s if e.seat is None else _with_hand(s, e.seat, e.hand, lambda h: _r(h, announced=True))
+    return s if e.seat is None else _with_hand(s, e.seat, e.hand, lambda h: replace(h, announced=True))
 
 
 def _hand_completed(s: BlackjackCoup, e: HandCompleted) -> BlackjackCoup:
-    s = _with_hand(s, e.seat, e.hand, lambda h: _r(h, done=True))
+    s = _with_hand(s, e.seat, e.hand, lambda h: replace(h, done=True))
     while s.turn < len(s.boxes) and all(h.done for h in s.boxes[s.turn].hands):
-        s = _r(s, turn=s.turn + 1)
-    return _r(s, phase="dealer") if s.turn >= len(s.boxes) else s
+        s = replace(s, turn=s.turn + 1)
+    return replace(s, phase="dealer") if s.turn >= len(s.boxes) else s
 
 
 def _taken(s: BlackjackCoup, e: DecisionTaken) -> BlackjackCoup:
@@ -435,9 +436,9 @@ _EVOLVE: dict[type, Callable[[BlackjackCoup, Any], BlackjackCoup]] = {
     TotalAnnounced: _total_announced,
     DecisionTaken: lambda s, e: _taken(s, e),
     HandCompleted: _hand_completed,
-    HoleCardTurned: lambda s, e: _r(s, dealer=tuple(_r(p, face_up=True) for p in s.dealer)),
-    CoupResulted: lambda s, e: _r(s, result=e, phase="finished"),
-    CardsPickedUp: lambda s, e: _r(s, pickup=e.cards),
+    HoleCardTurned: lambda s, e: replace(s, dealer=tuple(replace(p, face_up=True) for p in s.dealer)),
+    CoupResulted: lambda s, e: replace(s, result=e, phase="finished"),
+    CardsPickedUp: lambda s, e: replace(s, pickup=e.cards),
 }
 
 
