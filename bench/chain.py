@@ -18,7 +18,7 @@ from typing import Any
 
 from bench.load import casino, latency_percentiles, stop_players
 from bench.pipeline import baccarat_tables, procedures
-from casino.simulator import SimulatedTable, Simulator
+from casino.cli.simulator import SimulatedTable, Simulator
 from casino.store import subjects
 from casino.store.jetstream import JetStreamEventStore
 

@@ -28,11 +28,11 @@ from services.shoe.secrets import JetStreamSecrets
 from services.shoe.service import MemorySecrets, ShoeService, secure_shuffle
 
 from bench.load import append_all, latency_percentiles, usage
-from casino import commands
-from casino.natsserver import NatsServer
-from casino.provision import provision
+from casino.nats.provision import provision
+from casino.nats.server import NatsServer
+from casino.protocol import commands
+from casino.protocol.service import Recorder
 from casino.rules import shoe as dealing_shoe
-from casino.service import Recorder
 from casino.store import subjects
 from casino.store.envelope import Batch, CoupConfigured, encode
 from casino.store.eventstore import Appended, Stored, latest_at_table

@@ -28,8 +28,8 @@ from typing import Any
 import nats
 
 from bench.load import append_all, rss_mib
-from casino.natsserver import NatsServer, free_port
-from casino.provision import provision
+from casino.nats.provision import provision
+from casino.nats.server import NatsServer, free_port
 from casino.store import subjects
 from casino.store.jetstream import STREAM
 

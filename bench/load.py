@@ -23,14 +23,14 @@ import nats
 from nats.aio.client import Client
 from tests.faults.harness import Processes
 
-from casino.audit import verify_history
-from casino.launcher import SHORT, default_tables
-from casino.natsserver import NatsServer
-from casino.provision import provision
-from casino.simulator import SimulatedTable, Simulator
+from casino.audit.audits import verify_history
+from casino.cli.run import SHORT, default_tables
+from casino.cli.simulator import SimulatedTable, Simulator
+from casino.config.tables import TableConfig
+from casino.nats.provision import provision
+from casino.nats.server import NatsServer
 from casino.store import subjects
 from casino.store.jetstream import STREAM, JetStreamEventStore
-from casino.tables import TableConfig
 
 
 def rss_mib(pid: int) -> float:

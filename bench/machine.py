@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from casino.natsserver import binary
+from casino.nats.server import binary
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 

@@ -28,15 +28,15 @@ from nats.js.api import StorageType, StreamConfig
 
 from bench.holding import on_disk
 from bench.load import Meter, casino, latency_percentiles, median_spent, process_ids, stop_players
-from casino.launcher import APPROVALS
-from casino.natsserver import NatsServer
-from casino.provision import provision
+from casino.cli.run import APPROVALS
+from casino.cli.simulator import Simulator
+from casino.config.tables import TableConfig
+from casino.nats.provision import provision
+from casino.nats.server import NatsServer
 from casino.rules.baccarat import messages as baccarat_messages
-from casino.simulator import Simulator
 from casino.store import envelope, subjects
 from casino.store.eventstore import Stored
 from casino.store.jetstream import COMPRESSION, STREAM, JetStreamEventStore
-from casino.tables import TableConfig
 
 ONE_TABLE_EVERY = 0.2
 

@@ -26,13 +26,13 @@ import nats
 from nats.js.api import DeliverPolicy
 from services import runner
 
-from casino.audit import verify_store
-from casino.launcher import SHORT, default_tables
-from casino.natsserver import NatsServer
-from casino.parallel import cores
-from casino.provision import provision
-from casino.replay import replay_coup
-from casino.simulator import Simulator
+from casino.audit.audits import verify_store
+from casino.audit.parallel import cores
+from casino.audit.replay import replay_coup
+from casino.cli.run import SHORT, default_tables
+from casino.cli.simulator import Simulator
+from casino.nats.provision import provision
+from casino.nats.server import NatsServer
 from casino.store import subjects
 from casino.store.jetstream import STREAM
 

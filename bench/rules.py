@@ -20,7 +20,7 @@ from typing import Any, Literal, get_args
 
 import msgspec
 
-from casino import rulesets
+from casino.config import rulesets
 from casino.rules import play, settlement, shoe
 from casino.rules.baccarat import coup as bac
 from casino.rules.baccarat import messages as baccarat_messages

@@ -24,15 +24,15 @@ from services.shoe.secrets import JetStreamSecrets
 from services.shoe.service import ShoeService, TableShoe
 
 from bench.load import casino, stop_players
-from casino import rulesets
-from casino.launcher import SHORT, default_tables
-from casino.projections import Projector, fold_stream
+from casino.cli.run import SHORT, default_tables
+from casino.cli.simulator import Simulator
+from casino.config import rulesets
+from casino.config.tables import TableConfig
+from casino.protocol.service import Peer
+from casino.readmodels.projections import Projector, fold_stream
 from casino.rules.ruleset import BaccaratRules
-from casino.service import Peer
-from casino.simulator import Simulator
 from casino.store import subjects
 from casino.store.jetstream import JetStreamEventStore
-from casino.tables import TableConfig
 
 
 async def dealer_latest(nc: Client, tables: dict[str, TableConfig]) -> DealerPolicyService:

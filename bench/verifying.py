@@ -33,9 +33,9 @@ from typing import Any
 import nats
 
 from bench.replay import deal
-from casino.audit import verify_history, verify_table, verify_window
-from casino.history import Bounds, listed_in_one_pass, opened_at, table_listing
-from casino.natsserver import NatsServer
+from casino.audit.audits import verify_history, verify_table, verify_window
+from casino.audit.history import Bounds, listed_in_one_pass, opened_at, table_listing
+from casino.nats.server import NatsServer
 from casino.store import subjects
 from casino.store.jetstream import JetStreamEventStore
 

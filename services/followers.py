@@ -14,7 +14,6 @@ import contextlib
 import logging
 import os
 import secrets
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -27,20 +26,14 @@ from nats.js.api import ConsumerConfig, DeliverPolicy
 from nats.js.errors import NotFoundError
 
 from casino.metrics import Metrics
-from casino.projections import KvProjections, Projector, fold_stream
-from casino.rules.settlement import CoupSettled
-from casino.rules.shoe import RoundStarted
 from casino.store import envelope, subjects
-from casino.store.eventstore import EventStore, Stored
-from casino.store.following import Following
+from casino.store.eventstore import Stored
 from casino.store.jetstream import STREAM
-from casino.verify import verify_coup
 from services.messaging import ack, decoded, delivery, documented, failed, undecoded
 from services.settlement.service import FOLLOWED, SettlementService
 
 log = logging.getLogger("casino")
 
-CHECKPOINT_EVERY = 1.0  # seconds between the projections' checkpoints, at most
 IN_FLIGHT = 1024  # deliveries a consumer hands out before the first of them is acknowledged
 ACK_EVERY = 64  # an instance's own consumer (ack policy all) is acknowledged at least this often
 SETTLEMENT_DELIVERY = "_INBOX.settlement.events"  # where the shared settlement consumer delivers
@@ -49,12 +42,12 @@ SETTLEMENT_DELIVERY = "_INBOX.settlement.events"  # where the shared settlement 
 def instance(kind: str) -> str:
     """A consumer of one instance's own: a name nobody else can guess (every
     consumer user may create consumers it names, never ``settlement``:
-    casino.natsauth), gone ten idle minutes after the instance. The AsyncAPI
+    casino.nats.permissions), gone ten idle minutes after the instance. The AsyncAPI
     documents are made with $CASINO_INSTANCE set, so that they name it."""
     return f"{kind}-{os.environ.get('CASINO_INSTANCE') or secrets.token_hex(8)}"
 
 
-def _own_consumer(name: str, filter_: str, **settings: Any) -> ConsumerConfig:
+def own_consumer(name: str, filter_: str, **settings: Any) -> ConsumerConfig:
     return ConsumerConfig(name=name, durable_name=name, filter_subject=filter_, inactive_threshold=600.0,
                           ack_policy=ConsumerAck.ALL, max_ack_pending=IN_FLIGHT, **settings)
 
@@ -93,7 +86,7 @@ def follow(broker: NatsBroker, kind: str, service: Callable[[], Any], metrics: M
     name = instance(kind)
     acks = Acks()
     nc: Callable[[], Client] = lambda: broker.connection  # noqa: E731
-    config = _own_consumer(name, subjects.aggregate_filter(aggregate), deliver_policy=DeliverPolicy.NEW)
+    config = own_consumer(name, subjects.aggregate_filter(aggregate), deliver_policy=DeliverPolicy.NEW)
 
     @events_subscriber(broker, subjects.aggregate_filter(aggregate), name, config,
                        f"The {aggregate} events every {kind} instance follows, appended by the others.")
@@ -178,121 +171,3 @@ def settlement_consumer(broker: NatsBroker, service: Callable[[], SettlementServ
             later(settle(msg, at, due))
 
     return name
-
-
-class Projections:
-    """The read models, folded from the stream on from the last checkpoint
-    (from the first event if there is none), then kept current from a durable
-    consumer of this instance's own that starts where the fold ended, saving a
-    checkpoint at most every ``CHECKPOINT_EVERY`` seconds and on stopping: a
-    restart reads only what came since. One instance at a time writes the
-    keys (``KvProjections.writing``); the others stand by, folding."""
-
-    def __init__(self, broker: NatsBroker, metrics: Metrics) -> None:
-        self.broker, self.metrics = broker, metrics
-        self.name = instance("projections")
-        self.config = _own_consumer(self.name, f"{subjects.EVENTS}.>",
-                                    deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=1)
-        self.projector = Projector()
-        self.kv: KvProjections | None = None
-        self.store: EventStore | None = None
-        self.written = 0  # the stream sequence up to which every key changed is written
-        self.wrote = False  # whether this instance was the writer at its last write
-        self.changed: set[tuple[str, str]] = set()
-        self.next_save = 0.0
-        # Each coup's messages from its round's start, verified from memory when it settles.
-        self.following = Following(first=(RoundStarted,))
-        self.acks = Acks()
-        events_subscriber(broker, f"{subjects.EVENTS}.>", self.name, self.config,
-                          "Every event, into the read models; each coup verified as it settles.")(self.on_event)
-
-    async def open(self, store: EventStore) -> Projector:
-        """Fold what the stream holds since the last checkpoint; the consumer starts after it."""
-        self.store = store
-        self.kv = await KvProjections(self.broker.connection.jetstream()).open()
-        self.projector = await self.kv.restore() or Projector()
-        self.written = self.projector.seq
-        await fold_stream(self.projector, store, self._folded)
-        self.config.opt_start_seq = self.projector.seq + 1
-        self.next_save = time.monotonic() + CHECKPOINT_EVERY
-        _gauges(self.projector, self.metrics)
-        return self.projector
-
-    async def close(self) -> None:
-        """The last checkpoint, once the consumer has stopped."""
-        assert self.kv is not None
-        if self.wrote and self.written == self.projector.seq:  # not ahead of the keys
-            await self.kv.save(self.projector)
-        await self.kv.release()
-
-    async def _write(self, changed: set[tuple[str, str]]) -> bool:
-        """The keys changed, where this instance is the writer (the one that
-        has just become it writes every key: it wrote none while standing by)."""
-        assert self.kv is not None
-        writer = await self.kv.writing(self.name, time.time())
-        if writer:
-            await self.kv.put(self.projector, changed if self.wrote else set(self.projector.everything()))
-            self.written = self.projector.seq
-        self.wrote = writer
-        self.projector.forget_ended_shoes()
-        return writer
-
-    async def _folded(self, changed: set[tuple[str, str]]) -> None:  # each page written, then checkpointed
-        assert self.kv is not None
-        if await self._write(changed):
-            await self.kv.save(self.projector)
-
-    async def on_event(self, received: documented(envelope.Batch)) -> None:  # type: ignore[valid-type]
-        """Apply one delivery; write the keys changed once nothing more is
-        waiting (or every ``ACK_EVERY`` deliveries), and verify each coup it settles."""
-        assert self.kv is not None and self.store is not None
-        msg = received.msg
-        at = delivery(msg)
-        with self.metrics.handling.labels("projections").time():
-            batch = await decoded(self.broker.connection, self.name, msg, at, self.metrics)
-            settled: list[tuple[str, str]] = []
-            if batch is None:
-                self.following.forget()
-            else:
-                self.following.take(Stored(at.stream_seq, msg.raw_message.subject, batch), at)
-                self.changed |= self.projector.apply(msg.raw_message.subject, at.stream_seq, batch)
-                settled = [(subjects.tokens(msg.raw_message.subject)[0], e.data.coup_id) for e in batch.events
-                           if isinstance(e.data, CoupSettled)]
-            if self.changed and (at.pending == 0 or self.acks.unacked + 1 >= ACK_EVERY):
-                changed, self.changed = self.changed, set()
-                writer = await self._write(changed)
-                _gauges(self.projector, self.metrics)
-                if writer and time.monotonic() >= self.next_save:
-                    await self.kv.save(self.projector)
-                    self.next_save = time.monotonic() + CHECKPOINT_EVERY
-            for table, coup in settled:  # every settled coup is verified as it closes
-                await verify_settled(self.store, table, coup, self.following.pop(coup), self.metrics)
-        await self.acks.handled(msg, at.pending)
-
-
-async def verify_settled(store: EventStore, table: str, coup: str, kept: list[Stored] | None,
-                         metrics: Metrics) -> None:
-    """Verify a settled coup from the messages kept as they passed; one not
-    followed whole, or with a finding, is judged on its record read back from
-    the stream (its table's shoes: a round may go on into a new shoe)."""
-    findings = verify_coup(kept) if kept is not None else None
-    if findings != []:
-        metrics.read_back.labels(metrics.service).inc()
-        findings = verify_coup(await store.read(subjects.coup_filter(coup, table)))
-    metrics.verified.labels(table).inc()
-    if findings:
-        metrics.verification_failures.labels(table).inc()
-        for f in findings:
-            log.error("verification: %s event seq %d: %s", f.coup, f.seq, f.what)
-
-
-def _gauges(projector: Projector, metrics: Metrics) -> None:
-    """The floor's figures that only the whole history gives: house net, penetration."""
-    for table, takings in projector.takings.items():
-        metrics.house_net.labels(table).set(takings.house_net)
-    for table, status in projector.table_status.items():
-        metrics.coup_open.labels(table).set(1 if status.phase in ("betting", "dealing", "finished") else 0)
-        metrics.last_event.labels(table).set(status.last_event_at)
-        shoe = projector.shoe_stats.get(status.shoe)
-        if shoe is not None:
-            metrics.penetration.labels(table).set(shoe.penetration)

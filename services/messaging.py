@@ -18,9 +18,9 @@ from faststream.response import PublishType
 from nats.aio.client import Client
 from pydantic import PlainValidator, WithJsonSchema
 
-from casino import commands
 from casino.metrics import Metrics
-from casino.service import TableLocks, decide, read_command
+from casino.protocol import commands
+from casino.protocol.service import TableLocks, decide, read_command
 from casino.store import envelope, subjects
 from casino.store.following import Delivery
 from casino.store.jetstream import MAX_DELIVERIES, STREAM, dead_letter

@@ -32,16 +32,18 @@ from nats.aio.client import Client
 from nats.js.api import ConsumerConfig
 from prometheus_client import make_asgi_app
 
-from casino import commands, natsclient
+from casino.config.tables import TableConfig, load_tables
 from casino.metrics import Metrics
-from casino.provision import require_provisioned
-from casino.service import Clock, Peer, utc_now
+from casino.nats import client as natsclient
+from casino.nats.provision import require_provisioned
+from casino.protocol import commands
+from casino.protocol.service import Clock, Peer, utc_now
 from casino.store.envelope import Batch
 from casino.store.jetstream import JetStreamEventStore
-from casino.tables import TableConfig, load_tables
 from services import followers
 from services.dealer_policy.service import DealerPolicyService
 from services.messaging import CommandGate, command_subscriber, documented, replies_to_inboxes, watch_consumers
+from services.projections.service import Projections
 from services.settlement.service import SettlementService
 from services.shoe.secrets import JetStreamSecrets
 from services.shoe.service import ShoeService, ShuffleSource, secure_shuffle
@@ -108,7 +110,7 @@ class Running:
         self.running: set[asyncio.Task[None]] = set()  # settlements under way beside the next deliveries
         self.tasks: list[asyncio.Task[None]] = []
         self.http: uvicorn.Server | None = None
-        self.projections: followers.Projections | None = None
+        self.projections: Projections | None = None
         self.commands = [command_subscriber(self.broker, token, queue, DECODERS[token], types, self.gate,
                                             lambda: self.service, doc)
                          for token, queue, types, doc in COMMANDS.get(kind, [])]
@@ -120,7 +122,7 @@ class Running:
             self.durables.append(followers.settlement_consumer(self.broker, lambda: self.service, self.metrics,
                                                                self.later))
         else:
-            self.projections = followers.Projections(self.broker, self.metrics)
+            self.projections = Projections(self.broker, self.metrics)
             self.durables.append(self.projections.name)
         for subject, schema, doc in _SENDS[kind]:  # for the AsyncAPI document: never published through
             self.broker.publisher(subject, schema=documented(schema), title=subject, description=doc)

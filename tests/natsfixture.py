@@ -11,9 +11,9 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from casino import natsclient
-from casino.natsserver import NatsServer
-from casino.provision import provision
+from casino.nats import client as natsclient
+from casino.nats.provision import provision
+from casino.nats.server import NatsServer
 
 
 async def provisioned(url: str) -> None:

@@ -7,7 +7,7 @@ import json
 import re
 from pathlib import Path
 
-from casino.rulesets import BUILT_IN
+from casino.config.rulesets import BUILT_IN
 
 
 def ruleset_variant(folder: Path, name: str, **settings: object) -> str:

@@ -9,16 +9,18 @@ from typing import Any
 
 import msgspec
 
-from casino import commands, games, rulesets
+from casino import games
+from casino.config import rulesets
+from casino.config.tables import TableConfig
 from casino.games import Carry, Coup, Game
 from casino.metrics import Metrics, count_recorded
+from casino.protocol import commands
+from casino.protocol.service import Clock, Peer, Recorder, TableLocks, log, utc_now
 from casino.rules.errors import RuleViolation
 from casino.rules.ruleset import Ruleset, RulesetError
-from casino.service import Clock, Peer, Recorder, TableLocks, log, utc_now
 from casino.store import subjects
 from casino.store.envelope import AnyEvent, Batch, CoupConfigured, RulesetRecorded
 from casino.store.eventstore import EventStore, latest_at_table
-from casino.tables import TableConfig
 
 
 class Staged(msgspec.Struct):
@@ -43,7 +45,7 @@ class TableCoup(msgspec.Struct):
     state: Coup | None = None
     last_seq: int = 0
     seen: int = 0
-    # The commands recorded in the coup: causation id -> digest of the command (casino.commands.digest).
+    # The commands recorded in the coup: causation id -> digest of the command (casino.protocol.commands.digest).
     applied: dict[str, str] = msgspec.field(default_factory=dict)
     # The extra stakes (double, split, insurance) the coup's recorded decisions
     # call for, by the decision's cause; and those the wager book has confirmed.

@@ -13,11 +13,11 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from casino import games
+from casino.games import payouts_of
 from casino.metrics import Metrics, count_recorded
-from casino.payouts import payouts_of
+from casino.protocol.service import Clock, Recorder, log, utc_now
 from casino.rules import settlement
 from casino.rules.wagerbook import BookOpened
-from casino.service import Clock, Recorder, log, utc_now
 from casino.store import subjects
 from casino.store.envelope import AnyEvent, CoupConfigured
 from casino.store.eventstore import Conflict, EventStore, Stored

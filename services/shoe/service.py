@@ -9,15 +9,15 @@ from typing import Protocol
 
 import msgspec
 
-from casino import rulesets
-from casino.commands import DrawCard, EndRound, Reply, ShoeCommand, StartRound
+from casino.config import rulesets
 from casino.metrics import Metrics, count_recorded
+from casino.protocol.commands import DrawCard, EndRound, Reply, ShoeCommand, StartRound
+from casino.protocol.service import Clock, Recorder, TableLocks, utc_now
 from casino.rules import shoe as dealing_shoe
 from casino.rules.baccarat import tableau
 from casino.rules.cards import Card, full_set
 from casino.rules.errors import RuleViolation
 from casino.rules.ruleset import BaccaratRules, ShoeRules
-from casino.service import Clock, Recorder, TableLocks, utc_now
 from casino.store import subjects
 from casino.store.envelope import AnyEvent, Batch
 from casino.store.eventstore import EventStore, Stored, latest_at_table

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import msgspec
 
-from casino import rulesets
-from casino.commands import (
+from casino.config import rulesets
+from casino.metrics import Metrics, count_recorded
+from casino.protocol.commands import (
     BookCommand,
     CancelWager,
     CloseBook,
@@ -20,11 +21,10 @@ from casino.commands import (
     reused,
     write_id,
 )
-from casino.metrics import Metrics, count_recorded
+from casino.protocol.service import Clock, Recorder, utc_now
 from casino.rules import wagerbook
 from casino.rules.errors import RuleViolation
 from casino.rules.ruleset import Ruleset
-from casino.service import Clock, Recorder, utc_now
 from casino.store import subjects
 from casino.store.envelope import AnyEvent, Batch
 from casino.store.eventstore import EventStore
@@ -36,7 +36,7 @@ class CoupBook(msgspec.Struct):
     ruleset: str
     book: wagerbook.Book = wagerbook.Book()
     last_seq: int = 0
-    # The commands already recorded: causation id -> digest of the command (casino.commands.digest).
+    # The commands already recorded: causation id -> digest of the command (casino.protocol.commands.digest).
     applied: dict[str, str] = msgspec.field(default_factory=dict)
 
 

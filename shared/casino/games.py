@@ -9,7 +9,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, ClassVar, NamedTuple
 
-from casino import commands
+from casino.config import rulesets
+from casino.config.tables import TableConfig
+from casino.protocol import commands
 from casino.rules import settlement
 from casino.rules import wagerbook as wager_book
 from casino.rules.baccarat import coup as baccarat
@@ -22,7 +24,7 @@ from casino.rules.errors import RuleViolation
 from casino.rules.ruleset import BaccaratRules, BlackjackRules, Ruleset
 from casino.rules.settlement import Payout
 from casino.rules.wagers import Wager
-from casino.tables import TableConfig
+from casino.store.envelope import AnyEvent, CoupConfigured
 
 # The coup aggregate of any game (each game's own frozen state).
 Coup = baccarat.BaccaratCoup | blackjack.BlackjackCoup
@@ -305,3 +307,22 @@ def named(name: str) -> Game:
     if name not in GAMES:
         raise RuleViolation("ruleset", f"{name!r} is not a game this casino deals")
     return GAMES[name]
+
+
+def payouts_of(events: list[AnyEvent], book: wager_book.Book | None = None,
+               rules: Ruleset | None = None) -> tuple[Payout, ...]:
+    """The payouts of a coup from its recorded events: ruleset (loaded by the
+    name its coup names unless the caller has it), book (folded from them
+    unless the caller has) and result.
+
+    The stakes the coup played with must be the stakes the wager book holds;
+    otherwise the coup is not settled and the difference is reported.
+    """
+    configured = next(e for e in events if isinstance(e, CoupConfigured))
+    rules = rulesets.load(configured.ruleset) if rules is None else rules
+    book = wager_book.book_of(events) if book is None else book
+    result = next(e for e in events if isinstance(e, RESULTS))
+    game = of(rules)
+    if not isinstance(result, game.result_type):
+        raise RuleViolation("settlement", f"the coup's result is not a {game.name} result")
+    return game.payouts(rules, book, result)

@@ -13,8 +13,8 @@ import json
 import threading
 from pathlib import Path
 
-from casino.launcher import default_tables
-from casino.simulator import Simulator
+from casino.cli.run import default_tables
+from casino.cli.simulator import Simulator
 from casino.store.jetstream import STREAM
 from tests.e2e.casino import Casino
 from tests.natsfixture import nats_server

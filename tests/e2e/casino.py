@@ -14,14 +14,14 @@ from nats.aio.client import Client
 from services import runner
 from services.shoe.service import Order, ShuffleSource, secure_shuffle
 
-from casino import commands
+from casino.config.tables import TableConfig
+from casino.protocol import commands
+from casino.protocol.service import Peer
 from casino.rules import settlement
 from casino.rules.cards import Card
-from casino.service import Peer
 from casino.store import subjects
 from casino.store.envelope import AnyEvent
 from casino.store.jetstream import JetStreamEventStore
-from casino.tables import TableConfig
 
 _ids = itertools.count()
 E = TypeVar("E")

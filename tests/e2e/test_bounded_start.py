@@ -15,17 +15,17 @@ from services.dealer_policy.service import DealerPolicyService, TableCoup
 from services.shoe.secrets import JetStreamSecrets
 from services.shoe.service import MemorySecrets, ShoeService, TableShoe, secure_shuffle
 
-from casino import commands
-from casino.launcher import APPROVALS
-from casino.provision import provision
+from casino.audit.verify import verify_coup
+from casino.cli.run import APPROVALS
+from casino.cli.simulator import Simulator
+from casino.config.tables import TableConfig
+from casino.nats.provision import provision
+from casino.protocol import commands
+from casino.protocol.service import Peer
 from casino.rules import shoe as dealing_shoe
-from casino.service import Peer
-from casino.simulator import Simulator
 from casino.store import subjects
 from casino.store.eventstore import EventStore, InMemoryEventStore, latest_at_table
 from casino.store.jetstream import JetStreamEventStore
-from casino.tables import TableConfig
-from casino.verify import verify_coup
 from tests.e2e.casino import Casino
 from tests.store.test_eventstore_contract import DEALT, batch
 from tests.variants import ruleset_variant

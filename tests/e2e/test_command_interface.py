@@ -7,7 +7,7 @@ from __future__ import annotations
 import nats
 import pytest
 
-from casino import commands
+from casino.protocol import commands
 from casino.store import subjects
 from tests.e2e.casino import Casino, order_of
 from tests.e2e.test_golden_coups import TABLES
@@ -116,9 +116,9 @@ async def test_no_responders_when_no_service_runs(nats_url: str) -> None:
 
 
 async def test_two_instances_of_every_service_deal_the_golden_coup(nats_url: str) -> None:
+    from casino.audit.verify import verify_coup
     from casino.rules import play
     from casino.rules.baccarat import messages as baccarat_messages
-    from casino.verify import verify_coup
     from tests.e2e.test_golden_coups import drive, recorded
     from tests.rules.stacking import Scripted
 

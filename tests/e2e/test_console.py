@@ -10,13 +10,13 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from casino.console import Console, where_tables_stand
-from casino.launcher import APPROVALS
-from casino.projections import KvProjections, Takings
+from casino.cli.console import Console, where_tables_stand
+from casino.cli.run import APPROVALS
+from casino.cli.simulator import Simulator
+from casino.config.tables import TableConfig
+from casino.readmodels.projections import KvProjections, Takings
 from casino.rules.shoe import RoundEnded
-from casino.simulator import Simulator
 from casino.store import subjects
-from casino.tables import TableConfig
 from tests.e2e.casino import Casino
 from tests.e2e.test_bounded_start import reads_of, small_shoe
 

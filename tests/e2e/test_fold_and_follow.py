@@ -15,10 +15,10 @@ from services.dealer_policy.service import DealerPolicyService
 from services.shoe.secrets import JetStreamSecrets
 from services.shoe.service import ShoeService
 
-from casino import commands
+from casino.protocol import commands
+from casino.protocol.service import Peer
 from casino.rules.shoe import RoundEnded
 from casino.rules.wagers import Wager
-from casino.service import Peer
 from casino.store import subjects
 from casino.store.eventstore import Stored
 from casino.store.jetstream import JetStreamEventStore

@@ -16,7 +16,7 @@ from nats.js.api import AckPolicy
 from services import followers
 
 from casino.metrics import Metrics
-from casino.provision import provision
+from casino.nats.provision import provision
 from casino.rules.wagerbook import BookOpened
 from casino.store import envelope, subjects
 from casino.store.jetstream import STREAM

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from casino import commands
+from casino.config.tables import TableConfig
+from casino.protocol import commands
 from casino.rules import play
 from casino.rules.baccarat import messages as baccarat_messages
 from casino.rules.blackjack import messages as blackjack_messages
@@ -15,7 +16,6 @@ from casino.rules.shoe import CardDrawn, RoundEnded
 from casino.rules.wagers import Wager
 from casino.store import subjects
 from casino.store.envelope import CoupConfigured
-from casino.tables import TableConfig
 from tests.e2e.casino import Casino, order_of
 from tests.rules.stacking import Scripted, baccarat, blackjack, burn_cards, order
 

@@ -11,10 +11,10 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from services import runner
 
-from casino import commands
-from casino.launcher import default_tables
-from casino.natsserver import free_port
-from casino.simulator import Simulator
+from casino.cli.run import default_tables
+from casino.cli.simulator import Simulator
+from casino.nats.server import free_port
+from casino.protocol import commands
 from casino.store import subjects
 
 pytestmark = pytest.mark.anyio

@@ -8,9 +8,9 @@ import asyncio
 import pytest
 from services import runner
 
-from casino.launcher import SHORT, default_tables
-from casino.projections import META, KvProjections, Projector
-from casino.simulator import Simulator
+from casino.cli.run import SHORT, default_tables
+from casino.cli.simulator import Simulator
+from casino.readmodels.projections import META, KvProjections, Projector
 from casino.store import subjects
 from tests.e2e.casino import Casino
 

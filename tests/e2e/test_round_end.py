@@ -10,11 +10,11 @@ import asyncio
 import pytest
 from services.shoe.service import ShoeService
 
-from casino import commands
-from casino.launcher import default_tables
+from casino.cli.run import default_tables
+from casino.cli.simulator import Simulator
+from casino.protocol import commands
+from casino.protocol.service import Peer
 from casino.rules.shoe import RoundEnded, RoundStarted
-from casino.service import Peer
-from casino.simulator import Simulator
 from casino.store import subjects
 from tests.e2e.casino import Casino
 

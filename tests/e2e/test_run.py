@@ -16,16 +16,17 @@ from pathlib import Path
 
 import pytest
 
-from casino import natsauth, natsclient
-from casino.natsserver import NatsServer, free_port
+from casino.cli.simulator import SimulatedTable
+from casino.config.tables import TableConfig
+from casino.nats import client as natsclient
+from casino.nats import permissions as natsauth
+from casino.nats.server import NatsServer, free_port
 from casino.rules import settlement
 from casino.rules.baccarat import messages as baccarat_messages
 from casino.rules.blackjack import messages as blackjack_messages
-from casino.simulator import SimulatedTable
 from casino.store import subjects
 from casino.store.envelope import CoupConfigured
 from casino.store.jetstream import JetStreamEventStore
-from casino.tables import TableConfig
 
 pytestmark = pytest.mark.anyio
 
@@ -37,7 +38,7 @@ def compliance(var: Path) -> str:
 
 def run(var: Path, coups: int, *more: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "casino.cli", "run", "--coups", str(coups), "--var", str(var),
+        [sys.executable, "-m", "casino.cli.main", "run", "--coups", str(coups), "--var", str(var),
          "--port", str(free_port()), "--seed", "7", *more],
         capture_output=True, text=True, timeout=300)
 
@@ -47,7 +48,7 @@ def test_casino_run_with_two_instances_of_every_service_deals_coups_that_verify(
     assert dealt.returncode == 0, dealt.stdout + dealt.stderr
     logs = sorted(p.name for p in (tmp_path / "logs").glob("*-2.log"))
     assert logs == ["dealer_policy-2.log", "projections-2.log", "settlement-2.log", "shoe-2.log", "wager-2.log"]
-    verified = subprocess.run([sys.executable, "-m", "casino.cli", "verify", "--var", str(tmp_path)],
+    verified = subprocess.run([sys.executable, "-m", "casino.cli.main", "verify", "--var", str(tmp_path)],
                               capture_output=True, text=True, timeout=120)
     assert verified.returncode == 0 and "verified 24 coups" in verified.stdout, verified.stdout + verified.stderr
 
@@ -74,7 +75,7 @@ async def test_casino_run_deals_every_coup_to_settlement_and_a_second_run_contin
     assert {subjects.tokens(s)[2] for s in resulted} == {e.coup_id for e in settled}
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "casino.cli", *args, "--var", str(tmp_path)],
+        return subprocess.run([sys.executable, "-m", "casino.cli.main", *args, "--var", str(tmp_path)],
                               capture_output=True, text=True, timeout=120)
 
     verified = cli("verify")
@@ -134,7 +135,7 @@ async def test_ctrl_c_or_a_polite_kill_stops_everything_in_order_and_a_second_ru
     stream (the projections stop last); a second run continues the store and
     the whole store verifies."""
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "casino.cli", "run", "--var", str(tmp_path), "--port", str(free_port()), "--seed", "7",
+        sys.executable, "-m", "casino.cli.main", "run", "--var", str(tmp_path), "--port", str(free_port()), "--seed", "7",
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     assert proc.stdout is not None
     while b"dealing at" not in (line := await asyncio.wait_for(proc.stdout.readline(), 60)):
@@ -145,12 +146,12 @@ async def test_ctrl_c_or_a_polite_kill_stops_everything_in_order_and_a_second_ru
     assert proc.returncode == 0 and b"stopping" in out and err == b"", err.decode()
     assert _processes_using(tmp_path) == []
     # The projections stopped last, having read every event the others wrote as they stopped.
-    rebuilt = subprocess.run([sys.executable, "-m", "casino.cli", "projections", "rebuild", "--var", str(tmp_path)],
+    rebuilt = subprocess.run([sys.executable, "-m", "casino.cli.main", "projections", "rebuild", "--var", str(tmp_path)],
                              capture_output=True, text=True, timeout=120)
     assert rebuilt.returncode == 0 and "equal to the live ones" in rebuilt.stdout, rebuilt.stdout + rebuilt.stderr
 
     again = run(tmp_path, 1)
     assert again.returncode == 0 and again.stderr == "", again.stdout + again.stderr
-    verified = subprocess.run([sys.executable, "-m", "casino.cli", "verify", "--var", str(tmp_path)],
+    verified = subprocess.run([sys.executable, "-m", "casino.cli.main", "verify", "--var", str(tmp_path)],
                               capture_output=True, text=True, timeout=120)
     assert verified.returncode == 0 and "every one follows the rules" in verified.stdout, verified.stdout

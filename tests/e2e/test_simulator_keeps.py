@@ -8,9 +8,9 @@ import asyncio
 
 import pytest
 
-from casino import commands
-from casino.launcher import default_tables
-from casino.simulator import Simulator
+from casino.cli.run import default_tables
+from casino.cli.simulator import Simulator
+from casino.protocol import commands
 from tests.e2e.casino import Casino
 
 pytestmark = pytest.mark.anyio

@@ -10,9 +10,9 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from casino import commands
+from casino.config.tables import TableConfig
+from casino.protocol import commands
 from casino.rules.baccarat.messages import Approval
-from casino.tables import TableConfig
 from tests.e2e.casino import Casino
 from tests.variants import ruleset_variant
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 import pytest
 from services.wager.service import WagerService
 
-from casino import commands
-from casino.launcher import default_tables
+from casino.cli.run import default_tables
+from casino.cli.simulator import Simulator
+from casino.protocol import commands
+from casino.protocol.service import Peer
 from casino.rules import wagerbook
-from casino.service import Peer
-from casino.simulator import Simulator
 from casino.store import subjects
 from casino.store.eventstore import InMemoryEventStore
 from tests.e2e.casino import Casino

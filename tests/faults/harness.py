@@ -13,13 +13,13 @@ from pathlib import Path
 
 import msgspec
 
+from casino.config.tables import TableConfig, dump_tables
 from casino.rules import settlement
 from casino.rules.baccarat import messages as baccarat_messages
 from casino.rules.blackjack import messages as blackjack_messages
 from casino.store import subjects
 from casino.store.envelope import CoupConfigured
 from casino.store.eventstore import Stored
-from casino.tables import TableConfig, dump_tables
 
 SERVICES = ("shoe", "wager", "dealer_policy", "settlement")
 

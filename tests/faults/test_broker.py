@@ -13,11 +13,11 @@ import nats
 import pytest
 from services import runner
 
-from casino.audit import verify_history
-from casino.launcher import SHORT, default_tables
-from casino.natsserver import NatsCluster
-from casino.provision import provision
-from casino.simulator import Simulator
+from casino.audit.audits import verify_history
+from casino.cli.run import SHORT, default_tables
+from casino.cli.simulator import Simulator
+from casino.nats.provision import provision
+from casino.nats.server import NatsCluster
 from casino.store import subjects
 from casino.store.eventstore import Stored
 from casino.store.jetstream import STREAM, JetStreamEventStore

@@ -11,10 +11,10 @@ from pathlib import Path
 import nats
 import pytest
 
-from casino.audit import verify_history, verify_store
-from casino.launcher import SHORT, default_tables
-from casino.provision import provision
-from casino.simulator import Simulator
+from casino.audit.audits import verify_history, verify_store
+from casino.cli.run import SHORT, default_tables
+from casino.cli.simulator import Simulator
+from casino.nats.provision import provision
 from casino.store import subjects
 from casino.store.jetstream import JetStreamEventStore
 from tests.faults.harness import SERVICES, Processes, audit
@@ -55,7 +55,7 @@ async def test_kill_minus_nine_any_service_at_any_moment_loses_and_duplicates_no
 
 
 async def test_a_poison_event_goes_to_the_dead_letters_and_the_consumers_go_on(nats_url: str) -> None:
-    from casino import commands
+    from casino.protocol import commands
     from casino.store.jetstream import DLQ_STREAM
     from tests.e2e.casino import Casino
     from tests.e2e.test_command_interface import SHOES

@@ -18,16 +18,16 @@ from services.settlement.service import SettlementService
 from services.shoe.service import MemorySecrets, ShoeService
 from services.wager.service import WagerService
 
-from casino import commands
-from casino.history import by_coup
-from casino.launcher import APPROVALS
+from casino.audit.history import by_coup
+from casino.audit.verify import verify_coup
+from casino.cli.run import APPROVALS
+from casino.config.tables import TableConfig
+from casino.protocol import commands
+from casino.protocol.service import answer
 from casino.rules.errors import RuleViolation
 from casino.rules.shoe import CardDrawn
-from casino.service import answer
 from casino.store import subjects
 from casino.store.eventstore import InMemoryEventStore, Stored
-from casino.tables import TableConfig
-from casino.verify import verify_coup
 from tests.examples import examples
 from tests.rules.stacking import baccarat, burn_cards, order
 from tests.variants import ruleset_variant

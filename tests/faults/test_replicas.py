@@ -14,18 +14,18 @@ from pathlib import Path
 import nats
 import pytest
 
-from casino import commands
-from casino.audit import verify_history
-from casino.launcher import APPROVALS
+from casino.audit.audits import verify_history
+from casino.cli.run import APPROVALS
+from casino.cli.simulator import SimulatedTable
+from casino.config.tables import TableConfig
+from casino.protocol import commands
+from casino.protocol.service import Peer
 from casino.rules import wagerbook
 from casino.rules.baccarat import messages as baccarat_messages
 from casino.rules.blackjack import messages as blackjack_messages
-from casino.service import Peer
-from casino.simulator import SimulatedTable
 from casino.store import subjects
 from casino.store.eventstore import Stored
 from casino.store.jetstream import JetStreamEventStore
-from casino.tables import TableConfig
 from tests.faults.harness import SERVICES, Processes, audit
 
 pytestmark = pytest.mark.anyio

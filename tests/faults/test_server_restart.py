@@ -9,15 +9,15 @@ from pathlib import Path
 import pytest
 from services import runner
 
-from casino import natsclient
-from casino.audit import verify_history
-from casino.launcher import APPROVALS
-from casino.natsserver import NatsServer
-from casino.provision import provision
-from casino.simulator import Simulator
+from casino.audit.audits import verify_history
+from casino.cli.run import APPROVALS
+from casino.cli.simulator import Simulator
+from casino.config.tables import TableConfig
+from casino.nats import client as natsclient
+from casino.nats.provision import provision
+from casino.nats.server import NatsServer
 from casino.store import subjects
 from casino.store.jetstream import JetStreamEventStore
-from casino.tables import TableConfig
 
 pytestmark = pytest.mark.anyio
 TABLES = {"BAC000-1": TableConfig("baccarat-000-methods", approvals=APPROVALS),

@@ -11,10 +11,11 @@ import nats
 import pytest
 from nats.js.api import ConsumerConfig
 from services import followers, runner
+from services.projections import service as projections_service
 from services.settlement.service import FOLLOWED, SettlementService
 
 from casino.metrics import Metrics
-from casino.provision import provision
+from casino.nats.provision import provision
 from casino.rules.settlement import CoupSettled
 from casino.store import subjects
 from casino.store.eventstore import InMemoryEventStore, Stored
@@ -110,7 +111,7 @@ async def test_a_coup_not_followed_whole_is_verified_on_its_record_read_back_fro
     _, store = await _settle(await deal_in_memory(2), "in order")
     metrics = Metrics("projections")
     for table, coup in (("B", "B-000001"), ("J", "J-000002")):
-        await followers.verify_settled(store, table, coup, None, metrics)
+        await projections_service.verify_settled(store, table, coup, None, metrics)
     assert store.reads == [subjects.coup_filter("B-000001", "B"), subjects.coup_filter("J-000002", "J")]
     for table in ("B", "J"):
         assert metrics.registry.get_sample_value("casino_coups_verified_total", {"table": table}) == 1

@@ -10,7 +10,7 @@ import pytest
 from services.shoe.secrets import JetStreamSecrets
 from services.shoe.service import Order, ShoeService, secure_shuffle
 
-from casino import commands
+from casino.protocol import commands
 from casino.rules import shoe as dealing_shoe
 from casino.store import subjects
 from casino.store.jetstream import JetStreamEventStore

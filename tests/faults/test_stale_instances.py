@@ -13,7 +13,7 @@ from bench.history import deal
 from services.shoe.service import MemorySecrets, ShoeService, secure_shuffle
 from services.wager.service import WagerService
 
-from casino import commands
+from casino.protocol import commands
 from casino.rules import shoe as dealing_shoe
 from casino.rules import wagerbook
 from casino.store import subjects

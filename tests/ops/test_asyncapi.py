@@ -14,7 +14,7 @@ import msgspec
 import pytest
 import yaml
 
-from casino import commands
+from casino.protocol import commands
 from casino.store.envelope import AnyEvent
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,8 +12,8 @@ from collections import Counter, defaultdict
 import pytest
 from bench import holding
 
-from casino.launcher import default_tables
-from casino.simulator import Simulator
+from casino.cli.run import default_tables
+from casino.cli.simulator import Simulator
 from casino.store import subjects
 from tests.e2e.casino import Casino
 from tests.e2e.test_wager_books import TABLES

@@ -13,8 +13,9 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from casino import natsauth, rulesets
-from casino.projections import BUCKETS, META
+from casino.config import rulesets
+from casino.nats import permissions as natsauth
+from casino.readmodels.projections import BUCKETS, META
 
 ROOT = Path(__file__).resolve().parents[2]
 K8S = ROOT / "k8s"
@@ -65,7 +66,7 @@ def test_deployments_probes_resources_security_and_replicas(overlay: str, replic
                 for d in docs if d["kind"] == "ServiceMonitor"}
     assert pdbs == SERVICES and monitors == SERVICES
     streams = {d["spec"]["name"]: d["spec"] for d in docs if d["kind"] == "Stream"}  # type: ignore[index]
-    # What casino.provision creates: the streams and the read models' buckets (no service may create them).
+    # What casino.nats.provision creates: the streams and the read models' buckets (no service may create them).
     assert set(streams) == {"CASINO", "CASINO_SHOE_SECRETS", "CASINO_DLQ"}
     assert all(s["replicas"] == js_replicas and s["denyDelete"] and s["denyPurge"] and s["compression"] == "s2"
                for s in streams.values())

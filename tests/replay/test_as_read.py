@@ -16,20 +16,20 @@ import msgspec
 import nats
 import pytest
 
-from casino import replaycli
-from casino.audit import verify_history, verify_table, verify_window
-from casino.history import Bounds, by_coup, listed_in_one_pass, table_listing
-from casino.launcher import APPROVALS
-from casino.replaycli import add_commands, list_coups, verify
+from casino.audit.audits import verify_history, verify_table, verify_window
+from casino.audit.history import Bounds, by_coup, listed_in_one_pass, table_listing
+from casino.audit.verify import Finding
+from casino.cli import replay as replaycli
+from casino.cli.replay import add_commands, list_coups, verify
+from casino.cli.run import APPROVALS
+from casino.cli.simulator import Simulator
+from casino.config.tables import TableConfig
 from casino.rules import shoe
 from casino.rules.cards import full_set
-from casino.simulator import Simulator
 from casino.store import envelope, subjects
 from casino.store.envelope import CoupConfigured
 from casino.store.eventstore import EventStore, InMemoryEventStore, Stored
 from casino.store.jetstream import JetStreamEventStore
-from casino.tables import TableConfig
-from casino.verify import Finding
 from tests.e2e.casino import Casino
 from tests.e2e.test_bounded_start import filters_of, reads_of
 from tests.natsfixture import nats_server

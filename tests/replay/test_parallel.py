@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from casino.parallel import in_processes
+from casino.audit.parallel import in_processes
 
 pytestmark = pytest.mark.anyio
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from casino import rulesets
+from casino.config import rulesets
 from casino.rules import shoe
 
 DOC = (Path(__file__).resolve().parents[2] / "docs" / "replay.md").read_text(encoding="utf-8")
@@ -36,7 +36,7 @@ def test_the_documented_digest_is_the_sha256_of_the_recorded_content() -> None:
 def test_a_replay_describes_every_kind_of_event_in_words() -> None:
     from typing import get_args
 
-    from casino.replay import _DESCRIBE
+    from casino.audit.replay import _DESCRIBE
     from casino.store.envelope import AnyEvent
 
     undescribed = [k.__name__ for k in get_args(AnyEvent) if k not in _DESCRIBE]
@@ -49,13 +49,12 @@ async def test_coups_verify_under_their_recorded_ruleset_after_the_file_has_chan
     """The ruleset a coup was dealt under is in the record: a ruleset file
     changed since (tie paid 9 to 1, not 8) does not change what the coups
     verify against; without the record, the changed file is reported."""
-    from casino import rulesets as rs
-    from casino.audit import verify_history
+    from casino.audit.audits import verify_history
+    from casino.cli.simulator import Simulator
+    from casino.config.tables import TableConfig
     from casino.rules.ruleset import BaccaratRules
-    from casino.simulator import Simulator
     from casino.store import subjects
     from casino.store.envelope import RulesetRecorded
-    from casino.tables import TableConfig
     from tests.e2e.casino import Casino
     from tests.variants import ruleset_variant
 
@@ -66,13 +65,13 @@ async def test_coups_verify_under_their_recorded_ruleset_after_the_file_has_chan
         stored = await casino.store.read(f"{subjects.EVENTS}.>")
     recorded = [e.data for m in stored for e in m.batch.events if isinstance(e.data, RulesetRecorded)]
     assert [(r.table, r.name) for r in recorded] == [("B", str(path))]
-    dealt_under = rs.from_content(recorded[0].content)
+    dealt_under = rulesets.from_content(recorded[0].content)
     assert isinstance(dealt_under, BaccaratRules) and dealt_under.tie_pays == 8
     path.write_text(path.read_text(encoding="utf-8").replace("tie_pays = 8", "tie_pays = 9"), encoding="utf-8")
     os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))
-    later = rs.monotonic() + rs.RECHECK_S
-    monkeypatch.setattr(rs, "monotonic", lambda: later)  # the file looked at again a second later
-    assert rs.load(str(path)).tie_pays == 9  # type: ignore[union-attr]
+    later = rulesets.monotonic() + rulesets.RECHECK_S
+    monkeypatch.setattr(rulesets, "monotonic", lambda: later)  # the file looked at again a second later
+    assert rulesets.load(str(path)).tie_pays == 9  # type: ignore[union-attr]
     report = verify_history(stored)
     assert (report.coups, report.findings) == (3, [])
     without = [m for m in stored if subjects.tokens(m.subject)[3] != "ruleset"]

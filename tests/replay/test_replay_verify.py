@@ -14,24 +14,25 @@ from pathlib import Path
 import msgspec
 import nats
 import pytest
-from services import followers, runner
+from services import runner
+from services.projections import service as projections_service
 
-from casino import projections
-from casino.audit import Report, verify_history, verify_store
-from casino.history import by_coup
-from casino.launcher import default_tables
-from casino.projections import KvProjections, Projector
-from casino.replay import SCHEMA, render_text, replay_coup
-from casino.replaycli import rebuild_projections
+from casino.audit.audits import Report, verify_history, verify_store
+from casino.audit.history import by_coup
+from casino.audit.picture import render_svg
+from casino.audit.replay import SCHEMA, render_text, replay_coup
+from casino.audit.verify import verify_coup, verify_shoes
+from casino.cli.replay import rebuild_projections
+from casino.cli.run import default_tables
+from casino.cli.simulator import Simulator
+from casino.readmodels import projections
+from casino.readmodels.projections import KvProjections, Projector
 from casino.rules import settlement, shoe
 from casino.rules.baccarat import messages as baccarat_messages
 from casino.rules.blackjack import messages as blackjack_messages
-from casino.simulator import Simulator
 from casino.store import envelope, subjects
 from casino.store.eventstore import Stored
 from casino.store.jetstream import STREAM, JetStreamEventStore, ensure_streams
-from casino.svg import render_svg
-from casino.verify import verify_coup, verify_shoes
 from tests.natsfixture import nats_server
 from tests.variants import ruleset_variant
 
@@ -229,7 +230,7 @@ def test_an_event_from_a_newer_schema_is_refused_not_guessed() -> None:
 
 def test_replay_schema_is_documented() -> None:
     doc = (Path(__file__).resolve().parents[2] / "docs" / "replay.md").read_text()
-    for field in msgspec.structs.fields(__import__("casino.replay", fromlist=["x"]).CoupReplay):
+    for field in msgspec.structs.fields(__import__("casino.audit.replay", fromlist=["x"]).CoupReplay):
         assert f"`{field.name}`" in doc, field.name
 
 
@@ -433,7 +434,7 @@ async def test_the_projections_service_stopping_saves_its_last_checkpoint(
         recorded: Recorded, nats_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     half = len(recorded) // 2
     await _a_store_holding(recorded[:half], nats_url)
-    monkeypatch.setattr(followers, "CHECKPOINT_EVERY", 3600.0)  # none while it runs, but at its start
+    monkeypatch.setattr(projections_service, "CHECKPOINT_EVERY", 3600.0)  # none while it runs, but at its start
     service = await runner.start("projections", nats_url)
     await _a_store_holding(recorded[half:], nats_url)
     async with _read_models(nats_url) as kv:

@@ -12,7 +12,7 @@ import pytest
 from faststream.nats import TestNatsBroker
 from services import runner
 
-from casino import commands
+from casino.protocol import commands
 
 pytestmark = pytest.mark.anyio
 

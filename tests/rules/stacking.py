@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from casino import rulesets
+from casino.config import rulesets
 from casino.rules import play
 from casino.rules.baccarat import coup as bac
 from casino.rules.baccarat import messages as baccarat_messages

@@ -10,7 +10,7 @@ import random
 
 from bench import rules as bench_rules
 
-from casino import rulesets
+from casino.config import rulesets
 from casino.rules import shoe
 from casino.rules.baccarat import messages as baccarat_messages
 from casino.rules.cards import full_set

@@ -50,7 +50,7 @@ def test_hitting_soft_17_leaves_fewer_dealer_seventeens() -> None:
 
 def test_the_casino_command_prints_the_par_sheet_as_json() -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "casino.cli", "par-sheet", "blackjack-003-no-hole-card", "--json"],
+        [sys.executable, "-m", "casino.cli.main", "par-sheet", "blackjack-003-no-hole-card", "--json"],
         capture_output=True, text=True, check=True,
     )
     sheet = json.loads(out.stdout)
@@ -61,14 +61,14 @@ def test_the_casino_command_prints_the_par_sheet_as_json() -> None:
 
 
 def test_the_casino_command_refuses_an_unknown_ruleset() -> None:
-    out = subprocess.run([sys.executable, "-m", "casino.cli", "par-sheet", "no-such-game"],
+    out = subprocess.run([sys.executable, "-m", "casino.cli.main", "par-sheet", "no-such-game"],
                          capture_output=True, text=True)
     assert out.returncode == 2 and "no ruleset" in out.stderr
 
 
 def test_the_casino_command_stops_quietly_when_its_reader_stops_reading() -> None:
     """``casino replay coup ... | head``: the pipe is closed before anything is written."""
-    proc = subprocess.Popen([sys.executable, "-m", "casino.cli", "par-sheet", "baccarat-000-methods"],
+    proc = subprocess.Popen([sys.executable, "-m", "casino.cli.main", "par-sheet", "baccarat-000-methods"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None and proc.stderr is not None
     proc.stdout.close()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from casino import rulesets
+from casino.config import rulesets
 from casino.rules.errors import RuleViolation
 from casino.rules.ruleset import BaccaratRules, BlackjackRules, RulesetError
 from casino.rules.table import Table

@@ -1,5 +1,5 @@
 """The casino on a real nats-server configured with the permission model of
-casino.natsauth, as `make run` and the Helm values apply it: every service as
+casino.nats.permissions, as `make run` and the Helm values apply it: every service as
 its own user, each table's terminal in the terminals' account, and spies that
 try everything a hostile user could."""
 
@@ -17,12 +17,13 @@ from nats.aio.msg import Msg
 from nats.js.api import ConsumerConfig
 from services import runner
 
-from casino import natsauth, natsclient
-from casino.natsserver import NatsServer
-from casino.provision import provision
-from casino.simulator import Simulator
+from casino.cli.simulator import Simulator
+from casino.config.tables import TableConfig
+from casino.nats import client as natsclient
+from casino.nats import permissions as natsauth
+from casino.nats.provision import provision
+from casino.nats.server import NatsServer
 from casino.store.jetstream import SECRETS_STREAM, STREAM
-from casino.tables import TableConfig
 
 TABLES = {"BAC000-1": TableConfig("baccarat-000-methods"), "BJ002-1": TableConfig("blackjack-002-hole-card")}
 SERVICE_USERS = ("shoe", "wager", "dealer-policy", "settlement", "projections")

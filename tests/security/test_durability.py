@@ -1,5 +1,5 @@
 """An acknowledged append is on disk: the server syncs each write before it
-acknowledges it (casino.natsserver.SYNC), counted under strace. A kill -9
+acknowledges it (casino.nats.server.SYNC), counted under strace. A kill -9
 cannot show this (the page cache outlives the process); a power failure
 would lose what was acknowledged but not synced."""
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from casino import natsclient
-from casino.natsserver import NatsServer
+from casino.nats import client as natsclient
+from casino.nats.server import NatsServer
 
 pytestmark = pytest.mark.anyio
 APPENDS = 200

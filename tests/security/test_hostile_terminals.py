@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from nats.js.api import DiscardPolicy
 
-from casino import commands
+from casino.config.tables import TableConfig
+from casino.protocol import commands
 from casino.rules.baccarat.messages import Approval
 from casino.rules.shoe import RoundEnded
 from casino.store import subjects
-from casino.tables import TableConfig
 from tests.e2e.casino import Casino
 
 pytestmark = pytest.mark.anyio

@@ -1,4 +1,4 @@
-"""The permission model on a real nats-server (casino.natsauth), tried as an
+"""The permission model on a real nats-server (casino.nats.permissions), tried as an
 attacker would: with every user's own password, subscribed to everything,
 aiming replies at the streams and the JetStream API, and reaching for other
 users' consumers, buckets and streams."""
@@ -14,12 +14,13 @@ import msgspec
 import nats
 import pytest
 
-from casino import commands, natsauth
-from casino.projections import BUCKETS, META
+from casino.audit.verify import verify_coup
+from casino.nats import permissions as natsauth
+from casino.protocol import commands
+from casino.readmodels.projections import BUCKETS, META
 from casino.rules.shoe import ShoeEnded
 from casino.store import envelope, subjects
 from casino.store.jetstream import SECRETS_STREAM, STREAM, JetStreamEventStore
-from casino.verify import verify_coup
 from tests.security.secured import TABLES, Secured, Spy, secured_casino
 
 pytestmark = pytest.mark.anyio

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from casino import cli, storeaccess
-from casino.natsserver import READ_BACK_WITHIN, NatsServer
+from casino.cli import main as cli
+from casino.cli import store as storeaccess
+from casino.nats.server import READ_BACK_WITHIN, NatsServer
 
 pytestmark = pytest.mark.anyio
 

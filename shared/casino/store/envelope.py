@@ -73,7 +73,7 @@ class _Metadata(msgspec.Struct, frozen=True, gc=False):
 
 class Envelope(_Metadata, frozen=True):
     """One event with its metadata; ``command`` is the digest of the command
-    that caused it (``casino.commands.digest``; empty for the dealer's own
+    that caused it (``casino.protocol.commands.digest``; empty for the dealer's own
     steps, and in records older than it): a command id used again for other
     content is told apart from a retry."""
 

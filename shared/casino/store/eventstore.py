@@ -58,8 +58,8 @@ class EventStore(Protocol):
 async def latest_at_table(store: EventStore, table: str, aggregate: str) -> Stored | None:
     """The table's latest ``coup`` or ``shoe`` message, looked for in the shoe
     in play. A filter with wildcards over the table's shoes and coups has the
-    server match every subject the table ever had (`python -m bench.history
-    --coups 100000`: 24 to 36 ms of its CPU, against 1 to 2.6 this way). The
+    server match every subject the table ever had, in a time that grows with
+    the table's history (``python -m bench.history`` measures it). The
     shoe in play is found from the table's shoe events between coups (a
     shoe's shuffle is one, but for a shoe begun in the middle of a round,
     003 7.9: the shoes after it are looked for by number); everything at the

@@ -32,9 +32,8 @@ READ_PAGE = 2048  # messages a direct get hands back at a time
 NO_RESPONDERS = 503
 WRONG_LAST_SEQUENCE = 10071
 # Every stream is compressed on disk: a coup's events, JSON with their envelopes,
-# take about a third to a fifth of the space (17.5 kB of messages a coup, 5.2 kB
-# on disk, in `make bench`). The server compresses a block of messages once it is
-# full; the benchmarks' rates stayed within their spread.
+# compress well (``make bench`` reports the bytes a coup takes before and after).
+# The server compresses a block of messages once it is full, off the append path.
 COMPRESSION = StoreCompression.S2
 
 
@@ -70,7 +69,7 @@ async def dead_letter(js: JetStreamContext, consumer: str, subject: str, seq: in
 
 async def ensure_streams(js: JetStreamContext, replicas: int = 1, upgrade: bool = False) -> None:
     """Create the streams if they do not exist (idempotent; the
-    administrator's: casino.provision). With ``upgrade``, the event stream and
+    administrator's: casino.nats.provision). With ``upgrade``, the event stream and
     the dead letters of an earlier release are compressed from then on, their
     other settings and their messages kept (the secret orders' stream is
     changed by nobody)."""
@@ -131,7 +130,7 @@ class JetStreamEventStore:
         Read by batched direct gets (``next_by_subj``, ``batch``): a page of the
         messages on the filter from a sequence, answered by any replica. A
         reader needs no consumer, so no reader can create, change or use up
-        consumers (casino.natsauth). A replica a moment behind gives a read a
+        consumers (casino.nats.permissions). A replica a moment behind gives a read a
         moment old; every append is guarded at the leader, so such a read
         costs a retry, never a wrong record."""
         seq, taken = after + 1, 0

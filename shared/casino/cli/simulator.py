@@ -16,15 +16,16 @@ import msgspec
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 
-from casino import commands, rulesets
-from casino.console import Console
+from casino.cli.console import Console
+from casino.config import rulesets
+from casino.config.tables import TableConfig
+from casino.protocol import commands
+from casino.protocol.service import Peer
 from casino.rules.blackjack.strategy import basic_strategy
 from casino.rules.ruleset import BaccaratRules, Ruleset
 from casino.rules.settlement import CoupSettled
-from casino.service import Peer
 from casino.store import envelope, subjects
 from casino.store.jetstream import JetStreamEventStore
-from casino.tables import TableConfig
 
 
 class Refused(Exception):

@@ -18,8 +18,9 @@ from typing import Any
 
 import msgspec
 
-from casino import games, rulesets
-from casino.payouts import payouts_of
+from casino import games
+from casino.config import rulesets
+from casino.games import payouts_of
 from casino.rules import settlement, shoe, wagerbook
 from casino.rules.errors import RuleViolation
 from casino.rules.ruleset import Ruleset

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from casino import rulesets
+from casino.config import rulesets
 from casino.rules.parsheet import par_sheet
 from casino.rules.ruleset import RulesetError
 
@@ -53,10 +53,10 @@ def _main(argv: Sequence[str] | None) -> int:
     ps.add_argument("ruleset", help=f"a ruleset file or a built-in name: {', '.join(rulesets.available())}")
     ps.add_argument("--json", action="store_true", help="print JSON")
     sub.add_parser("rulesets", help="list the built-in rulesets")
-    from casino import launcher
+    from casino.cli import run as launcher
 
     launcher.add_arguments(sub.add_parser("run", help="the whole casino: NATS, the four services, simulated tables"))
-    from casino import replaycli
+    from casino.cli import replay as replaycli
 
     replaycli.add_commands(sub)
     args = parser.parse_args(argv)

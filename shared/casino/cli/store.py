@@ -12,8 +12,9 @@ from pathlib import Path
 
 from nats.aio.client import Client
 
-from casino import natsauth, natsclient
-from casino.natsserver import NatsServer
+from casino.nats import client as natsclient
+from casino.nats import permissions as natsauth
+from casino.nats.server import NatsServer
 from casino.store.jetstream import JetStreamEventStore
 
 URL_FILE = "nats.url"

@@ -283,7 +283,7 @@ class KvProjections:
                 self.kv[bucket] = await self.js.key_value(bucket)
             except BucketNotFoundError:
                 raise RuntimeError(f"the read models' bucket {bucket} is missing: the administrator creates the "
-                                   "buckets (`casino run` does, or casino.provision)") from None
+                                   "buckets (`casino run` does, or casino.nats.provision)") from None
         return self
 
     @staticmethod

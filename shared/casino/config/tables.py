@@ -1,6 +1,6 @@
 """The casino's tables: which ruleset each deals, and the approvals in force.
 
-A TOML file the operator keeps (``deploy/tables.toml`` is an example)::
+A TOML file the operator keeps (``k8s/base/config/tables.toml`` is an example)::
 
     [tables.BAC1]
     ruleset = "baccarat-000-methods"

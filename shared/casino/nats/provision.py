@@ -1,12 +1,12 @@
 """Provisioning, the administrator's alone and once: the event stream, the
 shoe's secrets, the dead letters and the read models' buckets. No service
-creates a stream or a bucket (casino.natsauth gives none the right)."""
+creates a stream or a bucket (casino.nats.permissions gives none the right)."""
 
 from __future__ import annotations
 
 from nats.aio.client import Client
 
-from casino.projections import KvProjections
+from casino.readmodels.projections import KvProjections
 from casino.store.jetstream import STREAM, ensure_streams
 
 
@@ -26,4 +26,4 @@ async def require_provisioned(nc: Client) -> None:
         await nc.jetstream().stream_info(STREAM)
     except NotFoundError:
         raise RuntimeError(f"the event stream {STREAM} is missing: the administrator provisions it "
-                           "(`casino run` does, or casino.provision)") from None
+                           "(`casino run` does, or casino.nats.provision)") from None

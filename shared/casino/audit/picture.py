@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from html import escape
 
-from casino import rulesets
-from casino.replay import CoupReplay
+from casino.audit.replay import CoupReplay
+from casino.config import rulesets
 
 W, H = 960, 600
 SUITS = {"S": ("♠", "#111"), "C": ("♣", "#111"), "H": ("♥", "#c00"), "D": ("♦", "#c00")}

@@ -12,7 +12,7 @@ import msgspec
 
 from casino.rules.ruleset import BaccaratRules, BlackjackRules, Ruleset, RulesetError, parse_ruleset
 
-BUILT_IN = Path(__file__).parent / "rulesets"
+BUILT_IN = Path(__file__).parents[1] / "rulesets"
 
 
 def available() -> list[str]:

@@ -20,17 +20,18 @@ from typing import Any
 import msgspec
 from nats.aio.client import Client
 
-from casino import natsauth, natsclient
-from casino.console import Console, where_tables_stand
-from casino.natsserver import NatsServer
-from casino.projections import KvProjections, Takings
-from casino.provision import provision
+from casino.cli.console import Console, where_tables_stand
+from casino.cli.simulator import Simulator
+from casino.cli.store import URL_FILE
+from casino.config.tables import TableConfig, dump_tables
+from casino.nats import client as natsclient
+from casino.nats import permissions as natsauth
+from casino.nats.provision import provision
+from casino.nats.server import NatsServer
+from casino.readmodels.projections import KvProjections, Takings
 from casino.rules.baccarat.messages import Approval
-from casino.simulator import Simulator
 from casino.store import subjects
 from casino.store.jetstream import STREAM, JetStreamEventStore
-from casino.storeaccess import URL_FILE
-from casino.tables import TableConfig, dump_tables
 
 SERVICES = ("shoe", "wager", "dealer_policy", "settlement", "projections")
 # Stopped in this order: the dealer-policy first, which asks the wager service

@@ -1,5 +1,5 @@
 """Connecting to NATS with the user's own inbox prefix: each user may receive
-replies and deliveries under ``_INBOX.<user>`` only (casino.natsauth)."""
+replies and deliveries under ``_INBOX.<user>`` only (casino.nats.permissions)."""
 
 from __future__ import annotations
 

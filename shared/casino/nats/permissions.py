@@ -12,7 +12,7 @@ the server makes (``_R_.…``), never on one the terminal chose, so no
 terminal can make a service publish into a stream or the JetStream API.
 
 Every user receives only its own replies: nats-py's inbox prefix is
-``_INBOX.<user>`` (``casino.natsclient.connect``) and each user may subscribe
+``_INBOX.<user>`` (``casino.nats.client.connect``) and each user may subscribe
 under that prefix only. Readers read the store by direct gets and create no
 consumers; only the services that consume create consumers, and only the
 settlement service may touch the ``settlement`` durable. Streams and buckets
@@ -31,8 +31,8 @@ from urllib.parse import quote, urlsplit, urlunsplit
 
 import msgspec
 
-from casino.natsserver import write_private
-from casino.projections import BUCKETS, META
+from casino.nats.server import write_private
+from casino.readmodels.projections import BUCKETS, META
 
 CASINO = "CASINO"
 TERMINAL_ACCOUNT = "TERMINAL_"  # each table's terminal in an account of its own: TERMINAL_<table>
@@ -210,17 +210,15 @@ def local_auth(var: Path, tables: Iterable[str]) -> dict[str, str]:
 
 
 # Each node's memory holds an index entry for every subject the stream keeps
-# (about 1.2 KiB a coup kept: docs/operations.md, Sizing the nats-server); 16 GiB with the
-# collector's soft limit at 14 GiB outlasts the values' 50 Gi volume at the
-# example casino of docs/operations.md. Requests equal to limits: the node is not evicted first.
+# (docs/operations.md, Sizing the nats-server: how much a coup costs, and how
+# this outlasts the values' volume). Requests equal to limits: the node is not evicted first.
 NATS_RESOURCES = {"cpu": "2", "memory": "16Gi"}
 NATS_GOMEMLIMIT = "14GiB"
 # A node restarting reads its store back before it answers its health check,
 # in time that grows with the history (after a crash it rebuilds every block's
-# index): 0.11 to 0.14 ms a coup kept on the development machine, 22 to 28
-# minutes for the coups 14 GiB holds. The chart's startup probe gives up after
-# 15 minutes (90 checks 10 s apart) and restarts the node, again and again; an
-# hour's budget (docs/operations.md: Sizing the nats-server).
+# index; docs/operations.md, Sizing the nats-server). The chart's default
+# startup probe would restart a full node before it is back, again and again:
+# an hour's budget, 360 checks 10 s apart.
 NATS_STARTUP_CHECKS = 360
 
 

@@ -10,12 +10,12 @@ from datetime import UTC, datetime
 import msgspec
 from nats.aio.client import Client
 
-from casino import storeaccess
-from casino.audit import Report, verify_all, verify_store, verify_table, verify_window
-from casino.history import Bounds, by_coup, coup_id, listing_line, table_listing
-from casino.parallel import cores
-from casino.projections import KvProjections, Projector, fold_stream
-from casino.replay import render_text, replay_coup
+from casino.audit.audits import Report, verify_all, verify_store, verify_table, verify_window
+from casino.audit.history import Bounds, by_coup, coup_id, listing_line, table_listing
+from casino.audit.parallel import cores
+from casino.audit.replay import render_text, replay_coup
+from casino.cli import store as storeaccess
+from casino.readmodels.projections import KvProjections, Projector, fold_stream
 from casino.store import subjects
 from casino.store.eventstore import EventStore
 from casino.store.jetstream import JetStreamEventStore
@@ -95,7 +95,7 @@ async def show_coup(store: EventStore, args: argparse.Namespace) -> int:
         return 2
     print(msgspec.json.format(msgspec.json.encode(r)).decode() if args.json else render_text(r))
     if args.svg:
-        from casino.svg import render_svg
+        from casino.audit.picture import render_svg
 
         with open(args.svg, "w", encoding="utf-8") as f:
             f.write(render_svg(r))
@@ -191,8 +191,8 @@ async def rebuild_projections(store: EventStore, nc: Client) -> int:
 
 async def draw_floor(nc: Client, path: str) -> int:
     """The floor's figures, from the live key-value buckets, as SVG."""
-    from casino.floor import render_floor
-    from casino.projections import ShoeStats, TableStatus, Takings
+    from casino.readmodels.floor import render_floor
+    from casino.readmodels.projections import ShoeStats, TableStatus, Takings
 
     kv = await KvProjections(nc.jetstream()).open()
     live = await kv.everything_listed()

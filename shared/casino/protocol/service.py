@@ -15,7 +15,7 @@ from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeout
 from nats.js.errors import APIError
 
-from casino.commands import Command, Reply, encoder, refused, reply_decoder
+from casino.protocol.commands import Command, Reply, encoder, refused, reply_decoder
 from casino.rules.errors import RuleViolation
 from casino.rules.ruleset import RulesetError
 from casino.store.envelope import AnyEvent, Batch, Envelope, type_of, version_of
@@ -49,7 +49,7 @@ class Recorder:
     ) -> Appended:
         """``causation`` is the cause of every event, or one cause per event
         where the batch holds several decisions; ``command`` the digest of
-        each cause (``casino.commands.digest``), likewise."""
+        each cause (``casino.protocol.commands.digest``), likewise."""
         at = self.clock()
         msg_id = self.message_id(msg_id)
         causes = [causation] * len(events) if isinstance(causation, str) else list(causation)

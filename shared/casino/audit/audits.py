@@ -1,6 +1,6 @@
 """Auditing the event store: every coup and ended shoe of a store, a table,
 a window of a table's coups, or a history in hand, verified through the rules
-(``casino.verify``), as ``casino verify`` does. A whole store's tables are
+(``casino.audit.verify``), as ``casino verify`` does. A whole store's tables are
 shared among processes, each reading its own over its own connection; a table
 is verified as it is read, a coup and a few shoes held at a time."""
 
@@ -12,16 +12,16 @@ from functools import partial
 import msgspec
 from nats.aio.client import Client
 
-from casino import natsclient
-from casino.history import AsRead, Bounds, by_coup, coups_within, opening_of, read_coups
-from casino.parallel import in_processes
+from casino.audit.history import AsRead, Bounds, by_coup, coups_within, opening_of, read_coups
+from casino.audit.parallel import in_processes
+from casino.audit.verify import Finding, recorded_rulesets, verify_coup, verify_shoe, verify_shoes
+from casino.nats import client as natsclient
 from casino.rules.ruleset import Ruleset
 from casino.rules.shoe import ShoeEnded
 from casino.store import subjects
 from casino.store.envelope import AnyEvent
 from casino.store.eventstore import EventStore, Stored
 from casino.store.jetstream import JetStreamEventStore
-from casino.verify import Finding, recorded_rulesets, verify_coup, verify_shoe, verify_shoes
 
 
 class Report(msgspec.Struct):

@@ -11,12 +11,12 @@ from datetime import datetime
 
 import msgspec
 
-from casino.replay import replay_coup
+from casino.audit.replay import replay_coup
+from casino.audit.verify import SHOE_EVENTS
 from casino.rules.shoe import RoundEnded, ShoeEnded
 from casino.store import subjects
 from casino.store.envelope import AnyEvent, CoupConfigured
 from casino.store.eventstore import EventStore, Stored, latest_at_table
-from casino.verify import SHOE_EVENTS
 
 
 def coup_id(table: str, coup: str) -> str:
@@ -61,7 +61,7 @@ async def table_listing(store: EventStore, table: str, bounds: Bounds) -> list[s
     with the window, and with the table's shoes far more slowly than a pass
     grows with its coups; more are read in one pass (``listed_in_one_pass``):
     a coup read by its own subjects costs some ten times what it does in a
-    pass (`python -m bench.verifying`: 6 to 12 ms against 0.9 ms a coup)."""
+    pass (``python -m bench.verifying`` measures both)."""
     numbers, latest = await coups_within(store, table, bounds)
     if numbers is None or len(numbers) * 10 > latest:
         return await listed_in_one_pass(store, table, bounds)
@@ -73,9 +73,8 @@ async def read_coups(store: EventStore, table: str, numbers: range) -> AsyncIter
     its own subjects, one at a time. Each coup after the first is looked for
     under the shoe the one before it opened in, then the next shoe: a filter
     that names the shoe is matched against that shoe's subjects, where one
-    with a wildcard for it is matched under every shoe the table has had (a
-    table as `bench.history` writes it, 100,000 coups: 6.0 ms a coup, against
-    10 to 13 with the wildcard; 3.6 ms at 1,000 coups)."""
+    with a wildcard for it is matched under every shoe the table has had
+    (``python -m bench.history`` measures both)."""
     shoe: int | None = None
     for n in numbers:
         if msgs := await _coup_records(store, table, coup_id(table, str(n)), shoe):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from html import escape
 
-from casino.projections import ShoeStats, TableStatus, Takings
+from casino.readmodels.projections import ShoeStats, TableStatus, Takings
 
 
 def render_floor(status: list[TableStatus], shoes: dict[str, ShoeStats], takings: dict[str, Takings]) -> str:

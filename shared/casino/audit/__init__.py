@@ -1,0 +1,1 @@
+"""Replaying and verifying the record: a coup, a shoe, a table's history, a whole store."""

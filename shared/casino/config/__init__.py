@@ -1,0 +1,1 @@
+"""The casino's configuration: its tables and the rulesets they deal under."""

@@ -1,0 +1,1 @@
+"""NATS: connecting, the permission model, the embedded server and provisioning."""

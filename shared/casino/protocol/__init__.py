@@ -1,0 +1,1 @@
+"""The command interface on the wire, and how a service answers and asks commands."""

@@ -1,0 +1,1 @@
+"""Read models of the floor, folded from the event stream."""
