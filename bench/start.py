@@ -61,7 +61,8 @@ async def shoe_whole(nc: Client, tables: dict[str, TableConfig]) -> ShoeService:
     service = ShoeService(JetStreamEventStore(nc), JetStreamSecrets(nc.jetstream()))
     for name, config in tables.items():
         rules = rulesets.load(config.ruleset)
-        service.tables[name] = TableShoe(rules.shoe, isinstance(rules, BaccaratRules), rules.document)
+        service.tables[name] = TableShoe(rules=rules.shoe, baccarat=isinstance(rules, BaccaratRules),
+                                         document=rules.document)
         for msg in await service.store.read(subjects.aggregate_filter("shoe", name)):
             await service.observe(msg.subject, msg.seq, msg.batch)
     return service

@@ -15,12 +15,13 @@ from casino.config.tables import TableConfig
 from casino.games import Carry, Coup, Game
 from casino.metrics import Metrics, count_recorded
 from casino.protocol import commands
-from casino.protocol.service import Clock, Peer, Recorder, TableLocks, log, utc_now
+from casino.protocol.service import Clock, Peer, TableLocks, log, utc_now
 from casino.rules.errors import RuleViolation
 from casino.rules.ruleset import Ruleset, RulesetError
 from casino.store import subjects
 from casino.store.envelope import AnyEvent, Batch, CoupConfigured, RulesetRecorded
 from casino.store.eventstore import EventStore, latest_at_table
+from services.repository import Held, Repository
 
 
 class Staged(msgspec.Struct):
@@ -32,8 +33,10 @@ class Staged(msgspec.Struct):
     before: tuple[Coup | None, dict[str, str], dict[str, commands.PlaceExtra], int] | None = None
 
 
-class TableCoup(msgspec.Struct):
-    """The table's current (latest) coup and what carries over to the next."""
+class TableCoup(Held, kw_only=True):
+    """The table's current (latest) coup and what carries over to the next.
+    ``last_seq`` and ``applied`` are the coup's; ``seen`` the last of the
+    table's coup messages folded, whichever coup it was of."""
 
     name: str
     config: TableConfig
@@ -43,10 +46,7 @@ class TableCoup(msgspec.Struct):
     coup: str = ""
     shoe: str = ""
     state: Coup | None = None
-    last_seq: int = 0
     seen: int = 0
-    # The commands recorded in the coup: causation id -> digest of the command (casino.protocol.commands.digest).
-    applied: dict[str, str] = msgspec.field(default_factory=dict)
     # The extra stakes (double, split, insurance) the coup's recorded decisions
     # call for, by the decision's cause; and those the wager book has confirmed.
     extras: dict[str, commands.PlaceExtra] = msgspec.field(default_factory=dict)
@@ -67,7 +67,7 @@ class DealerPolicyService:
 
     def __init__(self, store: EventStore, peer: Peer, tables: dict[str, TableConfig], clock: Clock = utc_now) -> None:
         self.store, self.peer, self.config = store, peer, tables
-        self.recorder = Recorder(store, self.producer, clock)
+        self.repository: Repository[TableCoup] = Repository(store, self.producer, self._fold, clock=clock)
         self.tables: dict[str, TableCoup] = {}
         self.folding = TableLocks()
         self.metrics: Metrics | None = None
@@ -79,7 +79,7 @@ class DealerPolicyService:
             raise RuleViolation("tables", f"table {name} is not configured")
         config = self.config[name]
         rules = rulesets.load(config.ruleset)
-        return TableCoup(name, config, rules, games.of(rules))
+        return TableCoup(name=name, config=config, rules=rules, game=games.of(rules))
 
     async def rebuild(self, table: str | None = None) -> None:
         """Fold each table's latest coup. Nothing earlier decides anything: the
@@ -117,13 +117,13 @@ class DealerPolicyService:
         t.state, t.applied, t.last_seq, t.ending = None, {}, 0, None
         t.extras, t.staked = {}, set()
 
-    def _apply(self, t: TableCoup, event: AnyEvent, causation: str, command: str = "") -> None:
+    @staticmethod
+    def _fold(t: TableCoup, event: AnyEvent, causation: str) -> None:
         if isinstance(event, CoupConfigured):
             t.number = event.coup_number
             t.state = games.named(event.game).new()
         elif t.state is not None:
             t.state = t.game.evolve(t.state, event)
-        t.applied = {**t.applied, causation: command}  # a new dict: a staged step is undone by the old one
         if (extra := t.game.extra(event, t.name, t.coup, causation)) is not None:
             t.extras = {**t.extras, causation: extra}
 
@@ -137,8 +137,7 @@ class DealerPolicyService:
         t = self.tables.get(cmd.table)
         if t is None:
             return
-        for msg in await self.store.read(subjects.aggregate_filter("coup", cmd.table), after=t.seen):
-            await self.observe(msg.subject, msg.seq, msg.batch)
+        await self.repository.catch_up(subjects.aggregate_filter("coup", cmd.table), t.seen, self.observe)
 
     def _stage(self, t: TableCoup, events: list[AnyEvent], msg_id: str, causation: str, command: str = "") -> None:
         """Take a decision now (the coup moves on) and record it with the next
@@ -146,7 +145,8 @@ class DealerPolicyService:
         if not t.staged.steps:
             t.staged.before = (t.state, t.applied, t.extras, t.number)
         for e in events:
-            self._apply(t, e, causation, command)
+            self._fold(t, e, causation)
+        t.applied = {**t.applied, causation: command}  # a new dict: a staged step is undone by the old one
         t.staged.steps.append((events, msg_id, causation, command))
 
     def _unstage(self, t: TableCoup) -> None:
@@ -164,7 +164,7 @@ class DealerPolicyService:
         causes = [cause for evs, _, cause, _ in steps for _ in evs]
         digests = [command for evs, _, _, command in steps for _ in evs]
         try:
-            ack = await self.recorder.record(
+            ack = await self.repository.recorder.record(
                 subjects.event(t.name, t.shoe, t.coup, "coup"), events, expected=t.last_seq, msg_id=steps[0][1],
                 table=t.name, shoe=t.shoe, coup=t.coup, causation=causes, command=digests)
         except BaseException:
@@ -200,9 +200,7 @@ class DealerPolicyService:
         if coup != t.coup:
             self._next_coup(t)
             t.coup, t.shoe = coup, shoe
-        for env in batch.events:
-            self._apply(t, env.data, env.causation, env.command)
-        t.last_seq = seq
+        self.repository.take(t, seq, batch)
 
     # ---- deciding -------------------------------------------------------
 
@@ -235,8 +233,7 @@ class DealerPolicyService:
             return self._reply(t)
         if isinstance(cmd, commands.OpenCoup):
             if t.state is not None and not t.finished:
-                if cmd.id in t.applied:  # a retry: the first attempt may have stopped before the book opened
-                    _not_reused(cmd, t.applied[cmd.id])
+                if t.recorded(cmd):  # a retry: the first attempt may have stopped before the book opened
                     if t.state.phase == "betting":
                         await self._open_book(t)
                     return self._reply(t)
@@ -245,10 +242,8 @@ class DealerPolicyService:
             return self._reply(t)
         if cmd.coup != t.coup or t.state is None:
             raise RuleViolation("coup", f"coup {cmd.coup} is not the coup being dealt at {cmd.table}")
-        if cmd.id not in t.applied:
+        if not t.recorded(cmd):  # a retried command was recorded once already
             await self._command(t, cmd)
-        else:  # a retried command was recorded once already
-            _not_reused(cmd, t.applied[cmd.id])
         await self.advance(t)  # and the dealer's own steps are finished either way
         return self._reply(t)
 
@@ -288,7 +283,7 @@ class DealerPolicyService:
         latest = last.batch.events[-1].data if last is not None else None
         if not (isinstance(latest, RulesetRecorded) and latest.digest == digest_):
             after = last.seq if last is not None else 0
-            await self.recorder.record(
+            await self.repository.recorder.record(
                 subject, [RulesetRecorded(t.name, t.config.ruleset, digest_, rulesets.content(t.rules))],
                 expected=after,
                 msg_id=f"{t.name}:ruleset:{after}:{digest_}", table=t.name, shoe=subjects.NO_COUP,
@@ -398,11 +393,6 @@ class DealerPolicyService:
             await self._open_book(t)
         else:
             await self.advance(t)
-
-
-def _not_reused(cmd: commands.CoupCommand, recorded: str) -> None:
-    if (conflict := commands.reused(cmd, recorded)) is not None:
-        raise conflict
 
 
 def _previous_coup(table: str, number: int) -> str:

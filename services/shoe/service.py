@@ -7,20 +7,19 @@ import secrets
 from collections.abc import Callable
 from typing import Protocol
 
-import msgspec
-
 from casino.config import rulesets
 from casino.metrics import Metrics, count_recorded
 from casino.protocol.commands import DrawCard, EndRound, Reply, ShoeCommand, StartRound
-from casino.protocol.service import Clock, Recorder, TableLocks, utc_now
+from casino.protocol.service import Clock, TableLocks, utc_now
 from casino.rules import shoe as dealing_shoe
 from casino.rules.baccarat import tableau
 from casino.rules.cards import Card, full_set
 from casino.rules.errors import RuleViolation
 from casino.rules.ruleset import BaccaratRules, ShoeRules
 from casino.store import subjects
-from casino.store.envelope import AnyEvent, Batch
+from casino.store.envelope import Batch
 from casino.store.eventstore import EventStore, Stored, latest_at_table
+from services.repository import Held, Repository
 
 Order = tuple[tuple[Card, ...], str]
 ShuffleSource = Callable[[str, int], Order]
@@ -55,15 +54,28 @@ class MemorySecrets:
         return self.orders.get((table, shoe))
 
 
-class TableShoe(msgspec.Struct):
+class TableShoe(Held, kw_only=True):
+    """A table's shoe, the secret order of the shoe in play, and what of the stream it is folded from."""
+
     rules: ShoeRules
     baccarat: bool = False  # a draw may go on by the tableau
     document: str = ""  # the ruleset's document: the clauses the shoe cites (casino.rules.shoe.cites)
     state: dealing_shoe.ShoeState = dealing_shoe.ShoeState()
     order: Order | None = None
-    last_seq: int = 0
     shuffles: int = 0
     last_round: str = ""
+
+    def anew(self) -> TableShoe:
+        """The table's shoe before any event is folded."""
+        return TableShoe(rules=self.rules, baccarat=self.baccarat, document=self.document)
+
+
+def _fold(t: TableShoe, event: dealing_shoe.AnyShoeEvent, causation: str) -> None:
+    t.state = dealing_shoe.evolve(t.state, event)
+    if isinstance(event, dealing_shoe.ShoeShuffled):
+        t.shuffles += 1
+    elif isinstance(event, dealing_shoe.RoundEnded):
+        t.last_round = event.coup_id
 
 
 class ShoeService:
@@ -72,7 +84,8 @@ class ShoeService:
     def __init__(self, store: EventStore, secrets_: SecretStore, shuffle: ShuffleSource = secure_shuffle,
                  clock: Clock = utc_now) -> None:
         self.store, self.secrets, self.shuffle = store, secrets_, shuffle
-        self.recorder = Recorder(store, self.producer, clock)
+        # A table's shoe lives as long as the table: a retry is told by the shoe's state, not by its causes.
+        self.repository: Repository[TableShoe] = Repository(store, self.producer, _fold, clock=clock, by_cause=False)
         self.tables: dict[str, TableShoe] = {}
         self.folding = TableLocks()
         self.metrics: Metrics | None = None
@@ -84,8 +97,7 @@ class ShoeService:
         meanwhile waits (applied to a state not yet folded up to it, a later
         event would hide the earlier ones from the fold)."""
         async with self.folding(table):
-            t = self.tables[table] = TableShoe(self.tables[table].rules, self.tables[table].baccarat,
-                                                     self.tables[table].document)
+            t = self.tables[table] = self.tables[table].anew()
             history, t.shuffles = await self._since_last_round_ended(table)
             for msg in history:
                 await self._observe(msg.subject, msg.seq, msg.batch)
@@ -119,21 +131,14 @@ class ShoeService:
         t = self.tables.get(table)
         if t is None:
             return
-        for msg in await self.store.read(subjects.aggregate_filter("shoe", table), after=t.last_seq):
-            await self.observe(msg.subject, msg.seq, msg.batch)
-
-    def _apply(self, t: TableShoe, event: dealing_shoe.AnyShoeEvent) -> None:
-        t.state = dealing_shoe.evolve(t.state, event)
-        if isinstance(event, dealing_shoe.ShoeShuffled):
-            t.shuffles += 1
-        elif isinstance(event, dealing_shoe.RoundEnded):
-            t.last_round = event.coup_id
+        await self.repository.catch_up(subjects.aggregate_filter("shoe", table), t.last_seq, self.observe)
 
     async def table(self, table: str, ruleset: str) -> TableShoe:
         """The table's shoe, folded from the stream the first time it is asked for."""
         if table not in self.tables:
             rules = rulesets.load(ruleset)
-            self.tables[table] = TableShoe(rules.shoe, isinstance(rules, BaccaratRules), rules.document)
+            self.tables[table] = TableShoe(rules=rules.shoe, baccarat=isinstance(rules, BaccaratRules),
+                                           document=rules.document)
             await self.rebuild(table)
         return self.tables[table]
 
@@ -142,17 +147,12 @@ class ShoeService:
         shoe = t.state.shoe_id or next((e.shoe_id for e in events), "")
         subject = subjects.event(table, shoe, coup, "shoe")
         guard, expected = _guard(table, t, shoe)
-        out: list[AnyEvent] = list(events)
-        ack = await self.recorder.record(subject, out, expected=expected, msg_id=msg_id, table=table, shoe=shoe,
-                                         coup=coup, causation=causation, guard=guard)
+        ack = await self.repository.commit(t, subject, events, msg_id=msg_id, table=table, shoe=shoe, coup=coup,
+                                           causation=causation, expected=expected, guard=guard)
         if ack.duplicate:  # written before: the record stands, read back, not this decision
             await self._catch_up(table)
         else:
             count_recorded(self.metrics, table, list(events))
-            if ack.seq > t.last_seq:  # not yet applied from the stream
-                for e in events:
-                    self._apply(t, e)
-                t.last_seq = ack.seq
 
     async def observe(self, subject: str, seq: int, batch: Batch) -> None:
         """Follow the stream: apply what another instance appended."""
@@ -162,11 +162,8 @@ class ShoeService:
     async def _observe(self, subject: str, seq: int, batch: Batch) -> None:
         table = subjects.tokens(subject)[0]
         t = self.tables.get(table)
-        if t is None or seq <= t.last_seq:
+        if t is None or not self.repository.take(t, seq, batch):
             return
-        for env in batch.events:
-            self._apply(t, env.data)  # type: ignore[arg-type]
-        t.last_seq = seq
         if any(isinstance(env.data, dealing_shoe.ShoeShuffled) for env in batch.events) and t.state.shoe_id:
             t.order = await self.secrets.get(table, t.state.shoe_id)
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import msgspec
-
 from casino.config import rulesets
 from casino.metrics import Metrics, count_recorded
 from casino.protocol.commands import (
@@ -18,26 +16,29 @@ from casino.protocol.commands import (
     Sit,
     WagerCommand,
     digest,
-    reused,
     write_id,
 )
-from casino.protocol.service import Clock, Recorder, utc_now
+from casino.protocol.service import Clock, utc_now
 from casino.rules import wagerbook
 from casino.rules.errors import RuleViolation
 from casino.rules.ruleset import Ruleset
 from casino.store import subjects
-from casino.store.envelope import AnyEvent, Batch
+from casino.store.envelope import Batch
 from casino.store.eventstore import EventStore
+from services.repository import Held, Repository
 
 
-class CoupBook(msgspec.Struct):
+class CoupBook(Held, kw_only=True):
+    """A coup's wager book, and what of the stream it is folded from."""
+
     table: str
     shoe: str
     ruleset: str
     book: wagerbook.Book = wagerbook.Book()
-    last_seq: int = 0
-    # The commands already recorded: causation id -> digest of the command (casino.protocol.commands.digest).
-    applied: dict[str, str] = msgspec.field(default_factory=dict)
+
+
+def _fold(cb: CoupBook, event: wagerbook.AnyBookEvent, causation: str) -> None:
+    cb.book = wagerbook.evolve(cb.book, event)
 
 
 class WagerService:
@@ -45,7 +46,7 @@ class WagerService:
 
     def __init__(self, store: EventStore, clock: Clock = utc_now) -> None:
         self.store = store
-        self.recorder = Recorder(store, self.producer, clock)
+        self.repository: Repository[CoupBook] = Repository(store, self.producer, _fold, clock=clock)
         self.books: dict[str, CoupBook] = {}
         self.metrics: Metrics | None = None
         self._rules: dict[str, Ruleset] = {}
@@ -65,15 +66,13 @@ class WagerService:
         held = self.books.get(coup)
         filter_ = subjects.event(table, "*", coup, "wager") if held is None else \
             subjects.event(held.table, held.shoe, coup, "wager")
-        for msg in await self.store.read(filter_):
-            await self.observe(msg.subject, msg.seq, msg.batch)
+        await self.repository.catch_up(filter_, 0, self.observe)
 
     async def _commit(self, cb: CoupBook, coup: str, events: list[wagerbook.AnyBookEvent], msg_id: str,
                       causation: str, command: str) -> None:
-        out: list[AnyEvent] = list(events)
-        ack = await self.recorder.record(
-            subjects.event(cb.table, cb.shoe, coup, "wager"), out, expected=cb.last_seq, msg_id=msg_id,
-            table=cb.table, shoe=cb.shoe, coup=coup, causation=causation, command=command)
+        ack = await self.repository.commit(cb, subjects.event(cb.table, cb.shoe, coup, "wager"), events,
+                                           msg_id=msg_id, table=cb.table, shoe=cb.shoe, coup=coup,
+                                           causation=causation, command=command)
         if ack.duplicate:
             # Written before (a retry, or an instance since stopped): the record
             # stands, not this decision, which may have been taken on a book
@@ -81,30 +80,18 @@ class WagerService:
             await self.rebuild(cb.table, coup)
         else:
             count_recorded(self.metrics, cb.table, list(events))
-            if ack.seq > cb.last_seq:  # not yet applied from the stream
-                for e in events:
-                    self._apply(cb, e, causation, command)
-                cb.last_seq = ack.seq
         if any(isinstance(e, wagerbook.BookOpened) for e in events):
             self._forget_before(cb.table, ack.seq)
-
-    @staticmethod
-    def _apply(cb: CoupBook, event: wagerbook.AnyBookEvent, causation: str, command: str) -> None:
-        cb.book = wagerbook.evolve(cb.book, event)
-        cb.applied[causation] = command
 
     async def observe(self, subject: str, seq: int, batch: Batch) -> None:
         """Follow the stream: apply what another instance appended."""
         table, shoe, coup, _ = subjects.tokens(subject)
         for env in batch.events:
             if isinstance(env.data, wagerbook.BookOpened) and coup not in self.books:
-                self.books[coup] = CoupBook(table, shoe, env.data.ruleset)
+                self.books[coup] = CoupBook(table=table, shoe=shoe, ruleset=env.data.ruleset)
         cb = self.books.get(coup)
-        if cb is None or seq <= cb.last_seq:
+        if cb is None or not self.repository.take(cb, seq, batch):
             return
-        for env in batch.events:
-            self._apply(cb, env.data, env.causation, env.command)  # type: ignore[arg-type]
-        cb.last_seq = seq
         if any(isinstance(env.data, wagerbook.BookOpened) for env in batch.events):
             self._forget_before(table, seq)
 
@@ -128,17 +115,14 @@ class WagerService:
         await self.rebuild(cmd.table, cmd.coup)
 
     async def handle(self, cmd: WagerCommand | BookCommand) -> Reply:
-        if isinstance(cmd, PlaceWager | CancelWager | PlaceExtra | Sit | Leave) and \
-                cmd.id in (applied := self._book(cmd).applied):
-            if (conflict := reused(cmd, applied[cmd.id])) is not None:
-                raise conflict
+        if isinstance(cmd, PlaceWager | CancelWager | PlaceExtra | Sit | Leave) and self._book(cmd).recorded(cmd):
             return Reply(True, coup=cmd.coup)  # a retried command: recorded once already
         match cmd:
             case OpenBook():
                 if cmd.coup in self.books and self._book(cmd).book.status != "new":
                     return Reply(True, coup=cmd.coup)
                 seated = await self._seated_after(cmd.table, cmd.previous)
-                cb = self.books[cmd.coup] = CoupBook(cmd.table, cmd.shoe, cmd.ruleset)
+                cb = self.books[cmd.coup] = CoupBook(table=cmd.table, shoe=cmd.shoe, ruleset=cmd.ruleset)
                 await self._decide(cb, cmd, wagerbook.OpenBook(cmd.coup, cmd.ruleset, seated), f"{cmd.coup}:open-book")
                 return Reply(True, coup=cmd.coup)
             case PlaceWager():

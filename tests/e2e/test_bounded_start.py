@@ -46,9 +46,9 @@ def filters_of(store: EventStore, method: str = "read") -> list[str]:
     filters: list[str] = []
     asked = getattr(store, method)
 
-    async def recorded(filter_: str, *args: object) -> object:
+    async def recorded(filter_: str, *args: object, **kwargs: object) -> object:
         filters.append(filter_)
-        return await asked(filter_, *args)
+        return await asked(filter_, *args, **kwargs)
 
     setattr(store, method, recorded)
     return filters

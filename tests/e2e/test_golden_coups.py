@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from casino.cli.simulator import until_finished
 from casino.config.tables import TableConfig
 from casino.protocol import commands
 from casino.rules import play
@@ -39,23 +40,23 @@ async def drive(casino: Casino, table: str, procedure: str, book: tuple[Wager, .
     for w in book:
         placed = await casino.ask(table, "wager", commands.PlaceWager, coup=coup, seat=w.seat, bet=w.bet, amount=w.amount)
         assert placed.ok, placed
-    reply = await casino.ask(table, "coup", commands.CloseBetting, coup=coup)
-    while reply.ok and reply.waiting and reply.waiting.kind != "finished":
-        w = reply.waiting
+
+    async def respond(w: commands.Waiting) -> commands.Reply:
         assert w.seat is not None, w
         if w.kind == "answer":
             a = players.answers.get((w.offer or "", w.seat), True)
-            reply = await casino.ask(table, "coup", commands.AnswerOffer, coup=coup, seat=w.seat, accept=bool(a),
-                                     plays="player" if a == "player" else "banker")
-        elif w.kind == "expose":
+            return await casino.ask(table, "coup", commands.AnswerOffer, coup=coup, seat=w.seat, accept=bool(a),
+                                    plays="player" if a == "player" else "banker")
+        if w.kind == "expose":
             kind = commands.ReturnCards if w.seat in players.returns else commands.ExposeHand
-            reply = await casino.ask(table, "coup", kind, coup=coup, seat=w.seat, hand=w.hand)
-        elif w.kind == "decision":
+            return await casino.ask(table, "coup", kind, coup=coup, seat=w.seat, hand=w.hand)
+        if w.kind == "decision":
             d = players.decide(None, jm_awaiting(w))  # type: ignore[arg-type]
-            reply = await casino.ask(table, "coup", commands.Decide, coup=coup, seat=d.seat, hand=d.hand,
-                                     action=d.action, amount=d.amount)
-        else:
-            raise AssertionError(f"unexpected wait {w}")
+            return await casino.ask(table, "coup", commands.Decide, coup=coup, seat=d.seat, hand=d.hand,
+                                    action=d.action, amount=d.amount)
+        raise AssertionError(f"unexpected wait {w}")
+
+    reply = await until_finished(await casino.ask(table, "coup", commands.CloseBetting, coup=coup), respond)
     assert reply.ok, reply
     return coup
 

@@ -13,18 +13,20 @@ from pathlib import Path
 import msgspec
 import nats
 import pytest
+from nats.js.api import ConsumerConfig
 
 from casino.audit.verify import verify_coup
 from casino.nats import permissions as natsauth
 from casino.protocol import commands
-from casino.readmodels.projections import BUCKETS, META
+from casino.readmodels.projections import BUCKETS, META, TableStatus
 from casino.rules.shoe import ShoeEnded
 from casino.store import envelope, subjects
 from casino.store.jetstream import SECRETS_STREAM, STREAM, JetStreamEventStore
-from tests.security.secured import TABLES, Secured, Spy, secured_casino
+from tests.security.secured import SERVICE_USERS, TABLES, Secured, Spy, secured_casino
 
 pytestmark = pytest.mark.anyio
 EVERY_USER = tuple(natsauth.permissions(TABLES))
+SERVICE_CONSUMERS = tuple(u for u in SERVICE_USERS if u != "settlement")  # each creates its own consumers
 NOT_SHOE = tuple(u for u in EVERY_USER if u != "shoe")
 
 
@@ -179,6 +181,37 @@ async def test_only_the_settlement_service_may_touch_its_consumer(tmp_path: Path
         assert (after.filter_subjects, after.filter_subject) == (config.filter_subjects, config.filter_subject)
         assert not getattr(after, "pause_until", None)
         await casino.deal(1)  # and every coup is still settled
+
+
+async def test_a_consumer_delivering_onto_another_streams_subjects_writes_nothing_there(tmp_path: Path) -> None:
+    # A consumer's deliver subject is in its creator's request body, where permissions cannot look: a
+    # service that may create consumers aims one at the secret orders' and a read model's subjects.
+    async with secured_casino(tmp_path) as casino:
+        await casino.deal(1)
+        admin = await casino.connect("admin")
+        js = admin.jetstream()
+        kv = f"$KV.{BUCKETS['table_status']}.BAC000-1"
+        secret = subjects.secret("BAC000-1", "BAC000-1-shoe-9")  # a shoe not yet shuffled
+        before = (await js.stream_info(STREAM)).state.messages
+        created = []
+        for user in SERVICE_CONSUMERS:
+            nc = await casino.connect(user)
+            for i, aim in enumerate((secret, kv)):
+                with contextlib.suppress(nats.errors.Error, nats.js.errors.Error):
+                    await nc.jetstream(timeout=1).add_consumer(STREAM, ConsumerConfig(
+                        name=f"{user}-aim-{i}", filter_subject="casino.ev.>", deliver_subject=aim))
+                    created.append((user, aim))
+            await nc.close()
+        assert created, "no consumer could be created: the test would prove nothing"
+        await asyncio.sleep(1.0)
+        # Nothing is delivered there (no subscriber can have interest in them), nor written.
+        assert secret not in await casino.orders(), created
+        floor = await casino.connect("floor")
+        status = await floor.jetstream().get_last_msg(f"KV_{BUCKETS['table_status']}", kv, direct=True)
+        msgspec.json.decode(status.data or b"", type=TableStatus)  # the projections' value, no event batch
+        await floor.close()
+        assert (await js.stream_info(STREAM)).state.messages == before, created
+        await admin.close()
 
 
 async def test_readers_create_no_consumers_and_nobody_but_the_projections_writes_the_read_models(

@@ -10,7 +10,7 @@ import random
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 
 import msgspec
 from nats.aio.client import Client
@@ -76,6 +76,15 @@ class Habits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         for name in self.__struct_fields__:
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"habit `{name}` must be a chance from 0 to 1")
+
+
+async def until_finished(reply: commands.Reply,
+                         respond: Callable[[commands.Waiting], Awaitable[commands.Reply]]) -> commands.Reply:
+    """What a table terminal does once betting is closed: answer what the coup
+    waits for (``respond``) until it is finished or a command is refused."""
+    while reply.ok and reply.waiting is not None and reply.waiting.kind not in ("finished", "open"):
+        reply = await respond(reply.waiting)
+    return reply
 
 
 class SimulatedTable:
@@ -185,8 +194,7 @@ class SimulatedTable:
             await self._back_bet(coup)
             closing = time.perf_counter()
             reply = await self.ask("coup", commands.CloseBetting, coup=coup)
-        while reply.ok and reply.waiting is not None and reply.waiting.kind not in ("finished", "open"):
-            reply = await self._respond(coup, reply.waiting)
+        reply = await until_finished(reply, lambda waiting: self._respond(coup, waiting))
         if not reply.ok:
             raise Refused(f"{self.name} {coup}: {reply.clause}: {reply.reason}")
         self.last = reply
