@@ -61,7 +61,7 @@ def _main(argv: Sequence[str] | None) -> int:
     replaycli.add_commands(sub)
     args = parser.parse_args(argv)
 
-    if args.command in ("replay", "verify", "projections"):
+    if args.command in ("replay", "verify", "export", "projections"):
         return replaycli.run(args)
     if args.command == "run":
         return launcher.run(args)

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 import msgspec
 from nats.aio.client import Client
 
+from casino.audit.archive import ArchiveError, export_table, verify_export, write_export
 from casino.audit.audits import Report, verify_all, verify_store, verify_table, verify_window
 from casino.audit.history import Bounds, by_coup, coup_id, listing_line, table_listing
 from casino.audit.parallel import cores
@@ -42,12 +43,18 @@ def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
     verify.add_argument("--shoe")
     verify.add_argument("--workers", type=int, default=cores(),
                         help="processes verifying a whole store, its tables shared among them (default: the cores)")
+    verify.add_argument("--file", help="an export file (casino export), verified with no server at all")
+    export = sub.add_parser("export", help="write a table's sealed shoes, chained, to one file for a regulator")
+    export.add_argument("--table", required=True)
+    export.add_argument("--since", type=datetime.fromisoformat, help="shoes ended at or after (ISO time, UTC)")
+    export.add_argument("--until", type=datetime.fromisoformat, help="shoes ended before (ISO time, UTC)")
+    export.add_argument("file")
     projections = sub.add_parser("projections", help="the read models in key-value buckets")
     projections_do = projections.add_subparsers(dest="what", required=True)
     rebuild = projections_do.add_parser("rebuild", help="fold the stream again from the first event")
     floor = projections_do.add_parser("floor", help="draw the floor's figures from the live read models")
     floor.add_argument("--svg", metavar="FILE", required=True)
-    for p in (coup, table, shoe, verify, rebuild, floor):
+    for p in (coup, table, shoe, verify, export, rebuild, floor):
         storeaccess.add_arguments(p)
 
 
@@ -64,6 +71,8 @@ def _bounds(args: argparse.Namespace) -> Bounds:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.command == "verify" and args.file:
+        return verify_file(args.file)
     if args.command == "verify" and _bounds(args).any() and (args.coup or args.shoe):
         print("casino: --from, --to, --since and --until verify a window of a table's coups (or of every "
               "table's): not with --coup or --shoe", file=sys.stderr)
@@ -77,6 +86,8 @@ async def _run(args: argparse.Namespace) -> int:
     async with storeaccess.open_store(args, "projections" if rebuilding else "compliance") as (store, nc):
         if args.command == "verify":
             return await verify(store, nc, args)
+        if args.command == "export":
+            return await export(store, args)
         if args.command == "projections" and args.what == "floor":
             return await draw_floor(nc, args.svg)
         if args.command == "projections":
@@ -143,11 +154,35 @@ async def verify(store: EventStore, nc: Client, args: argparse.Namespace) -> int
         report, _ = await verify_table(store, args.table, 0)
     else:
         report = await verify_store(nc, args.workers)
+    return _print_report(report)
+
+
+def _print_report(report: Report) -> int:
     for f in report.findings:
         print(f"{f.coup}: event seq {f.seq}: {f.what}")
     print(f"verified {report.coups} coups and {report.shoes} ended shoes: "
           + ("every one follows the rules" if not report.findings else f"{len(report.findings)} differences"))
     return 1 if report.findings else 0
+
+
+async def export(store: EventStore, args: argparse.Namespace) -> int:
+    since, until = (_utc(t) if t else None for t in (args.since, args.until))
+    header, seals = await export_table(store, args.table, since, until)
+    with open(args.file, "wb") as out:
+        write_export(out, header, seals)
+    print(f"{len(seals)} sealed shoes of table {args.table} written to {args.file}, chained from {header.previous}")
+    return 0
+
+
+def verify_file(path: str) -> int:
+    try:
+        with open(path, "rb") as source:
+            header, report = verify_export(source)
+    except (OSError, ArchiveError) as exc:
+        print(f"casino: {path}: {exc}", file=sys.stderr)
+        return 1
+    print(f"table {header.table}: the chain of its sealed shoes holds, from {header.previous}")
+    return _print_report(report)
 
 
 async def rebuild_projections(store: EventStore, nc: Client) -> int:
