@@ -144,14 +144,9 @@ class Baccarat(Game):
         else baccarat_messages.ForfeitShoe(e.seat, e.supervisor),
     }
 
-    def new(self) -> Coup:
-        return baccarat.BaccaratCoup()
-
-    def step(self, rules: Any, state: Any, command: Any) -> tuple[list[Any], Any]:
-        return baccarat.step(rules, state, command)
-
-    def evolve(self, state: Any, event: Any) -> Coup:
-        return baccarat.evolve(state, event)
+    new = staticmethod(baccarat.BaccaratCoup)
+    step = staticmethod(baccarat.step)
+    evolve = staticmethod(baccarat.evolve)
 
     def waiting(self, rules: Any, state: Any) -> commands.Waiting:
         next_ = baccarat.awaiting(state)
@@ -231,14 +226,9 @@ class Blackjack(Game):
     }
     ACTIONS: ClassVar[tuple[Action, ...]] = ("stand", "hit", "double", "split", "insurance")
 
-    def new(self) -> Coup:
-        return blackjack.BlackjackCoup()
-
-    def step(self, rules: Any, state: Any, command: Any) -> tuple[list[Any], Any]:
-        return blackjack.step(rules, state, command)
-
-    def evolve(self, state: Any, event: Any) -> Coup:
-        return blackjack.evolve(state, event)
+    new = staticmethod(blackjack.BlackjackCoup)
+    step = staticmethod(blackjack.step)
+    evolve = staticmethod(blackjack.evolve)
 
     def waiting(self, rules: Any, state: Any) -> commands.Waiting:
         next_ = blackjack.awaiting(state, rules)
@@ -290,11 +280,11 @@ class Blackjack(Game):
 
 
 GAMES: dict[str, Game] = {game.name: game for game in (Baccarat(), Blackjack())}
-RESULTS: tuple[type, ...] = tuple(game.result_type for game in GAMES.values())
-BETTING_CLOSED: frozenset[type] = frozenset(game.betting_closed for game in GAMES.values())
-CARD_DEALT: frozenset[type] = frozenset(game.card_dealt for game in GAMES.values())
 RESULT_OF: dict[type, str] = {game.result_type: game.name for game in GAMES.values()}  # the game, by its result's type
-DEALT_IN: dict[type, str] = {game.card_dealt: game.name for game in GAMES.values()}
+DEALT_IN: dict[type, str] = {game.card_dealt: game.name for game in GAMES.values()}  # by its card dealt's type
+RESULTS: tuple[type, ...] = tuple(RESULT_OF)
+CARD_DEALT: frozenset[type] = frozenset(DEALT_IN)
+BETTING_CLOSED: frozenset[type] = frozenset(game.betting_closed for game in GAMES.values())
 
 
 def of(rules: Ruleset) -> Game:

@@ -108,9 +108,12 @@ def sealable(stored: list[Stored]) -> bool:
     events = [e.data for m in stored for e in m.batch.events]
     if not any(isinstance(e, ShoeEnded) for e in events):
         return False
-    opened = {subjects.tokens(m.subject)[2] for m in stored if subjects.tokens(m.subject)[3] == "coup"}
-    settled = {subjects.tokens(m.subject)[2] for m in stored if subjects.tokens(m.subject)[3] == "settle"}
-    return opened <= settled
+    return _coups(stored, "coup") <= _coups(stored, "settle")
+
+
+def _coups(stored: list[Stored], aggregate: str) -> set[str]:
+    """The coups with ``aggregate`` messages among ``stored``."""
+    return {coup for m in stored for _, _, coup, of in [subjects.tokens(m.subject)] if of == aggregate}
 
 
 def table_seals(stored: list[Stored]) -> list[tuple[datetime, Sealed]]:
@@ -131,7 +134,7 @@ def table_seals(stored: list[Stored]) -> list[tuple[datetime, Sealed]]:
     for shoe, msgs in shoes.items():  # in the order each shoe's first message came
         if not sealable(msgs):
             break
-        opened = {subjects.tokens(m.subject)[2] for m in msgs if subjects.tokens(m.subject)[3] == "coup"}
+        opened = _coups(msgs, "coup")
         dealt_under = {e.data.ruleset_digest for m in msgs for e in m.batch.events if isinstance(e.data, CoupConfigured)}
         # A round gone on into the next shoe (003 7.9) is sealed whole with the shoe it was opened from.
         whole = {m.seq: m for m in [*msgs, *(m for c in sorted(opened) for m in coups[c]),
