@@ -511,8 +511,9 @@ def test_an_export_of_sealed_shoes_verifies_with_no_server(recorded: list[Stored
 @pytest.mark.parametrize("change", ["removed", "reordered", "altered", "cut short"])
 def test_a_shoe_removed_reordered_altered_or_cut_from_an_export_is_found(recorded: list[Stored], change: str) -> None:
     header, seals = _export(recorded)
-    if change == "removed":
-        seals = [seals[0], *seals[2:]]
+    assert len(seals) >= 2  # the shuffles are random: two shoes at least, not always three
+    if change == "removed":  # the first: the next one is chained to it
+        seals = seals[1:]
     elif change == "reordered":
         seals = [seals[1], seals[0], *seals[2:]]
     elif change == "altered":  # a card of the first shoe changed, sealed again as it was chained
