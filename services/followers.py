@@ -29,6 +29,7 @@ from casino.metrics import Metrics
 from casino.store import envelope, subjects
 from casino.store.eventstore import Stored
 from casino.store.jetstream import STREAM
+from services.archiver.service import ARCHIVER_DURABLE, ArchiverService
 from services.messaging import ack, decoded, delivery, documented, failed, undecoded
 from services.settlement.service import FOLLOWED, SettlementService
 
@@ -171,3 +172,40 @@ def settlement_consumer(broker: NatsBroker, service: Callable[[], SettlementServ
             later(settle(msg, at, due))
 
     return name
+
+
+ARCHIVER_DELIVERY = "_INBOX.archiver.events"  # where the archiver's consumer delivers
+
+
+async def ensure_archiver_consumer(nc: Client) -> None:
+    """Create the consumer the archiver's instances share, if it does not exist:
+    every settlement, from the first (the archiver's sweep seals what came before it)."""
+    js = nc.jetstream()
+    try:
+        await js.consumer_info(STREAM, ARCHIVER_DURABLE)
+    except NotFoundError:
+        await js.add_consumer(STREAM, ConsumerConfig(
+            durable_name=ARCHIVER_DURABLE, deliver_subject=ARCHIVER_DELIVERY, deliver_group=ARCHIVER_DURABLE,
+            filter_subject=subjects.aggregate_filter("settle"), deliver_policy=DeliverPolicy.NEW, ack_wait=60.0,
+            max_ack_pending=IN_FLIGHT))
+
+
+def archiver_consumer(broker: NatsBroker, service: Callable[[], ArchiverService], metrics: Metrics) -> str:
+    """The archiver follows every settlement: one in a shoe after the table's
+    last sealed one may let that shoe be sealed."""
+    @events_subscriber(broker, subjects.aggregate_filter("settle"), ARCHIVER_DURABLE,
+                       ConsumerConfig(durable_name=ARCHIVER_DURABLE),
+                       "Every settlement: the shoes before the one it is in may be sealed and removed.")
+    async def on_event(received: documented(envelope.Batch)) -> None:  # type: ignore[valid-type]
+        msg = received.msg
+        archiving = service()
+        table, shoe, _, _ = subjects.tokens(msg.raw_message.subject)
+        with metrics.handling.labels(ARCHIVER_DURABLE).time():
+            if archiving.behind(table, shoe):
+                try:
+                    await archiving.advance(table)
+                except Exception as exc:  # not the settlement's fault: the next sweep takes the table again
+                    log.error("archiver: table %s: %s: %s", table, type(exc).__name__, exc)
+        await ack(msg)
+
+    return ARCHIVER_DURABLE

@@ -38,9 +38,11 @@ from casino.nats import client as natsclient
 from casino.nats.provision import require_provisioned
 from casino.protocol import commands
 from casino.protocol.service import Clock, Peer, utc_now
+from casino.readmodels.projections import checkpointed
 from casino.store.envelope import Batch
 from casino.store.jetstream import JetStreamEventStore
 from services import followers
+from services.archiver.service import ArchiverService
 from services.dealer_policy.service import DealerPolicyService
 from services.messaging import CommandGate, command_subscriber, documented, replies_to_inboxes, watch_consumers
 from services.projections.service import Projections
@@ -50,6 +52,8 @@ from services.shoe.service import ShoeService, ShuffleSource, secure_shuffle
 from services.wager.service import WagerService
 
 KINDS = ("shoe", "wager", "dealer-policy", "settlement")
+EVERY_KIND = (*KINDS, "projections", "archiver")
+SWEEP_EVERY = 30.0  # seconds between the archiver's sweeps of every table
 DEFAULT_URL = "nats://127.0.0.1:4222"
 
 log = logging.getLogger("casino")
@@ -82,6 +86,8 @@ _SENDS: dict[str, list[tuple[str, Any, str]]] = {
         ("casino.cmd.{table}.book", commands.BookCommand, "Asked of the wager service.")],
     "settlement": [(f"{_EVENTS}.settle", Batch, "Each coup's settlement: every wager paid by the ruleset.")],
     "projections": [],
+    "archiver": [("casino.archive.{table}.{shoe}", bytes, "One ended shoe sealed: its messages and its coups', "
+                  "MessagePack, zlib-compressed, hashed and chained to the table's previous seal (docs/replay.md).")],
 }
 DECODERS = {"shoe": commands.shoe_decoder, "wager": commands.wager_decoder, "book": commands.book_decoder, "coup": commands.coup_decoder}
 
@@ -92,8 +98,8 @@ class Running:
 
     def __init__(self, kind: str, url: str = DEFAULT_URL, *, tables: dict[str, TableConfig] | None = None,
                  shuffle: ShuffleSource = secure_shuffle, clock: Clock = utc_now, name: str = "") -> None:
-        if kind not in (*KINDS, "projections"):
-            raise ValueError(f"unknown service {kind!r}; one of {', '.join(KINDS)}, projections")
+        if kind not in EVERY_KIND:
+            raise ValueError(f"unknown service {kind!r}; one of {', '.join(EVERY_KIND)}")
         self.kind, self.tables, self.shuffle, self.clock = kind, tables or {}, shuffle, clock
         self.metrics = Metrics(kind)
         servers = url.split(",")  # one server, or the nodes of a cluster
@@ -121,6 +127,8 @@ class Running:
         elif kind == "settlement":
             self.durables.append(followers.settlement_consumer(self.broker, lambda: self.service, self.metrics,
                                                                self.later))
+        elif kind == "archiver":
+            self.durables.append(followers.archiver_consumer(self.broker, lambda: self.service, self.metrics))
         else:
             self.projections = Projections(self.broker, self.metrics)
             self.durables.append(self.projections.name)
@@ -178,6 +186,9 @@ class Running:
         elif self.kind == "settlement":
             self.service = SettlementService(store, self.clock)
             await followers.ensure_settlement_consumer(nc)
+        elif self.kind == "archiver":
+            self.service = ArchiverService(nc, lambda: checkpointed(nc.jetstream()), self.metrics)
+            await followers.ensure_archiver_consumer(nc)
         else:
             assert self.projections is not None
             self.service = await self.projections.open(store)
@@ -187,6 +198,10 @@ class Running:
 
     async def _watch(self) -> None:
         self.tasks.append(asyncio.create_task(watch_consumers(self.nc, self.durables, self.metrics)))
+        if isinstance(self.service, ArchiverService):
+            self.tasks.append(asyncio.create_task(_sweeping(self.service)))
+        if self.projections is not None:
+            self.tasks.append(asyncio.create_task(self.projections.checkpointing()))
 
     async def _finish(self) -> None:
         """Take no more commands, finish the rounds and the work in hand, then
@@ -203,6 +218,16 @@ class Running:
             await asyncio.wait(self.running, timeout=10)
         if self.projections is not None:
             await self.projections.close()
+
+
+async def _sweeping(archiver: ArchiverService) -> None:
+    """The archiver's sweep of every table, at start and every ``SWEEP_EVERY`` seconds."""
+    while True:
+        try:
+            await archiver.sweep()
+        except Exception as exc:  # the server away, or a reply late: the next sweep tries again
+            log.error("archiver: sweep: %s: %s", type(exc).__name__, exc)
+        await asyncio.sleep(SWEEP_EVERY)
 
 
 async def start(kind: str, url: str, *, tables: dict[str, TableConfig] | None = None,

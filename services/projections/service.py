@@ -3,6 +3,7 @@ and every coup verified as it settles."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 from faststream.nats import NatsBroker
@@ -43,6 +44,7 @@ class Projections:
         self.wrote = False  # whether this instance was the writer at its last write
         self.changed: set[tuple[str, str]] = set()
         self.next_save = 0.0
+        self.saved = 0  # the stream sequence the last checkpoint saved covers
         # Each coup's messages from its round's start, verified from memory when it settles.
         self.following = Following(first=(RoundStarted,))
         self.acks = Acks()
@@ -65,8 +67,23 @@ class Projections:
         """The last checkpoint, once the consumer has stopped."""
         assert self.kv is not None
         if self.wrote and self.written == self.projector.seq:  # not ahead of the keys
-            await self.kv.save(self.projector)
+            await self._save()
         await self.kv.release()
+
+    async def _save(self) -> None:
+        assert self.kv is not None
+        seq = self.projector.seq
+        await self.kv.save(self.projector)
+        self.saved = seq
+
+    async def checkpointing(self) -> None:
+        """A checkpoint also once the stream goes quiet, within
+        ``CHECKPOINT_EVERY`` seconds of the last event (the archiver removes
+        nothing from the live stream that the checkpoint does not cover)."""
+        while True:
+            await asyncio.sleep(CHECKPOINT_EVERY)
+            if self.wrote and self.written == self.projector.seq > self.saved:
+                await self._save()
 
     async def _write(self, changed: set[tuple[str, str]]) -> bool:
         """The keys changed, where this instance is the writer (the one that
@@ -83,7 +100,7 @@ class Projections:
     async def _folded(self, changed: set[tuple[str, str]]) -> None:  # each page written, then checkpointed
         assert self.kv is not None
         if await self._write(changed):
-            await self.kv.save(self.projector)
+            await self._save()
 
     async def on_event(self, received: documented(envelope.Batch)) -> None:  # type: ignore[valid-type]
         """Apply one delivery; write the keys changed once nothing more is
@@ -106,7 +123,7 @@ class Projections:
                 writer = await self._write(changed)
                 _gauges(self.projector, self.metrics)
                 if writer and time.monotonic() >= self.next_save:
-                    await self.kv.save(self.projector)
+                    await self._save()
                     self.next_save = time.monotonic() + CHECKPOINT_EVERY
             for table, coup in settled:  # every settled coup is verified as it closes
                 await verify_settled(self.store, table, coup, self.following.pop(coup), self.metrics)

@@ -60,6 +60,17 @@ class Metrics:
         self.verification_failures = Counter("casino_verification_failures_total",
                                              "Coups or shoes whose records differ from the rules.", ["table"],
                                              registry=r)
+        self.archive_sealed = Counter("casino_archive_sealed_shoes_total", "Ended shoes sealed into the archive.",
+                                      ["table"], registry=r)
+        self.archive_removed = Counter("casino_archive_removed_messages_total",
+                                       "Messages of sealed shoes removed from the live stream.", ["table"], registry=r)
+        self.archive_failures = Counter("casino_archive_failures_total",
+                                        "Shoes that could not be sealed or removed, by reason.", ["table", "reason"],
+                                        registry=r)
+        self.archive_backlog = Gauge("casino_archive_backlog_shoes", "Ended shoes not yet sealed.", ["table"],
+                                     registry=r)
+        self.stream_messages = Gauge("casino_stream_messages", "Messages a stream holds.", ["stream"], registry=r)
+        self.stream_bytes = Gauge("casino_stream_bytes", "Bytes a stream holds.", ["stream"], registry=r)
         self.ready = Gauge("casino_ready", "1 once the service has caught up with the stream.", ["service"],
                            registry=r)
         self.ready.labels(service).set(0)

@@ -7,12 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
-import io
 import json
-import subprocess
-import sys
-import zlib
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -22,7 +17,6 @@ import pytest
 from services import runner
 from services.projections import service as projections_service
 
-from casino.audit import archive
 from casino.audit.audits import Report, verify_history, verify_store
 from casino.audit.history import by_coup
 from casino.audit.picture import render_svg
@@ -479,74 +473,3 @@ def test_a_coup_named_as_the_dealer_policy_names_it_gives_its_table_to_read_it_f
     assert subjects.coup_filter("BAC000-1-000042", subjects.table_of_coup("BAC000-1-000042")) == \
         "casino.ev.BAC000-1.*.BAC000-1-000042.>"
     assert [subjects.table_of_coup(c) for c in ("c1", "T-x", "-000001")] == ["*", "*", "*"]
-
-
-# ---- sealed shoes and export files ---------------------------------------------
-
-
-def _export(recorded: list[Stored], table: str = "T-1") -> tuple[archive.Header, list[archive.Sealed]]:
-    """The table's sealed shoes as ``casino export`` writes them, from the recorded history."""
-    sealed = [s for _, s in archive.table_seals([m for m in recorded if subjects.tokens(m.subject)[0] == table])]
-    return archive.Header(table, archive.GENESIS, sealed[-1].hash, len(sealed)), sealed
-
-
-def _file(header: archive.Header, seals: list[archive.Sealed]) -> io.BytesIO:
-    out = io.BytesIO()
-    archive.write_export(out, header, seals)
-    out.seek(0)
-    return out
-
-
-def test_an_export_of_sealed_shoes_verifies_with_no_server(recorded: list[Stored]) -> None:
-    header, seals = _export(recorded)
-    assert len(seals) >= 2  # the one-deck table ends a shoe every round or two: a chain to verify
-    opened = [archive.open_seal(s) for s in seals]
-    coups = {subjects.tokens(m.subject)[2] for s in opened for m in s.messages if m.subject.endswith(".coup")}
-    _, report = archive.verify_export(_file(header, seals))
-    assert report.findings == [] and report.shoes == len(seals) and report.coups == len(coups)
-    whole = sum(len(envelope.encode(m.batch)) for s in opened for m in s.stored())
-    assert sum(len(s.data) for s in seals) * 2 < whole  # compressed
-
-
-@pytest.mark.parametrize("change", ["removed", "reordered", "altered", "cut short"])
-def test_a_shoe_removed_reordered_altered_or_cut_from_an_export_is_found(recorded: list[Stored], change: str) -> None:
-    header, seals = _export(recorded)
-    assert len(seals) >= 2  # the shuffles are random: two shoes at least, not always three
-    if change == "removed":  # the first: the next one is chained to it
-        seals = seals[1:]
-    elif change == "reordered":
-        seals = [seals[1], seals[0], *seals[2:]]
-    elif change == "altered":  # a card of the first shoe changed, sealed again as it was chained
-        first = archive.open_seal(seals[0])
-        msgs = [msgspec.structs.replace(m, batch=m.batch.replace(b'"card":"', b'"card":"X', 1)) for m in first.messages]
-        data = zlib.compress(msgspec.msgpack.encode(msgspec.structs.replace(first, messages=tuple(msgs))))
-        seals = [archive.Sealed(data, hashlib.sha256(data).hexdigest()), *seals[1:]]
-    else:
-        seals = seals[:-1]
-    header = msgspec.structs.replace(header, seals=len(seals))
-    with pytest.raises(archive.ArchiveError) as refused:
-        archive.verify_export(_file(header, seals))
-    assert ("chained to" if change != "cut short" else "cut short") in str(refused.value)
-
-
-def test_casino_verify_file_reads_no_server_and_fails_on_a_difference(recorded: list[Stored], tmp_path: Path) -> None:
-    header, seals = _export(recorded)
-    good, bad = tmp_path / "T-1.export", tmp_path / "T-1-bad.export"
-    good.write_bytes(_file(header, seals).getvalue())
-    bad.write_bytes(_file(msgspec.structs.replace(header, seals=len(seals) - 1), seals[1:]).getvalue())
-    verify = [sys.executable, "-m", "casino.cli.main", "verify", "--nats", "nats://127.0.0.1:1", "--file"]
-    ok = subprocess.run([*verify, str(good)], capture_output=True, text=True, timeout=60)
-    assert ok.returncode == 0 and f"and {len(seals)} ended shoes: every one follows the rules" in ok.stdout, ok
-    refused = subprocess.run([*verify, str(bad)], capture_output=True, text=True, timeout=60)
-    assert refused.returncode == 1 and "chained to" in refused.stderr, refused
-
-
-def test_each_sealed_shoe_alone_verifies_chained_from_the_one_before(recorded: list[Stored]) -> None:
-    # An export of a window: one shoe, chained to the seal before it (a round gone on into
-    # the next shoe is sealed whole with the shoe it was opened from).
-    _, seals = _export(recorded)
-    previous = archive.GENESIS
-    for sealed in seals:
-        _, report = archive.verify_export(_file(archive.Header("T-1", previous, sealed.hash, 1), [sealed]))
-        assert report.findings == [] and report.shoes == 1, archive.open_seal(sealed).shoe
-        previous = sealed.hash

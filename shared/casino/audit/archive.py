@@ -9,17 +9,20 @@ from __future__ import annotations
 
 import hashlib
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from typing import BinaryIO
 
 import msgspec
+from nats.aio.client import Client
 
 from casino.audit.audits import Report, verify_history
-from casino.rules.shoe import ShoeEnded
+from casino.rules.shoe import RoundEnded, ShoeEnded
 from casino.store import envelope, subjects
-from casino.store.envelope import CoupConfigured, RulesetRecorded
-from casino.store.eventstore import EventStore, Stored
+from casino.store.archive import Kept, SealStore
+from casino.store.envelope import CoupConfigured
+from casino.store.eventstore import Appended, Stored
+from casino.store.jetstream import JetStreamEventStore
 
 FORMAT = "casino.seal/1"
 FILE_MAGIC = b"casino.export/1\n"
@@ -116,48 +119,57 @@ def _coups(stored: list[Stored], aggregate: str) -> set[str]:
     return {coup for m in stored for _, _, coup, of in [subjects.tokens(m.subject)] if of == aggregate}
 
 
-def table_seals(stored: list[Stored]) -> list[tuple[datetime, Sealed]]:
-    """The seals of a table's shoes that may be sealed, from its history in
-    stream order, each with the time its shoe ended: from its first shoe on,
-    up to the first that may not be sealed yet (the chain has no gaps). Each
-    seal also holds the rulesets its coups were dealt under (``ruleset.recorded``),
-    so that it is verified without any file of ours."""
-    rulesets = {e.data.digest: m for m in stored for e in m.batch.events if isinstance(e.data, RulesetRecorded)}
-    shoes: dict[str, list[Stored]] = {}
-    coups: dict[str, list[Stored]] = {}
-    for m in stored:
-        _, shoe, coup, _ = subjects.tokens(m.subject)
-        if shoe != subjects.NO_COUP:
-            shoes.setdefault(shoe, []).append(m)
-            coups.setdefault(coup, []).append(m)
-    out, previous = [], GENESIS
-    for shoe, msgs in shoes.items():  # in the order each shoe's first message came
-        if not sealable(msgs):
-            break
-        opened = _coups(msgs, "coup")
-        dealt_under = {e.data.ruleset_digest for m in msgs for e in m.batch.events if isinstance(e.data, CoupConfigured)}
-        # A round gone on into the next shoe (003 7.9) is sealed whole with the shoe it was opened from.
-        whole = {m.seq: m for m in [*msgs, *(m for c in sorted(opened) for m in coups[c]),
-                                    *(rulesets[d] for d in sorted(dealt_under) if d in rulesets)]}
-        sealed = seal(subjects.tokens(msgs[0].subject)[0], shoe, previous, whole.values())
-        ended = next(e.at for m in msgs for e in m.batch.events if isinstance(e.data, ShoeEnded))
-        out.append((ended, sealed))
-        previous = sealed.hash
-    return out
+class ShoeSeal(msgspec.Struct, frozen=True):
+    """A shoe sealed, with what the archive files it under: when the shoe
+    ended, the numbers of the first and last coups opened from it (0 for
+    none), and the sequence of its latest live message (the shoe's messages
+    are removed only once every reader of the stream is past it)."""
+
+    sealed: Sealed
+    ended: datetime
+    first_coup: int
+    last_coup: int
+    last_seq: int
 
 
-async def export_table(store: EventStore, table: str, since: datetime | None = None,
+def continued(own: list[Stored]) -> list[str]:
+    """The coups opened from a shoe that went on into the next (003 7.9: no
+    round ended for them in it), whose later messages the seal also holds."""
+    ended = {e.data.coup_id for m in own for e in m.batch.events if isinstance(e.data, RoundEnded)}
+    return sorted(_coups(own, "coup") - ended)
+
+
+def dealt_under(stored: Iterable[Stored]) -> set[str]:
+    """The digests of the rulesets the coups among ``stored`` were dealt under."""
+    return {e.data.ruleset_digest for m in stored for e in m.batch.events if isinstance(e.data, CoupConfigured)}
+
+
+def seal_shoe(table: str, shoe: str, previous: str, own: list[Stored], later: Iterable[Stored],
+              rulesets: Iterable[Stored]) -> ShoeSeal:
+    """Seal one shoe that ``sealable`` allows: ``own``, its messages (every
+    message under its subjects); ``later``, its coups' messages filed under the
+    next shoe (``continued``); ``rulesets``, the ``ruleset.recorded`` messages
+    its coups name, so that it is verified with no file of ours."""
+    numbers = sorted(n for c in _coups(own, "coup") if (n := subjects.coup_number(c)) is not None)
+    whole = {m.seq: m for m in [*own, *later, *rulesets]}
+    ended = next(e.at for m in own for e in m.batch.events if isinstance(e.data, ShoeEnded))
+    return ShoeSeal(seal(table, shoe, previous, whole.values()), ended, numbers[0] if numbers else 0,
+                    numbers[-1] if numbers else 0, max(m.seq for m in own))
+
+
+async def export_table(seals: SealStore, table: str, since: datetime | None = None,
                        until: datetime | None = None) -> tuple[Header, list[Sealed]]:
-    """The table's sealed shoes that ended within [``since``, ``until``) (all
-    of them without), with what the first is chained to."""
-    sealed = table_seals(await store.read(subjects.table_filter(table)))
-    chosen = [i for i, (ended, _) in enumerate(sealed)
-              if (since is None or ended >= since) and (until is None or ended < until)]
-    previous = sealed[chosen[0] - 1][1].hash if chosen and chosen[0] > 0 else GENESIS
-    seals = [sealed[i][1] for i in chosen]
-    header = Header(table, previous, seals[-1].hash if seals else previous, len(seals),
+    """The table's sealed shoes in the archive that ended within [``since``,
+    ``until``) (all of them without), with what the first is chained to."""
+    kept = await seals.seals(table)
+    chosen = [i for i, k in enumerate(kept) if (since is None or datetime.fromisoformat(k.ended) >= since)
+              and (until is None or datetime.fromisoformat(k.ended) < until)]
+    before = chosen[0] if chosen else len(kept)  # the seals before the window: the first chosen is chained to the last
+    previous = kept[before - 1].hash if before else GENESIS
+    chosen_seals = [Sealed(kept[i].data, kept[i].hash) for i in chosen]
+    header = Header(table, previous, chosen_seals[-1].hash if chosen_seals else previous, len(chosen_seals),
                     since.isoformat() if since else "", until.isoformat() if until else "")
-    return header, seals
+    return header, chosen_seals
 
 
 def verify_export(source: BinaryIO) -> tuple[Header, Report]:
@@ -224,3 +236,112 @@ def _read_record(source: BinaryIO) -> bytes | None:
     if len(size) != 8 or len(data) != int.from_bytes(size, "big"):
         raise ArchiveError("the file ends in the middle of a record")
     return data
+
+
+# ---- the history, live and archived ------------------------------------------
+
+
+def history(nc: Client) -> WithArchive:
+    """The store's whole history, live and archived, over ``nc``."""
+    return WithArchive(JetStreamEventStore(nc), SealStore(nc))
+
+
+class WithArchive:
+    """The event store as replay, verification and export read it: the live
+    stream and the archive's sealed shoes as one history, each message once,
+    in stream order (a shoe's seal is checked against its hash as it is
+    opened). A filter naming a shoe opens that shoe's seal; one naming a
+    coup by number opens the seal of the shoe it was opened from, found by
+    halving the table's shoes (each seal says its coups); any other opens
+    every seal of the table. Read-only."""
+
+    OPENED = 16  # seals kept opened: a table's coups are read one by one, each shoe's many in a row
+
+    def __init__(self, live: JetStreamEventStore, seals: SealStore) -> None:
+        self.live, self.seals = live, seals
+        self.opened: dict[tuple[str, str], list[Stored]] = {}
+        self.archived_only = 0  # messages scanned from seals alone (their shoes removed from the live stream)
+
+    async def append(self, *args: object, **kwargs: object) -> Appended:
+        raise PermissionError("the history is read-only")
+
+    async def read(self, filter_: str, after: int = 0, limit: int | None = None) -> list[Stored]:
+        return (await self._merged(filter_, after, limit))[0]
+
+    async def scan(self, filter_: str, each: Callable[[Stored], object], after: int = 0,
+                   limit: int | None = None) -> None:
+        """``read``, handed out one by one; ``archived_only`` counts those its shoes' seals alone held."""
+        merged, live = await self._merged(filter_, after, limit)
+        for m in merged:
+            self.archived_only += m.seq not in live
+            each(m)
+
+    async def _merged(self, filter_: str, after: int, limit: int | None) -> tuple[list[Stored], set[int]]:
+        live = await self.live.read(filter_, after)
+        merged = {m.seq: m for m in await self._archived(filter_) if m.seq > after}
+        merged.update((m.seq, m) for m in live)
+        return [merged[seq] for seq in sorted(merged)][:limit], {m.seq for m in live}
+
+    async def first(self, filter_: str) -> Stored | None:
+        return next(iter(await self.read(filter_)), None)
+
+    async def last(self, filter_: str) -> Stored | None:
+        """The live stream's latest (it is later than anything sealed), else the archive's."""
+        found = await self.live.last(filter_)
+        if found is None and (archived := await self._archived(filter_)):
+            return max(archived, key=lambda m: m.seq)
+        return found
+
+    async def tables(self) -> list[str]:
+        return sorted({*await self.live.tables(), *await self.seals.tables()})
+
+    async def _archived(self, filter_: str) -> list[Stored]:
+        tokens = filter_.split(".")
+        if tokens[:2] != subjects.EVENTS.split(".") or len(tokens) < 3:
+            return []
+        table, shoe, coup = (tokens[2:5] + [">", ">"])[:3]
+        out: list[Stored] = []
+        for t in [table] if table not in ("*", ">") else await self.seals.tables():
+            if shoe not in ("*", ">"):
+                kept = [k for k in [await self.seals.get(t, shoe)] if k is not None]
+            elif coup not in ("*", ">") and (number := subjects.coup_number(coup)) is not None:
+                kept = [k for k in [await self._holding(t, number)] if k is not None]
+            else:
+                kept = await self.seals.seals(t)
+            for k in kept:
+                out.extend(m for m in self._open(k) if subjects.matches(filter_, m.subject))
+        return out
+
+    def _open(self, kept: Kept) -> list[Stored]:
+        key = (kept.table, kept.shoe)
+        if key not in self.opened:
+            if len(self.opened) >= self.OPENED:
+                del self.opened[next(iter(self.opened))]
+            self.opened[key] = open_seal(Sealed(kept.data, kept.hash)).stored()
+        return self.opened[key]
+
+    async def _holding(self, table: str, number: int) -> Kept | None:
+        """The seal of the shoe coup ``number`` was opened from, if sealed:
+        the table's shoes are numbered in turn and their coups follow one
+        another, so a few direct gets find it among years of shoes."""
+        last = await self.seals.last(table)
+        top = subjects.shoe_number(table, last.shoe) if last is not None else None
+        if top is None or last is None:
+            return None
+        if number > last.last_coup and last.last_coup:
+            return None
+        low, high = 1, top
+        while low <= high:
+            middle = (low + high) // 2
+            kept = await self.seals.get(table, subjects.shoe_id(table, middle))
+            probe = middle
+            while kept is not None and not kept.first_coup and probe < high:  # a shoe with no coup opened from it
+                probe += 1
+                kept = await self.seals.get(table, subjects.shoe_id(table, probe))
+            if kept is None or not kept.first_coup or number < kept.first_coup:
+                high = middle - 1
+            elif number > kept.last_coup:
+                low = probe + 1
+            else:
+                return kept
+        return None

@@ -21,7 +21,7 @@ from casino.rules.shoe import ShoeEnded
 from casino.store import subjects
 from casino.store.envelope import AnyEvent
 from casino.store.eventstore import EventStore, Stored
-from casino.store.jetstream import JetStreamEventStore
+from casino.store.jetstream import STREAM
 
 
 class Report(msgspec.Struct):
@@ -46,10 +46,11 @@ async def verify_store(nc: Client, workers: int, each_coup: Callable[[list[Store
 
     Every event up to the last when this starts must have been read under some
     table; otherwise this fails rather than report a partial verification."""
+    from casino.audit.archive import history  # it verifies seals with this module
+
     assert nc.connected_url is not None
-    store = JetStreamEventStore(nc)
-    state = (await store.js.stream_info(store.stream)).state
-    tables = await store.tables()
+    state = (await nc.jetstream().stream_info(STREAM)).state
+    tables = await history(nc).tables()
     n = max(1, min(workers, len(tables)))
     parts = await in_processes(partial(_verify_tables, nc.connected_url.geturl(), state.last_seq, each_coup),
                                [tables[i::n] for i in range(n)])
@@ -62,14 +63,16 @@ async def verify_store(nc: Client, workers: int, each_coup: Callable[[list[Store
 
 async def _verify_tables(url: str, last_seq: int, each_coup: Callable[[list[Stored]], object] | None,
                          tables: list[str]) -> tuple[Report, int]:
-    """The report on ``tables``, and how many of their events are at or below ``last_seq``."""
+    """The report on ``tables``, live and archived, and how many of their live events are at or below ``last_seq``."""
+    from casino.audit.archive import history
+
     nc = await natsclient.connect(url)
     try:
-        store = JetStreamEventStore(nc)
+        store = history(nc)
         parts = [await verify_table(store, table, last_seq, each_coup) for table in tables]
     finally:
         await nc.close()
-    return Report.of(report for report, _ in parts), sum(read for _, read in parts)
+    return Report.of(report for report, _ in parts), sum(read for _, read in parts) - store.archived_only
 
 
 async def verify_table(store: EventStore, table: str, last_seq: int,

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 import msgspec
 from nats.aio.client import Client
 
-from casino.audit.archive import ArchiveError, export_table, verify_export, write_export
+from casino.audit.archive import ArchiveError, export_table, history, verify_export, write_export
 from casino.audit.audits import Report, verify_all, verify_store, verify_table, verify_window
 from casino.audit.history import Bounds, by_coup, coup_id, listing_line, table_listing
 from casino.audit.parallel import cores
@@ -18,8 +18,9 @@ from casino.audit.replay import render_text, replay_coup
 from casino.cli import store as storeaccess
 from casino.readmodels.projections import KvProjections, Projector, fold_stream
 from casino.store import subjects
+from casino.store.archive import SealStore
 from casino.store.eventstore import EventStore
-from casino.store.jetstream import JetStreamEventStore
+from casino.store.jetstream import STREAM
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -83,11 +84,12 @@ def run(args: argparse.Namespace) -> int:
 async def _run(args: argparse.Namespace) -> int:
     # Rebuilding writes the read models: the projections' own user alone may.
     rebuilding = args.command == "projections" and args.what == "rebuild"
-    async with storeaccess.open_store(args, "projections" if rebuilding else "compliance") as (store, nc):
+    async with storeaccess.open_store(args, "projections" if rebuilding else "compliance",
+                                      archived=not rebuilding) as (store, nc):
         if args.command == "verify":
             return await verify(store, nc, args)
         if args.command == "export":
-            return await export(store, args)
+            return await export(SealStore(nc), args)
         if args.command == "projections" and args.what == "floor":
             return await draw_floor(nc, args.svg)
         if args.command == "projections":
@@ -143,7 +145,7 @@ async def verify(store: EventStore, nc: Client, args: argparse.Namespace) -> int
         stored = [m for c in sorted(by_coup(shoes)) for m in await store.read(subjects.coup_filter(c, table))]
         report = verify_all(stored, shoes)
     elif (window := _bounds(args)).any():  # the window at the table, or at every table at once
-        tables = [args.table] if args.table else await JetStreamEventStore(nc).tables()
+        tables = [args.table] if args.table else await history(nc).tables()
         windows = await asyncio.gather(*(verify_window(store, table, window) for table in tables))
         if unnumbered := [table for table, window in zip(tables, windows, strict=True) if window is None]:
             print(f"casino: the coups of {', '.join(unnumbered)} are not numbered in a run: verify the whole table",
@@ -165,9 +167,9 @@ def _print_report(report: Report) -> int:
     return 1 if report.findings else 0
 
 
-async def export(store: EventStore, args: argparse.Namespace) -> int:
+async def export(seals_: SealStore, args: argparse.Namespace) -> int:
     since, until = (_utc(t) if t else None for t in (args.since, args.until))
-    header, seals = await export_table(store, args.table, since, until)
+    header, seals = await export_table(seals_, args.table, since, until)
     with open(args.file, "wb") as out:
         write_export(out, header, seals)
     print(f"{len(seals)} sealed shoes of table {args.table} written to {args.file}, chained from {header.previous}")
@@ -189,7 +191,14 @@ async def rebuild_projections(store: EventStore, nc: Client) -> int:
     """Rebuild the read models from the first event, a page at a time, compare
     them with the live ones (once the live projector has caught up with the
     stream), and store the rebuilt ones. An ended shoe's figures are final:
-    compared, written and let go as its page is folded."""
+    compared, written and let go as its page is folded. Refused once shoes
+    have been sealed and removed from the live stream: the fold would miss them."""
+    state = (await nc.jetstream().stream_info(STREAM)).state
+    if state.num_deleted or state.first_seq > 1:
+        print("casino: the live stream no longer holds every event (sealed shoes have been removed into the "
+              "archive): the read models cannot be folded again from it; they go on from their checkpoint",
+              file=sys.stderr)
+        return 2
     kv = await KvProjections(nc.jetstream()).open()
     latest = await store.last(f"{subjects.EVENTS}.>")
     end = latest.seq if latest else 0

@@ -33,12 +33,12 @@ from casino.rules.baccarat.messages import Approval
 from casino.store import subjects
 from casino.store.jetstream import STREAM, JetStreamEventStore
 
-SERVICES = ("shoe", "wager", "dealer_policy", "settlement", "projections")
-# Stopped in this order: the dealer-policy first, which asks the wager service
+SERVICES = ("shoe", "wager", "dealer_policy", "settlement", "projections", "archiver")
+# Stopped in this order: the archiver first (it seals only what is over); the dealer-policy next, which asks the wager service
 # and the shoe (a round's end, for a coup just dealt) as it finishes; then
 # settlement, once every result is written; the projections last, once they
 # have read every event, so the read models stop at the end of the stream.
-STOP_ORDER = ("dealer_policy", "wager", "shoe", "settlement", "projections")
+STOP_ORDER = ("archiver", "dealer_policy", "wager", "shoe", "settlement", "projections")
 SHORT = {"baccarat-000-methods": "BAC000", "baccarat-001-styles": "BAC001",
          "blackjack-002-hole-card": "BJ002", "blackjack-003-no-hole-card": "BJ003"}
 APPROVALS = (Approval("method_b", "inspector", "INS-SIM"),

@@ -12,9 +12,11 @@ from pathlib import Path
 
 from nats.aio.client import Client
 
+from casino.audit.archive import history
 from casino.nats import client as natsclient
 from casino.nats import permissions as natsauth
 from casino.nats.server import NatsServer
+from casino.store.eventstore import EventStore
 from casino.store.jetstream import JetStreamEventStore
 
 URL_FILE = "nats.url"
@@ -26,11 +28,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 @contextlib.asynccontextmanager
-async def open_store(args: argparse.Namespace, user: str = "compliance",
-                     ) -> AsyncIterator[tuple[JetStreamEventStore, Client]]:
+async def open_store(args: argparse.Namespace, user: str = "compliance", archived: bool = False,
+                     ) -> AsyncIterator[tuple[EventStore, Client]]:
     """The event store the arguments name, and its connection: under
     ``--var``, as ``user`` (compliance reads; the projections alone write the
-    read models)."""
+    read models); with ``archived``, the whole history, live and sealed."""
     url: str | None = args.nats
     server: NatsServer | None = None
     var = Path(args.var)
@@ -58,7 +60,7 @@ async def open_store(args: argparse.Namespace, user: str = "compliance",
             url = as_compliance(server.url)
     nc = await natsclient.connect(url)
     try:
-        yield JetStreamEventStore(nc), nc
+        yield (history(nc) if archived else JetStreamEventStore(nc)), nc
     finally:
         await nc.close()
         if server:

@@ -40,11 +40,13 @@ TERMINAL_ACCOUNT = "TERMINAL_"  # each table's terminal in an account of its own
 # connection and one subscription for its replies): one terminal cannot use
 # up the server's connections or subscriptions, nor another table's.
 TERMINAL_LIMITS = {"max_connections": 4, "max_subscriptions": 16}
-STREAM, SECRETS, DLQ = "CASINO", "CASINO_SHOE_SECRETS", "CASINO_DLQ"
+STREAM, SECRETS, DLQ, ARCHIVE = "CASINO", "CASINO_SHOE_SECRETS", "CASINO_DLQ", "CASINO_ARCHIVE"
 SETTLEMENT_DURABLE = "settlement"
+ARCHIVER_DURABLE = "archiver"
 KV_STREAMS = tuple(f"KV_{bucket}" for bucket in (*BUCKETS.values(), META))
+ARCHIVE_KV = f"KV_{META}"  # where the archiver reads the read models' checkpoint
 RESPONDERS = ("shoe", "wager", "dealer-policy")  # they answer requests
-SERVICES = ("shoe", "wager", "dealer-policy", "settlement", "projections")
+SERVICES = ("shoe", "wager", "dealer-policy", "settlement", "projections", "archiver")
 # The command subjects the casino exports to the terminals' account.
 EXPORTED = ("casino.cmd.*.coup", "casino.cmd.*.wager")
 
@@ -75,25 +77,38 @@ READ = ("$JS.API.STREAM.INFO.CASINO", "$JS.API.DIRECT.GET.CASINO", "$JS.API.DIRE
 # Reading the read models (key-value buckets) the same way.
 READ_MODELS = tuple(s for kv in KV_STREAMS for s in (
     f"$JS.API.STREAM.INFO.{kv}", f"$JS.API.DIRECT.GET.{kv}", f"$JS.API.DIRECT.GET.{kv}.>"))
+# Reading the archive of sealed shoes the same way.
+READ_ARCHIVE = (f"$JS.API.STREAM.INFO.{ARCHIVE}", f"$JS.API.DIRECT.GET.{ARCHIVE}", f"$JS.API.DIRECT.GET.{ARCHIVE}.>")
 # Consumers of the event stream named by their creator (a random name, never
-# ``settlement``), delivering to the creator's inbox and acknowledged; and
-# filing dead letters.
+# one of the durables below), delivering to the creator's inbox and
+# acknowledged; and filing dead letters.
 CONSUME = ("$JS.API.CONSUMER.CREATE.CASINO.*", "$JS.API.CONSUMER.CREATE.CASINO.*.>",
            "$JS.API.CONSUMER.INFO.CASINO.*", "$JS.ACK.CASINO.*.>", "casino.dlq.>")
-# The settlement durable is the settlement service's alone: nobody else may
-# create, change, acknowledge or look at it (a wildcard grant above would
-# otherwise cover it), nor receive its deliveries (they go to settlement's inbox).
-NOT_SETTLEMENTS = (f"$JS.API.CONSUMER.CREATE.CASINO.{SETTLEMENT_DURABLE}",
-                   f"$JS.API.CONSUMER.CREATE.CASINO.{SETTLEMENT_DURABLE}.>",
-                   f"$JS.API.CONSUMER.INFO.CASINO.{SETTLEMENT_DURABLE}",
-                   f"$JS.ACK.CASINO.{SETTLEMENT_DURABLE}.>")
-# The settlement service's own consumer: created, delivered, acknowledged.
-SETTLES = (f"$JS.API.CONSUMER.DURABLE.CREATE.CASINO.{SETTLEMENT_DURABLE}", *NOT_SETTLEMENTS[2:])
+
+
+def _durable(name: str) -> tuple[str, ...]:
+    """Creating, changing, looking at and acknowledging the durable ``name``."""
+    return (f"$JS.API.CONSUMER.CREATE.CASINO.{name}", f"$JS.API.CONSUMER.CREATE.CASINO.{name}.>",
+            f"$JS.API.CONSUMER.DURABLE.CREATE.CASINO.{name}", f"$JS.API.CONSUMER.INFO.CASINO.{name}",
+            f"$JS.ACK.CASINO.{name}.>")
+
+
+# The settlement and archiver durables are their services' alone: nobody
+# else may create, change, acknowledge or look at them (a wildcard grant above
+# would otherwise cover them), nor receive their deliveries (they go to their
+# services' inboxes).
+NOT_RESERVED = (*_durable(SETTLEMENT_DURABLE), *_durable(ARCHIVER_DURABLE))
+# A service's own durable: created, delivered, acknowledged.
+SETTLES = _durable(SETTLEMENT_DURABLE)[2:]
+ARCHIVES = _durable(ARCHIVER_DURABLE)[2:]
+# Removing a sealed shoe from the live stream: a purge of its subjects, which
+# the stream allows (it denies deleting a message) and no other user may ask for.
+REMOVE = (f"$JS.API.STREAM.PURGE.{STREAM}",)
 # The administrator creates the casino's streams and buckets, by name and no
 # other (a stream of another name could mirror the secret orders); may
 # compress the event stream and the dead letters of an earlier release; and
 # may neither read nor change the secret orders' stream, nor any consumer.
-PROVISION = (*(f"$JS.API.STREAM.{verb}.{stream}" for stream in (STREAM, SECRETS, DLQ, *KV_STREAMS)
+PROVISION = (*(f"$JS.API.STREAM.{verb}.{stream}" for stream in (STREAM, SECRETS, DLQ, ARCHIVE, *KV_STREAMS)
                for verb in ("CREATE", "INFO")),
              f"$JS.API.STREAM.UPDATE.{STREAM}", f"$JS.API.STREAM.UPDATE.{DLQ}")
 
@@ -106,25 +121,29 @@ def permissions(tables: Iterable[str]) -> dict[str, User]:
                               f"$JS.API.DIRECT.GET.{SECRETS}.>", f"$JS.API.STREAM.INFO.{SECRETS}"),
                      ("casino.cmd.*.shoe",),
                      "records shoe events; alone keeps and reads the shuffled orders until each shoe ends",
-                     deny_publish=NOT_SETTLEMENTS, responds=True),
+                     deny_publish=NOT_RESERVED, responds=True),
         "wager": User(CASINO, (_events("wager"), *READ, *CONSUME), ("casino.cmd.*.wager", "casino.cmd.*.book"),
                       "records the wager books; answers the terminals' wagers and the dealer-policy's books",
-                      deny_publish=NOT_SETTLEMENTS, responds=True),
+                      deny_publish=NOT_RESERVED, responds=True),
         "dealer-policy": User(CASINO, (_events("coup"), "casino.ev.*.-.-.ruleset", "casino.cmd.*.shoe",
                                        "casino.cmd.*.book", *READ, *CONSUME),
                               ("casino.cmd.*.coup",),
                               "records the coups and each table's rulesets; alone asks the shoe for cards and "
                               "opens and closes wager books",
-                              deny_publish=NOT_SETTLEMENTS, responds=True),
+                              deny_publish=NOT_RESERVED, responds=True),
         "settlement": User(CASINO, (_events("settle"), *READ, "casino.dlq.>", *SETTLES), (),
                            "records each coup's payouts, from its own durable consumer"),
         "projections": User(CASINO, (*READ, *CONSUME, *READ_MODELS, *kv_write), (),
                             "alone writes the read models and their checkpoint, from a consumer of its own",
-                            deny_publish=NOT_SETTLEMENTS),
+                            deny_publish=NOT_RESERVED),
+        "archiver": User(CASINO, ("casino.archive.>", *READ, *READ_ARCHIVE, *REMOVE, f"$JS.API.CONSUMER.LIST.{STREAM}",
+                                  f"$JS.API.STREAM.INFO.{ARCHIVE_KV}", f"$JS.API.DIRECT.GET.{ARCHIVE_KV}.>", *ARCHIVES),
+                         (), "alone seals ended shoes into the archive and removes them from the live stream once "
+                             "sealed and read back; reads the consumers' positions and the read models' checkpoint"),
         "floor": User(CASINO, (*READ, *READ_MODELS), ("casino.ev.>",),
                       "the pit's console: the live events as recorded and the read models; writes nothing"),
-        "compliance": User(CASINO, (*READ, *READ_MODELS), (),
-                           "replay and verification: reads the record; writes nothing"),
+        "compliance": User(CASINO, (*READ, *READ_MODELS, *READ_ARCHIVE), (),
+                           "replay, verification and export: reads the record, live and archived; writes nothing"),
         "admin": User(CASINO, (*PROVISION, "casino.cmd.-.*"), (),
                       "creates the streams and buckets once; may ping the services (table '-', which "
                       "they refuse); reads nothing"),

@@ -220,6 +220,20 @@ async def fold_stream(projector: Projector, store: EventStore,
 
 WRITER = "writer"  # the key of the read models' writer's lease, in the META bucket
 WRITER_FOR = 10.0  # seconds a writer's lease lasts unless renewed
+CHECKPOINTED = "checkpointed"  # the key of the stream sequence the checkpoint covers, in the META bucket
+
+
+async def checkpointed(js: Any) -> int:
+    """The stream sequence the read models' last checkpoint covers, 0 for
+    none (the archiver removes nothing after it: a restart folds on from
+    there). Read from the META bucket alone."""
+    from nats.js.errors import KeyNotFoundError
+
+    try:
+        entry = await (await js.key_value(META)).get(CHECKPOINTED)
+    except KeyNotFoundError:
+        return 0
+    return int(entry.value or b"0")
 
 
 class KvProjections:
@@ -313,7 +327,7 @@ class KvProjections:
         keys written after it (a stop before the next) are written again, the
         same, by the fold from it."""
         await self.kv[META].put("checkpoint", projector.checkpoint())
-
+        await self.kv[META].put(CHECKPOINTED, str(projector.seq).encode())
     async def restore(self) -> Projector | None:
         """The fold as of the last checkpoint; None where none was saved, or
         the one saved cannot be read (the fold starts again from the first event)."""

@@ -20,10 +20,11 @@ from nats.js.errors import APIError, BadRequestError, NotFoundError
 
 from casino.store.envelope import Batch, decode, encode
 from casino.store.eventstore import Appended, Conflict, Stored
-from casino.store.subjects import EVENTS, NO_COUP, SECRETS, tokens
+from casino.store.subjects import ARCHIVE, EVENTS, NO_COUP, SECRETS, tokens
 
 STREAM = "CASINO"
 SECRETS_STREAM = "CASINO_SHOE_SECRETS"
+ARCHIVE_STREAM = "CASINO_ARCHIVE"
 DLQ_STREAM = "CASINO_DLQ"
 DLQ_SUBJECTS = "casino.dlq"
 MAX_DELIVERIES = 5
@@ -38,11 +39,24 @@ COMPRESSION = StoreCompression.S2
 
 
 def stream_config(replicas: int = 1, duplicate_window_s: float = 120.0) -> StreamConfig:
-    """The one event stream: file storage, compressed, nothing deleted or purged, a duplicate window."""
+    """The one event stream: file storage, compressed, no message deleted, a
+    duplicate window. A purge is allowed by the stream for the archiver alone
+    to remove a shoe once its seal is stored and verified (no other user may
+    ask for one: casino.nats.permissions); a stream made by an earlier release
+    denies it, and the server cannot change that (its shoes are sealed, not removed)."""
     return StreamConfig(
         name=STREAM, subjects=[f"{EVENTS}.>"], storage=StorageType.FILE, num_replicas=replicas,
-        deny_delete=True, deny_purge=True, allow_direct=True, duplicate_window=duplicate_window_s,
+        deny_delete=True, deny_purge=False, allow_direct=True, duplicate_window=duplicate_window_s,
         compression=COMPRESSION,
+    )
+
+
+def archive_config(replicas: int = 1) -> StreamConfig:
+    """The sealed shoes (casino.audit.archive): one message a shoe, already
+    compressed, under a subject a shoe; nothing deleted or purged, ever."""
+    return StreamConfig(
+        name=ARCHIVE_STREAM, subjects=[f"{ARCHIVE}.>"], storage=StorageType.FILE, num_replicas=replicas,
+        deny_delete=True, deny_purge=True, allow_direct=True, duplicate_window=120.0, max_msg_size=-1,
     )
 
 
@@ -73,13 +87,13 @@ async def ensure_streams(js: JetStreamContext, replicas: int = 1, upgrade: bool 
     the dead letters of an earlier release are compressed from then on, their
     other settings and their messages kept (the secret orders' stream is
     changed by nobody)."""
-    for config in (stream_config(replicas), secrets_config(replicas), dlq_config(replicas)):
+    for config in (stream_config(replicas), secrets_config(replicas), dlq_config(replicas), archive_config(replicas)):
         try:
             info = await js.stream_info(config.name or "")
         except NotFoundError:
             await js.add_stream(config)
             continue
-        if upgrade and config.name != SECRETS_STREAM and info.config.compression != config.compression:
+        if upgrade and config.name in (STREAM, DLQ_STREAM) and info.config.compression != config.compression:
             info.config.compression = config.compression
             await js.update_stream(info.config)
 
@@ -133,6 +147,14 @@ class JetStreamEventStore:
         consumers (casino.nats.permissions). A replica a moment behind gives a read a
         moment old; every append is guarded at the leader, so such a read
         costs a retry, never a wrong record."""
+        def stored(seq: int, subject: str, headers: dict[str, str], data: bytes) -> None:
+            each(Stored(seq, subject, decode(data), headers.get("Nats-Msg-Id", "")))
+
+        await self.scan_raw(filter_, stored, after, limit)
+
+    async def scan_raw(self, filter_: str, each: Callable[[int, str, dict[str, str], bytes], object],
+                       after: int = 0, limit: int | None = None) -> None:
+        """``scan`` of the stream's messages as stored: ``each(seq, subject, headers, data)``."""
         seq, taken = after + 1, 0
         while limit is None or taken < limit:
             page = READ_PAGE if limit is None else min(READ_PAGE, limit - taken)
@@ -142,8 +164,8 @@ class JetStreamEventStore:
                 return
             seq = last + 1
 
-    async def _page_when_served(self, filter_: str, seq: int, batch: int, each: Callable[[Stored], object],
-                                ) -> tuple[int, int, int]:
+    async def _page_when_served(self, filter_: str, seq: int, batch: int,
+                                each: Callable[[int, str, dict[str, str], bytes], object]) -> tuple[int, int, int]:
         """``_page``, asked again while nobody serves direct gets yet (a server
         just started, reading its store back; a stream's new leader): for
         ``READ_STALL`` seconds at most."""
@@ -156,8 +178,8 @@ class JetStreamEventStore:
                     raise
             await asyncio.sleep(0.1)
 
-    async def _page(self, filter_: str, seq: int, batch: int, each: Callable[[Stored], object],
-                    ) -> tuple[int, int, int]:
+    async def _page(self, filter_: str, seq: int, batch: int,
+                    each: Callable[[int, str, dict[str, str], bytes], object]) -> tuple[int, int, int]:
         """One batched direct get: how many messages came, the last one's
         sequence, and how many more are on the filter after it."""
         got, last, pending = 0, 0, 0
@@ -179,7 +201,7 @@ class JetStreamEventStore:
             got += 1
             last = int(headers["Nats-Sequence"])
             try:
-                each(Stored(last, headers["Nats-Subject"], decode(m.data), headers.get("Nats-Msg-Id", "")))
+                each(last, headers["Nats-Subject"], headers, m.data)
             except Exception as exc:  # an undecodable event, or one refused: the reader is told, not left waiting
                 failed.append(exc)
 
@@ -222,17 +244,21 @@ class JetStreamEventStore:
     async def tables(self) -> list[str]:
         """Every table with events in the store, from the subjects its shoe
         events between coups are filed under (a few per shoe; a table's first
-        shuffle is one), asked for page by page as the server hands them out."""
+        shuffle is one)."""
+        return sorted({tokens(subject)[0] for subject in await self.subjects(f"{EVENTS}.*.*.{NO_COUP}.shoe")})
+
+    async def subjects(self, filter_: str) -> list[str]:
+        """The stream's subjects on ``filter_``, asked for page by page as the server hands them out."""
         found: set[str] = set()
         offset = 0
         while True:
-            request = {"subjects_filter": f"{EVENTS}.*.*.{NO_COUP}.shoe", "offset": offset}
+            request = {"subjects_filter": filter_, "offset": offset}
             reply = await self.nc.request(f"$JS.API.STREAM.INFO.{self.stream}", json.dumps(request).encode(), timeout=10)
             info = json.loads(reply.data)
             if "error" in info:
                 raise APIError.from_error(info["error"])
             page = (info.get("state") or {}).get("subjects") or {}
-            found.update(tokens(subject)[0] for subject in page)
+            found.update(page)
             offset += len(page)
             if not page or offset >= info.get("total", 0):
                 return sorted(found)

@@ -9,6 +9,7 @@ Events:   casino.ev.<table>.<shoe>.<coup>.<aggregate>
 Commands: casino.cmd.<table>.<service>  (request/reply)
 Secrets:  casino.secret.<table>.<shoe>  (the shoe service's shuffled orders, kept
   apart from the public stream until the shoe ends and its order is revealed)
+Archive:  casino.archive.<table>.<shoe>  (each ended shoe sealed, once: casino.audit.archive)
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from functools import lru_cache
 EVENTS = "casino.ev"
 COMMANDS = "casino.cmd"
 SECRETS = "casino.secret"
+ARCHIVE = "casino.archive"
 NO_COUP = "-"
 
 
@@ -80,6 +82,16 @@ def command(table: str, service: str) -> str:
 
 def secret(table: str, shoe: str) -> str:
     return f"{SECRETS}.{table}.{shoe}"
+
+
+def sealed(table: str, shoe: str) -> str:
+    """Where the archive keeps the seal of one shoe."""
+    return f"{ARCHIVE}.{table}.{shoe}"
+
+
+def sealed_filter(table: str = "*") -> str:
+    """Every seal of one table (of every table by default)."""
+    return f"{ARCHIVE}.{table}.*"
 
 
 def matches(filter_: str, subject: str) -> bool:

@@ -1,0 +1,352 @@
+"""The archiver on a real nats-server: ended shoes sealed into the archive,
+chained, and removed from the live stream only once sealed, read back and
+checked; dealing, service starts and the read models go on without them;
+replay, verification and export read the archived shoes as the live ones;
+and a crash of the archiver at any step, or kill -9 at any moment, loses
+nothing and seals nothing twice."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import io
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+import zlib
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import msgspec
+import nats
+import pytest
+from services import runner
+from services.archiver.service import ArchiverService
+
+from casino.audit import archive
+from casino.audit.audits import verify_history, verify_store
+from casino.audit.replay import replay_coup
+from casino.cli.simulator import Simulator
+from casino.config.tables import TableConfig
+from casino.readmodels.projections import checkpointed
+from casino.store import envelope, subjects
+from casino.store.archive import SealStore
+from casino.store.eventstore import Stored
+from casino.store.jetstream import ARCHIVE_STREAM, STREAM, JetStreamEventStore
+from tests.faults.harness import audit
+from tests.variants import ruleset_variant
+
+pytestmark = pytest.mark.anyio
+
+
+def tables(tmp: Path) -> dict[str, TableConfig]:
+    """Two blackjack tables dealing from one deck cut at half (a shoe ends
+    every round or two) and a baccarat table whose eight decks last the test."""
+    one_deck = ruleset_variant(tmp, "blackjack-002-hole-card", decks=1, penetration=0.5)
+    return {"T-1": TableConfig(one_deck), "T-2": TableConfig(one_deck), "BAC-1": TableConfig("baccarat-000-methods")}
+
+
+class Casino:
+    """The services in this process, and a simulator dealing through them."""
+
+    def __init__(self, url: str, tables: dict[str, TableConfig]) -> None:
+        self.url, self.tables = url, tables
+        self.running: list[runner.Running] = []
+        self.dealt = 0
+
+    async def start(self, *kinds: str) -> None:
+        for kind in kinds or runner.EVERY_KIND:
+            self.running.append(await runner.start(kind, self.url, tables=self.tables))
+
+    async def deal(self, nc: nats.NATS, coups: int) -> None:
+        await Simulator(nc, self.tables, seed=self.dealt + 3).run(coups)
+        self.dealt += coups
+        dealer = next(r for r in self.running if r.kind == "dealer-policy")
+        await dealer.service.finish_rounds()
+
+    async def archived(self, nc: nats.NATS, shoes: int) -> None:
+        """Until at least ``shoes`` shoes of each one-deck table are sealed,
+        and every sealed shoe is gone from the live stream (the archiver's
+        sweep, asked for: it would come within ``runner.SWEEP_EVERY``)."""
+        archiver = next(r for r in self.running if r.kind == "archiver")
+
+        async def done() -> bool:
+            await archiver.service.sweep()
+            return all([await _sealed_and_removed(nc, t, shoes) for t in ("T-1", "T-2")])
+
+        await until(done)
+
+    async def stop(self) -> None:
+        for r in reversed(self.running):
+            await r.stop()
+        self.running.clear()
+
+
+async def until(check: Callable[[], Awaitable[bool]], seconds: float = 60.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not await check():
+        assert time.monotonic() < deadline, "not within the time allowed"
+        await asyncio.sleep(0.2)
+
+
+async def whole(nc: nats.NATS) -> list[Stored]:
+    """The history, live and archived, as replay reads it."""
+    return await archive.history(nc).read(f"{subjects.EVENTS}.>")
+
+
+async def live_shoes(nc: nats.NATS, table: str) -> set[str]:
+    subjects_ = await JetStreamEventStore(nc).subjects(subjects.table_filter(table))
+    return {subjects.tokens(s)[1] for s in subjects_} - {subjects.NO_COUP}
+
+
+async def sealed_shoes(nc: nats.NATS, table: str) -> list[str]:
+    return [k.shoe for k in await SealStore(nc).seals(table)]
+
+
+def _file(header: archive.Header, seals: list[archive.Sealed]) -> io.BytesIO:
+    out = io.BytesIO()
+    archive.write_export(out, header, seals)
+    out.seek(0)
+    return out
+
+
+def chain_verifies(seals: list[archive.Kept]) -> archive.Report:
+    """The table's seals verified as an export file of them is."""
+    header = archive.Header(seals[0].table, archive.GENESIS, seals[-1].hash, len(seals))
+    return archive.verify_export(_file(header, [archive.Sealed(k.data, k.hash) for k in seals]))[1]
+
+
+async def test_ended_shoes_are_sealed_removed_and_read_as_ever_while_the_tables_deal_on(
+        nats_url: str, tmp_path: Path) -> None:
+    casino = Casino(nats_url, tables(tmp_path))
+    nc = await nats.connect(nats_url)
+    await casino.start()
+    try:
+        await casino.deal(nc, 12)
+        await casino.archived(nc, 2)
+        recorded = await whole(nc)
+        await casino.stop()
+        await casino.start()  # every service starts on the live stream alone
+        await casino.deal(nc, 6)
+        await casino.archived(nc, 3)
+    finally:
+        await casino.stop()
+    history = await whole(nc)
+    assert [m.seq for m in history] == sorted({m.seq for m in history})  # each message once, in order
+    assert {m.seq for m in recorded} <= {m.seq for m in history}  # nothing lost
+    assert audit(history, casino.tables, casino.dealt) == []  # numbered on without a gap, settled once each
+    report = verify_history(history)
+    assert report.findings == [] and report.coups == 3 * casino.dealt
+    as_read = await verify_store(nc, 2)  # `casino verify`: each table read whole, live and archived
+    assert (as_read.coups, as_read.shoes, as_read.findings) == (report.coups, report.shoes, [])
+    state = (await nc.jetstream().stream_info(STREAM)).state
+    assert state.messages < len(history)  # the live stream holds less than the history
+    for table in ("T-1", "T-2"):
+        seals = await SealStore(nc).seals(table)
+        names = [k.shoe for k in seals]
+        assert names == [subjects.shoe_id(table, n) for n in range(1, len(names) + 1)]  # each shoe once, in turn
+        assert not set(names) & await live_shoes(nc, table)
+        sealed_report = chain_verifies(seals)
+        assert sealed_report.findings == [] and sealed_report.shoes == len(seals)
+        first = archive.open_seal(archive.Sealed(seals[0].data, seals[0].hash))
+        coup = next(subjects.tokens(m.subject)[2] for m in first.messages if m.subject.endswith(".coup"))
+        r = replay_coup(await archive.history(nc).read(subjects.coup_filter(coup, table)))  # from the archive
+        assert r.settled and r.payouts
+    await nc.close()
+
+
+async def _sealed_and_removed(nc: nats.NATS, table: str, at_least: int) -> bool:
+    sealed = await sealed_shoes(nc, table)
+    return len(sealed) >= at_least and not set(sealed) & await live_shoes(nc, table)
+
+
+async def dealt_history(url: str, tmp: Path, coups: int) -> Casino:
+    """A history dealt with every service but the archiver, the read models checkpointed."""
+    casino = Casino(url, tables(tmp))
+    nc = await nats.connect(url)
+    await casino.start(*(k for k in runner.EVERY_KIND if k != "archiver"))
+    try:
+        await casino.deal(nc, coups)
+        last = (await nc.jetstream().stream_info(STREAM)).state.last_seq
+        await until(lambda: _checkpointed(nc, last))
+    finally:
+        await casino.stop()
+        await nc.close()
+    return casino
+
+
+async def _checkpointed(nc: nats.NATS, seq: int) -> bool:
+    return await checkpointed(nc.jetstream()) >= seq
+
+
+class Crash(Exception):
+    pass
+
+
+@pytest.mark.parametrize("at", ["sealing", "sealed", "removing", "removed"])
+async def test_an_archiver_crashing_at_any_step_loses_nothing_and_seals_nothing_twice(
+        nats_url: str, tmp_path: Path, at: str) -> None:
+    casino = await dealt_history(nats_url, tmp_path, 10)
+    nc = await nats.connect(nats_url)
+    before = await JetStreamEventStore(nc).read(f"{subjects.EVENTS}.>")
+    crashes = 0
+
+    async def crash(step: str) -> None:
+        nonlocal crashes
+        if step == at and crashes < 3:
+            crashes += 1
+            raise Crash(step)
+
+    for _ in range(3):  # an archiver that crashes at the step, up to three times, each one new
+        try:
+            await ArchiverService(nc, lambda: checkpointed(nc.jetstream()), step=crash).advance("T-1")
+        except Crash:
+            continue
+        break
+    await ArchiverService(nc, lambda: checkpointed(nc.jetstream())).advance("T-1")
+    assert crashes >= 1
+    names = await sealed_shoes(nc, "T-1")
+    assert len(names) >= 2 and len(set(names)) == len(names)
+    assert (await nc.jetstream().stream_info(ARCHIVE_STREAM)).state.messages == len(names)
+    assert not set(names) & await live_shoes(nc, "T-1")
+    history = await whole(nc)
+    assert [(m.seq, m.subject, m.msg_id) for m in history] == [(m.seq, m.subject, m.msg_id) for m in before]
+    assert audit(history, casino.tables, casino.dealt) == []
+    assert chain_verifies(await SealStore(nc).seals("T-1")).findings == []
+    await nc.close()
+
+
+async def test_kill_minus_nine_of_the_archiver_at_any_moment_loses_nothing_and_seals_nothing_twice(
+        nats_url: str, tmp_path: Path) -> None:
+    kills = int(os.environ.get("CASINO_SOAK_KILLS", "6"))
+    casino = await dealt_history(nats_url, tmp_path, 24)
+    nc = await nats.connect(nats_url)
+    before = await JetStreamEventStore(nc).read(f"{subjects.EVENTS}.>")
+    rnd = random.Random(int.from_bytes(os.urandom(2), "big"))
+    log = (tmp_path / "archiver.log").open("ab")
+    cmd = [sys.executable, "-m", "services.archiver", "--nats", nats_url]
+    progress = []
+    for _ in range(kills):
+        p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        started = time.monotonic()
+        count = len(await SealStore(nc).seals("T-1")) + len(await SealStore(nc).seals("T-2"))
+        while time.monotonic() < started + 20:  # killed once it has begun sealing, at a random moment
+            now = len(await SealStore(nc).seals("T-1")) + len(await SealStore(nc).seals("T-2"))
+            if now > count:
+                break
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(rnd.uniform(0.0, 0.05))
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait()
+        progress.append(now - count)
+    p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        for table in ("T-1", "T-2"):
+            await until(lambda t=table: _all_sealed(nc, t))
+    finally:
+        p.terminate()
+        p.wait(10)
+    assert any(progress), "no kill landed while it was sealing: the test would prove nothing"
+    for table in ("T-1", "T-2"):
+        names = await sealed_shoes(nc, table)
+        assert len(set(names)) == len(names) >= 2
+        assert not set(names) & await live_shoes(nc, table)
+        assert chain_verifies(await SealStore(nc).seals(table)).findings == []
+    seals = [k.shoe for t in ("T-1", "T-2") for k in await SealStore(nc).seals(t)]
+    assert (await nc.jetstream().stream_info(ARCHIVE_STREAM)).state.messages == len(seals)
+    history = await whole(nc)
+    assert [(m.seq, m.subject, m.msg_id) for m in history] == [(m.seq, m.subject, m.msg_id) for m in before]
+    assert audit(history, casino.tables, casino.dealt) == []
+    await nc.close()
+
+
+async def _all_sealed(nc: nats.NATS, table: str) -> bool:
+    """Every shoe sealed but the last two (the one in play and the one before
+    it, which waits for a settled coup in the next)."""
+    live = sorted(subjects.shoe_number(table, s) or 0 for s in await live_shoes(nc, table))
+    return len(live) <= 2 and len(await sealed_shoes(nc, table)) == (live[0] - 1 if live else 0)
+
+
+# ---- export files ----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[archive.Header, list[archive.Sealed]]:
+    """Table T-1's sealed shoes as ``casino export`` writes them, from a casino
+    that dealt with its archiver running."""
+    import anyio
+
+    from tests.natsfixture import nats_server
+
+    async def deal(url: str) -> tuple[archive.Header, list[archive.Sealed]]:
+        casino = Casino(url, tables(tmp_path_factory.mktemp("rulesets")))
+        nc = await nats.connect(url)
+        await casino.start()
+        try:
+            await casino.deal(nc, 12)
+            await casino.archived(nc, 2)
+            return await archive.export_table(SealStore(nc), "T-1")
+        finally:
+            await casino.stop()
+            await nc.close()
+
+    with nats_server(tmp_path_factory.mktemp("nats")) as url:
+        return anyio.run(deal, url)
+
+
+def test_an_export_of_sealed_shoes_verifies_with_no_server(exported: tuple[archive.Header, list[archive.Sealed]]) -> None:
+    header, seals = exported
+    assert len(seals) >= 2  # the one-deck table ends a shoe every round or two: a chain to verify
+    opened = [archive.open_seal(s) for s in seals]
+    coups = {subjects.tokens(m.subject)[2] for s in opened for m in s.messages if m.subject.endswith(".coup")}
+    _, report = archive.verify_export(_file(header, seals))
+    assert report.findings == [] and report.shoes == len(seals) and report.coups == len(coups)
+    whole = sum(len(envelope.encode(m.batch)) for s in opened for m in s.stored())
+    assert sum(len(s.data) for s in seals) * 2 < whole  # compressed
+
+
+@pytest.mark.parametrize("change", ["removed", "reordered", "altered", "cut short"])
+def test_a_shoe_removed_reordered_altered_or_cut_from_an_export_is_found(exported: tuple[archive.Header, list[archive.Sealed]], change: str) -> None:
+    header, seals = exported
+    assert len(seals) >= 2  # the shuffles are random: two shoes at least, not always three
+    if change == "removed":  # the first: the next one is chained to it
+        seals = seals[1:]
+    elif change == "reordered":
+        seals = [seals[1], seals[0], *seals[2:]]
+    elif change == "altered":  # a card of the first shoe changed, sealed again as it was chained
+        first = archive.open_seal(seals[0])
+        msgs = [msgspec.structs.replace(m, batch=m.batch.replace(b'"card":"', b'"card":"X', 1)) for m in first.messages]
+        data = zlib.compress(msgspec.msgpack.encode(msgspec.structs.replace(first, messages=tuple(msgs))))
+        seals = [archive.Sealed(data, hashlib.sha256(data).hexdigest()), *seals[1:]]
+    else:
+        seals = seals[:-1]
+    header = msgspec.structs.replace(header, seals=len(seals))
+    with pytest.raises(archive.ArchiveError) as refused:
+        archive.verify_export(_file(header, seals))
+    assert ("chained to" if change != "cut short" else "cut short") in str(refused.value)
+
+
+def test_casino_verify_file_reads_no_server_and_fails_on_a_difference(exported: tuple[archive.Header, list[archive.Sealed]], tmp_path: Path) -> None:
+    header, seals = exported
+    good, bad = tmp_path / "T-1.export", tmp_path / "T-1-bad.export"
+    good.write_bytes(_file(header, seals).getvalue())
+    bad.write_bytes(_file(msgspec.structs.replace(header, seals=len(seals) - 1), seals[1:]).getvalue())
+    verify = [sys.executable, "-m", "casino.cli.main", "verify", "--nats", "nats://127.0.0.1:1", "--file"]
+    ok = subprocess.run([*verify, str(good)], capture_output=True, text=True, timeout=60)
+    assert ok.returncode == 0 and f"and {len(seals)} ended shoes: every one follows the rules" in ok.stdout, ok
+    refused = subprocess.run([*verify, str(bad)], capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 1 and "chained to" in refused.stderr, refused
+
+
+def test_each_sealed_shoe_alone_verifies_chained_from_the_one_before(exported: tuple[archive.Header, list[archive.Sealed]]) -> None:
+    # An export of a window: one shoe, chained to the seal before it (a round gone on into
+    # the next shoe is sealed whole with the shoe it was opened from).
+    _, seals = exported
+    previous = archive.GENESIS
+    for sealed in seals:
+        _, report = archive.verify_export(_file(archive.Header("T-1", previous, sealed.hash, 1), [sealed]))
+        assert report.findings == [] and report.shoes == 1, archive.open_seal(sealed).shoe
+        previous = sealed.hash
