@@ -45,7 +45,7 @@ par-sheets: setup
 
 # Each service's AsyncAPI document, from its faststream application
 # (tests/ops/test_asyncapi.py fails when one is stale).
-ASYNCAPI_SERVICES := shoe wager dealer_policy settlement projections
+ASYNCAPI_SERVICES := shoe wager dealer_policy settlement projections archiver
 asyncapi: setup
 	@for s in $(ASYNCAPI_SERVICES); do CASINO_INSTANCE=instance CASINO_NATS_URL=nats://nats:4222 \
 	  $(BIN)/faststream docs gen services.$$s.app:app --factory --yaml --out docs/asyncapi/$$(echo $$s | tr _ -).yaml \

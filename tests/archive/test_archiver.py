@@ -35,7 +35,7 @@ from casino.readmodels.projections import checkpointed
 from casino.store import envelope, subjects
 from casino.store.archive import SealStore
 from casino.store.eventstore import Stored
-from casino.store.jetstream import ARCHIVE_STREAM, STREAM, JetStreamEventStore
+from casino.store.jetstream import ARCHIVE_STREAM, STREAM, JetStreamEventStore, stream_config
 from tests.faults.harness import audit
 from tests.variants import ruleset_variant
 
@@ -215,6 +215,26 @@ async def test_an_archiver_crashing_at_any_step_loses_nothing_and_seals_nothing_
     history = await whole(nc)
     assert [(m.seq, m.subject, m.msg_id) for m in history] == [(m.seq, m.subject, m.msg_id) for m in before]
     assert audit(history, casino.tables, casino.dealt) == []
+    assert chain_verifies(await SealStore(nc).seals("T-1")).findings == []
+    await nc.close()
+
+
+async def test_a_live_stream_of_an_earlier_release_is_sealed_and_kept_whole(nats_url: str, tmp_path: Path) -> None:
+    """An earlier release's stream denies purging, and the server cannot
+    change that: its shoes are sealed, nothing is removed, and it is said."""
+    nc = await nats.connect(nats_url)
+    js = nc.jetstream()
+    await js.delete_stream(STREAM)
+    earlier = stream_config()
+    earlier.deny_purge = True
+    await js.add_stream(earlier)
+    await dealt_history(nats_url, tmp_path, 10)
+    before = await JetStreamEventStore(nc).read(f"{subjects.EVENTS}.>")
+    archiver = ArchiverService(nc, lambda: checkpointed(js))
+    assert await archiver.advance("T-1") >= 2
+    assert archiver.removal_denied
+    assert archiver.metrics.archive_failures.labels("T-1", "removal")._value.get() == 1
+    assert await JetStreamEventStore(nc).read(f"{subjects.EVENTS}.>") == before
     assert chain_verifies(await SealStore(nc).seals("T-1")).findings == []
     await nc.close()
 

@@ -47,7 +47,8 @@ def test_casino_run_with_two_instances_of_every_service_deals_coups_that_verify(
     dealt = run(tmp_path, 6, "--replicas", "2")
     assert dealt.returncode == 0, dealt.stdout + dealt.stderr
     logs = sorted(p.name for p in (tmp_path / "logs").glob("*-2.log"))
-    assert logs == ["dealer_policy-2.log", "projections-2.log", "settlement-2.log", "shoe-2.log", "wager-2.log"]
+    assert logs == ["archiver-2.log", "dealer_policy-2.log", "projections-2.log", "settlement-2.log", "shoe-2.log",
+                    "wager-2.log"]
     verified = subprocess.run([sys.executable, "-m", "casino.cli.main", "verify", "--var", str(tmp_path)],
                               capture_output=True, text=True, timeout=120)
     assert verified.returncode == 0 and "verified 24 coups" in verified.stdout, verified.stdout + verified.stderr

@@ -19,7 +19,7 @@ from casino.store.envelope import AnyEvent
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs" / "asyncapi"
-SERVICES = ("shoe", "wager", "dealer_policy", "settlement", "projections")
+SERVICES = ("shoe", "wager", "dealer_policy", "settlement", "projections", "archiver")
 
 
 def generated(service: str, out: Path) -> str:

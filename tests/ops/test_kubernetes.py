@@ -19,7 +19,7 @@ from casino.readmodels.projections import BUCKETS, META
 
 ROOT = Path(__file__).resolve().parents[2]
 K8S = ROOT / "k8s"
-SERVICES = {"shoe", "wager", "dealer-policy", "settlement", "projections"}
+SERVICES = {"shoe", "wager", "dealer-policy", "settlement", "projections", "archiver"}
 CRDS = {"ServiceMonitor", "PrometheusRule", "Stream", "Consumer", "KeyValue"}
 
 
@@ -67,9 +67,13 @@ def test_deployments_probes_resources_security_and_replicas(overlay: str, replic
     assert pdbs == SERVICES and monitors == SERVICES
     streams = {d["spec"]["name"]: d["spec"] for d in docs if d["kind"] == "Stream"}  # type: ignore[index]
     # What casino.nats.provision creates: the streams and the read models' buckets (no service may create them).
-    assert set(streams) == {"CASINO", "CASINO_SHOE_SECRETS", "CASINO_DLQ"}
-    assert all(s["replicas"] == js_replicas and s["denyDelete"] and s["denyPurge"] and s["compression"] == "s2"
-               for s in streams.values())
+    assert set(streams) == {"CASINO", "CASINO_SHOE_SECRETS", "CASINO_DLQ", "CASINO_ARCHIVE"}
+    assert all(s["replicas"] == js_replicas and s["denyDelete"] for s in streams.values())
+    # The live stream lets the archiver (and by the permissions no other user) purge a sealed shoe.
+    assert [name for name, s in streams.items() if not s["denyPurge"]] == ["CASINO"]
+    assert all(s.get("compression") == "s2" for name, s in streams.items() if name != "CASINO_ARCHIVE")  # sealed: zlib
+    consumers = {d["spec"]["durableName"]: d["spec"] for d in docs if d["kind"] == "Consumer"}  # type: ignore[index]
+    assert consumers["archiver"]["deliverSubject"] == f"{natsauth.inbox('archiver')}.events"
     buckets = {d["spec"]["bucket"]: d["spec"] for d in docs if d["kind"] == "KeyValue"}  # type: ignore[index]
     assert set(buckets) == {*BUCKETS.values(), META}
     assert all(b["replicas"] == js_replicas and b["history"] == 1 for b in buckets.values())

@@ -26,7 +26,7 @@ from casino.nats.server import NatsServer
 from casino.store.jetstream import SECRETS_STREAM, STREAM
 
 TABLES = {"BAC000-1": TableConfig("baccarat-000-methods"), "BJ002-1": TableConfig("blackjack-002-hole-card")}
-SERVICE_USERS = ("shoe", "wager", "dealer-policy", "settlement", "projections")
+SERVICE_USERS = runner.EVERY_KIND
 
 
 class Secured:
@@ -51,7 +51,7 @@ class Secured:
         return (*natsauth.permissions(self.tables)[user].subscribe, f"{natsauth.inbox(user)}.>")
 
     async def start_services(self) -> None:
-        for kind in (*runner.KINDS, "projections"):
+        for kind in runner.EVERY_KIND:
             self.running.append(await runner.start(kind, self.url(kind), tables=self.tables))
 
     async def deal(self, coups: int, seed: int = 5) -> None:

@@ -16,17 +16,20 @@ import pytest
 from nats.js.api import ConsumerConfig
 
 from casino.audit.verify import verify_coup
+from casino.config.tables import TableConfig
 from casino.nats import permissions as natsauth
 from casino.protocol import commands
 from casino.readmodels.projections import BUCKETS, META, TableStatus
 from casino.rules.shoe import ShoeEnded
 from casino.store import envelope, subjects
-from casino.store.jetstream import SECRETS_STREAM, STREAM, JetStreamEventStore
+from casino.store.archive import SealStore
+from casino.store.jetstream import ARCHIVE_STREAM, SECRETS_STREAM, STREAM, JetStreamEventStore
 from tests.security.secured import SERVICE_USERS, TABLES, Secured, Spy, secured_casino
+from tests.variants import ruleset_variant
 
 pytestmark = pytest.mark.anyio
 EVERY_USER = tuple(natsauth.permissions(TABLES))
-SERVICE_CONSUMERS = tuple(u for u in SERVICE_USERS if u != "settlement")  # each creates its own consumers
+SERVICE_CONSUMERS = tuple(u for u in SERVICE_USERS if u not in ("settlement", "archiver"))  # each creates its own
 NOT_SHOE = tuple(u for u in EVERY_USER if u != "shoe")
 
 
@@ -305,3 +308,45 @@ async def test_a_terminal_holds_few_connections_and_subscriptions_and_never_anot
         for nc in (*held, other, flooding):
             with contextlib.suppress(nats.errors.Error):
                 await nc.close()
+
+
+async def test_only_the_archiver_removes_anything_and_only_sealed_shoes_from_the_live_stream(tmp_path: Path) -> None:
+    one_deck = ruleset_variant(tmp_path, "blackjack-002-hole-card", decks=1, penetration=0.5)
+    async with secured_casino(tmp_path, {"BJ-1": TableConfig(one_deck)}) as casino:
+        await casino.deal(12)
+        archiver = next(r for r in casino.running if r.kind == "archiver").service  # its sweep asked for
+        compliance = await casino.connect("compliance")
+        seals = SealStore(compliance)
+        deadline = asyncio.get_running_loop().time() + 60
+        while not await seals.seals("BJ-1") or (await compliance.jetstream().stream_info(STREAM)).state.num_deleted == 0:
+            assert asyncio.get_running_loop().time() < deadline, "nothing sealed and removed as the archiver's user"
+            await archiver.sweep()
+            await asyncio.sleep(0.2)
+        running = next(r for r in casino.running if r.kind == "archiver")
+        await running.stop()  # nothing more sealed or removed while the others try
+        casino.running.remove(running)
+        admin = await casino.connect("admin")
+        js = admin.jetstream()
+        before = {s: (await js.stream_info(s)).state for s in (STREAM, ARCHIVE_STREAM)}
+        live = subjects.shoe_filter("BJ-1", (await JetStreamEventStore(compliance).last("casino.ev.BJ-1.>")).subject
+                                    .split(".")[3])  # the shoe in play
+        for user in natsauth.permissions(casino.tables):
+            nc = await casino.connect(user)
+            attempts = [(f"$JS.API.STREAM.MSG.DELETE.{stream}", {"seq": 1})
+                        for stream in (STREAM, ARCHIVE_STREAM, SECRETS_STREAM)]
+            attempts += [(f"$JS.API.STREAM.PURGE.{stream}", {}) for stream in (ARCHIVE_STREAM, SECRETS_STREAM)]
+            attempts += [(f"$JS.API.STREAM.PURGE.{STREAM}", {"filter": live})] if user != "archiver" else []
+            refused = [await denied(nc, subject, body) for subject, body in attempts]
+            assert all(refused), (user, [s for (s, _), r in zip(attempts, refused, strict=True) if not r])
+            if user != "archiver":  # nor may anyone else write a seal
+                with contextlib.suppress(nats.errors.Error):
+                    await nc.publish(subjects.sealed("BJ-1", "BJ-1-shoe-99"), b"forged")
+                    await nc.flush()
+            await nc.close()
+        await asyncio.sleep(0.5)
+        after = {s: (await js.stream_info(s)).state for s in (STREAM, ARCHIVE_STREAM)}
+        assert after[ARCHIVE_STREAM].messages == before[ARCHIVE_STREAM].messages
+        assert after[STREAM].num_deleted == before[STREAM].num_deleted
+        assert await JetStreamEventStore(compliance).read(live)  # the shoe in play is whole
+        await admin.close()
+        await compliance.close()
