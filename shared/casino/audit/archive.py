@@ -176,13 +176,46 @@ def verify_export(source: BinaryIO) -> tuple[Header, Report]:
     """An export file verified with no server: the chain of its seals, then
     every ended shoe's commitment and every coup decided again."""
     header, seals = read_export(source)
-    opened = list(chained(seals, header.previous))
-    if opened and opened[0].table != header.table:
-        raise ArchiveError(f"the file's seals are of table {opened[0].table}, its header says {header.table}")
     if (seals[-1].hash if seals else header.previous) != header.last:
         raise ArchiveError(f"the file's last seal is not {header.last}, the one its header names: cut short or replaced")
-    stored = {m.seq: m for s in opened for m in s.stored()}  # a ruleset held by several seals, once
-    return header, verify_history([stored[seq] for seq in sorted(stored)])
+    return header, verify_seals(seals, header.previous, header.table)
+
+
+def verify_seals(seals: Iterable[Sealed], previous: str = GENESIS, table: str | None = None) -> Report:
+    """A table's seals in order, the first chained to ``previous``: the chain,
+    then each shoe's commitment and each coup decided again, seal by seal
+    (each holds its coups whole and the rulesets they name): one seal in
+    memory at a time."""
+    reports = []
+    for opened in chained(seals, previous):
+        if table is not None and opened.table != table:
+            raise ArchiveError(f"the seals are of table {opened.table}, not {table}")
+        reports.append(verify_history(opened.stored()))
+    return Report.of(reports)
+
+
+async def verify_archived(seals: SealStore, table: str, share: int = 0, shares: int = 1) -> Report:
+    """Share ``share`` of ``shares`` of a table's sealed shoes verified from the
+    archive: a run of shoes in turn, chained to the hash of the seal before
+    it (computed from its bytes), so that the shares together cover the whole
+    chain and every shoe once (an indexed Job's pods: k8s/audit)."""
+    last = await seals.last(table)
+    top = subjects.shoe_number(table, last.shoe) if last is not None else None
+    if last is None or top is None:
+        return Report(0, 0, [])
+    first, end = top * share // shares + 1, top * (share + 1) // shares + 1
+    before = await seals.get(table, subjects.shoe_id(table, first - 1)) if first > 1 else None
+    if first > 1 and before is None:
+        raise ArchiveError(f"shoe {subjects.shoe_id(table, first - 1)} is missing from the archive")
+
+    previous, reports = before.hash if before is not None else GENESIS, []
+    for n in range(first, end):  # one seal in memory at a time
+        k = await seals.get(table, subjects.shoe_id(table, n))
+        if k is None:
+            raise ArchiveError(f"shoe {subjects.shoe_id(table, n)} is missing from the archive")
+        reports.append(verify_seals([Sealed(k.data, k.hash)], previous, table))
+        previous = k.hash
+    return Report.of(reports)
 
 
 # ---- export files -----------------------------------------------------------

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from datetime import UTC, datetime
 
 import msgspec
 from nats.aio.client import Client
 
-from casino.audit.archive import ArchiveError, export_table, history, verify_export, write_export
+from casino.audit.archive import ArchiveError, export_table, history, verify_archived, verify_export, write_export
 from casino.audit.audits import Report, verify_all, verify_store, verify_table, verify_window
 from casino.audit.history import Bounds, by_coup, coup_id, listing_line, table_listing
 from casino.audit.parallel import cores
@@ -45,6 +46,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
     verify.add_argument("--workers", type=int, default=cores(),
                         help="processes verifying a whole store, its tables shared among them (default: the cores)")
     verify.add_argument("--file", help="an export file (casino export), verified with no server at all")
+    verify.add_argument("--sealed", action="store_true",
+                        help="the archive's sealed shoes (of --table, or of every table): the chain and every shoe")
+    verify.add_argument("--shares", type=int, default=1,
+                        help="with --sealed: verify one of this many shares of each table's shoes (an indexed Job's)")
+    verify.add_argument("--share", type=int, default=int(os.environ.get("JOB_COMPLETION_INDEX", "0")),
+                        help="which share, from 0 (default: $JOB_COMPLETION_INDEX, as a Kubernetes indexed Job sets it)")
     export = sub.add_parser("export", help="write a table's sealed shoes, chained, to one file for a regulator")
     export.add_argument("--table", required=True)
     export.add_argument("--since", type=datetime.fromisoformat, help="shoes ended at or after (ISO time, UTC)")
@@ -136,6 +143,19 @@ def _utc(t: datetime) -> datetime:
 
 
 async def verify(store: EventStore, nc: Client, args: argparse.Namespace) -> int:
+    if args.sealed:
+        if not 0 <= args.share < args.shares:
+            print(f"casino: share {args.share} of {args.shares}: a share is 0 to {args.shares - 1}", file=sys.stderr)
+            return 2
+        seals = SealStore(nc)
+        tables = [args.table] if args.table else await seals.tables()
+        try:
+            report = Report.of([await verify_archived(seals, t, args.share, args.shares) for t in tables])
+        except ArchiveError as exc:
+            print(f"casino: {exc}", file=sys.stderr)
+            return 1
+        print(f"share {args.share} of {args.shares} of the sealed shoes of {len(tables)} tables")
+        return _print_report(report)
     if args.coup:
         stored = await store.read(subjects.coup_filter(args.coup, subjects.table_of_coup(args.coup)))
         report = verify_all(stored, [])

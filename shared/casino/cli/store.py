@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -23,7 +24,8 @@ URL_FILE = "nats.url"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--nats", help="NATS URL of the event store (default: the store under --var)")
+    p.add_argument("--nats", default=os.environ.get("CASINO_NATS_URL"),
+                   help="NATS URL of the event store (default: $CASINO_NATS_URL, else the store under --var)")
     p.add_argument("--var", default="var", help="data directory `make run` uses (default ./var)")
 
 

@@ -3,6 +3,8 @@ replies and deliveries under ``_INBOX.<user>`` only (casino.nats.permissions).""
 
 from __future__ import annotations
 
+import os
+import ssl
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -18,6 +20,9 @@ def inbox_prefix(servers: str | list[str]) -> str:
 
 
 async def connect(servers: str | list[str] = "nats://localhost:4222", **options: Any) -> Client:
-    """``nats.connect`` with the user's own inbox prefix."""
+    """``nats.connect`` with the user's own inbox prefix, over TLS when
+    $CASINO_NATS_CA names the CA that signed the server's certificate."""
     options.setdefault("inbox_prefix", inbox_prefix(servers))
+    if "tls" not in options and (ca := os.environ.get("CASINO_NATS_CA")):
+        options["tls"] = ssl.create_default_context(cafile=ca)
     return await nats.connect(servers, **options)
