@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import history, holding, load, machine, pipeline, replay, rules, verifying
+from bench import archive, bounded, history, holding, load, machine, pipeline, replay, rules, verifying
 
 
 async def scale(counts: list[int], seconds: float, runs: int) -> dict[str, Any]:
@@ -47,9 +47,11 @@ def by_procedure(figures: dict[str, Any]) -> str:
 # it gives is not a measurement.
 SIZES: dict[str, Any] = {"rules_coups": 2000, "replay_coups_a_table": 150, "verifying_coups": 1200, "window": 50,
                          "pipeline_tables": 16, "scale_tables": [1, 4, 16, 64], "history_coups": 20000,
-                         "history_rounds": 300, "holding_coups": 50000}
+                         "history_rounds": 300, "holding_coups": 50000, "archive_coups": 150,
+                         "bounded_coups": (10000, 200000)}
 QUICK: dict[str, Any] = {**SIZES, "rules_coups": 100, "replay_coups_a_table": 5, "verifying_coups": 20, "window": 2,
-                         "history_coups": 200, "history_rounds": 20, "holding_coups": 200}
+                         "history_coups": 200, "history_rounds": 20, "holding_coups": 200, "archive_coups": 12,
+                         "bounded_coups": (2400, 4800)}
 
 
 def measure_all(sizes: dict[str, Any], runs: int, seconds: float) -> dict[str, Any]:
@@ -61,6 +63,8 @@ def measure_all(sizes: dict[str, Any], runs: int, seconds: float) -> dict[str, A
         "scale": asyncio.run(scale(sizes["scale_tables"], seconds / 2, runs)),
         "history": asyncio.run(history.measure(sizes["history_coups"], sizes["history_rounds"], runs)),
         "holding": asyncio.run(holding.measure(sizes["holding_coups"], runs)),
+        "archive": asyncio.run(archive.measure(sizes["archive_coups"], runs)),
+        "bounded": asyncio.run(bounded.measure(*sizes["bounded_coups"])),  # one run: minutes at the long size
     }
 
 
@@ -146,6 +150,8 @@ def main() -> None:
           f"ratio {ho['memory_ratio']:.1f}; it answers in {own['ready_s']:.2f} s ({own['killed_ready_s']:.2f} after "
           f"a kill) against {same['ready_s']:.2f} ({same['killed_ready_s']:.2f}); the server that wrote them, "
           f"running: {own['running_kib_per_coup']:.2f} against {same['running_kib_per_coup']:.2f} KiB a coup")
+    print(archive.summary(results["archive"]) + " (targets: p99 < 50 ms; 5,000 coups/s, ratio 0.5)")
+    print(bounded.summary(results["bounded"]))
     print(f"each figure is the median of {args.runs} runs; the whole took {run['took_s'] / 60:.1f} minutes")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")

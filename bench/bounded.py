@@ -82,13 +82,26 @@ async def measure(short: int = 10000, long: int = 200000, runs: int = 1) -> dict
     return out
 
 
+def summary(r: dict[str, Any]) -> str:
+    short, long = r["short"], r["long"]
+    return (f"bounded: once every shoe but each table's last two is sealed, after {long['coups']:,} coups against "
+            f"{short['coups']:,} ({long['live_messages']:,} live messages against {short['live_messages']:,}), the "
+            f"server's resident memory {long['rss_mib']:.0f} against {short['rss_mib']:.0f} MiB, ratio "
+            f"{r['rss_mib_ratio']:.2f} (live heap {r['heap_mib_ratio']:.2f}); restarted in {long['ready_s']:.2f} "
+            f"against {short['ready_s']:.2f} s, ratio {r['ready_s_ratio']:.2f}, after a kill {long['killed_ready_s']:.2f}"
+            f" against {short['killed_ready_s']:.2f} s, ratio {r['killed_ready_s_ratio']:.2f} (target: each ratio 1.2 "
+            f"or less)")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(prog="python -m bench.bounded")
     p.add_argument("--short", type=int, default=10000)
     p.add_argument("--long", type=int, default=200000)
     p.add_argument("--runs", type=int, default=1)
     args = p.parse_args()
-    print(json.dumps(asyncio.run(measure(args.short, args.long, args.runs)), indent=2))
+    r = asyncio.run(measure(args.short, args.long, args.runs))
+    print(summary(r))
+    print(json.dumps(r, indent=2))
 
 
 if __name__ == "__main__":

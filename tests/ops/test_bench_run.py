@@ -49,6 +49,14 @@ def test_the_whole_benchmark_runs_and_writes_every_figure_beside_its_ceiling(tmp
     assert figures["history"]["cpu_ratio"] > 0 and figures["holding"]["memory_ratio"] > 0
     assert figures["verifying"]["ratio"] > 0 and figures["verifying"]["listing"]["coups_listed"] == 2
 
+    archived = figures["archive"]
+    assert archived["sealed_shoes"] > 0 and 0 < archived["replay"]["p50_ms"] <= archived["replay"]["p99_ms"]
+    assert archived["audit"]["ratio"] == archived["audit"]["verify_coups_per_s"] / \
+        archived["audit"]["read_decode_coups_per_s"]
+    bounded = figures["bounded"]
+    assert bounded["long"]["sealed_shoes"] > bounded["short"]["sealed_shoes"] > 0
+    assert bounded["rss_mib_ratio"] == bounded["long"]["rss_mib"] / bounded["short"]["rss_mib"]
+
     lines = done.stdout.splitlines()
     assert "not a measurement" in lines[0] and lines[1].startswith("measured on ")
     for key in ("rules", "replay", "pipeline"):
