@@ -176,9 +176,10 @@ class SimulatedTable:
             opened = await self.ask("coup", commands.OpenCoup, procedure="")
         if not opened.ok:
             # A coup left in hand (the terminal stopped in the middle of it) is dealt to its end first.
+            refusal = opened
             opened = await self.ask("coup", commands.Status)
             if not (opened.ok and opened.waiting and opened.waiting.kind not in ("open", "finished")):
-                raise Refused(f"{self.name}: {opened.clause}: {opened.reason}")
+                raise Refused(f"{self.name}: opening a coup refused: {refusal.clause}: {refusal.reason}")
         with self.settled(coup := opened.coup) as done:
             await self._deal(coup, done, opened.waiting)
 
