@@ -156,6 +156,8 @@ class ArchiverService:
     async def _remove(self, table: str, shoe: str) -> bool:
         """Remove one sealed shoe's messages from the live stream, if every
         one of them is in its seal as stored, and nothing still needs them."""
+        if self.removal_denied:  # the stream refuses every purge: nothing to read or compare
+            return False
         live = await self.store.read(subjects.shoe_filter(table, shoe))
         if not live:
             return True
@@ -169,8 +171,6 @@ class ArchiverService:
                 self.metrics.archive_failures.labels(table, "differs").inc()
                 raise ArchiveError(f"shoe {shoe}'s message seq {m.seq} is not in its seal as stored: not removed")
         if not await self._consumed(max(m.seq for m in live)):
-            return False
-        if self.removal_denied:
             return False
         await self._at("removing")
         reply = json.loads((await self.nc.request(PURGE, json.dumps({"filter": subjects.shoe_filter(table, shoe)})
