@@ -162,18 +162,25 @@ class SimulatedTable:
         elif self._chance("forfeit"):
             await self._give_up_shoe(self.last.coup, holder, forfeit=True)
 
+    async def open_coup(self, procedure: str) -> commands.Reply:
+        """Open the next coup by ``procedure``; refused it (e.g. 000 8.4, a method
+        the table has no approval for; 001 8.5, the style in force stays until
+        the shoe ends), by the table's own. Either may first need the shoe given
+        up by the player who holds it under Method C (000 8.18)."""
+        for chosen in dict.fromkeys((procedure, "")):
+            opened = await self.ask("coup", commands.OpenCoup, procedure=chosen)
+            if not opened.ok and opened.clause == "000 8.18":
+                status = await self.ask("coup", commands.Status)
+                if status.waiting is not None and status.waiting.shoe_holder is not None:
+                    await self._give_up_shoe(status.coup, status.waiting.shoe_holder, self.rnd.random() < 0.5)
+                opened = await self.ask("coup", commands.OpenCoup, procedure=chosen)
+            if opened.ok:
+                break
+        return opened
+
     async def one_coup(self) -> None:
         await self._between_coups()
-        procedure = self._procedure()
-        opened = await self.ask("coup", commands.OpenCoup, procedure=procedure)
-        if not opened.ok and opened.clause == "000 8.18":
-            # A player holds the shoe under Method C: it is given up before another method deals.
-            status = await self.ask("coup", commands.Status)
-            if status.waiting is not None and status.waiting.shoe_holder is not None:
-                await self._give_up_shoe(status.coup, status.waiting.shoe_holder, self.rnd.random() < 0.5)
-            opened = await self.ask("coup", commands.OpenCoup, procedure=procedure)
-        if not opened.ok:  # e.g. 001 8.5: the style in force stays until the shoe ends
-            opened = await self.ask("coup", commands.OpenCoup, procedure="")
+        opened = await self.open_coup(self._procedure())
         if not opened.ok:
             # A coup left in hand (the terminal stopped in the middle of it) is dealt to its end first.
             refusal = opened
