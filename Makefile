@@ -25,9 +25,10 @@ typecheck: setup
 unit: setup
 	$(BIN)/pytest
 
-# Debian's packages the tests use: promtool (the alert rules' unit tests, from
-# the prometheus package) and strace (counting the server's syncs to disk).
-DEBIAN_TOOLS := promtool:prometheus strace:strace
+# Debian's packages the tests use: Prometheus and its promtool (the alert
+# rules' unit tests, and `make run ARGS=--observe`), Alertmanager (an alert
+# carried to a receiver) and strace (counting the server's syncs to disk).
+DEBIAN_TOOLS := prometheus:prometheus promtool:prometheus prometheus-alertmanager:prometheus-alertmanager strace:strace
 
 tools:
 	@for pair in $(DEBIAN_TOOLS); do tool=$${pair%%:*}; package=$${pair#*:}; \
@@ -51,7 +52,8 @@ asyncapi: setup
 	  $(BIN)/faststream docs gen services.$$s.app:app --factory --yaml --out docs/asyncapi/$$(echo $$s | tr _ -).yaml \
 	  >/dev/null || exit 1; done
 
-run: setup
+# `make run ARGS=--observe` also runs a Prometheus: Debian's, installed by `make tools`.
+run: setup $(if $(findstring --observe,$(ARGS)),tools)
 	$(BIN)/casino run $(ARGS)
 
 # The long fault tests (25 kill -9s of each service over 100 coups per table,

@@ -158,6 +158,7 @@ async def watch_consumers(nc: Client, durables: list[str], metrics: Metrics, eve
             metrics.pending.labels(durable).set(info.num_pending or 0)
             metrics.ack_pending.labels(durable).set(info.num_ack_pending or 0)
             metrics.redelivered.labels(durable).set(info.num_redelivered or 0)
+            metrics.dead_letters.labels(durable)  # at zero until the first: its increase is then seen
             caught_up = caught_up and not info.num_pending
         if caught_up and not metrics.is_ready:
             metrics.set_ready(True)

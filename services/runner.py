@@ -151,13 +151,14 @@ class Running:
         self.running.add(task)
         task.add_done_callback(self.running.discard)
 
-    async def start(self, http_port: int | None = None) -> Running:
+    async def start(self, http_port: int | None = None, http_host: str = "0.0.0.0") -> Running:
         """Start the application; with ``http_port``, serve its ASGI routes
-        there (alive from the start, not ready until its consumers have
+        there, on ``http_host`` (every interface, as a pod does; loopback for a
+        casino on one machine) (alive from the start, not ready until its consumers have
         caught up: folding a long history at start is work, not a hang for
         the startup probe to end)."""
         if http_port is not None:
-            config = uvicorn.Config(self.app, host="0.0.0.0", port=http_port, lifespan="off", log_level="warning")
+            config = uvicorn.Config(self.app, host=http_host, port=http_port, lifespan="off", log_level="warning")
             self.http = uvicorn.Server(config)
             self.tasks.append(asyncio.create_task(self.http.serve()))
         await self.app.start()
@@ -232,9 +233,9 @@ async def _sweeping(archiver: ArchiverService) -> None:
 
 async def start(kind: str, url: str, *, tables: dict[str, TableConfig] | None = None,
                 shuffle: ShuffleSource = secure_shuffle, clock: Clock = utc_now, name: str = "",
-                http_port: int | None = None) -> Running:
+                http_port: int | None = None, http_host: str = "0.0.0.0") -> Running:
     """Build and start one service; with ``http_port``, serve its metrics and health."""
-    return await Running(kind, url, tables=tables, shuffle=shuffle, clock=clock, name=name).start(http_port)
+    return await Running(kind, url, tables=tables, shuffle=shuffle, clock=clock, name=name).start(http_port, http_host)
 
 
 @get(include_in_schema=False)
@@ -270,6 +271,7 @@ def main(kind: str) -> None:
                         help="NATS server URL, with this service's user (default: $CASINO_NATS_URL)")
     parser.add_argument("--tables", help="tables file (dealer-policy)")
     parser.add_argument("--http-port", type=int, default=None, help="serve /metrics, /healthz, /readyz here")
+    parser.add_argument("--http-host", default="0.0.0.0", help="the address they are served on (default: every interface)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {kind} %(levelname)s %(message)s")
     tables = load_tables(args.tables) if args.tables else None
@@ -279,7 +281,7 @@ def main(kind: str) -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        running = await start(kind, args.nats, tables=tables, http_port=args.http_port)
+        running = await start(kind, args.nats, tables=tables, http_port=args.http_port, http_host=args.http_host)
         log.info("%s ready", kind)
         await stop.wait()
         await running.stop()

@@ -79,6 +79,7 @@ class ArchiverService:
         """Seal every shoe of the table that may be sealed, in turn, and remove
         every sealed shoe that may be removed; how many shoes were sealed."""
         sealed = 0
+        self.metrics.archiving(table)
         async with self.locks(table):
             while True:
                 last = await self.seals.last(table)

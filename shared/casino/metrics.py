@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+# Why the archiver could not seal or remove a shoe (casino_archive_failures_total's reasons).
+ARCHIVE_FAILURES = ("verification", "read_back", "differs", "removal")
+
 
 class Metrics:
     """Every metric the services export, in one registry per process."""
@@ -75,6 +78,13 @@ class Metrics:
                            registry=r)
         self.ready.labels(service).set(0)
         self.is_ready = False
+
+    def archiving(self, table: str) -> None:
+        """The table's archive failures, each reason at zero until its first:
+        an alert on their increase sees the first one (a series that appears at
+        1 has risen from nothing Prometheus knew)."""
+        for reason in ARCHIVE_FAILURES:
+            self.archive_failures.labels(table, reason)
 
     def set_ready(self, ready: bool) -> None:
         self.is_ready = ready

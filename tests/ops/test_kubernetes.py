@@ -3,6 +3,8 @@ against the Kubernetes schemas; the operator resources say what they must."""
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 import subprocess
 import sys
@@ -128,3 +130,32 @@ def test_the_audit_job_spreads_the_sealed_shoes_over_its_indexed_pods() -> None:
     assert url["valueFrom"]["secretKeyRef"]["name"] == "casino-nats-compliance"  # reads, writes nothing
     assert c["securityContext"]["readOnlyRootFilesystem"] and c["securityContext"]["runAsNonRoot"]
     assert job["metadata"]["labels"]["app.kubernetes.io/part-of"] == "coup-engine"  # the services' network policy
+
+
+def test_the_service_down_alert_and_panel_match_the_jobs_the_prometheus_operator_names() -> None:
+    """The operator names a target's job by the ServiceMonitor's ``jobLabel``, a
+    label of the Service it selects: every service's job is matched by the alert
+    and the panel (and by the local Prometheus of ``casino run --observe``,
+    which names its jobs the same), and nothing else is."""
+    docs = render("prod")
+    services = {(d["metadata"]["name"], tuple(sorted(d["metadata"]["labels"].items())))  # type: ignore[index]
+                for d in docs if d["kind"] == "Service"}
+    jobs = set()
+    for monitor in (d for d in docs if d["kind"] == "ServiceMonitor"):
+        spec = monitor["spec"]  # type: ignore[index]
+        selected = [dict(labels) for _, labels in services
+                    if spec["selector"]["matchLabels"].items() <= dict(labels).items()]
+        assert len(selected) == 1, monitor
+        jobs.add(selected[0][spec["jobLabel"]])
+    assert jobs == set(natsauth.SERVICES)
+    rules = yaml.safe_load((ROOT / "deploy" / "prometheus" / "alerts.yml").read_text())
+    down = next(r["expr"] for g in rules["groups"] for r in g["rules"] if r["alert"] == "CasinoServiceDown")
+    panel = next(t["expr"] for p in json.loads((ROOT / "deploy" / "grafana" / "casino-platform.json").read_text())["panels"]
+                 for t in p["targets"] if t["expr"].startswith("up{"))
+    for expr in (down, panel):
+        matcher = re.search(r'up\{job=~"([^"]+)"\}', expr)
+        assert matcher, expr
+        assert {j for j in [*jobs, "casino-shoe", "nats", "node-exporter"] if re.fullmatch(matcher[1], j)} == jobs
+    tested = yaml.safe_load((ROOT / "deploy" / "prometheus" / "alerts.test.yml").read_text())
+    series = [s["series"] for t in tested["tests"] for s in t["input_series"] if s["series"].startswith("up{")]
+    assert series and all(re.search(r'job="([^"]+)"', s)[1] in jobs for s in series)  # type: ignore[index]

@@ -13,7 +13,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -21,13 +21,14 @@ import msgspec
 from nats.aio.client import Client
 
 from casino.cli.console import Console, where_tables_stand
+from casino.cli.observe import ALERT_RULES, Prometheus
 from casino.cli.simulator import Simulator
 from casino.cli.store import URL_FILE
 from casino.config.tables import TableConfig, dump_tables
 from casino.nats import client as natsclient
 from casino.nats import permissions as natsauth
 from casino.nats.provision import provision
-from casino.nats.server import NatsServer
+from casino.nats.server import NatsServer, free_port
 from casino.readmodels.projections import KvProjections, Takings
 from casino.rules.baccarat.messages import Approval
 from casino.store import subjects
@@ -63,6 +64,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--var", default="var", help="data directory (default ./var)")
     p.add_argument("--replicas", type=int, default=1,
                    help="instances of every service, each a process of its own (default 1)")
+    p.add_argument("--observe", action="store_true",
+                   help="also run a Prometheus scraping every service, with the alert rules loaded (make tools installs it)")
 
 
 async def _provision(url: str) -> None:
@@ -189,6 +192,50 @@ def _read_models_caught_up(url: str) -> None:
         _run(caught_up())
 
 
+Processes = dict[str, list[subprocess.Popen[bytes]]]
+
+
+def start_services(var: Path, tables_file: Path, url_of: Callable[[str], str], replicas: int = 1) -> tuple[Processes, dict[str, list[str]]]:
+    """Every service, ``replicas`` processes of each, connecting as its own
+    user (``url_of`` its name gives its URL, passed in the environment, never
+    on the command line), each serving its metrics and health on a free
+    loopback port: the processes, and where each service's are served
+    (its name -> ``host:port`` of each instance)."""
+    procs: Processes = {}
+    targets: dict[str, list[str]] = {}
+    for service in SERVICES:
+        name = service.replace("_", "-")
+        cmd = [sys.executable, "-m", f"services.{service}", "--http-host", "127.0.0.1"]
+        if service == "dealer_policy":
+            cmd += ["--tables", str(tables_file)]
+        env = {**os.environ, "CASINO_NATS_URL": url_of(name)}
+        for n in range(1, max(1, replicas) + 1):
+            port = free_port()
+            log_name = f"{service}.log" if n == 1 else f"{service}-{n}.log"
+            with (var / "logs" / log_name).open("ab") as log:
+                # A session of their own: Ctrl-C reaches the launcher, which stops them in order.
+                procs.setdefault(service, []).append(subprocess.Popen(
+                    [*cmd, "--http-port", str(port)], stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                    env=env))
+            targets.setdefault(name, []).append(f"127.0.0.1:{port}")
+    return procs, targets
+
+
+def stop_services(procs: Processes, url: str) -> None:
+    """Each service stopped in ``STOP_ORDER``; the read models first let catch up (``url``, a reader's)."""
+    for service in (s for s in STOP_ORDER if s in procs):
+        if service == "projections" and any(p.poll() is None for p in procs[service]):
+            _read_models_caught_up(url)
+        for p in procs[service]:
+            p.terminate()
+        for p in procs[service]:
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                print(f"the {service} service did not stop within 10 s: killed", file=sys.stderr, flush=True)
+
+
 def run(args: argparse.Namespace) -> int:
     # Ctrl-C (SIGINT) and a polite kill (SIGTERM) both stop everything in order.
     for sig in STOP_SIGNALS:
@@ -212,20 +259,19 @@ def run(args: argparse.Namespace) -> int:
     url_file = var / URL_FILE  # where `casino replay` and `casino verify` find the running store
     url_file.write_text(server.url, encoding="utf-8")
     print(f"nats-server with JetStream on {server.url}, data in {var / 'nats'}; logs in {var / 'logs'}", flush=True)
-    procs: dict[str, list[subprocess.Popen[bytes]]] = {}
+    procs: Processes = {}
+    prometheus: Prometheus | None = None
     try:
         _run(_provision(url("admin")))
-        for service in SERVICES:
-            cmd = [sys.executable, "-m", f"services.{service}"]
-            if service == "dealer_policy":
-                cmd += ["--tables", str(tables_file)]
-            env = {**os.environ, "CASINO_NATS_URL": url(service.replace("_", "-"))}  # not on the command line
-            for n in range(1, max(1, args.replicas) + 1):
-                log_name = f"{service}.log" if n == 1 else f"{service}-{n}.log"
-                with (var / "logs" / log_name).open("ab") as log:
-                    # A session of their own: Ctrl-C reaches the launcher, which stops them in order.
-                    procs.setdefault(service, []).append(subprocess.Popen(
-                        cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env))
+        procs, targets = start_services(var, tables_file, url, args.replicas)
+        for name, where in targets.items():
+            print(f"{name:<14} " + "  ".join(f"http://{w}/metrics" for w in where) + "  (and /healthz, /readyz)",
+                  flush=True)
+        if args.observe:
+            prometheus = Prometheus(var / "prometheus", targets)
+            prometheus.start()
+            print(f"Prometheus on {prometheus.url}, scraping every service with the alert rules of "
+                  f"{ALERT_RULES.relative_to(ALERT_RULES.parents[2])} loaded; data in {prometheus.folder}", flush=True)
         _run(_wait_ready(url("admin")))
         print(f"dealing at {', '.join(tables)}" + (f", {args.coups} coups each" if args.coups else "; Ctrl-C stops"),
               flush=True)
@@ -236,17 +282,9 @@ def run(args: argparse.Namespace) -> int:
         print("\nstopping", flush=True)
         return 0
     finally:
-        for service in (s for s in STOP_ORDER if s in procs):
-            if service == "projections" and any(p.poll() is None for p in procs[service]):
-                _read_models_caught_up(url("floor"))
-            for p in procs[service]:
-                p.terminate()
-            for p in procs[service]:
-                try:
-                    p.wait(10)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    print(f"the {service} service did not stop within 10 s: killed", file=sys.stderr, flush=True)
+        stop_services(procs, url("floor"))
+        if prometheus is not None:
+            prometheus.stop()
         server.stop()
         url_file.unlink(missing_ok=True)
 
