@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
 from dataclasses import dataclass, field
 
@@ -29,10 +30,21 @@ class TableView:
     position: int = 0
 
     def line(self) -> str:
+        """One line of ``WIDTH`` columns at most: the coup and the shoe by their
+        numbers at the table (the table is the line's first column)."""
         hands = "  ".join(f"{h}:{' '.join(cs)}" for h, cs in self.cards.items())
-        pen = f"{100 * self.position / self.shoe_cards:4.0f}%" if self.shoe_cards else "   -"
-        return (f"{self.name:<8} {self.coup:<16} {self.procedure:<10} {hands[:58]:<58} {self.result:<22} "
-                f"{self.shoe or '-':<18} {pen} settled {self.settled:<5} house {self.house_net:>9}")
+        if len(hands) > HANDS:
+            hands = hands[:HANDS - 1] + "~"
+        pen = f"{100 * self.position / self.shoe_cards:3.0f}%" if self.shoe_cards else "  -"
+        return (f"{self.name[:10]:<10} {self.coup.rpartition('-')[2]:>6} {self.procedure[:9]:<9} {hands:<{HANDS}} "
+                f"{self.result[:12]:<12} {self.shoe.rpartition('-')[2] or '-':>4} {pen} {self.settled:>7} "
+                f"{self.house_net:>11}")
+
+
+WIDTH = 120  # columns: a line a table, never wrapped (a wrapped line would break the redraw in place)
+HANDS = 49
+HEADER = (f"{'table':<10} {'coup':>6} {'procedure':<9} {'cards':<{HANDS}} {'result':<12} {'shoe':>4} {'pen':>4} "
+          f"{'settled':>7} {'house net':>11}")
 
 
 class Console:
@@ -74,17 +86,19 @@ class Console:
                 v.house_net += e.staked - e.returned
 
     def render(self) -> str:
-        return "\n".join(v.line() for v in self.views.values())
+        return "\n".join([HEADER, *(v.line() for v in self.views.values())])
 
     def draw(self) -> None:
+        """Redraw the tables in place, as ``top`` does: back to the first line
+        drawn, each line cut to the terminal's width (so none wraps)."""
         if not self.live:
             return
-        text = self.render()
-        if self._drawn:
-            sys.stdout.write(f"\x1b[{self._drawn}F")
-        sys.stdout.write("\x1b[J" + text + "\n")
+        columns = shutil.get_terminal_size((WIDTH, 24)).columns
+        lines = [line[:columns].rstrip() for line in self.render().split("\n")]
+        up = f"\x1b[{self._drawn}F" if self._drawn else ""
+        sys.stdout.write(up + "\x1b[J" + "\n".join(lines) + "\n")
         sys.stdout.flush()
-        self._drawn = text.count("\n") + 1
+        self._drawn = len(lines)
 
 
 async def where_tables_stand(console: Console, store: EventStore, takings: dict[str, Takings]) -> None:

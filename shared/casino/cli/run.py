@@ -125,7 +125,10 @@ async def _simulate(url: str, terminal_urls: dict[str, str], tables: dict[str, T
         painter.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await painter
-        print(console.render(), flush=True)
+        if console.live:
+            console.draw()  # the tables as they end, in place
+        else:
+            print(console.render(), flush=True)
         for terminal in terminals.values():
             await terminal.close()
         await nc.close()
