@@ -73,3 +73,42 @@ def test_dashboards_and_alerts_use_only_metrics_the_services_export() -> None:
     for expr in exprs:
         unknown = metric_names(expr) - known
         assert not unknown, (expr, unknown)
+
+
+def _dropped(given: object, read: object, path: str = "") -> list[str]:
+    """The keys of ``given`` that ``read`` (its round trip) does not hold, at any level."""
+    if isinstance(given, dict):
+        if not isinstance(read, dict):
+            return [path or "."]
+        return [p for k, v in given.items()
+                for p in ([f"{path}.{k}"] if k not in read else _dropped(v, read[k], f"{path}.{k}"))]
+    if isinstance(given, list):
+        if not isinstance(read, list) or len(read) != len(given):
+            return [path]
+        return [p for i, (a, b) in enumerate(zip(given, read, strict=True)) for p in _dropped(a, b, f"{path}[{i}]")]
+    return []
+
+
+def _round_trip(dashboard: dict[str, object]) -> object:
+    """The dashboard decoded by grafana-foundation-sdk (Grafana's dashboard
+    schema, every panel and data source kind registered) and encoded again."""
+    from grafana_foundation_sdk.cog.encoder import JSONEncoder
+    from grafana_foundation_sdk.cog.plugins import register_default_plugins
+    from grafana_foundation_sdk.models.dashboard import Dashboard
+
+    register_default_plugins()
+    return json.loads(json.dumps(Dashboard.from_json(dashboard), cls=JSONEncoder))
+
+
+@pytest.mark.parametrize("board", sorted(p.name for p in (DEPLOY / "grafana").glob("*.json")))
+def test_each_dashboard_round_trips_through_grafanas_own_schema_with_no_unknown_key(board: str) -> None:
+    """A key the schema does not know, at any level (a misspelt option, a field
+    of another panel kind), is dropped on the way: named here."""
+    given = json.loads((DEPLOY / "grafana" / board).read_text())
+    assert _dropped(given, _round_trip(given)) == []
+
+
+def test_the_round_trip_names_an_unknown_key() -> None:
+    given = {"panels": [{"type": "stat", "options": {"reduceOptionz": {}}, "targets": [{"refId": "A", "exprr": "up"}],
+                         "datasource": {"type": "prometheus", "uid": "x"}}]}
+    assert _dropped(given, _round_trip(given)) == [".panels[0].options.reduceOptionz", ".panels[0].targets[0].exprr"]
