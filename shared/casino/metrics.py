@@ -77,12 +77,15 @@ class Metrics:
         self.ready = Gauge("casino_ready", "1 once the service has caught up with the stream.", ["service"],
                            registry=r)
         self.ready.labels(service).set(0)
+        self.read_back.labels(service)  # at zero until the first
         self.is_ready = False
 
     def archiving(self, table: str) -> None:
-        """The table's archive failures, each reason at zero until its first:
-        an alert on their increase sees the first one (a series that appears at
-        1 has risen from nothing Prometheus knew)."""
+        """The table's archive counters, each failure's reason among them, at
+        zero until their first: an alert on their increase sees the first one
+        (a series that appears at 1 has risen from nothing Prometheus knew)."""
+        self.archive_sealed.labels(table)
+        self.archive_removed.labels(table)
         for reason in ARCHIVE_FAILURES:
             self.archive_failures.labels(table, reason)
 
