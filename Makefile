@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup tools test lint typecheck unit par-sheets run bench soak clean asyncapi
+.PHONY: setup tools image-tools test lint typecheck unit par-sheets run bench soak clean asyncapi image image-test engine-stop
 
 setup: $(STAMP)
 
@@ -22,22 +22,33 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy
 
+# tests/image runs with `make image-test`, which makes the image first.
 unit: setup
-	$(BIN)/pytest
+	$(BIN)/pytest --ignore=tests/image
 
 # Debian's packages the tests use: Prometheus and its promtool (the alert
 # rules' unit tests, and `make run ARGS=--observe`), Alertmanager (an alert
 # carried to a receiver) and strace (counting the server's syncs to disk).
 DEBIAN_TOOLS := prometheus:prometheus promtool:prometheus prometheus-alertmanager:prometheus-alertmanager strace:strace
 
-tools:
-	@for pair in $(DEBIAN_TOOLS); do tool=$${pair%%:*}; package=$${pair#*:}; \
+# What `make image` needs: Debian's container engine and debootstrap.
+IMAGE_TOOLS := dockerd:docker.io docker:docker.io debootstrap:debootstrap
+
+define install_debian
+	@for pair in $(1); do tool=$${pair%%:*}; package=$${pair#*:}; \
 	  command -v $$tool >/dev/null 2>&1 && continue; \
 	  echo "installing $$tool (Debian's $$package package)"; \
 	  apt-get install -y -q --no-install-recommends $$package >/dev/null 2>&1 || \
 	  { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q --no-install-recommends $$package >/dev/null 2>&1; } || true; \
 	  command -v $$tool >/dev/null 2>&1 || { echo "$$tool is missing and could not be installed: apt-get install $$package" >&2; exit 1; }; \
 	done
+endef
+
+tools:
+	$(call install_debian,$(DEBIAN_TOOLS))
+
+image-tools:
+	$(call install_debian,$(IMAGE_TOOLS))
 
 test: lint typecheck tools unit
 
@@ -66,6 +77,24 @@ soak: setup
 	CASINO_SOAK_KILLS=$${CASINO_SOAK_KILLS:-25} CASINO_SOAK_COUPS=$${CASINO_SOAK_COUPS:-100} \
 	  CASINO_SOAK_EXAMPLES=$${CASINO_SOAK_EXAMPLES:-30} $(BIN)/pytest -s tests/faults tests/rules/test_properties.py tests/archive/test_archiver.py -k "kill or properties or not archive"
 	$(BIN)/python -m bench.load --tables 16 --seconds 60
+
+# The services' image, built on the project's own container engine (never the
+# machine's default socket) from a base made locally: deploy/image/build.sh.
+IMAGE := coup-engine:0.1.0
+image: setup image-tools
+	deploy/image/engine.sh start
+	deploy/image/build.sh $(BIN)/python $(IMAGE)
+
+# Every service run from the image as the k8s manifests run it, against a NATS
+# container that testcontainers starts, dealing a bounded run that verifies;
+# and the event store's contract tests with the tests' NATS a container too.
+image-test: image
+	CASINO_IMAGE=$(IMAGE) CASINO_NATS_IMAGE=$$(cat var/image/nats-image) CASINO_TEST_NATS=container \
+	  DOCKER_HOST=$$(deploy/image/engine.sh host) \
+	  $(BIN)/pytest tests/image tests/store
+
+engine-stop:
+	deploy/image/engine.sh stop
 
 bench: setup
 	$(BIN)/python -m bench $(ARGS)
