@@ -225,7 +225,7 @@ def start_services(var: Path, tables_file: Path, url_of: Callable[[str], str], r
 
 
 def stop_services(procs: Processes, url: str) -> None:
-    """Each service stopped in ``STOP_ORDER``; the read models first let catch up (``url``, a reader's)."""
+    """Each service stopped in ``STOP_ORDER``, the read models once they have caught up (read through ``url``)."""
     for service in (s for s in STOP_ORDER if s in procs):
         if service == "projections" and any(p.poll() is None for p in procs[service]):
             _read_models_caught_up(url)
