@@ -62,12 +62,16 @@ async def one_run(tables_count: int, seconds: float, every: float = 0.0) -> dict
         store = JetStreamEventStore(nc)
         first = (await nc.jetstream().stream_info("CASINO")).state.last_seq
         for t in sim.playing:
-            t.close_to_settled = {}
+            t.close_to_settled, t.reply_times = {}, {}
         meter = Meter(process_ids(procs, server))
         start = time.perf_counter()
         await asyncio.sleep(seconds)
         elapsed = time.perf_counter() - start
         settled = {coup: s for t in sim.playing for coup, s in (t.close_to_settled or {}).items()}
+        replies: dict[str, list[float]] = {}
+        for t in sim.playing:
+            for kind, times in (t.reply_times or {}).items():
+                replies.setdefault(kind, []).extend(times)
         spent = meter.per_coup(len(settled))
         stop_players(sim, task)
         last = (await nc.jetstream().stream_info("CASINO")).state.last_seq
@@ -86,7 +90,8 @@ async def one_run(tables_count: int, seconds: float, every: float = 0.0) -> dict
     return {"coups": len(settled), "coups_per_s": len(settled) / elapsed, "messages": len(window),
             "events": len(sizes), "ceiling_coups_per_s": len(settled) / ceiling_s if ceiling_s else 0.0,
             **latency_percentiles(list(settled.values())), **spent, **kept,
-            "by_procedure": {p: {"coups": len(x), **latency_percentiles(x)} for p, x in sorted(by_procedure.items())}}
+            "by_procedure": {p: {"coups": len(x), **latency_percentiles(x)} for p, x in sorted(by_procedure.items())},
+            "commands": {kind: {"count": len(x), **latency_percentiles(x)} for kind, x in sorted(replies.items())}}
 
 
 async def _ceiling(nc: Any, sizes: list[int]) -> float:
@@ -167,6 +172,7 @@ async def measure(tables: int = 16, seconds: float = 20, runs: int = 3) -> dict[
     out = {"tables": tables, "seconds": seconds, "runs": runs, "coups_per_s": rate, "ceiling_coups_per_s": ceiling,
            "ratio": rate / ceiling if ceiling else 0.0, "p50_ms": _median(results, "p50_ms"),
            "p99_ms": _median(results, "p99_ms"), **median_spent(results), "by_procedure": median_by_procedure(results),
+           "commands": median_by_command(results),
            "stored_bytes_per_coup": _median(results, "stored_bytes_per_coup"),
            "disk_bytes_per_coup": _median(results, "disk_bytes_per_coup")}
     # At a tenth of the rate, twice as long: enough coups of each procedure for a p99.
@@ -175,7 +181,7 @@ async def measure(tables: int = 16, seconds: float = 20, runs: int = 3) -> dict[
         paced = [await one_run(tables, seconds * longer, every) for _ in range(runs)]
         out[key] = {"offered_coups_per_s": tables / every, "coups_per_s": _median(paced, "coups_per_s"),
                     "p50_ms": _median(paced, "p50_ms"), "p99_ms": _median(paced, "p99_ms"), **median_spent(paced),
-                    "by_procedure": median_by_procedure(paced)}
+                    "by_procedure": median_by_procedure(paced), "commands": median_by_command(paced)}
     # The floor: one table alone, a coup every 0.2 s (as long as the tenth-load runs), and one hop.
     alone = [await one_run(1, seconds * 2, ONE_TABLE_EVERY) for _ in range(runs)]
     hops = [await round_trips() for _ in range(runs)]
@@ -188,6 +194,26 @@ async def measure(tables: int = 16, seconds: float = 20, runs: int = 3) -> dict[
 
 def _median(results: list[dict[str, Any]], key: str) -> float:
     return float(statistics.median(r[key] for r in results))
+
+
+def median_by_command(results: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """For each type of command the terminals sent: how many in all runs, and
+    the median over the runs of its reply time's p50 and p99."""
+    kinds = sorted({k for r in results for k in r["commands"]})
+    sent = {k: [r["commands"][k] for r in results if k in r["commands"]] for k in kinds}
+    return {k: {"count": sum(f["count"] for f in runs), "p50_ms": _median(runs, "p50_ms"),
+                "p99_ms": _median(runs, "p99_ms")} for k, runs in sent.items()}
+
+
+def latency(pipeline: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Latency as a terminal sees it, at each load the pipeline ran: every
+    command's reply time (the worst type's p99 is the figure judged), and the
+    close of betting to settlement."""
+    loads = {"flat": pipeline, "half": pipeline["half_load"], "tenth": pipeline["tenth_load"]}
+    return {name: {"offered_coups_per_s": figures.get("offered_coups_per_s", 0.0),
+                   "command_p99_ms": max((c["p99_ms"] for c in figures["commands"].values()), default=0.0),
+                   "close_to_settle_p50_ms": figures["p50_ms"], "close_to_settle_p99_ms": figures["p99_ms"],
+                   "commands": figures["commands"]} for name, figures in loads.items()}
 
 
 def median_by_procedure(results: list[dict[str, Any]]) -> dict[str, dict[str, float]]:

@@ -100,9 +100,12 @@ class SimulatedTable:
         self.procedure = ""
         self.seated: set[int] = set()
         self.players = 0  # players named so far
-        # Seconds from closing the betting to settlement, by coup, once a benchmark
-        # asks for them (a dict here); kept for no one, they would grow without end.
+        # Seconds from closing the betting to settlement, by coup, and each
+        # command's reply time as this terminal waits for it, by the command's
+        # type, once a benchmark asks for them (a dict here); kept for no one,
+        # they would grow without end.
         self.close_to_settled: dict[str, float] | None = None
+        self.reply_times: dict[str, list[float]] | None = None
         self.rules: Ruleset = rulesets.load(config.ruleset)
         self.coups = 0
         self.stopped = False  # no coup opened after this is set
@@ -110,11 +113,14 @@ class SimulatedTable:
     async def ask(self, service: str, command: type[commands.Command], **fields: object) -> commands.Reply:
         # Command ids are unique everywhere (the seed only steers the players' choices).
         cmd = command(id=f"sim-{self.name}-{uuid.uuid4().hex}", table=self.name, **fields)
+        asked = time.perf_counter()
         for _ in range(60):
             reply = await self.peer.ask(subjects.command(self.name, service), cmd)
             if reply.ok or reply.clause not in ("internal", "concurrency", "event store", "rate limit"):
-                return reply
+                break
             await asyncio.sleep(0.5)  # the service could not finish (a broker or peer away): the same command again
+        if self.reply_times is not None:  # until answered, retries included: as the terminal waits
+            self.reply_times.setdefault(command.__name__, []).append(time.perf_counter() - asked)
         return reply
 
     def _procedure(self) -> str:
