@@ -243,4 +243,5 @@ def measure(coups: int = 2000, runs: int = 5) -> dict[str, Any]:
             "events_only": {"coups_per_s": build, "ratio": build / baseline,
                             "events_per_coup": len(fields) / coups},
             "least_fold": {"coups_per_s": least, "ratio": least / baseline},
-            "straight_with_events": {"coups_per_s": straight, "ratio": straight / baseline}}
+            "straight_with_events": {"coups_per_s": straight, "ratio": straight / baseline},
+            "same_events_ratio": rate / straight}

@@ -153,10 +153,10 @@ class Running:
 
     async def start(self, http_port: int | None = None, http_host: str = "0.0.0.0") -> Running:
         """Start the application; with ``http_port``, serve its ASGI routes
-        there, on ``http_host`` (every interface, as a pod does; loopback for a
-        casino on one machine) (alive from the start, not ready until its consumers have
-        caught up: folding a long history at start is work, not a hang for
-        the startup probe to end)."""
+        there on ``http_host`` (every interface, as a pod does; loopback for a
+        casino on one machine): alive from the start, not ready until its
+        consumers have caught up (folding a long history at start is work,
+        not a hang for the startup probe to end)."""
         if http_port is not None:
             config = uvicorn.Config(self.app, host=http_host, port=http_port, lifespan="off", log_level="warning")
             self.http = uvicorn.Server(config)

@@ -31,6 +31,8 @@ def test_the_whole_benchmark_runs_and_writes_every_figure_beside_its_ceiling(tmp
     assert figures["replay"]["coups"] == 4 * 5  # four tables, five coups each, every one verified
     assert figures["rules"]["fold_only"]["coups_per_s"] > 0 and figures["rules"]["events_only"]["events_per_coup"] > 0
     assert figures["rules"]["least_fold"]["coups_per_s"] > 0 and figures["rules"]["straight_with_events"]["coups_per_s"] > 0
+    assert figures["rules"]["same_events_ratio"] == \
+        figures["rules"]["coups_per_s"] / figures["rules"]["straight_with_events"]["coups_per_s"]
 
     pipeline = figures["pipeline"]
     for load in (pipeline, pipeline["half_load"], pipeline["tenth_load"], pipeline["one_table"]):
