@@ -24,8 +24,16 @@ case "${1:-}" in
     for _ in $(seq 1 60); do answers && { echo "container engine on $DOCKER_HOST"; exit 0; }; sleep 0.5; done
     echo "dockerd did not answer within 30 s: see $ENGINE/dockerd.log" >&2; exit 1 ;;
   stop)
-    [ -f "$ENGINE/dockerd.pid" ] && kill "$(cat "$ENGINE/dockerd.pid")" 2>/dev/null || true
-    for _ in $(seq 1 40); do answers || exit 0; sleep 0.5; done
+    pid="$(cat "$ENGINE/dockerd.pid" 2>/dev/null || true)"
+    [ -n "$pid" ] && kill "$pid" 2>/dev/null || true
+    for _ in $(seq 1 40); do
+      if ! answers && { [ -z "$pid" ] || ! kill -0 "$pid" 2>/dev/null; }; then
+        # The host network's namespace stays mounted under the exec root: gone, the folder can be removed.
+        umount "$ENGINE/exec/netns/default" 2>/dev/null || true
+        exit 0
+      fi
+      sleep 0.5
+    done
     echo "dockerd did not stop within 20 s" >&2; exit 1 ;;
   *) echo "usage: $0 start|stop|host" >&2; exit 2 ;;
 esac
