@@ -74,6 +74,13 @@ def ready(port: int) -> bool:
     return False
 
 
+def status(container: Any) -> str:
+    """The container's state as the engine has it now."""
+    wrapped = container.get_wrapped_container()
+    wrapped.reload()
+    return str(wrapped.status)
+
+
 @contextlib.contextmanager
 def services(image: str, config: Path, url_of: Any) -> Iterator[dict[str, tuple[Any, int]]]:
     deployments = {d["metadata"]["name"]: d for d in render("dev") if d["kind"] == "Deployment"}
@@ -86,8 +93,7 @@ def services(image: str, config: Path, url_of: Any) -> Iterator[dict[str, tuple[
             running[name] = (container, port)
         deadline = time.monotonic() + 90
         while not all(ready(port) for _, port in running.values()):
-            exited = [n for n, (c, _) in running.items() if c.get_wrapped_container().reload() or
-                      c.get_wrapped_container().status == "exited"]
+            exited = [n for n, (c, _) in running.items() if status(c) == "exited"]
             assert not exited and time.monotonic() < deadline, {
                 n: c.get_logs()[1].decode()[-2000:] for n, (c, _) in running.items() if n in exited or not exited}
             time.sleep(0.5)

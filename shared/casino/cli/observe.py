@@ -21,7 +21,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from casino.nats.server import free_port
+from casino.nats.server import free_port, stop_process
 
 DEPLOY = Path(__file__).resolve().parents[3] / "deploy"
 ALERT_RULES = DEPLOY / "prometheus" / "alerts.yml"
@@ -50,7 +50,8 @@ def prometheus_config(targets: dict[str, list[str]], rules: list[Path], alertman
 
 
 class _Process:
-    """A server process on a free loopback port, stopped with ``stop``."""
+    """A server process on a free loopback port: each kind's ``start`` writes
+    its configuration and launches its command; ``stop`` stops it."""
 
     name = ""
 
@@ -67,13 +68,10 @@ class _Process:
     def url(self) -> str:
         return f"http://{self.address}"
 
-    def command(self) -> list[str]:
-        raise NotImplementedError
-
-    def start(self, within: float = 30.0) -> _Process:
-        self.folder.mkdir(parents=True, exist_ok=True)
+    def _launch(self, command: list[str], within: float = 30.0) -> _Process:
+        """Run ``command`` until the server answers ``/-/ready``."""
         with (self.folder / f"{self.name}.log").open("ab") as log:
-            self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            self.proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + within
         while True:
             if self.proc.poll() is not None:
@@ -90,13 +88,7 @@ class _Process:
             time.sleep(0.2)
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)
 
 
 class Prometheus(_Process):
@@ -110,11 +102,12 @@ class Prometheus(_Process):
         super().__init__(folder)
         self.config = prometheus_config(targets, [ALERT_RULES] if rules is None else rules, alertmanager, every)
 
-    def command(self) -> list[str]:
+    def start(self) -> _Process:
+        self.folder.mkdir(parents=True, exist_ok=True)
         config = self.folder / "prometheus.yml"
         config.write_text(json.dumps(self.config, indent=2), encoding="utf-8")  # YAML reads JSON
-        return [binary("prometheus", "prometheus"), f"--config.file={config}", f"--storage.tsdb.path={self.folder / 'data'}",
-                f"--web.listen-address={self.address}"]
+        return self._launch([binary("prometheus", "prometheus"), f"--config.file={config}",
+                             f"--storage.tsdb.path={self.folder / 'data'}", f"--web.listen-address={self.address}"])
 
     def query(self, expr: str) -> list[dict[str, Any]]:
         """The instant vector (or scalar, as one sample) ``expr`` gives now; an error names the expression."""
@@ -141,13 +134,14 @@ class Alertmanager(_Process):
         super().__init__(folder)
         self.receiver = receiver
 
-    def command(self) -> list[str]:
+    def start(self) -> _Process:
+        self.folder.mkdir(parents=True, exist_ok=True)
         config = self.folder / "alertmanager.yml"
         config.write_text(json.dumps({
             "route": {"receiver": "webhook", "group_by": ["alertname"], "group_wait": "1s", "group_interval": "1s",
                       "repeat_interval": "1h"},
             "receivers": [{"name": "webhook", "webhook_configs": [{"url": self.receiver, "send_resolved": False}]}],
         }, indent=2), encoding="utf-8")
-        return [binary("prometheus-alertmanager", "prometheus-alertmanager"), f"--config.file={config}",
-                f"--storage.path={self.folder / 'data'}", f"--web.listen-address={self.address}",
-                "--cluster.listen-address="]  # one on its own: no gossip port
+        return self._launch([binary("prometheus-alertmanager", "prometheus-alertmanager"), f"--config.file={config}",
+                             f"--storage.path={self.folder / 'data'}", f"--web.listen-address={self.address}",
+                             "--cluster.listen-address="])  # one on its own: no gossip port

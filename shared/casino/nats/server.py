@@ -55,6 +55,17 @@ READ_BACK_WITHIN = 1800.0
 NEW_STORE_WITHIN = 10.0
 
 
+def stop_process(process: subprocess.Popen[bytes] | None, within: float = 10) -> None:
+    """Ask a server process to stop; killed if it has not within ``within`` seconds."""
+    if process is not None and process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(within)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
 def write_private(path: Path, text: str) -> None:
     """``text`` in a file only its owner may read (it holds passwords), from its creation on."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -116,13 +127,7 @@ class NatsServer:
         raise TimeoutError(f"nats-server did not listen on {self.port}")
 
     def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop_process(self.process)
 
     def kill(self) -> None:
         if self.process and self.process.poll() is None:
