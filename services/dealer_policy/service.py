@@ -142,8 +142,8 @@ class DealerPolicyService:
     def _stage(self, t: TableCoup, events: list[AnyEvent], msg_id: str, causation: str, command: str = "") -> None:
         """Take a decision now (the coup moves on) and record it with the next
         flush; ``command`` is the digest of the terminal's command that caused it."""
-        if not t.staged.steps:
-            t.staged.before = (t.state, t.applied, t.extras, t.number)
+        if not t.staged.steps:  # the coup moves on in place: what it was is kept as a copy
+            t.staged.before = (None if t.state is None else t.game.copy(t.state), t.applied, t.extras, t.number)
         for e in events:
             self._fold(t, e, causation)
         t.applied = {**t.applied, causation: command}  # a new dict: a staged step is undone by the old one

@@ -4,8 +4,10 @@ event store, the secret store of shuffled orders, the shuffle source, the clock.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Protocol
+
+import msgspec
 
 from casino.config import rulesets
 from casino.metrics import Metrics, count_recorded
@@ -60,7 +62,7 @@ class TableShoe(Held, kw_only=True):
     rules: ShoeRules
     baccarat: bool = False  # a draw may go on by the tableau
     document: str = ""  # the ruleset's document: the clauses the shoe cites (casino.rules.shoe.cites)
-    state: dealing_shoe.ShoeState = dealing_shoe.ShoeState()
+    state: dealing_shoe.ShoeState = msgspec.field(default_factory=dealing_shoe.ShoeState)
     order: Order | None = None
     shuffles: int = 0
     last_round: str = ""
@@ -224,7 +226,7 @@ class ShoeService:
             first = len(t.state.layout)
             if cmd.index > first or t.order is None:
                 raise RuleViolation("shoe", f"card {cmd.index} of coup {cmd.coup} is not the next card")
-            state, events = t.state, []
+            state, events = dealing_shoe.copy(t.state), []  # the shoe's own state moves on once recorded
             while len(state.layout) < _last(cmd, state.layout):
                 if state.position >= len(t.order[0]):
                     raise RuleViolation("shoe", f"shoe {state.shoe_id} has no card left for coup {cmd.coup}: the "
@@ -242,7 +244,7 @@ class ShoeService:
                 await self._reshuffle(cmd.table, t, cmd.coup, cmd.id)
         layout, end = t.state.layout, _last(cmd, t.state.layout)
         start = t.state.position - len(layout)  # the round's cards lie together in the shoe
-        return Reply(True, coup=cmd.coup, shoe=t.state.shoe_id or "", cards=layout[cmd.index:end],
+        return Reply(True, coup=cmd.coup, shoe=t.state.shoe_id or "", cards=tuple(layout[cmd.index:end]),
                      positions=tuple(range(start + cmd.index, start + end)))
 
 
@@ -273,7 +275,7 @@ def _not_after(coup: str, last_round: str) -> bool:
     return number is not None and last is not None and number <= last
 
 
-def _last(cmd: DrawCard, layout: tuple[Card, ...]) -> int:
+def _last(cmd: DrawCard, layout: Sequence[Card]) -> int:
     """One past the round's last card that ``cmd`` draws: ``count`` of them from
     ``index``, then with ``tableau`` each further card the tableau calls for
     (known once the cards before it are drawn)."""

@@ -58,10 +58,20 @@ class Game(ABC):
 
     @abstractmethod
     def step(self, rules: Any, state: Any, command: Any) -> tuple[list[Any], Any]:
-        """The events ``command`` causes and the coup after them (``RuleViolation`` if refused)."""
+        """The events ``command`` causes and the coup after them, ``state``
+        moved on in place (``RuleViolation`` if refused, ``state`` as it was)."""
 
     @abstractmethod
-    def evolve(self, state: Any, event: Any) -> Coup: ...
+    def decide(self, rules: Any, state: Any, command: Any) -> list[Any]:
+        """The events ``command`` causes (``RuleViolation`` if refused); ``state`` is left as it is."""
+
+    @abstractmethod
+    def evolve(self, state: Any, event: Any) -> Coup:
+        """The coup after ``event``: ``state`` updated in place, or a new coup."""
+
+    @abstractmethod
+    def copy(self, state: Any) -> Coup:
+        """A coup equal to ``state`` that what ``evolve`` does to ``state`` leaves as it is."""
 
     @abstractmethod
     def waiting(self, rules: Any, state: Any) -> commands.Waiting:
@@ -94,9 +104,6 @@ class Game(ABC):
     def payouts(self, rules: Any, book: wager_book.Book, result: Any) -> tuple[Payout, ...]:
         """Every wager of ``book`` paid by ``result``; the stakes the coup played
         with must be the book's."""
-
-    def decide(self, rules: Any, state: Any, command: Any) -> list[Any]:
-        return self.step(rules, state, command)[0]
 
     def carry(self, state: Any, shoe: str, carried: Carry) -> Carry:
         """What the finished coup ``state`` (dealt from ``shoe``) leaves to the next."""
@@ -146,7 +153,9 @@ class Baccarat(Game):
 
     new = staticmethod(baccarat.BaccaratCoup)
     step = staticmethod(baccarat.step)
+    decide = staticmethod(baccarat.decide)
     evolve = staticmethod(baccarat.evolve)
+    copy = staticmethod(baccarat.copy)
 
     def waiting(self, rules: Any, state: Any) -> commands.Waiting:
         next_ = baccarat.awaiting(state)
@@ -228,7 +237,9 @@ class Blackjack(Game):
 
     new = staticmethod(blackjack.BlackjackCoup)
     step = staticmethod(blackjack.step)
+    decide = staticmethod(blackjack.decide)
     evolve = staticmethod(blackjack.evolve)
+    copy = staticmethod(blackjack.copy)
 
     def waiting(self, rules: Any, state: Any) -> commands.Waiting:
         next_ = blackjack.awaiting(state, rules)

@@ -74,7 +74,7 @@ def check_money(ledger: Ledger, coup_id: str, payouts: tuple[Payout, ...], stake
 
 def check_shoe(table_shoe: play.Shoe) -> None:
     st_ = table_shoe.state
-    assert st_.layout == ()
+    assert st_.layout == []  # nothing left on the layout
     assert len(st_.discard) + len(st_.returned) + st_.remaining == st_.cards
     assert Counter(st_.discard + st_.returned) == Counter(st_.drawn)
 

@@ -71,10 +71,10 @@ def test_002_3_first_card_after_each_shuffle_goes_to_the_discard_rack() -> None:
     assert d.refused(dealing_shoe.StartRound("c1")).clause == "002 (3)"
     first = d.next()
     d.burn()
-    assert d.state.discard == (first,) and d.state.position == 1
+    assert d.state.discard == [first] and d.state.position == 1
     d.do(dealing_shoe.StartRound("c1"))
     d.draw("c1")
-    assert d.state.layout == (d.cards[1],)
+    assert d.state.layout == [d.cards[1]]
 
 
 def test_burn_by_first_card_value_burns_as_many_more_as_the_first_cards_value() -> None:

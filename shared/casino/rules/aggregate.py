@@ -3,13 +3,14 @@ step with the steps the dealer takes without waiting for anyone."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TypeVar
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 from casino.rules.errors import RuleViolation
 
 S = TypeVar("S")
 E = TypeVar("E")
+C = TypeVar("C")
 
 
 def violation(step: Callable[[], object]) -> RuleViolation | None:
@@ -24,16 +25,27 @@ def violation(step: Callable[[], object]) -> RuleViolation | None:
 def with_follow_ups(
     events: list[E],
     state: S,
-    evolve: Callable[[S, E], S],
-    follow_up: Callable[[S], list[E]],
+    evolving: Mapping[type, Callable[[S, Any], S]],
+    follow_up: Callable[[C, S], list[E]],
+    context: C,
 ) -> tuple[list[E], S]:
-    """``events`` and then every automatic step they make due, in order; and the
-    state after all of them (so the caller need not fold them again)."""
+    """``events`` and then every automatic step they make due
+    (``follow_up(context, state)``, until it gives none), in order; and the
+    state after all of them, each event applied by its type's entry in
+    ``evolving`` (an event with none leaves the state as it is)."""
     for e in events:
-        state = evolve(state, e)
+        after = evolving.get(type(e))
+        if after is not None:
+            state = after(state, e)
+    step = follow_up(context, state)
+    if not step:
+        return events, state
     out = list(events)
-    while step := follow_up(state):
+    while step:
         for e in step:
-            state = evolve(state, e)
+            after = evolving.get(type(e))
+            if after is not None:
+                state = after(state, e)
         out += step
+        step = follow_up(context, state)
     return out, state

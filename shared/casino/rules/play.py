@@ -49,7 +49,7 @@ class Shoe(msgspec.Struct):
 
     rules: ShoeRules
     orders: list[tuple[tuple[Card, ...], str]]
-    state: shoe.ShoeState = shoe.ShoeState()
+    state: shoe.ShoeState = msgspec.field(default_factory=shoe.ShoeState)
     current: tuple[tuple[Card, ...], str] | None = None
     events: list[shoe.AnyShoeEvent] = []
     shuffles: int = 0
@@ -64,12 +64,6 @@ class Shoe(msgspec.Struct):
             self.state = shoe.evolve(self.state, e)
         self.events.extend(events)
         return events
-
-    def _next_card(self) -> Card:
-        assert self.current is not None
-        if self.state.remaining == 0:
-            raise RuleViolation("shoe", "the shoe is empty: the cut card leaves too few cards for a round")
-        return self.current[0][self.state.position]
 
     def reshuffle(self) -> None:
         """End the shoe in play (revealing its order) and load the next order."""
@@ -89,10 +83,13 @@ class Shoe(msgspec.Struct):
     def draw(self, coup_id: str) -> tuple[Card, int]:
         """The next card of the round, reshuffling first where 003 7.9 says so."""
         while True:
-            evs = self.do(shoe.Draw(coup_id, self._next_card()))
-            drawn = [e for e in evs if isinstance(e, shoe.CardDrawn)]
-            if drawn:
-                return drawn[0].card, drawn[0].position
+            assert self.current is not None
+            position = len(self.state.drawn)
+            if position == self.state.cards:
+                raise RuleViolation("shoe", "the shoe is empty: the cut card leaves too few cards for a round")
+            drawn = self.do(shoe.Draw(coup_id, self.current[0][position]))[-1]
+            if type(drawn) is shoe.CardDrawn:  # the last event of a card drawn
+                return drawn.card, drawn.position
             self.reshuffle()
 
     def end_round(self, coup_id: str, pickup: tuple[Card, ...]) -> None:
@@ -127,12 +124,14 @@ def play_baccarat(
     while (w := bac.awaiting(state)).kind != "nothing":
         if w.kind == "card":
             # as the dealer-policy asks the shoe: a run the tableau alone decides is drawn at once
-            dealt, run = [d.card for d in state.cards], [table_shoe.draw(opening.coup_id)]
-            while bac.dealt_by_tableau(state) and \
-                    len(dealt) + len(run) < tableau.drawn_on(dealt + [card for card, _ in run], len(dealt) + 1):
-                run.append(table_shoe.draw(opening.coup_id))
-            for card, position in run:
-                do(baccarat_messages.DealCard(card, position, bac.awaiting(state).seat))
+            run = [table_shoe.draw(opening.coup_id)]
+            if bac.dealt_by_tableau(state):
+                cards = [d.card for d in state.cards] + [run[0][0]]
+                while tableau.another_card(cards):
+                    run.append(table_shoe.draw(opening.coup_id))
+                    cards.append(run[-1][0])
+            for card, position in run:  # one hand after another, drawn by the same seat
+                do(baccarat_messages.DealCard(card, position, w.seat))
         elif w.kind == "answer":
             do(players.answer(state, w))
         elif w.kind == "pass":
@@ -142,8 +141,7 @@ def play_baccarat(
             do(players.give_back(state, w))
         else:
             raise RuleViolation("coup", f"cannot continue from {w.kind}")
-    picked = next(e for e in events if isinstance(e, baccarat_messages.CardsPickedUp))
-    table_shoe.end_round(opening.coup_id, picked.cards)
+    table_shoe.end_round(opening.coup_id, state.pickup)
     assert state.result is not None
     return BaccaratCoupRecord(state, events, settlement.settle_baccarat(rules, state.wagers, state.result))
 
@@ -181,7 +179,6 @@ def play_blackjack(
             do(players.decide(state, w))
         else:
             raise RuleViolation("coup", f"cannot continue from {w.kind}")
-    picked = next(e for e in events if isinstance(e, blackjack_messages.CardsPickedUp))
-    table_shoe.end_round(coup_id, picked.cards)
+    table_shoe.end_round(coup_id, state.pickup)
     assert state.result is not None
     return BlackjackCoupRecord(state, events, settlement.settle_blackjack(rules, state.result))

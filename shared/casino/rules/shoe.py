@@ -18,7 +18,7 @@ from typing import Any, Literal
 import msgspec
 
 from casino.rules.aggregate import violation, with_follow_ups
-from casino.rules.cards import DECK, DECK_INDEX, Card, baccarat_value, full_set, is_card, same_cards
+from casino.rules.cards import DECK, DECK_INDEX, Card, baccarat_value, full_set, same_cards
 from casino.rules.errors import RuleViolation
 from casino.rules.ruleset import ShoeRules
 
@@ -127,19 +127,24 @@ AnyShoeEvent = (
 # ---- state ----------------------------------------------------------------
 
 
-class ShoeState(msgspec.Struct, frozen=True, gc=False):
-    """What is known about a table's shoe from its events."""
+class ShoeState(msgspec.Struct, gc=False):
+    """What is known about a table's shoe from its events.
+
+    ``evolve`` updates a state in place (a card leaves the shoe at every step
+    of every coup, and a copy of a whole shoe's cards at each would cost more
+    than the step): ``copy`` keeps one as it is."""
 
     shoe_id: str | None = None
     decks: int = 0
     cards: int = 0
     cut_index: int | None = None
     commitment: str = ""
-    drawn: tuple[Card, ...] = ()
-    dealt: tuple[int, ...] = (0,) * len(DECK)  # how many of each card of DECK have left the shoe
-    layout: tuple[Card, ...] = ()
-    discard: tuple[Card, ...] = ()
-    returned: tuple[Card, ...] = ()
+    drawn: list[Card] = msgspec.field(default_factory=list)
+    # how many of each card of DECK have left the shoe
+    dealt: list[int] = msgspec.field(default_factory=lambda: [0] * len(DECK))
+    layout: list[Card] = msgspec.field(default_factory=list)
+    discard: list[Card] = msgspec.field(default_factory=list)
+    returned: list[Card] = msgspec.field(default_factory=list)
     burns_due: int = 0
     burn_by_value: bool = False
     round: str | None = None
@@ -169,6 +174,13 @@ class ShoeState(msgspec.Struct, frozen=True, gc=False):
         return self.active and self.burns_due == 0 and self.reshuffle == "" and self.round is None
 
 
+def copy(state: ShoeState) -> ShoeState:
+    """A state of its own, equal to ``state``: what ``evolve`` does to one leaves the other as it is."""
+    return msgspec.structs.replace(state, drawn=state.drawn.copy(), dealt=state.dealt.copy(),
+                                   layout=state.layout.copy(), discard=state.discard.copy(),
+                                   returned=state.returned.copy())
+
+
 class Cites(msgspec.Struct, frozen=True, gc=False):
     """The clauses a table's shoe follows, by the document its ruleset deals
     under. 002 and 003 have cut-card clauses and 002 a burn clause; where a
@@ -180,16 +192,20 @@ class Cites(msgspec.Struct, frozen=True, gc=False):
     burn: str
 
 
-@lru_cache(maxsize=32)
 def cites(document: str, rules: ShoeRules) -> Cites:
     """The clauses the shoe of a ruleset of ``document`` cites."""
+    return _cites(document, rules.cut_card_first_of_round, rules.burn)
+
+
+@lru_cache(maxsize=32)
+def _cites(document: str, cut_card_first_of_round: str, burn_setting: str) -> Cites:
     first = "setting shoe.cut_card_first_of_round"
     burn = "setting shoe.burn"
     if document == "002":
-        return Cites("002 (9)", "002 (9)" if rules.cut_card_first_of_round == "deal_round" else first,
-                     "002 (3)" if rules.burn == "first_card" else burn)
+        return Cites("002 (9)", "002 (9)" if cut_card_first_of_round == "deal_round" else first,
+                     "002 (3)" if burn_setting == "first_card" else burn)
     if document == "003":
-        return Cites("003 7.8", "003 7.9" if rules.cut_card_first_of_round == "reshuffle_now" else first, burn)
+        return Cites("003 7.8", "003 7.9" if cut_card_first_of_round == "reshuffle_now" else first, burn)
     return Cites("setting shoe.penetration", first, burn)
 
 
@@ -216,8 +232,12 @@ def fill(rules: ShoeRules, state: ShoeState, shoe_id: str, order: Sequence[Card]
     """Fill a new shoe with ``order``: the shuffle (its commitment published),
     then the burn cards the ruleset burns, from the top of the order."""
     shuffled = decide(rules, state, Shuffle(shoe_id, commitment(order, salt)), document)
-    return with_follow_ups(shuffled, state, evolve, lambda s: decide(rules, s, Burn(order[s.position]), document)
-                           if s.burns_due else [])[0]
+
+    def burn(_: None, s: ShoeState) -> list[AnyShoeEvent]:
+        return decide(rules, s, Burn(order[s.position]), document) if s.burns_due else []
+
+    # The shuffle starts a state of its own: ``state`` is left as it is.
+    return with_follow_ups(shuffled, state, _EVOLVE, burn, None)[0]
 
 
 def check_revealed(order: Sequence[Card], salt: str, committed: str, decks: int) -> None:
@@ -269,15 +289,15 @@ def _start_round(state: ShoeState, cmd: StartRound, c: Cites) -> list[AnyShoeEve
 def _draw(rules: ShoeRules, state: ShoeState, cmd: Draw, c: Cites) -> list[AnyShoeEvent]:
     if state.round != cmd.coup_id:
         raise RuleViolation("shoe", f"coup {cmd.coup_id} is not the round being dealt")
-    if not state.active:
+    shoe_id = state.shoe_id
+    if shoe_id is None:
         raise RuleViolation(c.cut_first, "the cards must be reshuffled before this round is dealt")
     if state.burns_due:
         raise RuleViolation(c.burn, "the burn card must go to the discard rack before the deal")
     if state.reshuffle == "now":
         raise RuleViolation(c.cut_first, "the cut card came out first in this round: reshuffle immediately")
     _check_card(state, cmd.card)
-    shoe_id, pos = state.shoe_id or "", state.position
-    events: list[AnyShoeEvent] = []
+    pos = len(state.drawn)
     if state.cut_index is not None and pos >= state.cut_index and not state.cut_reached:
         first = state.round_cards == 0
         if first and rules.cut_card_first_of_round == "reshuffle_now":
@@ -287,9 +307,9 @@ def _draw(rules: ShoeRules, state: ShoeState, cmd: Draw, c: Cites) -> list[AnySh
                 ReshuffleRequired(shoe_id, "now", c.cut_first),
             ]
         # 002 (9), 003 7.8: finish the round, then reshuffle.
-        events.append(CutCardReached(shoe_id, pos, first, c.cut_first if first else c.cut_card))
-    events.append(CardDrawn(shoe_id, cmd.coup_id, pos, cmd.card))
-    return events
+        return [CutCardReached(shoe_id, pos, first, c.cut_first if first else c.cut_card),
+                CardDrawn(shoe_id, cmd.coup_id, pos, cmd.card)]
+    return [CardDrawn(shoe_id, cmd.coup_id, pos, cmd.card)]
 
 
 def _end_round(rules: ShoeRules, state: ShoeState, cmd: EndRound, c: Cites) -> list[AnyShoeEvent]:
@@ -298,7 +318,7 @@ def _end_round(rules: ShoeRules, state: ShoeState, cmd: EndRound, c: Cites) -> l
     if not same_cards(cmd.pickup, state.layout):
         raise RuleViolation("shoe", "the cards picked up must be exactly the cards on the layout")
     shoe_id = state.shoe_id or ""
-    events: list[AnyShoeEvent] = [RoundEnded(shoe_id, cmd.coup_id, cmd.pickup)]
+    events: list[AnyShoeEvent] = [RoundEnded(shoe_id, cmd.coup_id, tuple(cmd.pickup))]
     if state.cut_reached:
         events.append(ReshuffleRequired(shoe_id, "after_round", c.cut_card))
     elif rules.shuffler == "continuous_shuffler":
@@ -312,17 +332,18 @@ def _end_shoe(state: ShoeState, cmd: EndShoe, c: Cites) -> list[AnyShoeEvent]:
     if state.round is not None and state.round_cards:
         raise RuleViolation(c.cut_card, "a round in progress is completed before the cards are reshuffled")
     check_revealed(cmd.order, cmd.salt, state.commitment, state.decks)
-    if tuple(cmd.order[: state.position]) != state.drawn:
+    if list(cmd.order[: state.position]) != state.drawn:
         raise RuleViolation("commitment", "the cards dealt are not the revealed order")
     return [ShoeEnded(state.shoe_id or "", tuple(cmd.order), cmd.salt)]
 
 
 def _check_card(state: ShoeState, card: Card) -> None:
-    if not is_card(card):
+    index = DECK_INDEX.get(card) if type(card) is str else None
+    if index is None:
         raise RuleViolation("shoe", f"{card!r} is not a card")
-    if state.dealt[DECK_INDEX[card]] >= state.decks:
+    if state.dealt[index] >= state.decks:
         raise RuleViolation("shoe", f"every {card} of a {state.decks}-deck shoe has already been dealt")
-    if state.remaining == 0:
+    if len(state.drawn) >= state.cards:
         raise RuleViolation("shoe", "the shoe is empty")
 
 
@@ -336,12 +357,9 @@ def _reshuffle_clause(state: ShoeState, c: Cites) -> str:
 
 
 def evolve(state: ShoeState, event: AnyShoeEvent) -> ShoeState:
-    """The shoe after ``event``."""
+    """The shoe after ``event``: ``state`` itself, updated in place, or a new state."""
     after = _EVOLVE.get(type(event))
     return state if after is None else after(state, event)
-
-
-replace = msgspec.structs.replace
 
 
 def _shuffled(state: ShoeState, e: ShoeShuffled) -> ShoeState:
@@ -354,19 +372,41 @@ def _burned(state: ShoeState, e: CardBurned) -> ShoeState:
     if state.burn_by_value and e.position == 0:
         # The first card is shown and as many more are burned as its value (tens count ten).
         due = baccarat_value(e.card) or 10
-    return replace(state, drawn=state.drawn + (e.card,), dealt=_tally(state.dealt, e.card),
-              discard=state.discard + (e.card,), burns_due=due)
+    state.drawn.append(e.card)
+    state.dealt[DECK_INDEX[e.card]] += 1
+    state.discard.append(e.card)
+    state.burns_due = due
+    return state
 
 
 def _drawn(state: ShoeState, e: CardDrawn) -> ShoeState:
-    return replace(state, drawn=state.drawn + (e.card,), dealt=_tally(state.dealt, e.card),
-              layout=state.layout + (e.card,), round_cards=state.round_cards + 1)
+    state.drawn.append(e.card)
+    state.dealt[DECK_INDEX[e.card]] += 1
+    state.layout.append(e.card)
+    state.round_cards += 1
+    return state
+
+
+def _round_started(state: ShoeState, e: RoundStarted) -> ShoeState:
+    state.round, state.round_cards = e.coup_id, 0
+    return state
 
 
 def _round_ended(state: ShoeState, e: RoundEnded) -> ShoeState:
-    if state.cut_index is None:  # a continuous shuffler takes the cards back
-        return replace(state, round=None, round_cards=0, layout=(), returned=state.returned + e.pickup)
-    return replace(state, round=None, round_cards=0, layout=(), discard=state.discard + e.pickup)
+    # the cards go to the discard rack, or back into a continuous shuffler (no cut card)
+    (state.discard if state.cut_index is not None else state.returned).extend(e.pickup)
+    state.round, state.round_cards, state.layout = None, 0, []
+    return state
+
+
+def _cut_card_reached(state: ShoeState, e: CutCardReached) -> ShoeState:
+    state.cut_reached = True
+    return state
+
+
+def _reshuffle_required(state: ShoeState, e: ReshuffleRequired) -> ShoeState:
+    state.reshuffle = e.when
+    return state
 
 
 # One entry per message type: a lookup, not a chain of type tests (the hot path of a fold).
@@ -381,15 +421,10 @@ _DECIDE: dict[type, Callable[[ShoeRules, ShoeState, Any, Cites], list[AnyShoeEve
 _EVOLVE: dict[type, Callable[[ShoeState, Any], ShoeState]] = {
     ShoeShuffled: _shuffled,
     CardBurned: _burned,
-    RoundStarted: lambda state, e: replace(state, round=e.coup_id, round_cards=0),
-    CutCardReached: lambda state, e: replace(state, cut_reached=True),
+    RoundStarted: _round_started,
+    CutCardReached: _cut_card_reached,
     CardDrawn: _drawn,
     RoundEnded: _round_ended,
-    ReshuffleRequired: lambda state, e: replace(state, reshuffle=e.when),
+    ReshuffleRequired: _reshuffle_required,
     ShoeEnded: lambda state, e: ShoeState(round=state.round),
 }
-
-
-def _tally(dealt: tuple[int, ...], card: Card) -> tuple[int, ...]:
-    i = DECK_INDEX[card]
-    return (*dealt[:i], dealt[i] + 1, *dealt[i + 1:])

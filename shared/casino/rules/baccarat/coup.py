@@ -75,8 +75,13 @@ class Dealt(msgspec.Struct, frozen=True, gc=False):
     by: int | None
 
 
-class BaccaratCoup(msgspec.Struct, frozen=True, gc=False):
-    """What is known about one baccarat coup from its events."""
+class BaccaratCoup(msgspec.Struct, gc=False):
+    """What is known about one baccarat coup from its events.
+
+    ``evolve`` and ``step`` update a coup in place (each of a coup's dozen
+    events would otherwise make a whole coup anew): ``copy`` keeps one as it
+    is. Every field holds a value never changed in place (a tuple, not a
+    list), so a copy of the coup is a copy of its fields."""
 
     coup_id: str = ""
     phase: Phase = "new"
@@ -127,33 +132,38 @@ class Awaiting(msgspec.Struct, frozen=True, gc=False):
     face_up: bool = True
 
 
+_OPEN, _CLOSE_BETTING, _NOTHING = Awaiting("open"), Awaiting("close_betting"), Awaiting("nothing")
+
+
 def awaiting(state: BaccaratCoup) -> Awaiting:
     """The next thing this coup waits for."""
     s = state
-    if s.phase == "new":
-        return Awaiting("open")
-    if s.phase == "betting":
-        return Awaiting("close_betting")
+    phase = s.phase
+    if phase == "new":
+        return _OPEN
+    if phase == "betting":
+        return _CLOSE_BETTING
     if s.asked is not None:
         return Awaiting("answer", seat=s.asked, offer=s.offer)
-    if s.phase in ("dealing", "drawing"):
-        due = _card_due(s)
-        if due is not None:
-            return Awaiting("card", seat=_dealer_seat(s), hand=due, face_up=_face_up(s))
-    if s.phase == "handling" and s.handle_todo:
+    due = _card_due(s)
+    if due is not None:
+        return Awaiting("card", _dealer_seat(s), due, None, _face_up(s))
+    if phase == "handling" and s.handle_todo:
         h = s.handle_todo[0]
         seat = s.holder(h)
         if s.out is None and s.procedure in PASSING:
             return Awaiting("pass", seat=seat, hand=h)
         return Awaiting("expose", seat=seat, hand=h)
-    return Awaiting("nothing")
+    return _NOTHING
 
 
 def _card_due(s: BaccaratCoup) -> Hand | None:
+    """The hand the next card goes to, if a card is what the coup waits for."""
     if s.phase == "dealing":
-        return "player" if len(s.cards) % 2 == 0 else "banker"
-    due = tableau.next_hand_to_draw(s.player, s.banker)
-    return None if due is None else ("player" if due == "player" else "banker")
+        return None if s.asked is not None else "player" if len(s.cards) % 2 == 0 else "banker"
+    if s.phase == "drawing":
+        return tableau.next_hand_to_draw(s.player, s.banker)
+    return None
 
 
 def dealt_by_tableau(state: BaccaratCoup) -> bool:
@@ -180,14 +190,20 @@ def _face_up(s: BaccaratCoup) -> bool:
 # ---- decide ---------------------------------------------------------------
 
 
+def copy(state: BaccaratCoup) -> BaccaratCoup:
+    """A coup of its own, equal to ``state``: what ``evolve`` does to one leaves the other as it is."""
+    return replace(state)
+
+
 def decide(rules: BaccaratRules, state: BaccaratCoup, command: AnyBaccaratCommand) -> list[AnyBaccaratEvent]:
-    """The events ``command`` causes, or ``RuleViolation`` naming the clause."""
-    return step(rules, state, command)[0]
+    """The events ``command`` causes, or ``RuleViolation`` naming the clause; ``state`` is left as it is."""
+    return step(rules, copy(state), command)[0]
 
 
 def step(rules: BaccaratRules, state: BaccaratCoup, command: AnyBaccaratCommand) -> tuple[list[AnyBaccaratEvent], BaccaratCoup]:
-    """``decide`` and the coup after its events: the same as ``fold(decide(...), state)``."""
-    return with_follow_ups(_primary(rules, state, command), state, evolve, lambda s: _automatic(rules, s))
+    """``decide``, and ``state`` moved on in place by its events (the same as
+    ``fold(decide(...), state)``); refused, ``state`` is left as it was."""
+    return with_follow_ups(_primary(rules, state, command), state, _EVOLVE, _automatic, rules)
 
 
 def check(rules: BaccaratRules, state: BaccaratCoup, command: AnyBaccaratCommand) -> RuleViolation | None:
@@ -269,24 +285,27 @@ def _answer(rules: BaccaratRules, s: BaccaratCoup, cmd: AnswerOffer) -> list[Any
     return events
 
 
-def _deal(s: BaccaratCoup, cmd: DealCard) -> list[AnyBaccaratEvent]:
-    a = _expect(s, "card", "no card is due", "tableau")
+def _deal(rules: BaccaratRules, s: BaccaratCoup, cmd: DealCard) -> list[AnyBaccaratEvent]:
+    hand = _card_due(s)
+    if hand is None:
+        raise RuleViolation("tableau", f"no card is due (the coup is waiting for: {awaiting(s).kind})")
     if not is_card(cmd.card):
         raise RuleViolation("shoe", f"{cmd.card!r} is not a card")
-    if cmd.by != a.seat:
-        who = "the dealer" if a.seat is None else f"the player in seat {a.seat}"
+    seat = _dealer_seat(s)
+    if cmd.by != seat:
+        who = "the dealer" if seat is None else f"the player in seat {seat}"
         raise RuleViolation(clause("deals", s.procedure), f"this card must be drawn by {who}")
-    assert a.hand is not None
-    events: list[AnyBaccaratEvent] = [CardDealt(a.hand, cmd.card, cmd.position, a.face_up, cmd.by)]
+    face_up = _face_up(s)
+    events: list[AnyBaccaratEvent] = [CardDealt(hand, cmd.card, cmd.position, face_up, cmd.by)]
     if s.phase == "drawing":
-        if not a.face_up:
-            events.append(CardsTurnedOver(a.hand, (cmd.position,), clause("turn_over", s.procedure)))
-        after = tableau.points(s.hand(a.hand) + (cmd.card,))
-        events.append(CountAnnounced(a.hand, after, clause("announce", s.procedure)))
+        if not face_up:
+            events.append(CardsTurnedOver(hand, (cmd.position,), clause("turn_over", s.procedure)))
+        after = tableau.points(s.hand(hand) + (cmd.card,))
+        events.append(CountAnnounced(hand, after, clause("announce", s.procedure)))
     return events
 
 
-def _pass(s: BaccaratCoup, cmd: PassCards) -> list[AnyBaccaratEvent]:
+def _pass(rules: BaccaratRules, s: BaccaratCoup, cmd: PassCards) -> list[AnyBaccaratEvent]:
     if s.out is not None:
         raise RuleViolation("000 8.11", f"only one hand may be handled at a time: the {s.out}'s cards are out")
     a = awaiting(s)
@@ -304,7 +323,7 @@ def _check_handler(s: BaccaratCoup, seat: int, hand: Hand, step: str) -> None:
         raise RuleViolation(clause(step, s.procedure), f"seat {seat} is not the player designated to handle the {hand}'s cards now")
 
 
-def _give_back(s: BaccaratCoup, cmd: ExposeHand | ReturnCards) -> list[AnyBaccaratEvent]:
+def _give_back(rules: BaccaratRules, s: BaccaratCoup, cmd: ExposeHand | ReturnCards) -> list[AnyBaccaratEvent]:
     _check_handler(s, cmd.seat, cmd.hand, "expose")
     if isinstance(cmd, ExposeHand):
         return [HandExposed(cmd.hand, cmd.seat, clause("expose", s.procedure))]
@@ -329,10 +348,10 @@ _DECIDE: dict[type, Callable[[BaccaratRules, BaccaratCoup, Any], list[AnyBaccara
     OpenCoup: _open,
     CloseBetting: _close_betting,
     AnswerOffer: _answer,
-    DealCard: lambda rules, s, cmd: _deal(s, cmd),
-    PassCards: lambda rules, s, cmd: _pass(s, cmd),
-    ExposeHand: lambda rules, s, cmd: _give_back(s, cmd),
-    ReturnCards: lambda rules, s, cmd: _give_back(s, cmd),
+    DealCard: _deal,
+    PassCards: _pass,
+    ExposeHand: _give_back,
+    ReturnCards: _give_back,
     ReportHandlingBreach: _report_breach,
     PassShoe: _give_up_shoe,
     ForfeitShoe: _give_up_shoe,
@@ -352,17 +371,20 @@ def _automatic(rules: BaccaratRules, s: BaccaratCoup) -> list[AnyBaccaratEvent]:
         if s.offer == "shoe":
             done.append(ProcedureFellBack(rules.fallback_method, clause(why, s.procedure)))
         return done
-    if s.phase == "offers" and s.offer is None and s.offers_todo:
+    phase = s.phase
+    if phase == "drawing":
+        return _result(rules, s) if _card_due(s) is None else []
+    if phase == "dealing":
+        return []
+    if phase == "offers" and s.offer is None and s.offers_todo:
         return _start_offer(rules, s, s.offers_todo[0])
-    if s.phase == "handling" and s.offer is None and s.out is None:
+    if phase == "handling" and s.offer is None and s.out is None:
         if s.handle_todo:
             h = s.handle_todo[0]
             if s.procedure == "method_b" and h not in s.decided:
                 return _start_offer(rules, s, h)
             return []
         return _turn_over_and_announce(s)
-    if s.phase == "drawing" and _card_due(s) is None:
-        return _result(rules, s)
     return []
 
 
@@ -400,24 +422,28 @@ def _start_offer(rules: BaccaratRules, s: BaccaratCoup, offer: Offer) -> list[An
 
 def _turn_over_and_announce(s: BaccaratCoup) -> list[AnyBaccaratEvent]:
     events: list[AnyBaccaratEvent] = []
-    for h in HANDS:
-        down = tuple(d.position for d in s.cards if d.hand == h and not d.face_up)
-        if down:
+    down = [d for d in s.cards if not d.face_up]
+    for h in HANDS if down else ():
+        positions = tuple([d.position for d in down if d.hand == h])
+        if positions:
             unfilled = s.procedure == "style_b" and s.holder(h) is None  # no Banker or Player: the setting decides
-            events.append(CardsTurnedOver(h, down, clause("turn_over_unfilled" if unfilled else "turn_over",
-                                                          s.procedure)))
-    for h in HANDS:  # Player's count first, then Banker's
-        events.append(CountAnnounced(h, tableau.points(s.hand(h)), clause("announce", s.procedure)))
+            events.append(CardsTurnedOver(h, positions, clause("turn_over_unfilled" if unfilled else "turn_over",
+                                                               s.procedure)))
+    announce = clause("announce", s.procedure)
+    events.append(CountAnnounced("player", tableau.points(s.player), announce))  # Player's count first
+    events.append(CountAnnounced("banker", tableau.points(s.banker), announce))
     return events
 
 
 def _result(rules: BaccaratRules, s: BaccaratCoup) -> list[AnyBaccaratEvent]:
     p, b = s.player, s.banker
-    won = tableau.winner(p, b)
+    player_points, banker_points = tableau.points(p), tableau.points(b)
+    won: Literal["player", "banker", "tie"] = (
+        "player" if player_points > banker_points else "banker" if banker_points > player_points else "tie")
     events: list[AnyBaccaratEvent] = [
-        CoupResulted(won, tableau.points(p), tableau.points(b), tableau.is_natural(p, b),
-                     tableau.is_pair(p), tableau.is_pair(b)),
-        CardsPickedUp(tuple(d.card for d in s.cards)),
+        CoupResulted(won, player_points, banker_points, tableau.is_natural(p, b), tableau.is_pair(p),
+                     tableau.is_pair(b)),
+        CardsPickedUp(tuple([d.card for d in s.cards])),
     ]
     if s.procedure == "method_c" and s.shoe_holder is not None and _holder_loses(rules, s, events[0]):
         events.append(ShoeGivenUp(s.shoe_holder, "lost", "000 8.18"))
@@ -440,7 +466,7 @@ def _holder_loses(rules: BaccaratRules, s: BaccaratCoup, result: AnyBaccaratEven
 
 
 def evolve(state: BaccaratCoup, event: AnyBaccaratEvent) -> BaccaratCoup:
-    """The coup after ``event``."""
+    """The coup after ``event``: ``state`` itself, updated in place, or a new coup."""
     after = _EVOLVE.get(type(event))
     return state if after is None else after(state, event)
 
@@ -457,42 +483,105 @@ def _opened(s: BaccaratCoup, e: CoupOpened) -> BaccaratCoup:
 def _betting_closed(s: BaccaratCoup, e: BettingClosed) -> BaccaratCoup:
     todo: tuple[Offer, ...] = (("shoe",) if s.procedure in SHOE_METHODS
                                else ("banker", "player") if s.procedure == "style_b" else ())
-    return replace(s, wagers=e.wagers, offers_todo=todo, phase="offers" if todo else "dealing")
+    s.wagers, s.offers_todo, s.phase = e.wagers, todo, "offers" if todo else "dealing"
+    return s
 
 
 def _offer_order(s: BaccaratCoup, e: OfferOrder) -> BaccaratCoup:
-    todo = s.offers_todo[1:] if s.offers_todo[:1] == (e.offer,) else s.offers_todo
-    return replace(s, offer=e.offer, order=e.seats, chain=e.seats, offers_todo=todo, refusals=0)
+    if s.offers_todo[:1] == (e.offer,):
+        s.offers_todo = s.offers_todo[1:]
+    s.offer, s.order, s.chain, s.refusals = e.offer, e.seats, e.seats, 0
+    return s
+
+
+def _offer_made(s: BaccaratCoup, e: OfferMade) -> BaccaratCoup:
+    s.asked = e.seat
+    return s
 
 
 def _offer_answered(s: BaccaratCoup, e: OfferAnswered) -> BaccaratCoup:
-    if e.accepted:
-        return replace(s, asked=None)
-    return replace(s, asked=None, chain=s.chain[1:], refusals=s.refusals + 1)
+    s.asked = None
+    if not e.accepted:
+        s.chain, s.refusals = s.chain[1:], s.refusals + 1
+    return s
+
+
+def _fell_back(s: BaccaratCoup, e: ProcedureFellBack) -> BaccaratCoup:
+    s.procedure, s.shoe_holder, s.holder_plays, s.phase = e.procedure, None, None, "dealing"
+    return s
 
 
 def _card_dealt(s: BaccaratCoup, e: CardDealt) -> BaccaratCoup:
-    cards = s.cards + (Dealt(e.hand, e.card, e.position, e.face_up, e.by),)
+    s.cards += (Dealt(e.hand, e.card, e.position, e.face_up, e.by),)
     if e.hand == "player":
-        s = replace(s, cards=cards, player=s.player + (e.card,))
+        s.player += (e.card,)
     else:
-        s = replace(s, cards=cards, banker=s.banker + (e.card,))
-    if s.phase == "dealing" and len(cards) == 4:
-        return replace(s, phase="handling", handle_todo=_to_handle(s))
+        s.banker += (e.card,)
+    if s.phase == "dealing" and len(s.cards) == 4:
+        s.phase, s.handle_todo = "handling", _to_handle(s)
+    return s
+
+
+def _cards_passed(s: BaccaratCoup, e: CardsPassed) -> BaccaratCoup:
+    s.out = e.hand
     return s
 
 
 def _hand_exposed(s: BaccaratCoup, e: HandExposed) -> BaccaratCoup:
-    cards = tuple(replace(d, face_up=True) if d.hand == e.hand else d for d in s.cards)
-    return replace(s, cards=cards, out=None, handle_todo=s.handle_todo[1:])
+    s.cards = tuple(replace(d, face_up=True) if d.hand == e.hand else d for d in s.cards)
+    s.out, s.handle_todo = None, s.handle_todo[1:]
+    return s
+
+
+def _cards_returned(s: BaccaratCoup, e: CardsReturned) -> BaccaratCoup:
+    s.out, s.handle_todo = None, s.handle_todo[1:]
+    return s
 
 
 def _turned_over(s: BaccaratCoup, e: CardsTurnedOver) -> BaccaratCoup:
-    return replace(s, cards=tuple(replace(d, face_up=True) if d.position in e.positions else d for d in s.cards))
+    s.cards = tuple(replace(d, face_up=True) if d.position in e.positions else d for d in s.cards)
+    return s
 
 
 def _announced(s: BaccaratCoup, e: CountAnnounced) -> BaccaratCoup:
-    return replace(s, phase="drawing") if s.phase == "handling" and e.hand == "banker" else s
+    if s.phase == "handling" and e.hand == "banker":
+        s.phase = "drawing"
+    return s
+
+
+def _resulted(s: BaccaratCoup, e: CoupResulted) -> BaccaratCoup:
+    s.result, s.phase = e, "finished"
+    return s
+
+
+def _picked_up(s: BaccaratCoup, e: CardsPickedUp) -> BaccaratCoup:
+    s.pickup = e.cards
+    return s
+
+
+def _shoe_given_up(s: BaccaratCoup, e: ShoeGivenUp) -> BaccaratCoup:
+    s.shoe_given_up = True
+    if s.phase != "finished":
+        s.shoe_holder = None
+    return s
+
+
+def _assigned(s: BaccaratCoup, e: HolderAssigned) -> BaccaratCoup:
+    s.offer, s.chain, s.asked = None, (), None
+    if e.offer == "shoe":
+        if e.seat is not None:
+            s.shoe_holder, s.holder_plays, s.phase, s.shoe_given_up = e.seat, e.plays, "dealing", False
+        return s
+    if e.offer == "player":
+        s.player_holder = e.seat
+    else:
+        s.banker_holder = e.seat
+    s.decided += (e.offer,)
+    if s.phase == "offers" and not s.offers_todo:
+        s.phase = "dealing"
+    elif s.phase == "handling" and e.seat is None:
+        s.handle_todo = s.handle_todo[1:]
+    return s
 
 
 # One entry per event type: a lookup, not a chain of type tests (the fold's hot path).
@@ -500,45 +589,36 @@ _EVOLVE: dict[type, Callable[[BaccaratCoup, Any], BaccaratCoup]] = {
     CoupOpened: _opened,
     BettingClosed: _betting_closed,
     OfferOrder: _offer_order,
-    OfferMade: lambda s, e: replace(s, asked=e.seat),
+    OfferMade: _offer_made,
     OfferAnswered: _offer_answered,
-    HolderAssigned: lambda s, e: _assigned(s, e),
-    ProcedureFellBack: lambda s, e: replace(s, procedure=e.procedure, shoe_holder=None, holder_plays=None, phase="dealing"),
+    HolderAssigned: _assigned,
+    ProcedureFellBack: _fell_back,
     CardDealt: _card_dealt,
-    CardsPassed: lambda s, e: replace(s, out=e.hand),
+    CardsPassed: _cards_passed,
     HandExposed: _hand_exposed,
-    CardsReturned: lambda s, e: replace(s, out=None, handle_todo=s.handle_todo[1:]),
+    CardsReturned: _cards_returned,
     CardsTurnedOver: _turned_over,
     CountAnnounced: _announced,
-    CoupResulted: lambda s, e: replace(s, result=e, phase="finished"),
-    CardsPickedUp: lambda s, e: replace(s, pickup=e.cards),
-    ShoeGivenUp: lambda s, e: replace(s, shoe_given_up=True, shoe_holder=None if s.phase != "finished" else s.shoe_holder),
+    CoupResulted: _resulted,
+    CardsPickedUp: _picked_up,
+    ShoeGivenUp: _shoe_given_up,
 }
-
-
-def _assigned(s: BaccaratCoup, e: HolderAssigned) -> BaccaratCoup:
-    s = replace(s, offer=None, chain=(), asked=None)
-    if e.offer == "shoe":
-        if e.seat is None:
-            return s
-        return replace(s, shoe_holder=e.seat, holder_plays=e.plays, phase="dealing", shoe_given_up=False)
-    s = replace(s, **{f"{e.offer}_holder": e.seat}, decided=s.decided + (e.offer,))
-    if s.phase == "offers" and not s.offers_todo:
-        return replace(s, phase="dealing")
-    if s.phase == "handling" and e.seat is None:
-        return replace(s, handle_todo=s.handle_todo[1:])
-    return s
 
 
 def _to_handle(s: BaccaratCoup) -> tuple[Hand, ...]:
     if s.procedure == "method_b":
         return HANDS
-    return tuple(h for h in HANDS if s.holder(h) is not None)
+    if s.procedure in SHOE_METHODS:
+        return () if s.shoe_holder is None or s.holder_plays is None else (s.holder_plays,)
+    if s.player_holder is None:
+        return () if s.banker_holder is None else ("banker",)
+    return HANDS if s.banker_holder is not None else ("player",)
 
 
 def fold(events: Iterable[AnyBaccaratEvent], state: BaccaratCoup | None = None) -> BaccaratCoup:
-    """Rebuild a coup from its events (a replay is exactly this fold)."""
-    s = state or BaccaratCoup()
+    """Rebuild a coup from its events (a replay is exactly this fold), from
+    a new coup or on from ``state`` (left as it is)."""
+    s = BaccaratCoup() if state is None else copy(state)
     for e in events:
         s = evolve(s, e)
     return s

@@ -166,6 +166,11 @@ def initial_cards(s: BlackjackCoup) -> int:
 # ---- decide ---------------------------------------------------------------
 
 
+def copy(state: BlackjackCoup) -> BlackjackCoup:
+    """The coup itself: a blackjack coup is never changed in place (each event makes a new one)."""
+    return state
+
+
 def decide(rules: BlackjackRules, state: BlackjackCoup, command: AnyBlackjackCommand) -> list[AnyBlackjackEvent]:
     """The events ``command`` causes, or ``RuleViolation`` naming the clause."""
     return step(rules, state, command)[0]
@@ -173,7 +178,7 @@ def decide(rules: BlackjackRules, state: BlackjackCoup, command: AnyBlackjackCom
 
 def step(rules: BlackjackRules, state: BlackjackCoup, command: AnyBlackjackCommand) -> tuple[list[AnyBlackjackEvent], BlackjackCoup]:
     """``decide`` and the coup after its events: the same as ``fold(decide(...), state)``."""
-    return with_follow_ups(_primary(rules, state, command), state, evolve, lambda s: _automatic(rules, s))
+    return with_follow_ups(_primary(rules, state, command), state, _EVOLVE, _automatic, rules)
 
 
 def check(rules: BlackjackRules, state: BlackjackCoup, command: AnyBlackjackCommand) -> RuleViolation | None:
