@@ -31,6 +31,7 @@ import nats
 from services import runner
 from tests.variants import ruleset_variant
 
+from bench.runs import span
 from casino.audit import archive
 from casino.audit.replay import replay_coup
 from casino.cli.run import SHORT
@@ -104,14 +105,17 @@ def audit_rates(files: list[bytes], runs: int) -> dict[str, Any]:
         return coups
 
     out: dict[str, Any] = {}
-    for name, work in (("verify", verify), ("read_decode", decode)):
-        rates = []
-        for _ in range(runs):
+    rates: dict[str, list[float]] = {"verify": [], "read_decode": []}
+    for _ in range(runs):
+        for name, work in (("verify", verify), ("read_decode", decode)):
             start = time.perf_counter()
             coups = work()
-            rates.append(coups / (time.perf_counter() - start))
-        out[f"{name}_coups_per_s"], out["coups"] = statistics.median(rates), coups
+            rates[name].append(coups / (time.perf_counter() - start))
+    for name, measured in rates.items():
+        out[f"{name}_coups_per_s"], out[f"{name}_coups_per_s_range"], out["coups"] = \
+            statistics.median(measured), span(measured), coups
     out["ratio"] = out["verify_coups_per_s"] / out["read_decode_coups_per_s"]
+    out["ratio_range"] = span(v / r for v, r in zip(rates["verify"], rates["read_decode"], strict=True))
     return out
 
 

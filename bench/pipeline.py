@@ -28,6 +28,7 @@ from nats.js.api import StorageType, StreamConfig
 
 from bench.holding import on_disk
 from bench.load import Meter, casino, latency_percentiles, median_spent, process_ids, stop_players
+from bench.runs import span
 from casino.cli.run import APPROVALS
 from casino.cli.simulator import Simulator
 from casino.config.tables import TableConfig
@@ -170,8 +171,10 @@ async def measure(tables: int = 16, seconds: float = 20, runs: int = 3) -> dict[
     results = [await one_run(tables, seconds) for _ in range(runs)]
     rate, ceiling = _median(results, "coups_per_s"), _median(results, "ceiling_coups_per_s")
     out = {"tables": tables, "seconds": seconds, "runs": runs, "coups_per_s": rate, "ceiling_coups_per_s": ceiling,
-           "ratio": rate / ceiling if ceiling else 0.0, "p50_ms": _median(results, "p50_ms"),
-           "p99_ms": _median(results, "p99_ms"), **median_spent(results), "by_procedure": median_by_procedure(results),
+           "ratio": rate / ceiling if ceiling else 0.0,
+           "ratio_range": span(r["coups_per_s"] / r["ceiling_coups_per_s"] for r in results),
+           "p50_ms": _median(results, "p50_ms"), "p99_ms": _median(results, "p99_ms"), **ranges(results),
+           **median_spent(results), "by_procedure": median_by_procedure(results),
            "commands": median_by_command(results),
            "stored_bytes_per_coup": _median(results, "stored_bytes_per_coup"),
            "disk_bytes_per_coup": _median(results, "disk_bytes_per_coup")}
@@ -180,7 +183,8 @@ async def measure(tables: int = 16, seconds: float = 20, runs: int = 3) -> dict[
         every = tables / (rate / share)
         paced = [await one_run(tables, seconds * longer, every) for _ in range(runs)]
         out[key] = {"offered_coups_per_s": tables / every, "coups_per_s": _median(paced, "coups_per_s"),
-                    "p50_ms": _median(paced, "p50_ms"), "p99_ms": _median(paced, "p99_ms"), **median_spent(paced),
+                    "p50_ms": _median(paced, "p50_ms"), "p99_ms": _median(paced, "p99_ms"), **ranges(paced),
+                    **median_spent(paced),
                     "by_procedure": median_by_procedure(paced), "commands": median_by_command(paced)}
     # The floor: one table alone, a coup every 0.2 s (as long as the tenth-load runs), and one hop.
     alone = [await one_run(1, seconds * 2, ONE_TABLE_EVERY) for _ in range(runs)]
@@ -194,6 +198,18 @@ async def measure(tables: int = 16, seconds: float = 20, runs: int = 3) -> dict[
 
 def _median(results: list[dict[str, Any]], key: str) -> float:
     return float(statistics.median(r[key] for r in results))
+
+
+def ranges(results: list[dict[str, Any]]) -> dict[str, list[float]]:
+    """The range over the runs of the close of betting to settlement's p99, and
+    of each run's worst command type's p99."""
+    return {"p99_ms_range": span(r["p99_ms"] for r in results),
+            "command_p99_ms_range": span(worst_p99(r["commands"]) for r in results)}
+
+
+def worst_p99(commands: dict[str, dict[str, float]]) -> float:
+    """The p99 of the command type answered slowest: the figure a terminal's latency is judged by."""
+    return max((c["p99_ms"] for c in commands.values()), default=0.0)
 
 
 def median_by_command(results: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
@@ -211,8 +227,10 @@ def latency(pipeline: dict[str, Any]) -> dict[str, dict[str, Any]]:
     close of betting to settlement."""
     loads = {"flat": pipeline, "half": pipeline["half_load"], "tenth": pipeline["tenth_load"]}
     return {name: {"offered_coups_per_s": figures.get("offered_coups_per_s", 0.0),
-                   "command_p99_ms": max((c["p99_ms"] for c in figures["commands"].values()), default=0.0),
+                   "command_p99_ms": worst_p99(figures["commands"]),
+                   "command_p99_ms_range": figures["command_p99_ms_range"],
                    "close_to_settle_p50_ms": figures["p50_ms"], "close_to_settle_p99_ms": figures["p99_ms"],
+                   "close_to_settle_p99_ms_range": figures["p99_ms_range"],
                    "commands": figures["commands"]} for name, figures in loads.items()}
 
 

@@ -26,6 +26,7 @@ import nats
 from nats.js.api import DeliverPolicy
 from services import runner
 
+from bench.runs import span
 from casino.audit.audits import verify_store
 from casino.audit.parallel import cores
 from casino.audit.replay import replay_coup
@@ -99,4 +100,5 @@ async def measure(coups_per_table: int = 150, runs: int = 5) -> dict[str, Any]:
     rate, one = coups / statistics.median(full), coups / statistics.median(alone)
     return {"coups": coups, "messages": total, "runs": runs, "processes": cores(), "coups_per_s": rate,
             "raw_coups_per_s": raw_rate, "ratio": rate / raw_rate,
+            "ratio_range": span(read / seconds for read, seconds in zip(raw, full, strict=True)),
             "one_process": {"coups_per_s": one, "ratio": one / raw_rate}}

@@ -20,6 +20,7 @@ from typing import Any, Literal, get_args
 
 import msgspec
 
+from bench.runs import span
 from casino.config import rulesets
 from casino.rules import play, settlement, shoe
 from casino.rules.baccarat import coup as bac
@@ -238,8 +239,10 @@ def measure(coups: int = 2000, runs: int = 5) -> dict[str, Any]:
         straights.append(time.perf_counter() - start)
     rate, baseline = coups / statistics.median(lib), coups / statistics.median(base)
     fold, build, least, straight = (coups / statistics.median(t) for t in (folds, builds, leasts, straights))
-    return {"coups": coups, "runs": runs, "coups_per_s": rate, "baseline_coups_per_s": baseline,
-            "ratio": rate / baseline, "fold_only": {"coups_per_s": fold, "ratio": fold / baseline},
+    return {"coups": coups, "runs": runs, "coups_per_s": rate, "coups_per_s_range": span(coups / t for t in lib),
+            "baseline_coups_per_s": baseline, "ratio": rate / baseline,
+            "same_events_ratio_range": span(s / t for t, s in zip(lib, straights, strict=True)),
+            "fold_only": {"coups_per_s": fold, "ratio": fold / baseline},
             "events_only": {"coups_per_s": build, "ratio": build / baseline,
                             "events_per_coup": len(fields) / coups},
             "least_fold": {"coups_per_s": least, "ratio": least / baseline},

@@ -28,6 +28,9 @@ def test_the_whole_benchmark_runs_and_writes_every_figure_beside_its_ceiling(tmp
         f = figures[key]
         assert f["coups_per_s"] > 0 and f[ceiling] > 0, key
         assert f["ratio"] == f["coups_per_s"] / f[ceiling], key
+    for key, ranged in (("rules", "same_events_ratio"), ("replay", "ratio"), ("pipeline", "ratio")):
+        low, high = figures[key][f"{ranged}_range"]  # the runs' lowest and highest beside the median
+        assert 0 < low <= high, key
     assert figures["replay"]["coups"] == 4 * 5  # four tables, five coups each, every one verified
     assert figures["rules"]["fold_only"]["coups_per_s"] > 0 and figures["rules"]["events_only"]["events_per_coup"] > 0
     assert figures["rules"]["least_fold"]["coups_per_s"] > 0 and figures["rules"]["straight_with_events"]["coups_per_s"] > 0
@@ -47,12 +50,15 @@ def test_the_whole_benchmark_runs_and_writes_every_figure_beside_its_ceiling(tmp
         assert all(c["count"] > 0 and c["p50_ms"] > 0 and c["p99_ms"] > 0 for c in latency["commands"].values()), name
         assert all(c["p50_ms"] <= c["p99_ms"] for c in latency["commands"].values() if c["count"] >= 3), name
         assert latency["command_p99_ms"] == max(c["p99_ms"] for c in latency["commands"].values())
+        for ranged in ("command_p99_ms_range", "close_to_settle_p99_ms_range"):
+            assert 0 < latency[ranged][0] <= latency[ranged][1], (name, ranged)
     assert figures["latency"]["half"]["close_to_settle_p99_ms"] == pipeline["half_load"]["p99_ms"]
     assert pipeline["stored_bytes_per_coup"] > 0 and pipeline["one_table"]["request_p50_ms"] > 0
 
     for tables in ("1", "4", "16", "64"):
         scale = figures["scale"][tables]
         assert scale["coups_per_s"] > 0 and scale["differences"] == 0, tables
+        assert scale["coups_per_s_range"][0] <= scale["coups_per_s"] <= scale["coups_per_s_range"][1], tables
         assert set(scale["rss_mib"]) == SERVICES and all(mib > 0 for mib in scale["rss_mib"].values()), tables
 
     assert figures["history"]["cpu_ratio"] > 0 and figures["holding"]["memory_ratio"] > 0
@@ -65,9 +71,21 @@ def test_the_whole_benchmark_runs_and_writes_every_figure_beside_its_ceiling(tmp
     bounded = figures["bounded"]
     assert bounded["long"]["sealed_shoes"] > bounded["short"]["sealed_shoes"] > 0
     assert bounded["rss_mib_ratio"] == bounded["long"]["rss_mib"] / bounded["short"]["rss_mib"]
+    capacity = figures["capacity"]  # a search at a few tables: each step a casino dealing a coup every 3 s a table
+    assert capacity["steps"] and all(step["commands"] for step in capacity["steps"])
+    assert capacity["tables"] in {0} | {step["tables"] for step in capacity["steps"]}
 
     lines = done.stdout.splitlines()
     assert "not a measurement" in lines[0] and lines[1].startswith("measured on ")
-    for key in ("rules", "replay", "pipeline"):
-        row = next(line for line in lines if line.startswith(key + " "))
-        assert f"{figures[key]['ratio']:.3f}" in row, row
+    after = lines[lines.index("judged figures (each the median of the runs; the range of the runs beside it):") + 1:]
+    judged = after[:next((i for i, line in enumerate(after) if not line.startswith("  ")), len(after))]
+    for benchmark in ("rules", "latency", "capacity", "pipeline", "replay", "scale", "archive", "bounded"):
+        assert any(line.split()[0] == benchmark for line in judged), benchmark
+    rules = next(line for line in judged if line.split()[0] == "rules")
+    assert f"{figures['rules']['same_events_ratio']:.3f}" in rules and "target 0.5 or more" in rules, rules
+    assert any(f"{capacity['tables']:,}" in line and "target 5,000 or more" in line
+               for line in judged if line.split()[0] == "capacity")
+    report = subprocess.run([sys.executable, "-m", "bench.report", str(out)], cwd=REPOSITORY, capture_output=True,
+                            text=True, timeout=60)
+    assert report.returncode == 0 and report.stdout.startswith("| benchmark | figure | median | range | target |")
+    assert len(report.stdout.splitlines()) == 2 + len(judged), report.stdout  # one Markdown row a judged figure

@@ -1,0 +1,141 @@
+"""The judged figures of a `make bench` run, one table: each figure as the
+median of its runs with their range, its target and whether it is met.
+`make bench` prints it; `python -m bench.report [FILE]` prints it in
+Markdown from the JSON a run wrote (var/bench/latest.json), for the README."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NamedTuple
+
+
+class Row(NamedTuple):
+    benchmark: str
+    figure: str
+    value: str
+    range: str  # the runs' lowest and highest, or how a search brackets the figure
+    target: str
+    met: bool | None  # None: reported with no target
+
+
+def _at_least(least: float) -> Callable[[float], bool]:
+    return lambda v: v >= least
+
+
+def _at_most(most: float) -> Callable[[float], bool]:
+    return lambda v: v <= most
+
+
+def _ratio(r: dict[str, Any], value: str, range_: str) -> tuple[float, str]:
+    low, high = r[range_]
+    return r[value], f"{low:.3f} to {high:.3f}"
+
+
+def _ms(r: dict[str, Any], value: str, range_: str) -> tuple[float, str]:
+    low, high = r[range_]
+    return r[value], f"{low:.1f} to {high:.1f} ms"
+
+
+def judged(results: dict[str, Any]) -> list[Row]:
+    """Every judged figure of a run's results (``python -m bench``'s JSON)."""
+    rows: list[Row] = []
+
+    def row(benchmark: str, figure: str, value: float, shown: str, range_: str, target: str,
+            meets: Callable[[float], bool] | None) -> None:
+        rows.append(Row(benchmark, figure, shown, range_, target, None if meets is None else meets(value)))
+
+    rules = results["rules"]
+    v, rng = _ratio(rules, "same_events_ratio", "same_events_ratio_range")
+    row("rules", "baccarat coups/s through the rules library against the straight-line deal making the same events",
+        v, f"{v:.3f} ({rules['coups_per_s']:,.0f} against {rules['straight_with_events']['coups_per_s']:,.0f})",
+        rng, "0.5 or more", _at_least(0.5))
+    latency = results["latency"]
+    for load, share, most in (("tenth", "a tenth of", 10.0), ("half", "half", 25.0)):
+        figures = latency[load]
+        v, rng = _ms(figures, "command_p99_ms", "command_p99_ms_range")
+        worst = max(figures["commands"], key=lambda k: figures["commands"][k]["p99_ms"])
+        row("latency", f"every command's reply p99 (the slowest type) at {share} the flat-out rate", v,
+            f"{v:.1f} ms ({worst})", rng, f"{most:.0f} ms or less", _at_most(most))
+    v, rng = _ms(latency["half"], "close_to_settle_p99_ms", "close_to_settle_p99_ms_range")
+    row("latency", "close of betting to settlement p99 at half the flat-out rate", v, f"{v:.0f} ms", rng,
+        "25 ms or less", _at_most(25.0))
+    flat = latency["flat"]
+    row("latency", "flat out (the queue's): every command's reply p99; close of betting to settlement p99",
+        flat["command_p99_ms"], f"{flat['command_p99_ms']:.0f}; {flat['close_to_settle_p99_ms']:.0f} ms",
+        f"{flat['command_p99_ms_range'][0]:.0f} to {flat['command_p99_ms_range'][1]:.0f}; "
+        f"{flat['close_to_settle_p99_ms_range'][0]:.0f} to {flat['close_to_settle_p99_ms_range'][1]:.0f} ms",
+        "none", None)
+    cap = results["capacity"]
+    row("capacity", f"tables dealing a coup a minute each, every command's p99 {cap['most_p99_ms']:.0f} ms or less",
+        cap["tables"], f"{cap['tables']:,}",
+        f"held at {cap['tables']:,}, not at {cap['not_held']:,}" if cap["not_held"] else "held at every step",
+        "5,000 or more", _at_least(5000))
+    pipe = results["pipeline"]
+    v, rng = _ratio(pipe, "ratio", "ratio_range")
+    row("pipeline", f"baccarat coups/s through the four services, {pipe['tables']} tables, against nats-py's "
+        f"pipelined appends of the same events", v,
+        f"{v:.2f} ({pipe['coups_per_s']:.1f} against {pipe['ceiling_coups_per_s']:.1f})", rng, "0.30 or more",
+        _at_least(0.30))
+    rep = results["replay"]
+    v, rng = _ratio(rep, "ratio", "ratio_range")
+    row("replay", f"coups read, replayed and verified per second as `casino verify` does ({rep['processes']} "
+        f"processes), against an ordered consumer's read", v,
+        f"{v:.2f} ({rep['coups_per_s']:,.0f} against {rep['raw_coups_per_s']:,.0f})", rng, "0.50 or more",
+        _at_least(0.50))
+    scale = results["scale"]
+    counts = [k for k in scale if k.isdigit()]
+    row("scale", f"coups/s flat out at {', '.join(counts)} tables", 0.0,
+        ", ".join(f"{scale[k]['coups_per_s']:.1f}" for k in counts),
+        "; ".join(f"{scale[k]['coups_per_s_range'][0]:.1f} to {scale[k]['coups_per_s_range'][1]:.1f}"
+                  for k in counts), "none", None)
+    arch = results["archive"]
+    row("archive", "a sealed coup replayed, p99", arch["replay"]["p99_ms"], f"{arch['replay']['p99_ms']:.1f} ms",
+        "one run", "under 50 ms", lambda v: v < 50)
+    audit = arch["audit"]
+    low, high = audit["verify_coups_per_s_range"]
+    row("archive", "sealed shoes audited, one core: coups/s", audit["verify_coups_per_s"],
+        f"{audit['verify_coups_per_s']:,.0f}", f"{low:,.0f} to {high:,.0f}", "5,000 or more", _at_least(5000))
+    v, rng = _ratio(audit, "ratio", "ratio_range")
+    row("archive", "the audit against reading and decoding the same seals", v, f"{v:.2f}", rng, "0.5 or more",
+        _at_least(0.5))
+    bounded = results["bounded"]
+    for key, what in (("rss_mib_ratio", "resident memory"), ("ready_s_ratio", "restart"),
+                      ("killed_ready_s_ratio", "restart after a kill")):
+        row("bounded", f"the nats-server after {bounded['long']['coups']:,} coups against "
+            f"{bounded['short']['coups']:,}, shoes sealed: {what}", bounded[key], f"{bounded[key]:.2f}", "one run",
+            "1.2 or less", _at_most(1.2))
+    return rows
+
+
+def _met(met: bool | None) -> str:
+    return "" if met is None else "met" if met else "not met"
+
+
+def text(rows: list[Row]) -> str:
+    """The table as `make bench` prints it."""
+    lines = ["judged figures (each the median of the runs; the range of the runs beside it):"]
+    for r in rows:
+        lines.append(f"  {r.benchmark:<9} {r.figure}: {r.value} (range {r.range}); target {r.target}"
+                     + (f": {_met(r.met)}" if r.met is not None else ""))
+    return "\n".join(lines)
+
+
+def markdown(rows: list[Row]) -> str:
+    """The table in Markdown, as the README quotes it."""
+    lines = ["| benchmark | figure | median | range | target | |", "|---|---|---|---|---|---|"]
+    lines += [f"| {r.benchmark} | {r.figure} | {r.value} | {r.range} | {r.target} | {_met(r.met)} |" for r in rows]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(prog="python -m bench.report")
+    p.add_argument("file", nargs="?", default="var/bench/latest.json", help="a run's JSON (var/bench/latest.json)")
+    args = p.parse_args()
+    print(markdown(judged(json.loads(Path(args.file).read_text(encoding="utf-8")))))
+
+
+if __name__ == "__main__":
+    main()
