@@ -332,9 +332,9 @@ class DealerPolicyService:
             w = self.waiting(t)
             if w.kind == "card":
                 index, count = t.game.cards_dealt(t.state), t.game.cards_due(t.state)
-                by_tableau = t.game.by_tableau(t.state)
                 drawn = await self.peer.must(subjects.command(t.name, "shoe"), commands.DrawCard(
-                    f"{t.coup}:draw:{index}", t.name, t.coup, t.config.ruleset, index, count, by_tableau))
+                    f"{t.coup}:draw:{index}", t.name, t.coup, t.config.ruleset, index, count,
+                    t.game.by_tableau(t.state), t.game.dealer_run(t.state)))
                 for i, (card, position) in enumerate(zip(drawn.cards, drawn.positions, strict=True)):
                     deal = t.game.deal(card, position, self.waiting(t).seat)
                     self._stage(t, self._decide(t, deal), f"{t.coup}:card:{index + i}", f"{t.coup}:draw:{index}")

@@ -15,9 +15,10 @@ from casino.protocol.commands import DrawCard, EndRound, Reply, ShoeCommand, Sta
 from casino.protocol.service import Clock, TableLocks, utc_now
 from casino.rules import shoe as dealing_shoe
 from casino.rules.baccarat import tableau
+from casino.rules.blackjack import hand as hand_totals
 from casino.rules.cards import Card, full_set
 from casino.rules.errors import RuleViolation
-from casino.rules.ruleset import BaccaratRules, ShoeRules
+from casino.rules.ruleset import BaccaratRules, BlackjackRules, ShoeRules
 from casino.store import subjects
 from casino.store.envelope import Batch
 from casino.store.eventstore import EventStore, Stored, latest_at_table
@@ -61,6 +62,7 @@ class TableShoe(Held, kw_only=True):
 
     rules: ShoeRules
     baccarat: bool = False  # a draw may go on by the tableau
+    hits_soft_17: bool | None = None  # blackjack: a draw may go on by the dealer's rule, which hits soft 17 or not
     document: str = ""  # the ruleset's document: the clauses the shoe cites (casino.rules.shoe.cites)
     state: dealing_shoe.ShoeState = msgspec.field(default_factory=dealing_shoe.ShoeState)
     order: Order | None = None
@@ -69,7 +71,8 @@ class TableShoe(Held, kw_only=True):
 
     def anew(self) -> TableShoe:
         """The table's shoe before any event is folded."""
-        return TableShoe(rules=self.rules, baccarat=self.baccarat, document=self.document)
+        return TableShoe(rules=self.rules, baccarat=self.baccarat, hits_soft_17=self.hits_soft_17,
+                         document=self.document)
 
 
 def _fold(t: TableShoe, event: dealing_shoe.AnyShoeEvent, causation: str) -> None:
@@ -139,8 +142,9 @@ class ShoeService:
         """The table's shoe, folded from the stream the first time it is asked for."""
         if table not in self.tables:
             rules = rulesets.load(ruleset)
-            self.tables[table] = TableShoe(rules=rules.shoe, baccarat=isinstance(rules, BaccaratRules),
-                                           document=rules.document)
+            self.tables[table] = TableShoe(
+                rules=rules.shoe, baccarat=isinstance(rules, BaccaratRules), document=rules.document,
+                hits_soft_17=rules.dealer_hits_soft_17 if isinstance(rules, BlackjackRules) else None)
             await self.rebuild(table)
         return self.tables[table]
 
@@ -211,7 +215,12 @@ class ShoeService:
                     return Reply(True, coup=cmd.coup)
                 events = dealing_shoe.decide(t.rules, t.state, dealing_shoe.EndRound(cmd.coup, cmd.pickup), t.document)
                 await self._commit(cmd.table, t, events, cmd.coup, f"{cmd.coup}:end", cmd.id)
-                return Reply(True, coup=cmd.coup, shoe=t.state.shoe_id or "")
+                ended_in = t.state.shoe_id or ""
+                if t.state.reshuffle and t.state.round is None:
+                    # 002 (9), 003 7.8: the round completed, the cards are reshuffled now, not when the
+                    # next coup opens (a next round asked first reshuffles as it starts, as before).
+                    await self._reshuffle(cmd.table, t, subjects.NO_COUP, cmd.id)
+                return Reply(True, coup=cmd.coup, shoe=ended_in)
         raise RuleViolation("protocol", f"unknown shoe command {type(cmd).__name__}")
 
     async def _draw(self, cmd: DrawCard) -> Reply:
@@ -222,12 +231,14 @@ class ShoeService:
             raise RuleViolation("protocol", f"a draw is of one card or more, not {cmd.count}")
         if cmd.tableau and not t.baccarat:
             raise RuleViolation("protocol", f"{cmd.table} deals no baccarat: no draw goes on by the tableau")
-        while len(t.state.layout) < _last(cmd, t.state.layout):  # not drawn yet (asked again: the same cards)
+        if cmd.dealer is not None and t.hits_soft_17 is None:
+            raise RuleViolation("protocol", f"{cmd.table} deals no blackjack: no draw goes on by the dealer's rule")
+        while len(t.state.layout) < _last(cmd, t.state.layout, t.hits_soft_17):  # not drawn yet (asked again: the same cards)
             first = len(t.state.layout)
             if cmd.index > first or t.order is None:
                 raise RuleViolation("shoe", f"card {cmd.index} of coup {cmd.coup} is not the next card")
             state, events = dealing_shoe.copy(t.state), []  # the shoe's own state moves on once recorded
-            while len(state.layout) < _last(cmd, state.layout):
+            while len(state.layout) < _last(cmd, state.layout, t.hits_soft_17):
                 if state.position >= len(t.order[0]):
                     raise RuleViolation("shoe", f"shoe {state.shoe_id} has no card left for coup {cmd.coup}: the "
                                                 "ruleset's penetration leaves too few cards behind the cut card")
@@ -242,7 +253,7 @@ class ShoeService:
             else:  # 003 7.9: the cut card came out first: reshuffle now
                 await self._commit(cmd.table, t, step, cmd.coup, f"{cmd.coup}:cut:{t.state.shoe_id}", cmd.id)
                 await self._reshuffle(cmd.table, t, cmd.coup, cmd.id)
-        layout, end = t.state.layout, _last(cmd, t.state.layout)
+        layout, end = t.state.layout, _last(cmd, t.state.layout, t.hits_soft_17)
         start = t.state.position - len(layout)  # the round's cards lie together in the shoe
         return Reply(True, coup=cmd.coup, shoe=t.state.shoe_id or "", cards=tuple(layout[cmd.index:end]),
                      positions=tuple(range(start + cmd.index, start + end)))
@@ -275,9 +286,13 @@ def _not_after(coup: str, last_round: str) -> bool:
     return number is not None and last is not None and number <= last
 
 
-def _last(cmd: DrawCard, layout: Sequence[Card]) -> int:
+def _last(cmd: DrawCard, layout: Sequence[Card], hits_soft_17: bool | None) -> int:
     """One past the round's last card that ``cmd`` draws: ``count`` of them from
-    ``index``, then with ``tableau`` each further card the tableau calls for
-    (known once the cards before it are drawn)."""
-    end = cmd.index + cmd.count
-    return tableau.drawn_on(layout, end) if cmd.tableau else end
+    ``index``, then with ``tableau`` each further card the tableau calls for,
+    or with ``dealer`` each the dealer's drawing rule does (each known once
+    the cards before it are drawn)."""
+    if cmd.tableau:
+        return tableau.drawn_on(layout, cmd.index + cmd.count)
+    if cmd.dealer is not None and hits_soft_17 is not None:
+        return cmd.index + hand_totals.dealer_drawn_on(cmd.dealer, layout[cmd.index:], cmd.count, hits_soft_17)
+    return cmd.index + cmd.count

@@ -121,6 +121,11 @@ class Game(ABC):
         """Whether the cards now due are drawn one after another by the tableau alone."""
         return False
 
+    def dealer_run(self, state: Any) -> tuple[Card, ...] | None:
+        """The dealer's cards so far where the cards now due are drawn one after
+        another by the dealer's drawing rule alone; None otherwise."""
+        return None
+
     def procedure(self, state: Any) -> str:
         """The dealing procedure of the coup (a metric's label), if the game has several."""
         return ""
@@ -281,6 +286,10 @@ class Blackjack(Game):
         if state.phase == "dealing":
             return blackjack.initial_cards(state) - self.cards_dealt(state)
         return 1
+
+    def dealer_run(self, state: Any) -> tuple[Card, ...] | None:
+        # 002 (7), 003 7.6: every player has acted; the dealer's rule alone decides each further card
+        return state.dealer_cards if state.phase == "dealer" else None
 
     def payouts(self, rules: Any, book: wager_book.Book, result: Any) -> tuple[Payout, ...]:
         payouts = settlement.settle_blackjack(rules, result)

@@ -29,7 +29,7 @@ from casino.rules.shoe import CardDrawn
 from casino.store import subjects
 from casino.store.eventstore import InMemoryEventStore, Stored
 from tests.examples import examples
-from tests.rules.stacking import baccarat, burn_cards, order
+from tests.rules.stacking import baccarat, blackjack, burn_cards, order
 from tests.variants import ruleset_variant
 
 TABLES = {"B": TableConfig("baccarat-000-methods", approvals=APPROVALS), "J": TableConfig("blackjack-002-hole-card")}
@@ -298,3 +298,31 @@ def test_a_draw_by_the_tableau_is_one_step_asked_again_the_same_and_refused_at_b
     with pytest.raises(RuleViolation, match="J deals no baccarat: no draw goes on by the tableau"):
         ask(commands.DrawCard(id="J-1:draw:0", table="J", coup="J-1", ruleset="blackjack-003-no-hole-card", index=0,
                        count=2, tableau=True))
+    with pytest.raises(RuleViolation, match="T deals no blackjack: no draw goes on by the dealer's rule"):
+        ask(commands.DrawCard(id="T-1:draw:6", table="T", coup="T-1", ruleset="baccarat-000-methods", index=6,
+                              dealer=("6H",)))
+
+
+def test_a_draw_by_the_dealers_rule_is_one_step_asked_again_the_same() -> None:
+    """002 (7), 003 7.6: once every player has acted, the dealer-policy asks for
+    the dealer's cards in one draw: the shoe draws each card the dealer's rule
+    calls for (after 6H: 5C, 2D, 3S to 16, then KH) as one batch, and not the
+    card after; asked again, the same cards, nothing written."""
+    store = InMemoryEventStore()
+    rules = "blackjack-003-no-hole-card"
+    shoe = ShoeService(store, MemorySecrets(), shuffle=lambda table, decks: (
+        order(decks, ["TS", "6H", "9D", "5C", "2D", "3S", "KH", "QD"], burn_cards(blackjack(rules).shoe)), "salt"))
+
+    def ask(command: commands.Command) -> commands.Reply:
+        return asyncio.run(shoe.handle(command))
+
+    assert ask(commands.StartRound(id="start", table="J", coup="J-1", ruleset=rules)).ok
+    assert ask(commands.DrawCard(id="J-1:draw:0", table="J", coup="J-1", ruleset=rules, index=0, count=3)).cards == (
+        "TS", "6H", "9D")  # 003 7.3: a box, the dealer, the box
+    written = len(asyncio.run(store.read(f"{subjects.EVENTS}.>")))
+    draw = commands.DrawCard(id="J-1:draw:3", table="J", coup="J-1", ruleset=rules, index=3, dealer=("6H",))
+    first = ask(draw)
+    assert first.cards == ("5C", "2D", "3S", "KH") and first.positions == (4, 5, 6, 7)  # after the burn
+    assert ask(draw) == first
+    batches = asyncio.run(store.read(f"{subjects.EVENTS}.>"))[written:]
+    assert [len(m.batch.events) for m in batches] == [4]

@@ -7,6 +7,7 @@ import msgspec
 import pytest
 
 from casino.rules.blackjack import coup as bj
+from casino.rules.blackjack import hand as hand_totals
 from casino.rules.blackjack import messages as blackjack_messages
 from casino.rules.errors import RuleViolation
 from casino.rules.ruleset import BlackjackRules
@@ -112,6 +113,25 @@ def test_dealer_stands_or_hits_on_soft_17_as_the_ruleset_says(hits: bool, dealer
     rules = msgspec.structs.replace(R, dealer_hits_soft_17=hits)
     rec = play_bj(rules, ["TS", "AH", "8S", "6C", "TD", "3S"], SEAT2)
     assert rec.coup.dealer_cards == dealer
+
+
+@pytest.mark.parametrize("hits,dealer", [(False, ("AH", "6C")), (True, ("AH", "6C", "TD")),
+                                         (False, ("6C", "5C", "2D", "3S", "KH"))])
+def test_a_run_drawn_for_the_dealer_holds_each_card_the_dealers_rule_calls_for(
+        hits: bool, dealer: tuple[str, ...]) -> None:
+    """002 (7), 003 7.6: once every player has acted, the shoe may draw the
+    dealer's cards as one run (as the tableau's at baccarat): it holds each
+    card the coup itself deals the dealer, and no more."""
+    rules = msgspec.structs.replace(R, dealer_hits_soft_17=hits)
+    after = ("QD", "JD")  # the next cards in the shoe, which the run must not take
+    rec = play_bj(rules, ["TS", dealer[0], "9S", dealer[1], *dealer[2:], *after], SEAT2)
+    assert rec.coup.dealer_cards == dealer
+    first, drawn = dealer[:2], (*dealer[2:], *after)
+    if hand_totals.dealer_must_draw(first, hits):  # a card is due: the run asked for one, and takes what is due
+        assert hand_totals.dealer_drawn_on(first, (), 1, hits) == 1  # none drawn yet: the first is drawn
+        assert drawn[:hand_totals.dealer_drawn_on(first, drawn, 1, hits)] == dealer[2:]
+    else:
+        assert dealer[2:] == ()
 
 
 @pytest.mark.parametrize("takes,back", [("all", 0), ("original_bets", 2000)])

@@ -217,13 +217,16 @@ class DrawCard(Command, frozen=True, tag="shoe.draw_card"):
     in one step: asking again for the same cards returns the same cards, so a
     retried draw never takes a second card. With ``tableau`` (baccarat, where
     nobody is waited for until the coup's last card) the draw goes on with
-    every further card the tableau calls for, in the same step."""
+    every further card the tableau calls for, in the same step; with
+    ``dealer`` (blackjack, every player having acted: the dealer's cards so
+    far) with every further card the dealer's drawing rule calls for."""
 
     coup: Token
     ruleset: str
     index: int
     count: int = 1
     tableau: bool = False
+    dealer: tuple[Card, ...] | None = None
 
 
 class EndRound(Command, frozen=True, tag="shoe.end_round"):

@@ -64,17 +64,19 @@ async def latest_at_table(store: EventStore, table: str, aggregate: str) -> Stor
     shoe's shuffle is one, but for a shoe begun in the middle of a round,
     003 7.9: the shoes after it are looked for by number); everything at the
     shoe is written to the shoe in play, and a coup opened in it is the
-    table's latest. Where no coup has opened in it yet (a coup begun in the
-    shoe before goes on into it) and for shoes named otherwise than
-    ``<table>-shoe-<n>``, the whole table is matched."""
+    table's latest. Where no coup has opened in it yet (the shoe was filled
+    as the last round ended, or a coup begun in the shoe before goes on into
+    it), the shoe before holds the latest; failing both, and for shoes named
+    otherwise than ``<table>-shoe-<n>``, the whole table is matched."""
     between = await store.last(subjects.event(table, "*", subjects.NO_COUP, "shoe"))
     number = None if between is None else subjects.shoe_number(table, subjects.tokens(between.subject)[1])
     if number is not None:
         while await store.last(subjects.event(table, subjects.shoe_id(table, number + 1), "*", "shoe")) is not None:
             number += 1
-        found = await store.last(subjects.event(table, subjects.shoe_id(table, number), "*", aggregate))
-        if found is not None:
-            return found
+        for shoe in (number, number - 1) if number > 1 else (number,):
+            found = await store.last(subjects.event(table, subjects.shoe_id(table, shoe), "*", aggregate))
+            if found is not None:
+                return found
     return await store.last(subjects.aggregate_filter(aggregate, table))
 
 

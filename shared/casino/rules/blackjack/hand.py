@@ -40,6 +40,17 @@ def dealer_must_draw(cards: Sequence[Card], hits_soft_17: bool) -> bool:
     return t < 17 or (t == 17 and soft and hits_soft_17)
 
 
+def dealer_drawn_on(dealer: Sequence[Card], drawn: Sequence[Card], count: int, hits_soft_17: bool) -> int:
+    """How many cards a run drawn for the dealer's hand holds once every player
+    has acted (002 (7), 003 7.6): ``count`` at least, then each further card
+    while the dealer must still draw, known once the cards before it
+    (``drawn``, in the order drawn after ``dealer``, the dealer's cards so far)
+    are. As ``tableau.drawn_on`` for baccarat: nobody is waited for."""
+    while len(drawn) >= count and dealer_must_draw((*dealer, *drawn[:count]), hits_soft_17):
+        count += 1
+    return count
+
+
 def is_pair(cards: Sequence[Card], by_value: bool) -> bool:
     """Two cards that may be split: the same rank (or the same value if allowed)."""
     if len(cards) != 2:
