@@ -11,8 +11,11 @@ import pytest
 from casino.rules import wagerbook
 from casino.rules.baccarat import coup as bac
 from casino.rules.baccarat import messages as baccarat_messages
+from casino.rules.blackjack import coup as bj
+from casino.rules.blackjack import messages as blackjack_messages
 from casino.rules.errors import RuleViolation
 from casino.rules.settlement import settle_baccarat
+from casino.rules.wagers import Wager
 from tests.rules.stacking import baccarat, blackjack, of, play_bac
 
 R = baccarat()
@@ -57,6 +60,30 @@ def test_a_seated_players_wager_is_theirs_and_a_back_bet_is_on_a_seated_players_
     assert after.wagers == ()
     bj = blackjack()
     assert refused(book(wagerbook.Sit(1, "BOB"), rules=bj), wagerbook.PlaceWager(1, "box", 1000, "DAN"), bj).clause == "seating"
+
+
+@pytest.mark.parametrize("rules", [R, blackjack()], ids=["baccarat", "blackjack"])
+def test_nobody_sits_at_a_seat_holding_the_wagers_of_a_player_not_recorded_there(rules: object) -> None:
+    """An unnamed wager at a seat nobody is recorded at is its own player's
+    (a terminal that records no seating); another player sitting there would
+    put two players' wagers on one box, and a blackjack box is dealt one hand."""
+    bet, amount = ("box", 1000) if rules is not R else ("banker", 5000)
+    placed = book(wagerbook.PlaceWager(1, bet, amount), rules=rules)
+    assert [(w.seat, w.player) for w in placed.wagers] == [(1, "")]
+    assert "cancelled before another sits there" in refused(placed, wagerbook.Sit(1, "BOB"), rules).reason
+    cancelled = book(wagerbook.PlaceWager(1, bet, amount), wagerbook.CancelWager(1, bet), wagerbook.Sit(1, "BOB"),
+                     wagerbook.PlaceWager(1, bet, amount), rules=rules)
+    assert [(w.seat, w.player) for w in cancelled.wagers] == [(1, "BOB")]
+
+
+@pytest.mark.parametrize("name", ["blackjack-002-hole-card", "blackjack-003-no-hole-card"])
+def test_a_blackjack_box_is_dealt_one_hand_two_wagers_on_it_are_refused(name: str) -> None:
+    rules = blackjack(name)
+    opened = bj.fold(bj.decide(rules, bj.BlackjackCoup(), blackjack_messages.OpenCoup("c")))
+    two = (Wager(1, "box", 1000, ""), Wager(1, "box", 2000, "BOB"))
+    refusal = bj.check(rules, opened, blackjack_messages.CloseBetting(two))
+    assert refusal is not None and refusal.clause in ("002 (4)(a)", "003 7.3(a)")
+    assert "one hand" in refusal.reason
 
 
 def test_back_bets_are_paid_and_offered_nothing() -> None:

@@ -167,6 +167,11 @@ def decide(rules: BaccaratRules | BlackjackRules, book: Book, command: AnyBookCo
                 raise RuleViolation("seating", f"seat {command.seat} is taken by {taken}")
             if any(p == command.player for _, p in book.seated):
                 raise RuleViolation("seating", f"{command.player} is seated already")
+            if any(w.seat == command.seat for w in book.wagers):
+                # The seat's wagers are those of a player not recorded as seated (``_who``): the box
+                # is theirs, and a second player's wagers would make it two (a blackjack box one hand).
+                raise RuleViolation("seating", f"seat {command.seat} has wagers in this coup by a player not "
+                                               f"recorded as seated; they are cancelled before another sits there")
             if any(w.player == command.player and w.back for w in book.wagers):
                 raise RuleViolation("seating", f"{command.player} has back bets in this coup; cancel them first")
             return [PlayerSeated(command.seat, command.player)]

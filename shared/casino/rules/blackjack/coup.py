@@ -203,8 +203,11 @@ def _close_betting(rules: BlackjackRules, s: BlackjackCoup, cmd: CloseBetting) -
     if s.phase != "betting":
         raise RuleViolation("coup", "betting is not open")
     book = check_book(rules.table, rules.limits, cmd.wagers)
+    dealt_to = _clause(rules.hole_card, "002 (4)(a)", "003 7.3(a)")
     if not book:
-        raise RuleViolation(_clause(rules.hole_card, "002 (4)(a)", "003 7.3(a)"), "cards go only to boxes containing a wager, and none has one")
+        raise RuleViolation(dealt_to, "cards go only to boxes containing a wager, and none has one")
+    if len({w.seat for w in book}) < len(book):
+        raise RuleViolation(dealt_to, "a box is dealt one hand: the book holds two wagers on one box")
     # 002 (4): boxes in the order they are dealt, clockwise from the dealer's left.
     return [BettingClosed(tuple(sorted(book, key=lambda w: rules.seats.index(w.seat))))]
 
