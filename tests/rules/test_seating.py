@@ -77,7 +77,7 @@ def test_nobody_sits_at_a_seat_holding_the_wagers_of_a_player_not_recorded_there
 
 
 @pytest.mark.parametrize("name", ["blackjack-002-hole-card", "blackjack-003-no-hole-card"])
-def test_a_blackjack_box_is_dealt_one_hand_two_wagers_on_it_are_refused(name: str) -> None:
+def test_002_4_a_003_7_3_a_a_box_is_dealt_one_hand_two_wagers_on_it_are_refused(name: str) -> None:
     rules = blackjack(name)
     opened = bj.fold(bj.decide(rules, bj.BlackjackCoup(), blackjack_messages.OpenCoup("c")))
     two = (Wager(1, "box", 1000, ""), Wager(1, "box", 2000, "BOB"))
