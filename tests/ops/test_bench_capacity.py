@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from bench.capacity import MOST_P99_MS, holds, one_step, search
+from bench.capacity import MOST_P99_MS, described, holds, one_step, search
 
 
 def carried_up_to(most: int) -> Any:
@@ -61,3 +61,10 @@ async def test_a_step_times_every_command_after_each_tables_first_coup() -> None
     assert figures["coups_per_s"] > 0
     assert {"OpenCoup", "PlaceWager", "CloseBetting"} <= set(figures["commands"])
     assert figures["command_p99_ms"] == max(c["p99_ms"] for c in figures["commands"].values())
+
+
+@pytest.mark.anyio
+async def test_a_step_whose_tables_cannot_all_deal_a_first_coup_in_time_does_not_hold() -> None:
+    figures = await one_step(4, period=3.0, window=1.0, grace=-3.0)  # the deadline passed as the step starts
+    assert figures["first_coups_not_dealt"] == 4 and not holds(figures)
+    assert "4 of them yet to deal a first coup (not held)" in described(figures)
