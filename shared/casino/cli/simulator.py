@@ -231,6 +231,14 @@ class SimulatedTable:
             if asyncio.get_running_loop().time() > deadline:
                 raise Refused(f"{self.name} {coup}: not settled within {timeout:.0f} s")
 
+    async def stored_settlement(self, coup: str, timeout: float = 30) -> None:
+        """Until the stream holds the coup's settlement."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while not await self.store.read(f"{subjects.EVENTS}.*.*.{coup}.settle"):
+            if asyncio.get_running_loop().time() > deadline:
+                raise Refused(f"{self.name} {coup}: its settlement is not in the stream after {timeout:.0f} s")
+            await asyncio.sleep(0.05)
+
     def _amount(self, bet: str) -> int:
         limit = self.rules.limits[bet]  # type: ignore[index]
         return int(self.rnd.choice([limit.min, 2 * limit.min, 5 * limit.min]))
@@ -377,6 +385,10 @@ class Simulator:
             done, _ = await asyncio.wait(plays, return_when=asyncio.FIRST_EXCEPTION)
             for play in done:
                 play.result()  # a table that failed fails the run
+            # A settlement is seen passing before the stream may hold it: a bounded run ends once it does.
+            for table in tables:
+                if table.last is not None:
+                    await table.stored_settlement(table.last.coup)
         finally:
             await _ended(plays, self.stop)
             await sub.unsubscribe()
