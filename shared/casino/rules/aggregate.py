@@ -33,19 +33,13 @@ def with_follow_ups(
     (``follow_up(context, state)``, until it gives none), in order; and the
     state after all of them, each event applied by its type's entry in
     ``evolving`` (an event with none leaves the state as it is)."""
-    for e in events:
-        after = evolving.get(type(e))
-        if after is not None:
-            state = after(state, e)
-    step = follow_up(context, state)
-    if not step:
-        return events, state
-    out = list(events)
-    while step:
+    out = step = events
+    while True:
         for e in step:
             after = evolving.get(type(e))
             if after is not None:
                 state = after(state, e)
-        out += step
         step = follow_up(context, state)
-    return out, state
+        if not step:
+            return out, state
+        out = out + step  # a new list: the caller's ``events`` are left as they are
