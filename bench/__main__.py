@@ -24,6 +24,7 @@ from bench import (
     replay,
     report,
     rules,
+    series,
     verifying,
 )
 from bench.runs import span
@@ -63,12 +64,12 @@ def by_procedure(figures: dict[str, Any]) -> str:
 SIZES: dict[str, Any] = {"rules_coups": 2000, "replay_coups_a_table": 150, "verifying_coups": 1200, "window": 50,
                          "pipeline_tables": 16, "scale_tables": [1, 4, 16, 64, 256], "history_coups": 20000,
                          "history_rounds": 300, "holding_coups": 50000, "archive_coups": 150,
-                         "bounded_coups": (10000, 200000),
+                         "bounded_coups": (10000, 200000), "series_coups": 200,
                          # from 250 tables, each a coup a minute, every step measured for a minute
                          "capacity": {"start": 250, "period": capacity.PERIOD, "window": 60.0, "halvings": 2}}
 QUICK: dict[str, Any] = {**SIZES, "rules_coups": 100, "scale_tables": [1, 4, 16, 64], "replay_coups_a_table": 5, "verifying_coups": 20, "window": 2,
                          "history_coups": 200, "history_rounds": 20, "holding_coups": 200, "archive_coups": 12,
-                         "bounded_coups": (2400, 4800),
+                         "bounded_coups": (2400, 4800), "series_coups": 4,
                          "capacity": {"start": 4, "most": 8, "period": 3.0, "window": 3.0, "halvings": 0}}
 
 
@@ -82,7 +83,8 @@ def measure_all(sizes: dict[str, Any], runs: int, seconds: float) -> dict[str, A
         "history": asyncio.run(history.measure(sizes["history_coups"], sizes["history_rounds"], runs)),
         "holding": asyncio.run(holding.measure(sizes["holding_coups"], runs)),
         "archive": asyncio.run(archive.measure(sizes["archive_coups"], runs)),
-        "bounded": asyncio.run(bounded.measure(*sizes["bounded_coups"])),  # one run: minutes at the long size
+        "bounded": asyncio.run(bounded.measure(*sizes["bounded_coups"])),
+        "metrics": asyncio.run(series.measure(sizes["series_coups"])),  # one run: minutes at the long size
         # one search: its steps bracket the figure (the most tables that held, the fewest that did not)
         "capacity": asyncio.run(capacity.measure(**sizes["capacity"])),
     }
@@ -169,6 +171,7 @@ def main() -> None:
     print(archive.summary(results["archive"]))
     print(bounded.summary(results["bounded"]))
     print(capacity.summary(results["capacity"]))
+    print(series.summary(results["metrics"]))
     print(report.text(report.judged(results)))
     print(f"each figure is the median of {args.runs} runs; the whole took {run['took_s'] / 60:.1f} minutes")
     out.parent.mkdir(parents=True, exist_ok=True)

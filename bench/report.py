@@ -107,6 +107,13 @@ def judged(results: dict[str, Any]) -> list[Row]:
         row("bounded", f"the nats-server after {bounded['long']['coups']:,} coups against "
             f"{bounded['short']['coups']:,}, shoes sealed: {what}", bounded[key], f"{bounded[key]:.2f}", "one run",
             "1.2 or less", _at_most(1.2))
+    m = results["metrics"]
+    biggest = max(m["series_per_service"], key=lambda k: m["series_per_service"][k]["second"])
+    most = m["series_per_service"][biggest]
+    row("metrics", f"series a service's /metrics holds after {2 * m['coups_a_table']} coups a table against "
+        f"{m['coups_a_table']}, the most added (the largest service)", m["most_added"],
+        f"{m['most_added']} ({biggest}: {most['first']:,} then {most['second']:,})", "one run", "8 or fewer",
+        _at_most(8))
     return rows
 
 

@@ -25,7 +25,6 @@ import uvloop
 from fast_depends.msgspec import MsgSpecSerializer
 from faststream.asgi import AsgiFastStream, AsgiResponse, get
 from faststream.nats import NatsBroker
-from faststream.nats.prometheus import NatsPrometheusMiddleware
 from faststream.security import BaseSecurity
 from faststream.specification import AsyncAPI
 from nats.aio.client import Client
@@ -108,8 +107,7 @@ class Running:
             servers, name=name or kind, inbox_prefix=natsclient.inbox_prefix(servers), max_reconnect_attempts=-1,
             security=BaseSecurity(ssl_context=tls) if tls else None, serializer=MsgSpecSerializer(), apply_types=False,
             logger=log, log_level=logging.DEBUG, graceful_timeout=10.0,
-            middlewares=[replies_to_inboxes(self.metrics),
-                         NatsPrometheusMiddleware(registry=self.metrics.registry, app_name=kind)])
+            middlewares=[replies_to_inboxes(self.metrics)])
         self.service: Any = None
         self.gate = CommandGate(self.metrics)
         self.durables: list[str] = []

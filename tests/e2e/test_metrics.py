@@ -8,6 +8,7 @@ import urllib.request
 
 import nats
 import pytest
+from bench import series
 from prometheus_client.parser import text_string_to_metric_families
 from services import runner
 
@@ -117,3 +118,17 @@ async def test_a_service_folding_its_history_at_start_is_alive_and_not_ready(
     finally:
         done.set()
         await (await starting).stop()
+
+
+
+async def test_every_service_holds_as_many_series_after_twice_the_coups() -> None:
+    """Every label comes from a bounded set (table, game, procedure, bet,
+    clause, service, consumer): each service scraped after N coups a table and
+    again after 2N holds the same series, within a handful (a bet or a
+    refusal's clause first seen in the later coups), and no label names a shoe,
+    a coup or a subject (``make bench`` reports the same figures at 200 coups)."""
+    figures = await series.measure(coups=8)
+    assert figures["settled"]["first"] >= 8 * 4 and figures["settled"]["second"] == 16 * 4
+    for kind, counted in figures["series_per_service"].items():
+        assert counted["first"] > 0 and counted["second"] - counted["first"] <= 8, (kind, counted)
+    assert not [v for v in figures["label_values"] if "-shoe-" in v or "-0000" in v or v.startswith("casino.")]

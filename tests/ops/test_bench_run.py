@@ -71,6 +71,9 @@ def test_the_whole_benchmark_runs_and_writes_every_figure_beside_its_ceiling(tmp
     bounded = figures["bounded"]
     assert bounded["long"]["sealed_shoes"] > bounded["short"]["sealed_shoes"] > 0
     assert bounded["rss_mib_ratio"] == bounded["long"]["rss_mib"] / bounded["short"]["rss_mib"]
+    series = figures["metrics"]["series_per_service"]
+    assert set(series) == {"shoe", "wager", "dealer-policy", "settlement", "projections", "archiver"}
+    assert all(0 < s["first"] <= s["second"] for s in series.values()) and figures["metrics"]["most_added"] >= 0
     capacity = figures["capacity"]  # a search at a few tables: each step a casino dealing a coup every 3 s a table
     assert capacity["steps"] and all(step["commands"] for step in capacity["steps"])
     assert capacity["tables"] in {0} | {step["tables"] for step in capacity["steps"]}
@@ -79,7 +82,8 @@ def test_the_whole_benchmark_runs_and_writes_every_figure_beside_its_ceiling(tmp
     assert "not a measurement" in lines[0] and lines[1].startswith("measured on ")
     after = lines[lines.index("judged figures (each the median of the runs; the range of the runs beside it):") + 1:]
     judged = after[:next((i for i, line in enumerate(after) if not line.startswith("  ")), len(after))]
-    for benchmark in ("rules", "latency", "capacity", "pipeline", "replay", "scale", "archive", "bounded"):
+    for benchmark in ("rules", "latency", "capacity", "pipeline", "replay", "scale", "archive", "bounded",
+                      "metrics"):
         assert any(line.split()[0] == benchmark for line in judged), benchmark
     rules = next(line for line in judged if line.split()[0] == "rules")
     assert f"{figures['rules']['same_events_ratio']:.3f}" in rules and "target 0.5 or more" in rules, rules
