@@ -170,7 +170,7 @@ class Running:
     async def _open(self) -> None:
         """Connect, and make the service before any message arrives."""
         nc = await self.broker.connect()
-        await require_provisioned(nc)  # by the administrator: no service may create a stream
+        await require_provisioned(nc, secrets=self.kind == "shoe")  # by the administrator, as declared
         if self.own is not None:
             await followers.create(nc, self.own)
         store = JetStreamEventStore(nc)

@@ -350,3 +350,36 @@ async def test_only_the_archiver_removes_anything_and_only_sealed_shoes_from_the
         assert await JetStreamEventStore(compliance).read(live)  # the shoe in play is whole
         await admin.close()
         await compliance.close()
+
+
+async def test_no_user_may_change_a_stream_once_made_nor_source_the_secret_orders(tmp_path: Path) -> None:
+    """As every user, the administrator first: the dead letters given the
+    secret orders as a source (which would republish every order to their
+    reader), the event stream given the same source or a limit that would
+    delete the record, any stream deleted, or made again with another
+    configuration under its name: each refused, and the streams as they were."""
+    from casino.store.jetstream import declared_streams
+
+    async with secured_casino(tmp_path) as casino:
+        await casino.deal(2)
+        admin = await casino.connect("admin")
+        js = admin.jetstream()
+        before = {c.name: await js.stream_info(c.name or "") for c in declared_streams()}
+        secret = [{"name": SECRETS_STREAM}]
+        dlq, live = (msgspec.to_builtins(before[n].config.as_dict()) for n in (natsauth.DLQ, STREAM))
+        attempts = [(f"$JS.API.STREAM.UPDATE.{natsauth.DLQ}", {**dlq, "sources": secret}),
+                    (f"$JS.API.STREAM.UPDATE.{STREAM}", {**live, "sources": secret}),
+                    (f"$JS.API.STREAM.UPDATE.{STREAM}", {**live, "max_msgs": 100}),
+                    (f"$JS.API.STREAM.CREATE.{STREAM}", {**live, "max_msgs": 100}),
+                    (f"$JS.API.STREAM.CREATE.{natsauth.DLQ}", {**dlq, "sources": secret})]
+        attempts += [(f"$JS.API.STREAM.{verb}.{c.name}", {}) for c in declared_streams() for verb in ("DELETE", "UPDATE")]
+        for user in ("admin", *(u for u in EVERY_USER if u != "admin")):
+            nc = await casino.connect(user)
+            refused = await asyncio.gather(*(denied(nc, subject, body) for subject, body in attempts))
+            assert all(refused), (user, [s for (s, _), r in zip(attempts, refused, strict=True) if not r])
+            await nc.close()
+        for name, info in before.items():
+            now = await js.stream_info(name or "")
+            assert now.config.sources == info.config.sources == None and now.config.mirror is None, name  # noqa: E711
+            assert now.config.max_msgs == info.config.max_msgs and now.state.messages >= info.state.messages, name
+        await admin.close()

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 
 import nats
 import pytest
-from nats.js.api import StoreCompression
+from nats.js.api import StoreCompression, StreamSource
 
 from casino.rules.baccarat import messages as baccarat_messages
 from casino.rules.shoe import CardDrawn
@@ -18,13 +18,12 @@ from casino.store import subjects
 from casino.store.envelope import Batch, Envelope, type_of
 from casino.store.eventstore import Conflict, EventStore, InMemoryEventStore
 from casino.store.jetstream import (
-    DLQ_STREAM,
     SECRETS_STREAM,
     STREAM,
     JetStreamEventStore,
-    dlq_config,
+    Undeclared,
+    _setting,
     ensure_streams,
-    secrets_config,
     stream_config,
 )
 
@@ -193,33 +192,36 @@ async def test_every_stream_is_created_compressed_on_disk(nats_url: str) -> None
     try:
         js = nc.jetstream()
         await ensure_streams(js)
-        for name in (STREAM, SECRETS_STREAM, DLQ_STREAM):
+        for name in (STREAM, SECRETS_STREAM, "CASINO_DLQ"):
             assert (await js.stream_info(name)).config.compression == StoreCompression.S2, name
     finally:
         await nc.close()
 
 
-async def test_a_stream_of_an_earlier_release_is_compressed_by_the_administrator_only(nats_url: str) -> None:
-    """Streams created before compression keep working; the administrator's
-    start (``casino run`` provisions them) compresses the event stream and
-    the dead letters from then on and keeps their messages; a service's start
-    leaves them as they are; the secret orders' stream nobody changes."""
+async def test_a_stream_that_differs_from_its_declaration_is_refused_and_left_as_it_is(nats_url: str) -> None:
+    """Provisioning creates what is missing and changes nothing that exists:
+    a stream that differs from its declaration (a limit that would delete the
+    record, a source, deletes allowed) is refused by name and setting,
+    at provisioning and at a service's start, and keeps its messages."""
+    from casino.nats.provision import require_provisioned
+
     nc = await nats.connect(nats_url)
     try:
         js = nc.jetstream()
-        for config in (stream_config(), secrets_config(), dlq_config()):
-            await js.delete_stream(config.name or "")  # as provisioned by the fixture: as an earlier release left it
-            config.compression = StoreCompression.NONE
+        await ensure_streams(js)  # as provisioned by the fixture: nothing to do
+        for change, setting in ((lambda c: setattr(c, "max_msgs", 100), "max_msgs"),
+                                (lambda c: setattr(c, "sources", [StreamSource(name=SECRETS_STREAM)]), "sources"),
+                                (lambda c: setattr(c, "deny_delete", False), "deny_delete")):
+            await js.delete_stream(STREAM)
+            config = stream_config()
+            change(config)
             await js.add_stream(config)
-        await js.publish(COUP, b"from an earlier release")
-        await ensure_streams(js)
-        assert (await js.stream_info(STREAM)).config.compression == StoreCompression.NONE
-        await ensure_streams(js, upgrade=True)
-        for name in (STREAM, SECRETS_STREAM, DLQ_STREAM):
-            info = await js.stream_info(name)
-            expected = StoreCompression.NONE if name == SECRETS_STREAM else StoreCompression.S2
-            assert info.config.compression == expected, name
-            assert info.config.deny_delete and info.config.deny_purge == (name != STREAM), name  # the archiver's purge
-        assert (await js.get_last_msg(STREAM, COUP)).data == b"from an earlier release"
+            await js.publish(COUP, b"kept")
+            for attempt in (ensure_streams(js), require_provisioned(nc)):
+                with pytest.raises(Undeclared, match=f"{STREAM} differs from its declaration.*{setting}"):
+                    await attempt
+            info = await js.stream_info(STREAM)
+            assert _setting(setting, getattr(info.config, setting)) == _setting(setting, getattr(config, setting))
+            assert (await js.get_last_msg(STREAM, COUP)).data == b"kept"
     finally:
         await nc.close()

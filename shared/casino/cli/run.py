@@ -69,10 +69,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 async def _provision(url: str) -> None:
-    """The streams and buckets, created (or a store of an earlier release's
-    compressed) by the administrator: the services may not."""
+    """The streams and buckets, created by the administrator (the services
+    may not); a store whose streams differ from their declarations is refused."""
     nc = await natsclient.connect(url)
-    await provision(nc, upgrade=True)
+    await provision(nc)
     await nc.close()
 
 

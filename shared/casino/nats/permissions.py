@@ -105,12 +105,12 @@ ARCHIVES = _durable(ARCHIVER_DURABLE)[2:]
 # the stream allows (it denies deleting a message) and no other user may ask for.
 REMOVE = (f"$JS.API.STREAM.PURGE.{STREAM}",)
 # The administrator creates the casino's streams and buckets, by name and no
-# other (a stream of another name could mirror the secret orders); may
-# compress the event stream and the dead letters of an earlier release; and
-# may neither read nor change the secret orders' stream, nor any consumer.
-PROVISION = (*(f"$JS.API.STREAM.{verb}.{stream}" for stream in (STREAM, SECRETS, DLQ, ARCHIVE, *KV_STREAMS)
-               for verb in ("CREATE", "INFO")),
-             f"$JS.API.STREAM.UPDATE.{STREAM}", f"$JS.API.STREAM.UPDATE.{DLQ}")
+# other (a stream of another name could mirror the secret orders), and
+# changes none of them once made: no user may update a stream (its sources,
+# limits or subjects), delete one, read the secret orders or touch a consumer.
+# A change of configuration is a reviewed, recorded migration (docs/security.md).
+DECLARED_STREAMS = (STREAM, SECRETS, DLQ, ARCHIVE, *KV_STREAMS)
+PROVISION = tuple(f"$JS.API.STREAM.{verb}.{stream}" for stream in DECLARED_STREAMS for verb in ("CREATE", "INFO"))
 
 
 def permissions(tables: Iterable[str]) -> dict[str, User]:
@@ -186,7 +186,9 @@ def accounts(users: dict[str, User], password: dict[str, str]) -> dict[str, obje
                 for name, u in users.items() if u.account == account]
 
     terminals = sorted({u.account for u in users.values() if u.account != CASINO})
-    casino: dict[str, object] = {"jetstream": "enabled", "users": members(CASINO)}
+    # The account holds its declared streams and no other (their names are the
+    # administrator's only grant besides), and a bounded number of consumers.
+    casino: dict[str, object] = {"jetstream": {"max_streams": len(DECLARED_STREAMS)}, "users": members(CASINO)}
     if terminals:
         casino["exports"] = [{"service": s, "accounts": terminals} for s in EXPORTED]
     out: dict[str, object] = {CASINO: casino}

@@ -7,23 +7,29 @@ from __future__ import annotations
 from nats.aio.client import Client
 
 from casino.readmodels.projections import KvProjections
-from casino.store.jetstream import STREAM, ensure_streams
+from casino.store.jetstream import ensure_streams, require_declared, secrets_config, stream_config
 
 
-async def provision(nc: Client, replicas: int = 1, upgrade: bool = False) -> None:
-    """Create what does not exist yet (idempotent); with ``upgrade``, a store
-    of an earlier release's event stream is compressed from then on."""
+async def provision(nc: Client, replicas: int = 1) -> None:
+    """Create what does not exist yet, as declared (idempotent); change
+    nothing that exists (a stream that differs is refused: a migration)."""
     js = nc.jetstream()
-    await ensure_streams(js, replicas, upgrade)
+    await ensure_streams(js, replicas)
     await KvProjections.create(js, replicas)
 
 
-async def require_provisioned(nc: Client) -> None:
-    """A clear error where the administrator has not provisioned the store."""
+async def require_provisioned(nc: Client, secrets: bool = False) -> None:
+    """A clear error where the administrator has not provisioned the store, or
+    the event stream (and, for the shoe service, ``secrets``: the secret
+    orders' stream) is not as declared: a service does not write into a
+    stream that copies what it is given elsewhere or lets it go."""
     from nats.js.errors import NotFoundError
 
-    try:
-        await nc.jetstream().stream_info(STREAM)
-    except NotFoundError:
-        raise RuntimeError(f"the event stream {STREAM} is missing: the administrator provisions it "
-                           "(`casino run` does, or casino.nats.provision)") from None
+    js = nc.jetstream()
+    for declared in (stream_config(), *([secrets_config()] if secrets else [])):
+        try:
+            info = await js.stream_info(declared.name or "")
+        except NotFoundError:
+            raise RuntimeError(f"the stream {declared.name} is missing: the administrator provisions it "
+                               "(`casino run` does, or casino.nats.provision)") from None
+        require_declared(info.config, declared)

@@ -43,7 +43,7 @@ def stream_config(replicas: int = 1, duplicate_window_s: float = 120.0) -> Strea
     duplicate window. A purge is allowed by the stream for the archiver alone
     to remove a shoe once its seal is stored and verified (no other user may
     ask for one: casino.nats.permissions); a stream made by an earlier release
-    denies it, and the server cannot change that (its shoes are sealed, not removed)."""
+    denies it, and nobody changes that in place (its shoes are sealed, not removed)."""
     return StreamConfig(
         name=STREAM, subjects=[f"{EVENTS}.>"], storage=StorageType.FILE, num_replicas=replicas,
         deny_delete=True, deny_purge=False, allow_direct=True, duplicate_window=duplicate_window_s,
@@ -81,21 +81,67 @@ async def dead_letter(js: JetStreamContext, consumer: str, subject: str, seq: in
         "Casino-Reason": reason[:1000], "Nats-Msg-Id": f"dlq:{consumer}:{seq}"})
 
 
-async def ensure_streams(js: JetStreamContext, replicas: int = 1, upgrade: bool = False) -> None:
-    """Create the streams if they do not exist (idempotent; the
-    administrator's: casino.nats.provision). With ``upgrade``, the event stream and
-    the dead letters of an earlier release are compressed from then on, their
-    other settings and their messages kept (the secret orders' stream is
-    changed by nobody)."""
-    for config in (stream_config(replicas), secrets_config(replicas), dlq_config(replicas), archive_config(replicas)):
+def declared_streams(replicas: int = 1) -> list[StreamConfig]:
+    return [stream_config(replicas), secrets_config(replicas), dlq_config(replicas), archive_config(replicas)]
+
+
+# What a stream's declaration fixes and a running store must hold as declared:
+# what it takes in (subjects, sources, a mirror), where it sends copies
+# (republish), and what it keeps and lets go (limits, deletes and purges; a
+# stream that denies more than declared keeps more, and is as good).
+# Compression is not among them: a stream of an earlier release made without
+# it keeps and shows the same messages.
+DECLARED = ("subjects", "sources", "mirror", "republish", "retention", "max_msgs", "max_bytes", "max_age",
+            "max_msgs_per_subject", "max_msg_size", "discard", "deny_delete", "deny_purge", "allow_rollup_hdrs",
+            "storage")
+STRICTER = ("deny_delete", "deny_purge")
+
+
+SERVER_DEFAULTS = {"retention": "limits", "discard": "old", "storage": "file"}  # what the server takes for unsaid
+
+
+def _setting(field: str, value: object) -> object:
+    """A setting as compared: the server's and the client's ways of saying
+    "none" (None, -1, 0, empty, false) the same; enums by value; sources and
+    a mirror by the stream they take from."""
+    if value is None and field in SERVER_DEFAULTS:
+        return SERVER_DEFAULTS[field]
+    if value in (None, -1, 0, 0.0, [], False, "none", StoreCompression.NONE):
+        return None
+    if isinstance(value, list):
+        return sorted(str(getattr(v, "name", v)) for v in value)
+    return getattr(value, "name", None) if hasattr(value, "external") else getattr(value, "value", value)
+
+
+def differences(actual: StreamConfig, declared: StreamConfig) -> list[str]:
+    """The declared settings a stream does not hold, each as ``name: held (declared)``."""
+    held = {f: (_setting(f, getattr(actual, f)), _setting(f, getattr(declared, f))) for f in DECLARED}
+    return [f"{f}: {a!r} (declared {d!r})" for f, (a, d) in held.items() if a != d and not (f in STRICTER and a)]
+
+
+class Undeclared(RuntimeError):
+    """A stream differs from its declaration: changing one is a migration (docs/security.md)."""
+
+
+async def ensure_streams(js: JetStreamContext, replicas: int = 1) -> None:
+    """Create the streams that do not exist, as declared (idempotent; the
+    administrator's: casino.nats.provision). A stream that exists is never
+    changed in place, by anyone: one that differs from its declaration is
+    refused, by name and setting."""
+    for config in declared_streams(replicas):
         try:
             info = await js.stream_info(config.name or "")
         except NotFoundError:
             await js.add_stream(config)
             continue
-        if upgrade and config.name in (STREAM, DLQ_STREAM) and info.config.compression != config.compression:
-            info.config.compression = config.compression
-            await js.update_stream(info.config)
+        require_declared(info.config, config)
+
+
+def require_declared(actual: StreamConfig, declared: StreamConfig) -> None:
+    if found := differences(actual, declared):
+        raise Undeclared(f"the stream {declared.name} differs from its declaration ({'; '.join(found)}): a change "
+                         "of a stream's configuration is a reviewed, recorded migration (docs/security.md), never "
+                         "made in place")
 
 
 class JetStreamEventStore:
