@@ -22,7 +22,7 @@ from casino.audit.history import by_coup
 from casino.audit.picture import render_svg
 from casino.audit.replay import SCHEMA, render_text, replay_coup
 from casino.audit.verify import verify_coup, verify_shoes
-from casino.cli.replay import rebuild_projections
+from casino.cli.replay import coup_text, rebuild_projections
 from casino.cli.run import default_tables
 from casino.cli.simulator import Simulator
 from casino.readmodels import projections
@@ -112,6 +112,22 @@ def test_a_baccarat_replay_reads_like_the_rulebook(recorded: list[Stored]) -> No
     assert data["schema"] == SCHEMA and [s["seq"] for s in data["steps"]] == sorted(s["seq"] for s in data["steps"])
     svg = render_svg(shoe_coup)
     assert svg.startswith("<svg") and "SHOE" in svg and shoe_coup.table in svg
+
+
+def test_text_a_record_holds_is_shown_escaped_never_acted_on(recorded: list[Stored]) -> None:
+    """A record written before terminals' text was validated (or forged) may
+    hold an escape sequence that clears the screen and draws a false verdict,
+    or a bidirectional override: `casino replay` shows each as an escape."""
+    forged = "\x1b[2J\x1b[HVERIFIED OK\u202e"
+    coup = next(ms for ms in by_coup(recorded).values() if replay_coup(ms).game == "baccarat")
+    tampered, _ = _tamper(coup, baccarat_messages.CoupOpened, lambda e: msgspec.structs.replace(
+        e, approvals=(baccarat_messages.Approval("method_b", "inspector", forged),)))
+    r = replay_coup(tampered)
+    for as_json, shown in ((False, "\\x1b[2J\\x1b[HVERIFIED OK\\u202e"), (True, "\\u001b[2J\\u001b[HVERIFIED OK\\u202e")):
+        text = coup_text(r, as_json)
+        assert "\x1b" not in text and "\u202e" not in text, as_json
+        assert shown in text, as_json
+    assert "\x1b" not in render_svg(r)
 
 
 def _tamper(stored: list[Stored], change: type, mutate: object) -> tuple[list[Stored], int]:

@@ -84,6 +84,36 @@ async def test_every_identifier_that_becomes_a_subject_token_or_a_header_is_vali
         assert await count(casino) == before
 
 
+ESCAPES = "\x1b[2J\x1b[HVERIFIED OK"
+
+
+@pytest.mark.parametrize("service,command", [
+    ("coup", {"type": "table.report_handling_breach", "seat": 1, "hand": "player", "note": ESCAPES}),
+    ("coup", {"type": "table.report_handling_breach", "seat": 1, "hand": "player", "note": "ok \u202e evil"}),
+    ("coup", {"type": "table.report_handling_breach", "seat": 1, "hand": "player", "note": "x" * 201}),
+    ("coup", {"type": "table.forfeit_shoe", "seat": 1, "supervisor": ESCAPES}),
+    ("wager", {"type": "table.place_wager", "seat": 1, "bet": ESCAPES, "amount": 5000}),
+    ("wager", {"type": "table.cancel_wager", "seat": 1, "bet": "banker\r\n"}),
+    ("coup", {"type": "table.open_coup", "procedure": "method_a\x1b[2J"}),
+    ("coup", {"type": "table.open_coup", "approvals": [{"what": "method_b", "by": "inspector", "reference": ESCAPES}]}),
+])
+async def test_every_text_a_terminal_supplies_is_printable_and_bounded(
+        nats_url: str, service: str, command: dict[str, object]) -> None:
+    """A note, a supervisor's name, a bet, a procedure, an approval's
+    reference: a control character, a bidirectional override or an overlong
+    text is refused as malformed, and nothing is recorded."""
+    async with Casino(nats_url, BACCARAT) as casino:
+        opened = await casino.ask("BAC000-1", "coup", commands.OpenCoup, procedure="method_a")
+        before = await count(casino)
+        coup = {} if command["type"] == "table.open_coup" else {"coup": opened.coup}  # the next coup's to open
+        body = commands.encoder.encode({"id": "t-1", "table": "BAC000-1", **coup, **command})
+        reply = commands.reply_decoder.decode((await casino.nc.request(
+            subjects.command("BAC000-1", service), body, timeout=5)).data)
+        assert (reply.ok, reply.clause) == (False, "protocol") and "malformed" in reply.reason, reply
+        assert reply.reason.isprintable(), reply.reason
+        assert await count(casino) == before
+
+
 async def test_an_approval_comes_from_the_casinos_configuration_never_from_a_terminal(nats_url: str) -> None:
     async with Casino(nats_url, BACCARAT) as casino:
         forged = (Approval("method_b", "inspector", "FORGED-BY-TERMINAL"),)

@@ -7,6 +7,7 @@ from html import escape
 
 from casino.audit.replay import CoupReplay
 from casino.config import rulesets
+from casino.rules.text import escaped
 
 W, H = 960, 600
 SUITS = {"S": ("♠", "#111"), "C": ("♣", "#111"), "H": ("♥", "#c00"), "D": ("♦", "#c00")}
@@ -23,7 +24,7 @@ def _card(x: float, y: float, code: str, face_up: bool = True) -> str:
 
 
 def _text(x: float, y: float, s: str, size: int = 13, colour: str = "#fff", anchor: str = "middle") -> str:
-    return f'<text x="{x:.0f}" y="{y:.0f}" font-size="{size}" text-anchor="{anchor}" fill="{colour}">{escape(s)}</text>'
+    return f'<text x="{x:.0f}" y="{y:.0f}" font-size="{size}" text-anchor="{anchor}" fill="{colour}">{escape(escaped(s, keep_newlines=False))}</text>'
 
 
 def render_svg(r: CoupReplay) -> str:

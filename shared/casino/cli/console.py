@@ -10,6 +10,7 @@ from casino.readmodels.projections import Takings
 from casino.rules import settlement, shoe
 from casino.rules.baccarat import messages as baccarat_messages
 from casino.rules.blackjack import messages as blackjack_messages
+from casino.rules.text import escaped
 from casino.store import subjects
 from casino.store.envelope import Batch, CoupConfigured
 from casino.store.eventstore import EventStore, latest_at_table
@@ -94,7 +95,7 @@ class Console:
         if not self.live:
             return
         columns = shutil.get_terminal_size((WIDTH, 24)).columns
-        lines = [line[:columns].rstrip() for line in self.render().split("\n")]
+        lines = [escaped(line)[:columns].rstrip() for line in self.render().split("\n")]
         up = f"\x1b[{self._drawn}F" if self._drawn else ""
         sys.stdout.write(up + "\x1b[J" + "\n".join(lines) + "\n")
         sys.stdout.flush()

@@ -15,9 +15,10 @@ from casino.audit.archive import ArchiveError, export_table, history, verify_arc
 from casino.audit.audits import Report, verify_all, verify_store, verify_table, verify_window
 from casino.audit.history import Bounds, by_coup, coup_id, listing_line, table_listing
 from casino.audit.parallel import cores
-from casino.audit.replay import render_text, replay_coup
+from casino.audit.replay import CoupReplay, render_text, replay_coup
 from casino.cli import store as storeaccess
 from casino.readmodels.projections import KvProjections, Projector, fold_stream
+from casino.rules.text import escaped
 from casino.store import subjects
 from casino.store.archive import SealStore
 from casino.store.eventstore import EventStore
@@ -113,13 +114,20 @@ async def show_coup(store: EventStore, args: argparse.Namespace) -> int:
     except LookupError:
         print(f"casino: no coup {args.coup} at table {args.table}", file=sys.stderr)
         return 2
-    print(msgspec.json.format(msgspec.json.encode(r)).decode() if args.json else render_text(r))
+    print(coup_text(r, args.json))
     if args.svg:
         from casino.audit.picture import render_svg
 
         with open(args.svg, "w", encoding="utf-8") as f:
             f.write(render_svg(r))
     return 0
+
+
+def coup_text(r: CoupReplay, as_json: bool = False) -> str:
+    """A coup as `casino replay coup` prints it: every character a record holds
+    that a terminal could act on (an escape sequence, a bidirectional override)
+    shown as an escape, so what an officer reads is what is recorded."""
+    return escaped(msgspec.json.format(msgspec.json.encode(r)).decode() if as_json else render_text(r))
 
 
 async def list_coups(store: EventStore, args: argparse.Namespace) -> int:
@@ -134,7 +142,7 @@ async def list_coups(store: EventStore, args: argparse.Namespace) -> int:
         listing = await table_listing(store, args.table, _bounds(args))
     print(f"{'coup':<18} {'opened (UTC)':<20} {'dealt by':<12} {'result':<34} settled")
     for line in listing:
-        print(line)
+        print(escaped(line, keep_newlines=False))
     return 0
 
 
@@ -181,7 +189,7 @@ async def verify(store: EventStore, nc: Client, args: argparse.Namespace) -> int
 
 def _print_report(report: Report) -> int:
     for f in report.findings:
-        print(f"{f.coup}: event seq {f.seq}: {f.what}")
+        print(escaped(f"{f.coup}: event seq {f.seq}: {f.what}", keep_newlines=False))
     print(f"verified {report.coups} coups and {report.shoes} ended shoes: "
           + ("every one follows the rules" if not report.findings else f"{len(report.findings)} differences"))
     return 1 if report.findings else 0
@@ -203,7 +211,8 @@ def verify_file(path: str) -> int:
     except (OSError, ArchiveError) as exc:
         print(f"casino: {path}: {exc}", file=sys.stderr)
         return 1
-    print(f"table {header.table}: the chain of its sealed shoes holds, from {header.previous}")
+    print(escaped(f"table {header.table}: the chain of its sealed shoes holds, from {header.previous}",
+                  keep_newlines=False))
     return _print_report(report)
 
 
@@ -236,7 +245,7 @@ async def rebuild_projections(store: EventStore, nc: Client) -> int:
         rebuilt = {k: projector.value(*k) for k in keys}
         live = await kv.values(rebuilt)
         for bucket, key in sorted(k for k in rebuilt if live.get(k) != rebuilt[k]):
-            print(f"{bucket} {key}: live {live.get((bucket, key))!r}, rebuilt {rebuilt[bucket, key]!r}")
+            print(escaped(f"{bucket} {key}: live {live.get((bucket, key))!r}, rebuilt {rebuilt[bucket, key]!r}"))
             differ += 1
         await kv.put(projector, set(rebuilt), with_seq=with_seq)
         compared += len(rebuilt)

@@ -17,6 +17,7 @@ import msgspec
 from casino.rules.baccarat.messages import Approval
 from casino.rules.cards import Card
 from casino.rules.errors import RuleViolation
+from casino.rules.text import Name, Text
 from casino.rules.wagers import Wager
 
 Hand = Literal["player", "banker"]
@@ -66,7 +67,7 @@ class OpenCoup(Command, frozen=True, tag="table.open_coup"):
     """Open the next coup; ``procedure`` is a baccarat method or style (the
     ruleset's first when empty); ``approvals`` are the approvals in force."""
 
-    procedure: str = ""
+    procedure: Name = ""
     approvals: tuple[Approval, ...] = ()
 
 
@@ -97,7 +98,7 @@ class ReportHandlingBreach(Command, frozen=True, tag="table.report_handling_brea
     coup: Token
     seat: int
     hand: Hand
-    note: str = ""
+    note: Text = ""
 
 
 class PassShoe(Command, frozen=True, tag="table.pass_shoe"):
@@ -108,7 +109,7 @@ class PassShoe(Command, frozen=True, tag="table.pass_shoe"):
 class ForfeitShoe(Command, frozen=True, tag="table.forfeit_shoe"):
     coup: Token
     seat: int
-    supervisor: str
+    supervisor: Text
 
 
 class Decide(Command, frozen=True, tag="table.decide"):
@@ -144,7 +145,7 @@ class PlaceWager(Command, frozen=True, tag="table.place_wager"):
 
     coup: Token
     seat: int
-    bet: str
+    bet: Name
     amount: int
     player: Player = ""
 
@@ -152,7 +153,7 @@ class PlaceWager(Command, frozen=True, tag="table.place_wager"):
 class CancelWager(Command, frozen=True, tag="table.cancel_wager"):
     coup: Token
     seat: int
-    bet: str
+    bet: Name
     player: Player = ""
 
 

@@ -7,6 +7,7 @@ from typing import Literal
 import msgspec
 
 from casino.rules.cards import Card
+from casino.rules.text import Name, Text
 from casino.rules.wagers import Wager
 
 Hand = Literal["player", "banker"]
@@ -17,9 +18,9 @@ Approver = Literal["inspector", "casino_supervisor"]
 class Approval(msgspec.Struct, frozen=True, gc=False):
     """A prior approval: what was approved, by whom, and their reference."""
 
-    what: str
+    what: Name
     by: Approver
-    reference: str = ""
+    reference: Text = ""
 
 
 # ---- commands -------------------------------------------------------------
