@@ -380,3 +380,106 @@ def test_each_sealed_shoe_alone_verifies_chained_from_the_one_before(exported: t
         _, report = archive.verify_export(_file(archive.Header("T-1", previous, sealed.hash, 1), [sealed]))
         assert report.findings == [] and report.shoes == 1, archive.open_seal(sealed).shoe
         previous = sealed.hash
+
+
+def _rechained(opened: list[archive.Seal], previous: str = archive.GENESIS) -> list[archive.Sealed]:
+    """Seals made again from ``opened``, chained anew: what anyone can do with
+    a file, since a hash chain holds no secret."""
+    out = []
+    for seal in opened:
+        data = zlib.compress(msgspec.msgpack.encode(msgspec.structs.replace(seal, previous=previous)))
+        out.append(archive.Sealed(data, hashlib.sha256(data).hexdigest()))
+        previous = out[-1].hash
+    return out
+
+
+def _export(header: archive.Header, seals: list[archive.Sealed]) -> bytes:
+    return _file(msgspec.structs.replace(header, last=seals[-1].hash, seals=len(seals)), seals).getvalue()
+
+
+def _without_coup(seal: archive.Seal, coup: str, aggregates: tuple[str, ...]) -> archive.Seal:
+    return msgspec.structs.replace(seal, messages=tuple(
+        m for m in seal.messages if not (subjects.tokens(m.subject)[2] == coup
+                                          and subjects.tokens(m.subject)[3] in aggregates)))
+
+
+def _bomb() -> bytes:
+    """One seal of 270 KiB that inflates to 272 MiB of zeros."""
+    squeeze = zlib.compressobj(9)
+    data = b"".join(squeeze.compress(bytes(16 * 2**20)) for _ in range(17)) + squeeze.flush()
+    return archive.FILE_MAGIC + b"".join(len(r).to_bytes(8, "big") + r for r in (
+        msgspec.json.encode(archive.Header("T-1", archive.GENESIS, hashlib.sha256(data).hexdigest(), 1)), data))
+
+
+def forged(change: str, header: archive.Header, seals: list[archive.Sealed]) -> bytes:
+    opened = [archive.open_seal(s) for s in seals]
+    coups = sorted({subjects.tokens(m.subject)[2] for s in opened for m in s.messages if m.subject.endswith(".coup")})
+    middle = coups[len(coups) // 2]
+    holding = next(i for i, s in enumerate(opened) if any(subjects.tokens(m.subject)[2] == middle for m in s.messages))
+    if change == "empty":
+        return b""
+    if change == "no seal":
+        return _file(archive.Header("T-1", archive.GENESIS, archive.GENESIS, 0), []).getvalue()
+    if change == "inflates to 272 MiB":
+        return _bomb()
+    if change == "a record of 2**63 bytes":
+        return archive.FILE_MAGIC + (2**63).to_bytes(8, "big") + b"x"
+    if change == "a header nested deep":
+        deep = b"[" * 100_000 + b"]" * 100_000
+        return archive.FILE_MAGIC + len(deep).to_bytes(8, "big") + deep
+    if change == "a batch nested deep":
+        first = opened[0]
+        deep = archive.Message(first.messages[0].seq, first.messages[0].subject, "x", b"[" * 100_000 + b"]" * 100_000)
+        return _export(header, _rechained([msgspec.structs.replace(first, messages=(deep, *first.messages[1:])),
+                                           *opened[1:]]))
+    if change == "the first shoe dropped, the chain re-linked":
+        return _export(header, _rechained(opened[1:]))
+    if change == "a coup's settlement cut out":
+        opened[holding] = _without_coup(opened[holding], middle, ("settle",))
+        return _export(header, _rechained(opened))
+    if change == "a coup cut out whole":
+        opened[holding] = _without_coup(opened[holding], middle, ("coup", "wager", "settle"))
+        return _export(header, _rechained(opened))
+    if change == "the table relabelled":
+        relabelled = [msgspec.structs.replace(s, table="T-9") for s in opened]
+        return _export(msgspec.structs.replace(header, table="T-9"), _rechained(relabelled))
+    raise AssertionError(change)
+
+
+@pytest.mark.parametrize("change", ["empty", "no seal", "inflates to 272 MiB", "a record of 2**63 bytes",
+                                    "a header nested deep", "a batch nested deep",
+                                    "the first shoe dropped, the chain re-linked", "a coup's settlement cut out",
+                                    "a coup cut out whole", "the table relabelled"])
+def test_a_malformed_or_forged_export_is_refused_in_one_line(
+        exported: tuple[archive.Header, list[archive.Sealed]], tmp_path: Path, change: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from casino.cli.replay import verify_file
+
+    header, seals = exported
+    path = tmp_path / "forged.export"
+    path.write_bytes(forged(change, header, seals))
+    assert verify_file(str(path)) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith(f"casino: {path}: ") and err.count("\n") == 1, (out, err)
+    if change == "inflates to 272 MiB":  # stopped at the bound, not inflated whole and found unreadable
+        assert "inflates past 256 MiB" in err, err
+
+
+def test_an_export_is_anchored_to_the_last_seal_the_casino_holds(
+        exported: tuple[archive.Header, list[archive.Sealed]], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A chain proves only that it is a chain: re-sealed and re-chained with a
+    shoe left out it verifies, so verify prints the last seal's hash, and
+    refuses a file whose chain does not end at the hash it is given."""
+    from casino.cli.replay import verify_file
+
+    header, seals = exported
+    good, cut = tmp_path / "T-1.export", tmp_path / "T-1-cut.export"
+    good.write_bytes(_file(header, seals).getvalue())
+    cut.write_bytes(_export(header, _rechained([archive.open_seal(s) for s in seals[:-1]])))
+    assert verify_file(str(good)) == 0 and f"to {seals[-1].hash}" in capsys.readouterr().out
+    assert verify_file(str(good), seals[-1].hash) == 0 and "(as expected)" in capsys.readouterr().out
+    assert verify_file(str(cut)) == 0  # a shorter chain is still a chain
+    capsys.readouterr()
+    assert verify_file(str(cut), seals[-1].hash) == 1
+    assert f"not at {seals[-1].hash}" in capsys.readouterr().err

@@ -11,13 +11,15 @@ import hashlib
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
-from typing import BinaryIO
+from typing import Annotated, BinaryIO
 
 import msgspec
 from nats.aio.client import Client
 
 from casino.audit.audits import Report, verify_history
+from casino.protocol.commands import Token
 from casino.rules.shoe import RoundEnded, ShoeEnded
+from casino.rules.text import Text
 from casino.store import envelope, subjects
 from casino.store.archive import Kept, SealStore
 from casino.store.envelope import CoupConfigured
@@ -27,6 +29,12 @@ from casino.store.jetstream import JetStreamEventStore
 FORMAT = "casino.seal/1"
 FILE_MAGIC = b"casino.export/1\n"
 GENESIS = "0" * 64  # what the table's first seal is chained to
+Hash = Annotated[str, msgspec.Meta(pattern="^[0-9a-f]{64}$")]
+# A shoe of eight decks is about a hundred coups, a few MiB of messages: a
+# seal that inflates past this, or a record larger, is not one of ours (a
+# small file could otherwise inflate to gigabytes before any check).
+MOST_SEAL_BYTES = 256 * 1024 * 1024
+MOST_HEADER_BYTES = 64 * 1024
 
 
 class Message(msgspec.Struct, array_like=True, frozen=True):
@@ -79,12 +87,23 @@ def open_seal(sealed: Sealed) -> Seal:
     if hashlib.sha256(sealed.data).hexdigest() != sealed.hash:
         raise ArchiveError(f"a seal's content does not have the hash {sealed.hash}")
     try:
-        opened = _decoder.decode(zlib.decompress(sealed.data))
+        opened = _decoder.decode(_inflated(sealed))
     except (zlib.error, msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise ArchiveError(f"the seal {sealed.hash} cannot be read: {exc}") from None
     if opened.format != FORMAT:
         raise ArchiveError(f"the seal {sealed.hash} is in format {opened.format!r}, not {FORMAT!r}")
     return opened
+
+
+def _inflated(sealed: Sealed) -> bytes:
+    """A seal's bytes inflated, refused past ``MOST_SEAL_BYTES``."""
+    inflating = zlib.decompressobj()
+    data = inflating.decompress(sealed.data, MOST_SEAL_BYTES)
+    if inflating.unconsumed_tail:
+        raise ArchiveError(f"the seal {sealed.hash} inflates past {MOST_SEAL_BYTES // 2**20} MiB: not a sealed shoe")
+    if not inflating.eof:
+        raise ArchiveError(f"the seal {sealed.hash} cannot be read: its compressed data ends early")
+    return data
 
 
 def chained(seals: Iterable[Sealed], previous: str = GENESIS) -> Iterator[Seal]:
@@ -172,13 +191,29 @@ async def export_table(seals: SealStore, table: str, since: datetime | None = No
     return header, chosen_seals
 
 
-def verify_export(source: BinaryIO) -> tuple[Header, Report]:
+def verify_export(source: BinaryIO, expect: str | None = None) -> tuple[Header, Report]:
     """An export file verified with no server: the chain of its seals, then
-    every ended shoe's commitment and every coup decided again."""
-    header, seals = read_export(source)
-    if (seals[-1].hash if seals else header.previous) != header.last:
-        raise ArchiveError(f"the file's last seal is not {header.last}, the one its header names: cut short or replaced")
-    return header, verify_seals(seals, header.previous, header.table)
+    every ended shoe's commitment and every coup decided again. Anyone can
+    seal shoes and chain them: ``expect``, the hash of the last seal as the
+    casino's archive holds it (``casino verify --file`` prints it), anchors
+    the chain; a file whose chain does not end there is refused. Anything in
+    the file that is not what it should be is refused (ArchiveError), never
+    a crash."""
+    try:
+        header, seals = read_export(source)
+        if not seals:
+            raise ArchiveError("the file holds no sealed shoe")
+        if seals[-1].hash != header.last:
+            raise ArchiveError(f"the file's last seal is not {header.last}, the one its header names: cut short or "
+                               "replaced")
+        if expect is not None and seals[-1].hash != expect:
+            raise ArchiveError(f"the file's chain ends at {seals[-1].hash}, not at {expect}: not the casino's "
+                               "archive as expected")
+        return header, verify_seals(seals, header.previous, header.table)
+    except ArchiveError:
+        raise
+    except Exception as exc:  # whatever malformed input makes of a decoder: refused, with what it was
+        raise ArchiveError(f"the file cannot be read ({type(exc).__name__}: {str(exc)[:200]})") from None
 
 
 def verify_seals(seals: Iterable[Sealed], previous: str = GENESIS, table: str | None = None) -> Report:
@@ -186,12 +221,41 @@ def verify_seals(seals: Iterable[Sealed], previous: str = GENESIS, table: str | 
     then each shoe's commitment and each coup decided again, seal by seal
     (each holds its coups whole and the rulesets they name): one seal in
     memory at a time."""
-    reports = []
+    reports, shoe, coups = [], None, set()
     for opened in chained(seals, previous):
         if table is not None and opened.table != table:
             raise ArchiveError(f"the seals are of table {opened.table}, not {table}")
-        reports.append(verify_history(opened.stored()))
+        number = subjects.shoe_number(opened.table, opened.shoe)
+        first = 1 if shoe is None and previous == GENESIS else None  # a chain from the genesis begins at shoe 1
+        if number is None or (shoe is not None and number != shoe + 1) or (first is not None and number != first):
+            raise ArchiveError(f"the seal of shoe {opened.shoe} follows shoe {shoe} of table {opened.table}: "
+                               "a shoe is missing, or the seal is not one of the table's")
+        stored = opened.stored()
+        coups |= _whole(opened, stored)
+        shoe = number
+        reports.append(verify_history(stored))
+    numbers = sorted(n for c in coups if (n := subjects.coup_number(c)) is not None)
+    if numbers and len(numbers) != numbers[-1] - numbers[0] + 1:
+        missing = sorted(set(range(numbers[0], numbers[-1] + 1)) - set(numbers))
+        raise ArchiveError(f"coups {', '.join(map(str, missing[:5]))} are missing from the sealed shoes")
     return Report.of(reports)
+
+
+def _whole(opened: Seal, stored: list[Stored]) -> set[str]:
+    """The coups of a sealed shoe, which must be whole: every message of its
+    table, the shoe ended (its order revealed), every coup opened from it
+    settled (a shoe is sealed only then: ``sealable``)."""
+    for m in stored:
+        if subjects.tokens(m.subject)[0] != opened.table:
+            raise ArchiveError(f"the seal of shoe {opened.shoe} of table {opened.table} holds {m.subject}: "
+                               "relabelled, or not the table's")
+    if not any(isinstance(e.data, ShoeEnded) for m in stored if subjects.tokens(m.subject)[1] == opened.shoe
+               for e in m.batch.events):
+        raise ArchiveError(f"the seal of shoe {opened.shoe} does not hold the shoe's end: not an ended shoe")
+    if unsettled := _coups(stored, "coup") - _coups(stored, "settle"):
+        raise ArchiveError(f"the seal of shoe {opened.shoe} holds coups {', '.join(sorted(unsettled)[:5])} with no "
+                           "settlement: a sealed shoe's coups are all settled (cut from the seal?)")
+    return _coups(stored, "coup")
 
 
 async def verify_archived(seals: SealStore, table: str, share: int = 0, shares: int = 1) -> Report:
@@ -227,12 +291,12 @@ class Header(msgspec.Struct, frozen=True):
     and the hash of its last seal (to compare with the casino's archive or a
     later export: a file cut short, or its last shoe replaced, differs)."""
 
-    table: str
-    previous: str
-    last: str
-    seals: int
-    since: str = ""
-    until: str = ""
+    table: Token
+    previous: Hash
+    last: Hash
+    seals: Annotated[int, msgspec.Meta(ge=0)]
+    since: Text = ""
+    until: Text = ""
 
 
 def write_export(out: BinaryIO, header: Header, seals: Iterable[Sealed]) -> None:
@@ -247,9 +311,12 @@ def read_export(source: BinaryIO) -> tuple[Header, list[Sealed]]:
     the chain says whether they are the table's)."""
     if source.read(len(FILE_MAGIC)) != FILE_MAGIC:
         raise ArchiveError("not a casino export file (it does not begin with casino.export/1)")
-    header = msgspec.json.decode(_read_record(source) or b"", type=Header)
+    try:
+        header = msgspec.json.decode(_read_record(source, MOST_HEADER_BYTES) or b"", type=Header)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise ArchiveError(f"the file's header cannot be read: {exc}") from None
     seals = []
-    while (data := _read_record(source)) is not None:
+    while (data := _read_record(source, MOST_SEAL_BYTES)) is not None:
         seals.append(Sealed(data, hashlib.sha256(data).hexdigest()))
     if len(seals) != header.seals:
         raise ArchiveError(f"the file holds {len(seals)} seals, its header says {header.seals}")
@@ -261,10 +328,13 @@ def _write_record(out: BinaryIO, data: bytes) -> None:
     out.write(data)
 
 
-def _read_record(source: BinaryIO) -> bytes | None:
+def _read_record(source: BinaryIO, most: int) -> bytes | None:
     size = source.read(8)
     if not size:
         return None
+    if int.from_bytes(size, "big") > most:
+        raise ArchiveError(f"the file holds a record of {int.from_bytes(size, 'big'):,} bytes, more than {most:,}: "
+                           "not an export of ours")
     data = source.read(int.from_bytes(size, "big"))
     if len(size) != 8 or len(data) != int.from_bytes(size, "big"):
         raise ArchiveError("the file ends in the middle of a record")

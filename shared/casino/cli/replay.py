@@ -47,6 +47,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
     verify.add_argument("--workers", type=int, default=cores(),
                         help="processes verifying a whole store, its tables shared among them (default: the cores)")
     verify.add_argument("--file", help="an export file (casino export), verified with no server at all")
+    verify.add_argument("--expect", metavar="HASH",
+                        help="with --file: the hash of the table's last seal as the casino's archive holds it "
+                             "(`casino export` prints it); a file whose chain does not end there is refused")
     verify.add_argument("--sealed", action="store_true",
                         help="the archive's sealed shoes (of --table, or of every table): the chain and every shoe")
     verify.add_argument("--shares", type=int, default=1,
@@ -81,7 +84,7 @@ def _bounds(args: argparse.Namespace) -> Bounds:
 
 def run(args: argparse.Namespace) -> int:
     if args.command == "verify" and args.file:
-        return verify_file(args.file)
+        return verify_file(args.file, args.expect)
     if args.command == "verify" and _bounds(args).any() and (args.coup or args.shoe):
         print("casino: --from, --to, --since and --until verify a window of a table's coups (or of every "
               "table's): not with --coup or --shoe", file=sys.stderr)
@@ -200,19 +203,24 @@ async def export(seals_: SealStore, args: argparse.Namespace) -> int:
     header, seals = await export_table(seals_, args.table, since, until)
     with open(args.file, "wb") as out:
         write_export(out, header, seals)
-    print(f"{len(seals)} sealed shoes of table {args.table} written to {args.file}, chained from {header.previous}")
+    print(f"{len(seals)} sealed shoes of table {args.table} written to {args.file}, chained from {header.previous} "
+          f"to {header.last} (verify it with --expect {header.last})")
     return 0
 
 
-def verify_file(path: str) -> int:
+def verify_file(path: str, expect: str | None = None) -> int:
+    """An export file verified; its chain's last hash printed, to be compared
+    with the casino's archive (or given as ``expect``, which it must equal):
+    without an anchor, a chain proves only that it is a chain."""
     try:
         with open(path, "rb") as source:
-            header, report = verify_export(source)
+            header, report = verify_export(source, expect)
     except (OSError, ArchiveError) as exc:
-        print(f"casino: {path}: {exc}", file=sys.stderr)
+        print(escaped(f"casino: {path}: {exc}", keep_newlines=False), file=sys.stderr)
         return 1
-    print(escaped(f"table {header.table}: the chain of its sealed shoes holds, from {header.previous}",
-                  keep_newlines=False))
+    print(escaped(f"table {header.table}: the chain of its sealed shoes holds, from {header.previous} to "
+                  f"{header.last}" + (" (as expected)" if expect else " (compare it with the casino's archive: "
+                                                                        "--expect HASH)"), keep_newlines=False))
     return _print_report(report)
 
 
