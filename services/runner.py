@@ -17,6 +17,8 @@ import logging
 import os
 import signal
 import ssl
+import threading
+import time
 from collections.abc import Awaitable
 from typing import Any
 
@@ -53,6 +55,9 @@ from services.wager.service import WagerService
 KINDS = ("shoe", "wager", "dealer-policy", "settlement")
 EVERY_KIND = (*KINDS, "projections", "archiver")
 SWEEP_EVERY = 30.0  # seconds between the archiver's sweeps of every table
+# /healthz says a service is stalled once its event loop has not run for this
+# long (a hang, not work: a fold or a read gives the loop back between pages).
+STALLED_AFTER = 30.0
 DEFAULT_URL = "nats://127.0.0.1:4222"
 
 log = logging.getLogger("casino")
@@ -114,6 +119,8 @@ class Running:
         self.running: set[asyncio.Task[None]] = set()  # settlements under way beside the next deliveries
         self.tasks: list[asyncio.Task[None]] = []
         self.http: uvicorn.Server | None = None
+        self.http_thread: threading.Thread | None = None
+        self.beat = time.monotonic()  # the event loop's last turn, as /healthz reads it
         self.projections: Projections | None = None
         self.commands = [command_subscriber(self.broker, token, queue, DECODERS[token], types, self.gate,
                                             lambda: self.service, doc)
@@ -134,7 +141,7 @@ class Running:
             self.broker.publisher(subject, schema=documented(schema), title=subject, description=doc)
         self.app = AsgiFastStream(
             self.broker, asgi_routes=[("/metrics", make_asgi_app(self.metrics.registry)),
-                                      ("/healthz", _healthz), ("/readyz", _readyz(self.metrics))],
+                                      ("/healthz", _healthz(self)), ("/readyz", _readyz(self.metrics))],
             specification=AsyncAPI(title=f"casino {kind}", version="1", schema_version="3.0.0",
                                    description=f"The {kind} service's subjects: what it answers and what it follows."),
             on_startup=[self._open], after_startup=[self._watch], on_shutdown=[self._finish], logger=log)
@@ -154,17 +161,28 @@ class Running:
         there on ``http_host`` (every interface, as a pod does; loopback for a
         casino on one machine): alive from the start, not ready until its
         consumers have caught up (folding a long history at start is work,
-        not a hang for the startup probe to end)."""
+        not a hang for the startup probe to end). The routes are served from
+        a thread of their own, with its own event loop, so that a scrape or a
+        probe is answered while the service is busy; /healthz reads the
+        service's event loop's heartbeat, and says when it has stalled."""
         if http_port is not None:
             config = uvicorn.Config(self.app, host=http_host, port=http_port, lifespan="off", log_level="warning")
             self.http = uvicorn.Server(config)
-            self.tasks.append(asyncio.create_task(self.http.serve()))
+            self.http_thread = threading.Thread(target=self.http.run, name=f"{self.kind}-http", daemon=True)
+            self.http_thread.start()
+            self.tasks.append(asyncio.create_task(self._beat()))
         await self.app.start()
         return self
 
+    async def _beat(self) -> None:
+        while True:
+            self.beat = time.monotonic()
+            await asyncio.sleep(1.0)
+
     async def stop(self) -> None:
-        if self.http is not None:
+        if self.http is not None and self.http_thread is not None:
             self.http.should_exit = True
+            await asyncio.to_thread(self.http_thread.join, 10)
         await self.app.stop()
 
     async def _open(self) -> None:
@@ -236,9 +254,15 @@ async def start(kind: str, url: str, *, tables: dict[str, TableConfig] | None = 
     return await Running(kind, url, tables=tables, shuffle=shuffle, clock=clock, name=name).start(http_port, http_host)
 
 
-@get(include_in_schema=False)
-async def _healthz(scope: Any) -> AsgiResponse:
-    return AsgiResponse(b"alive\n", status_code=200, headers={"content-type": "text/plain"})
+def _healthz(running: Running) -> Any:
+    @get(include_in_schema=False)
+    async def healthz(scope: Any) -> AsgiResponse:
+        if (still := time.monotonic() - running.beat) > STALLED_AFTER:
+            return AsgiResponse(f"stalled: the event loop has not run for {still:.0f} s\n".encode(), status_code=503,
+                                headers={"content-type": "text/plain"})
+        return AsgiResponse(b"alive\n", status_code=200, headers={"content-type": "text/plain"})
+
+    return healthz
 
 
 def _readyz(metrics: Metrics) -> Any:

@@ -4,6 +4,8 @@ and an operator watch are there and count what happened."""
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 import urllib.request
 
 import nats
@@ -132,3 +134,36 @@ async def test_every_service_holds_as_many_series_after_twice_the_coups() -> Non
     for kind, counted in figures["series_per_service"].items():
         assert counted["first"] > 0 and counted["second"] - counted["first"] <= 8, (kind, counted)
     assert not [v for v in figures["label_values"] if "-shoe-" in v or "-0000" in v or v.startswith("casino.")]
+
+
+async def test_metrics_and_health_answer_while_the_service_is_busy_and_health_says_when_it_stalls(
+        nats_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The routes are served beside the service, not behind its work: with its
+    event loop held (a long fold, a busy machine) a scrape and a probe are
+    answered; held past ``STALLED_AFTER``, /healthz says it has stalled."""
+    monkeypatch.setattr(runner, "STALLED_AFTER", 2.0)
+    port = free_port()
+    running = await runner.start("projections", nats_url, tables=TABLES, http_port=port)
+    try:
+        assert await asyncio.to_thread(get, port, "/healthz") == (200, "alive\n")
+        answers: list[tuple[int, str]] = []
+
+        def probe() -> None:  # from another thread, while the loop is held
+            time.sleep(0.5)
+            answers.append(get(port, "/metrics"))
+            answers.append(get(port, "/healthz"))
+            time.sleep(3.0)
+            answers.append(get(port, "/healthz"))
+
+        prober = threading.Thread(target=probe)
+        prober.start()
+        time.sleep(5.0)  # the event loop held, as a long synchronous step would
+        prober.join()
+        (metrics_status, text), held, stalled = answers
+        assert metrics_status == 200 and "casino_ready" in text
+        assert held == (200, "alive\n")
+        assert stalled[0] == 503 and stalled[1].startswith("stalled"), stalled
+        await asyncio.sleep(1.5)  # the loop turns again
+        assert await asyncio.to_thread(get, port, "/healthz") == (200, "alive\n")
+    finally:
+        await running.stop()
