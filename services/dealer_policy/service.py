@@ -29,6 +29,9 @@ class Staged(msgspec.Struct):
     together as one batch when the coup next waits for someone else."""
 
     steps: list[tuple[list[AnyEvent], str, str, str]] = []  # (events, message id, causation, its digest)
+    # Whether the steps open a coup or write to a finished one (a shoe passed between coups):
+    # appended under the table's guard, not the coup's alone.
+    table_wide: bool = False
     # What the table was before the first staged step, to undo them if they cannot be recorded.
     before: tuple[Coup | None, dict[str, str], dict[str, commands.PlaceExtra], int] | None = None
 
@@ -144,6 +147,7 @@ class DealerPolicyService:
         flush; ``command`` is the digest of the terminal's command that caused it."""
         if not t.staged.steps:  # the coup moves on in place: what it was is kept as a copy
             t.staged.before = (None if t.state is None else t.game.copy(t.state), t.applied, t.extras, t.number)
+            t.staged.table_wide = t.finished
         for e in events:
             self._fold(t, e, causation)
         t.applied = {**t.applied, causation: command}  # a new dict: a staged step is undone by the old one
@@ -156,17 +160,25 @@ class DealerPolicyService:
         t.staged = Staged()
 
     async def _flush(self, t: TableCoup) -> None:
-        """Append every staged decision as one batch."""
+        """Append every staged decision as one batch, guarded on the coup's
+        subject; a coup's opening, or a write to a finished coup, on every
+        coup subject of the table (expecting the last this instance has seen):
+        what a coup leaves to the next (the shoe holder, 000 8.18) is decided
+        on the whole of it, so the next is opened only by an instance that has
+        seen the last write to the coup before, and nothing is written to a
+        coup once the next is open."""
         steps = t.staged.steps
         if not steps:
             return
         events = [e for evs, _, _, _ in steps for e in evs]
         causes = [cause for evs, _, cause, _ in steps for _ in evs]
         digests = [command for evs, _, _, command in steps for _ in evs]
+        guard, expected = ((subjects.aggregate_filter("coup", t.name), t.seen) if t.staged.table_wide
+                           else (None, t.last_seq))
         try:
             ack = await self.repository.recorder.record(
-                subjects.event(t.name, t.shoe, t.coup, "coup"), events, expected=t.last_seq, msg_id=steps[0][1],
-                table=t.name, shoe=t.shoe, coup=t.coup, causation=causes, command=digests)
+                subjects.event(t.name, t.shoe, t.coup, "coup"), events, expected=expected, msg_id=steps[0][1],
+                table=t.name, shoe=t.shoe, coup=t.coup, causation=causes, command=digests, guard=guard)
         except BaseException:
             self._unstage(t)
             raise

@@ -130,6 +130,29 @@ def test_text_a_record_holds_is_shown_escaped_never_acted_on(recorded: list[Stor
     assert "\x1b" not in render_svg(r)
 
 
+def test_verify_decides_the_shoe_holder_from_the_coup_before_not_from_the_opening(recorded: list[Stored]) -> None:
+    """000 8.18: a holder who passed the shoe does not deal the next coup. A
+    pass recorded on the coup before (as a second instance of the dealer-policy
+    could write it while another opened the next coup) leaves nobody holding:
+    the next coup opened with the shoe still held by that seat is a finding,
+    though the coup is consistent in itself."""
+    coups = by_coup(recorded)
+    kept = next((n, c) for n, c in sorted(coups.items()) for nxt in [coups.get(f"{n[:-6]}{int(n[-6:]) + 1:06d}")]
+                if nxt is not None and any(isinstance(e.data, baccarat_messages.CoupOpened)
+                                           and e.data.shoe_holder is not None for m in nxt for e in m.batch.events))
+    assert verify_history(recorded).findings == []
+    coup, msgs = kept
+    last = max((m for m in msgs if m.subject.endswith(".coup")), key=lambda m: m.seq)
+    holder = next(e.data.shoe_holder for m in coups[f"{coup[:-6]}{int(coup[-6:]) + 1:06d}"] for e in m.batch.events
+                  if isinstance(e.data, baccarat_messages.CoupOpened))
+    passed = msgspec.structs.replace(last.batch.events[-1], data=baccarat_messages.ShoeGivenUp(holder, "passed", "000 8.18"))
+    tampered = [Stored(m.seq, m.subject, envelope.Batch((*m.batch.events, passed)), m.msg_id) if m is last else m
+                for m in recorded]
+    findings = verify_history(tampered).findings
+    assert [f.coup for f in findings] == [f"{coup[:-6]}{int(coup[-6:]) + 1:06d}"], findings
+    assert f"held by seat {holder}" in findings[0].what and "left it with nobody" in findings[0].what
+
+
 def _tamper(stored: list[Stored], change: type, mutate: object) -> tuple[list[Stored], int]:
     """A copy with the first event of type ``change`` rewritten by ``mutate``."""
     out, seq = [], 0

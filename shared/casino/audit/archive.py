@@ -17,6 +17,7 @@ import msgspec
 from nats.aio.client import Client
 
 from casino.audit.audits import Report, verify_history
+from casino.audit.verify import Carried
 from casino.protocol.commands import Token
 from casino.rules.shoe import RoundEnded, ShoeEnded
 from casino.rules.text import Text
@@ -221,7 +222,7 @@ def verify_seals(seals: Iterable[Sealed], previous: str = GENESIS, table: str | 
     then each shoe's commitment and each coup decided again, seal by seal
     (each holds its coups whole and the rulesets they name): one seal in
     memory at a time."""
-    reports, shoe, coups = [], None, set()
+    reports, shoe, coups, carried = [], None, set(), Carried()
     for opened in chained(seals, previous):
         if table is not None and opened.table != table:
             raise ArchiveError(f"the seals are of table {opened.table}, not {table}")
@@ -233,7 +234,7 @@ def verify_seals(seals: Iterable[Sealed], previous: str = GENESIS, table: str | 
         stored = opened.stored()
         coups |= _whole(opened, stored)
         shoe = number
-        reports.append(verify_history(stored))
+        reports.append(verify_history(stored, carried))
     numbers = sorted(n for c in coups if (n := subjects.coup_number(c)) is not None)
     if numbers and len(numbers) != numbers[-1] - numbers[0] + 1:
         missing = sorted(set(range(numbers[0], numbers[-1] + 1)) - set(numbers))

@@ -14,7 +14,15 @@ from nats.aio.client import Client
 
 from casino.audit.history import AsRead, Bounds, by_coup, coups_within, opening_of, read_coups
 from casino.audit.parallel import in_processes
-from casino.audit.verify import Finding, recorded_rulesets, verify_coup, verify_shoe, verify_shoes
+from casino.audit.verify import (
+    Carried,
+    Finding,
+    carried_holder,
+    recorded_rulesets,
+    verify_coup,
+    verify_shoe,
+    verify_shoes,
+)
 from casino.nats import client as natsclient
 from casino.rules.ruleset import Ruleset
 from casino.rules.shoe import ShoeEnded
@@ -103,6 +111,7 @@ class _Verifying:
         self.unfinished: set[str] = set()  # coups found still being dealt
         self.findings: list[Finding] = []
         self.rulesets: dict[str, Ruleset] = {}  # recorded at the table (before the coups dealt under them)
+        self.carried: Carried = {}  # the coups are handed over in order: each checked against the one before
 
     def take(self, m: Stored) -> None:
         self.read += m.seq <= self.last_seq
@@ -114,7 +123,7 @@ class _Verifying:
 
     def _coup(self, records: list[Stored]) -> None:
         coup = subjects.tokens(records[0].subject)[2]
-        report = _verify_coups({coup: records}, self.each_coup, self.rulesets)
+        report = _verify_coups({coup: records}, self.each_coup, self.rulesets, self.carried)
         self.coups += report.coups
         self.findings += report.findings
         if not report.coups:
@@ -135,31 +144,34 @@ class _Verifying:
 
 
 def _verify_coups(coups: dict[str, list[Stored]], each_coup: Callable[[list[Stored]], object] | None,
-                  rulesets: Mapping[str, Ruleset] | None = None) -> Report:
+                  rulesets: Mapping[str, Ruleset] | None = None, carried: Carried | None = None) -> Report:
     """Every finished coup of ``coups`` verified (one being dealt is skipped)
-    under the ``rulesets`` recorded (by digest); ``each_coup`` is given every one's records."""
+    under the ``rulesets`` recorded (by digest), in order, each opening against
+    what the coup before it left (``carried``: kept across calls by a caller
+    that hands the coups over in turn); ``each_coup`` is given every one's records."""
     findings: list[Finding] = []
     verified = 0
+    carried = {} if carried is None else carried
     for _, msgs in sorted(coups.items()):
         if each_coup is not None:
             each_coup(msgs)
         if not any(subjects.tokens(m.subject)[3] == "settle" for m in msgs) and _in_play(msgs):
             continue
         verified += 1
-        findings += verify_coup(msgs, rulesets)
+        findings += verify_coup(msgs, rulesets) + carried_holder(msgs, carried)
     return Report(verified, 0, findings)
 
 
-def verify_history(stored: list[Stored]) -> Report:
+def verify_history(stored: list[Stored], carried: Carried | None = None) -> Report:
     """Verify every coup and every ended shoe of a history (a table's, or the whole store's)."""
-    return verify_all(stored, [m for m in stored if subjects.tokens(m.subject)[3] == "shoe"])
+    return verify_all(stored, [m for m in stored if subjects.tokens(m.subject)[3] == "shoe"], carried)
 
 
-def verify_all(stored: list[Stored], shoe_events: list[Stored]) -> Report:
+def verify_all(stored: list[Stored], shoe_events: list[Stored], carried: Carried | None = None) -> Report:
     """Verify every coup in ``stored`` (finished ones; one being dealt is skipped)
     and every ended shoe in ``shoe_events``."""
     recorded, findings = recorded_rulesets(stored)
-    report = _verify_coups(by_coup(stored), None, recorded)
+    report = _verify_coups(by_coup(stored), None, recorded, carried)
     report.findings += findings
     ended = {e.data.shoe_id for m in shoe_events for e in m.batch.events if isinstance(e.data, ShoeEnded)}
     return Report(report.coups, len(ended), report.findings + verify_shoes(shoe_events))
@@ -180,10 +192,10 @@ async def verify_window(store: EventStore, table: str, bounds: Bounds) -> Report
     numbers, _ = await coups_within(store, table, bounds)
     if numbers is None:
         return None
-    parts, shoes = [], set()
+    parts, shoes, carried = [], set(), Carried()
     async for msgs in read_coups(store, table, numbers):  # each verified as read: a coup's records held at a time
         if (opening := opening_of(msgs)) is not None and bounds.hold(opening):
-            parts.append(verify_all(msgs, []))
+            parts.append(verify_all(msgs, [], carried))
             shoes |= {subjects.tokens(m.subject)[1] for m in msgs if subjects.tokens(m.subject)[3] == "shoe"}
     for shoe in sorted(shoes):
         parts.append(verify_all([], await store.read(subjects.event(table, shoe, "*", "shoe"))))

@@ -63,6 +63,45 @@ def verify_coup(stored: list[Stored], recorded: Mapping[str, Ruleset] | None = N
     return sorted(findings, key=lambda f: f.seq)
 
 
+# What each table's latest verified coup left to the next: its number and the
+# seat holding the shoe into the next coup (000 8.18), by table.
+Carried = dict[str, tuple[int, int | None]]
+
+
+def carried_holder(stored: list[Stored], carried: Carried) -> list[Finding]:
+    """The shoe holder a coup was opened with against the one its table's
+    previous coup left (000 8.18: the holder keeps the shoe until he passes
+    it, loses, or is directed to forfeit it; 8.15, 8.20): the opening is
+    decided again from what the record says the coup before left, not from
+    what the opening itself says. ``carried`` is updated with this coup; a coup
+    whose previous coup was not verified before it (the first of a window or
+    of a file) is checked against nothing."""
+    msgs = sorted(stored, key=lambda m: m.seq)
+    events = [(m.seq, e.data) for m in msgs if subjects.tokens(m.subject)[3] == "coup" for e in m.batch.events]
+    configured = next((e for _, e in events if isinstance(e, CoupConfigured)), None)
+    if configured is None:
+        return []
+    game = games.named(configured.game)
+    state: Any = game.new()
+    findings = []
+    opening = next(((seq, e) for seq, e in events if not isinstance(e, CoupConfigured)), None)
+    before = carried.get(configured.table)
+    if opening is not None and before is not None and before[0] == configured.coup_number - 1:
+        seq, opened = opening
+        if (holding := getattr(opened, "shoe_holder", None)) != before[1]:
+            coup = msgs[0].batch.events[0].coup
+            findings.append(Finding(coup, seq, f"the coup opened with the shoe held by "
+                                               f"{'seat ' + str(holding) if holding is not None else 'nobody'}, but "
+                                               f"the coup before left it with "
+                                               f"{'seat ' + str(before[1]) if before[1] is not None else 'nobody'} "
+                                               f"(000 8.18)"))
+    for _, e in events:
+        if not isinstance(e, CoupConfigured):
+            state = game.evolve(state, e)
+    carried[configured.table] = (configured.coup_number, game.carry(state, "", games.Carry()).holder)
+    return findings
+
+
 def recorded_rulesets(stored: Iterable[Stored]) -> tuple[dict[str, Ruleset], list[Finding]]:
     """The rulesets a record holds (``ruleset.recorded``), by digest, each one's
     digest recomputed from its content: one that does not match is a finding."""
