@@ -34,6 +34,7 @@ from casino.audit.archive import (
 )
 from casino.audit.audits import verify_history
 from casino.metrics import Metrics
+from casino.nats.permissions import SETTLEMENT_DURABLE
 from casino.protocol.service import TableLocks, log
 from casino.store import envelope, subjects
 from casino.store.archive import Kept, SealStore
@@ -189,22 +190,25 @@ class ArchiverService:
         return True
 
     async def _consumed(self, seq: int) -> bool:
-        """Whether every consumer of the live stream that a service receives
-        from (but the archiver's own) has handled every message up to ``seq``,
-        and the read models' checkpoint covers it (a restart of the projections
-        folds on from there)."""
+        """Whether what must have read a sealed shoe's messages before they go
+        has: settlement's consumer (every coup of it settled, and its
+        deliveries acknowledged) and the read models' checkpoint (a restart of
+        the projections folds on from there). Nobody else holds removal up:
+        the services' followers need nothing of a shoe that has ended and whose
+        coups are settled, and a consumer any other user made (one delivery
+        held unacknowledged) must not stall the archive."""
         offset = 0
-        while True:
+        while True:  # the consumers' list, a page at a time, until settlement's is found
             page = json.loads((await self.nc.request(CONSUMERS, json.dumps({"offset": offset}).encode(),
                                                      timeout=10)).data)
             consumers = page.get("consumers") or []
-            for c in consumers:
-                if c.get("name") == ARCHIVER_DURABLE or not c.get("push_bound"):
-                    continue  # its own, or one nobody receives from (an instance gone: it lapses unused)
+            c = next((c for c in consumers if c.get("name") == SETTLEMENT_DURABLE), None)
+            if c is not None:
                 floor = (c.get("ack_floor") or {}).get("stream_seq", 0)
                 if floor < seq and (c.get("num_pending") or c.get("num_ack_pending")):
-                    log.info("archiver: seq %d waits for consumer %s (acknowledged up to %d)", seq, c.get("name"), floor)
+                    log.info("archiver: seq %d waits for settlement's consumer (acknowledged up to %d)", seq, floor)
                     return False
+                break
             offset += len(consumers)
             if not consumers or offset >= page.get("total", 0):
                 break

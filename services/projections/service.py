@@ -45,6 +45,7 @@ class Projections:
         self.changed: set[tuple[str, str]] = set()
         self.next_save = 0.0
         self.saved = 0  # the stream sequence the last checkpoint saved covers
+        self.opened = False  # folded at start: from then on, an instance becoming the writer takes over
         # Each coup's messages from its round's start, verified from memory when it settles.
         self.following = Following(first=(RoundStarted,))
         self.acks = Acks()
@@ -61,6 +62,7 @@ class Projections:
         self.config.opt_start_seq = self.projector.seq + 1
         self.next_save = time.monotonic() + CHECKPOINT_EVERY
         _gauges(self.projector, self.metrics)
+        self.opened = True
         return self.projector
 
     async def close(self) -> None:
@@ -90,12 +92,31 @@ class Projections:
         has just become it writes every key: it wrote none while standing by)."""
         assert self.kv is not None
         writer = await self.kv.writing(self.name, time.time())
+        if writer and not self.wrote and self.opened:
+            await self._take_over()
         if writer:
             await self.kv.put(self.projector, changed if self.wrote else set(self.projector.everything()))
             self.written = self.projector.seq
         self.wrote = writer
         self.projector.forget_ended_shoes()
         return writer
+
+    async def _take_over(self) -> None:
+        """Become the writer from the last checkpoint and the live stream since,
+        not from this instance's own fold: while it stood by, the archiver may
+        have removed sealed shoes that the checkpoint covered and its own
+        consumer had not yet delivered (the archiver waits for the checkpoint,
+        not for a standby). The deliveries up to where the fold ends are then
+        applied once already, and change nothing."""
+        assert self.kv is not None and self.store is not None
+        self.projector = await self.kv.restore() or Projector()
+        self.wrote, self.opened = False, False  # the fold's pages are written as the writer's, whole at first
+        try:
+            await fold_stream(self.projector, self.store, self._folded)
+        finally:
+            self.opened = True
+        log.info("projections: %s is the writer, from the checkpoint and the stream to seq %d", self.name,
+                 self.projector.seq)
 
     async def _folded(self, changed: set[tuple[str, str]]) -> None:  # each page written, then checkpointed
         assert self.kv is not None

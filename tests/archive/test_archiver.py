@@ -483,3 +483,26 @@ def test_an_export_is_anchored_to_the_last_seal_the_casino_holds(
     capsys.readouterr()
     assert verify_file(str(cut), seals[-1].hash) == 1
     assert f"not at {seals[-1].hash}" in capsys.readouterr().err
+
+
+async def test_a_consumer_holding_a_delivery_unacknowledged_does_not_stall_the_archive(
+        nats_url: str, tmp_path: Path) -> None:
+    """A consumer any consuming user can make (here one that receives every
+    event and never acknowledges one) held the removal of every sealed shoe
+    while it lived: only settlement's consumer and the read models'
+    checkpoint hold a removal up."""
+    casino = Casino(nats_url, tables(tmp_path))
+    nc = await nats.connect(nats_url)
+    hostile = await nats.connect(nats_url)
+    held = await hostile.jetstream().subscribe(f"{subjects.EVENTS}.>", durable="holds-everything", manual_ack=True)
+    await casino.start()
+    try:
+        await casino.deal(nc, 12)
+        await casino.archived(nc, 2)  # sealed and removed though the consumer holds its deliveries
+        info = await hostile.jetstream().consumer_info(STREAM, "holds-everything")
+        assert info.num_ack_pending > 0 and info.num_redelivered == 0  # still held, none of it acknowledged
+    finally:
+        await held.unsubscribe()
+        await hostile.close()
+        await casino.stop()
+        await nc.close()
