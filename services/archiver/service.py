@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable
 
+import msgspec
 from nats.aio.client import Client
 
 from casino.audit.archive import (
@@ -40,7 +41,7 @@ from casino.store import envelope, subjects
 from casino.store.archive import Kept, SealStore
 from casino.store.envelope import RulesetRecorded
 from casino.store.eventstore import Conflict, Stored
-from casino.store.jetstream import ARCHIVE_STREAM, STREAM, JetStreamEventStore
+from casino.store.jetstream import ARCHIVE_STREAM, DLQ_SUBJECTS, STREAM, JetStreamEventStore, dead_letter
 
 ARCHIVER_DURABLE = "archiver"
 PURGE = f"$JS.API.STREAM.PURGE.{STREAM}"
@@ -148,8 +149,8 @@ class ArchiverService:
         """Remove from the live stream the table's sealed shoes still in it,
         oldest first, each once nothing reading the stream still needs it."""
         while sealed_to:
-            first = await self.store.first(subjects.event(table, "*", subjects.NO_COUP, "shoe"))
-            number = None if first is None else subjects.shoe_number(table, subjects.tokens(first.subject)[1])
+            first = await self._raw(subjects.event(table, "*", subjects.NO_COUP, "shoe"), limit=1)
+            number = None if not first else subjects.shoe_number(table, subjects.tokens(first[0][1])[1])
             if number is None or number > sealed_to:
                 return
             if not await self._remove(table, subjects.shoe_id(table, number)):
@@ -160,19 +161,21 @@ class ArchiverService:
         one of them is in its seal as stored, and nothing still needs them."""
         if self.removal_denied:  # the stream refuses every purge: nothing to read or compare
             return False
-        live = await self.store.read(subjects.shoe_filter(table, shoe))
+        live = await self._raw(subjects.shoe_filter(table, shoe))
         if not live:
             return True
         kept = await self.seals.get(table, shoe)
         if kept is None:
             raise ArchiveError(f"shoe {shoe} is not in the archive")
         held = {m.seq: m for m in open_seal(Sealed(kept.data, kept.hash)).messages}
-        for m in live:
-            h = held.get(m.seq)
-            if h is None or (h.subject, h.msg_id, h.batch) != (m.subject, m.msg_id, envelope.encode(m.batch)):
+        for seq, subject, msg_id, data in live:
+            h = held.get(seq)
+            if h is None:  # written under the shoe after it was sealed: not its record
+                await self._stray(table, shoe, seq, subject, data)
+            elif (h.subject, h.msg_id, h.batch) != (subject, msg_id, _as_sealed(data)):
                 self.metrics.archive_failures.labels(table, "differs").inc()
-                raise ArchiveError(f"shoe {shoe}'s message seq {m.seq} is not in its seal as stored: not removed")
-        if not await self._consumed(max(m.seq for m in live)):
+                raise ArchiveError(f"shoe {shoe}'s message seq {seq} is not in its seal as stored: not removed")
+        if not await self._consumed(max(seq for seq, _, _, _ in live)):
             return False
         await self._at("removing")
         reply = json.loads((await self.nc.request(PURGE, json.dumps({"filter": subjects.shoe_filter(table, shoe)})
@@ -188,6 +191,25 @@ class ArchiverService:
         await self._at("removed")
         self.metrics.archive_removed.labels(table).inc(reply.get("purged", 0))
         return True
+
+    async def _raw(self, filter_: str, limit: int | None = None) -> list[tuple[int, str, str, bytes]]:
+        """The live messages on ``filter_`` as stored, (seq, subject, message id,
+        data), read whether or not they decode."""
+        out: list[tuple[int, str, str, bytes]] = []
+        await self.store.scan_raw(filter_, lambda seq, subject, headers, data: out.append(
+            (seq, subject, headers.get("Nats-Msg-Id", ""), data)), limit=limit)
+        return out
+
+    async def _stray(self, table: str, shoe: str, seq: int, subject: str, data: bytes) -> None:
+        """A message under a sealed shoe that its seal does not hold (written
+        after the seal, by a fault or by whoever holds a writer's credential):
+        filed as a dead letter with the reason, kept for good, and removed with
+        the shoe, so that the table and the archive go on."""
+        self.metrics.archive_failures.labels(table, "stray").inc()
+        log.error("archiver: seq %d on %s was written under shoe %s after it was sealed: filed as a dead letter "
+                  "(%s.archiver) and removed with the shoe", seq, subject, shoe, DLQ_SUBJECTS)
+        await dead_letter(self.store.js, "archiver", subject, seq, data,
+                          f"written under shoe {shoe} after it was sealed; not in its seal")
 
     async def _consumed(self, seq: int) -> bool:
         """Whether what must have read a sealed shoe's messages before they go
@@ -235,3 +257,12 @@ class ArchiverService:
             state = (await self.store.js.stream_info(stream)).state
             self.metrics.stream_messages.labels(stream).set(state.messages)
             self.metrics.stream_bytes.labels(stream).set(state.bytes)
+
+
+def _as_sealed(data: bytes) -> bytes:
+    """A stored batch as a seal holds it (decoded and encoded again); bytes
+    that do not decode, as they are (they then differ from any seal's)."""
+    try:
+        return envelope.encode(envelope.decode(data))
+    except (msgspec.DecodeError, msgspec.ValidationError, ValueError):
+        return data

@@ -12,7 +12,7 @@ import msgspec
 from casino.config import rulesets
 from casino.metrics import Metrics, count_recorded
 from casino.protocol.commands import DrawCard, EndRound, Reply, ShoeCommand, StartRound
-from casino.protocol.service import Clock, TableLocks, utc_now
+from casino.protocol.service import Clock, TableLocks, log, utc_now
 from casino.rules import shoe as dealing_shoe
 from casino.rules.baccarat import tableau
 from casino.rules.blackjack import hand as hand_totals
@@ -21,7 +21,7 @@ from casino.rules.errors import RuleViolation
 from casino.rules.ruleset import BaccaratRules, BlackjackRules, ShoeRules
 from casino.store import subjects
 from casino.store.envelope import Batch
-from casino.store.eventstore import EventStore, Stored, latest_at_table
+from casino.store.eventstore import UNREADABLE, EventStore, Stored, latest_at_table
 from services.repository import Held, Repository
 
 Order = tuple[tuple[Card, ...], str]
@@ -113,12 +113,17 @@ class ShoeService:
         shuffles came before them. A shuffle starts the shoe afresh but for
         the round being dealt (003 7.9: it goes on from the new shoe), and a
         round's end leaves none: nothing before it decides anything."""
-        latest = await latest_at_table(self.store, table, "shoe")
-        if latest is None:
-            return [], 0
-        number = subjects.shoe_number(table, subjects.tokens(latest.subject)[1])
-        if number is None:  # not a shoe this service named: the whole history
-            return await self.store.read(subjects.aggregate_filter("shoe", table)), 0
+        try:
+            latest = await latest_at_table(self.store, table, "shoe")
+        except UNREADABLE:  # the latest is a stray message that is no batch of ours
+            found: int | None = 0
+        else:
+            if latest is None:
+                return [], 0
+            found = subjects.shoe_number(table, subjects.tokens(latest.subject)[1])
+            if found is None:  # not a shoe this service named: the whole history
+                return await self.store.read(subjects.aggregate_filter("shoe", table)), 0
+        number = await self._in_play(table, found or 0)
         history: list[Stored] = []
         while number >= 1:
             shoe = await self.store.read(subjects.event(table, subjects.shoe_id(table, number), "*", "shoe"))
@@ -127,6 +132,33 @@ class ShoeService:
                 break
             number -= 1
         return history, max(number - 1, 0)
+
+    async def _in_play(self, table: str, number: int) -> int:
+        """The shoe in play, from shoe ``number`` where the table's latest shoe
+        message was found. A shoe begins with its shuffle: a shoe whose live
+        messages do not is not in play (a stray message written under a shoe
+        already sealed and removed, until the archiver files it away), and the
+        shoe is then the one the table's latest coup was dealt from, or the
+        first after it that begins with its shuffle."""
+        if number and await self._shuffled(table, number):
+            return number
+        log.warning("table %s: shoe %s does not begin with its shuffle in the live stream (a stray message under a "
+                    "sealed shoe): the shoe in play is found from the table's latest coup", table,
+                    subjects.shoe_id(table, number))
+        coup = await self.store.last(subjects.aggregate_filter("coup", table))
+        found = None if coup is None else subjects.shoe_number(table, subjects.tokens(coup.subject)[1])
+        if found is None:
+            return number
+        while await self.store.first(subjects.event(table, subjects.shoe_id(table, found + 1), "*", "shoe")):
+            found += 1
+        return found
+
+    async def _shuffled(self, table: str, number: int) -> bool:
+        try:
+            first = await self.store.first(subjects.event(table, subjects.shoe_id(table, number), "*", "shoe"))
+        except UNREADABLE:
+            return False
+        return first is None or any(isinstance(env.data, dealing_shoe.ShoeShuffled) for env in first.batch.events)
 
     async def reload(self, cmd: ShoeCommand) -> None:
         """Catch up with what other instances appended since our last event."""
@@ -166,9 +198,9 @@ class ShoeService:
             await self._observe(subject, seq, batch)
 
     async def _observe(self, subject: str, seq: int, batch: Batch) -> None:
-        table = subjects.tokens(subject)[0]
+        table, shoe, _, _ = subjects.tokens(subject)
         t = self.tables.get(table)
-        if t is None or not self.repository.take(t, seq, batch):
+        if t is None or _before(table, shoe, t.state.shoe_id) or not self.repository.take(t, seq, batch):
             return
         if any(isinstance(env.data, dealing_shoe.ShoeShuffled) for env in batch.events) and t.state.shoe_id:
             t.order = await self.secrets.get(table, t.state.shoe_id)
@@ -257,6 +289,13 @@ class ShoeService:
         start = t.state.position - len(layout)  # the round's cards lie together in the shoe
         return Reply(True, coup=cmd.coup, shoe=t.state.shoe_id or "", cards=tuple(layout[cmd.index:end]),
                      positions=tuple(range(start + cmd.index, start + end)))
+
+
+def _before(table: str, shoe: str, in_play: str | None) -> bool:
+    """Whether ``shoe`` comes before the shoe in play: nothing is written to
+    a shoe once the next is filled, so a message under it is a stray."""
+    number, current = subjects.shoe_number(table, shoe), subjects.shoe_number(table, in_play or "")
+    return number is not None and current is not None and number < current
 
 
 def _guard(table: str, t: TableShoe, shoe: str) -> tuple[str, int]:

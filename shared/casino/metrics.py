@@ -11,7 +11,7 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 # Why the archiver could not seal or remove a shoe (casino_archive_failures_total's reasons).
-ARCHIVE_FAILURES = ("verification", "read_back", "differs", "removal")
+ARCHIVE_FAILURES = ("verification", "read_back", "differs", "removal", "stray")
 
 
 class Metrics:

@@ -506,3 +506,38 @@ async def test_a_consumer_holding_a_delivery_unacknowledged_does_not_stall_the_a
         await hostile.close()
         await casino.stop()
         await nc.close()
+
+
+@pytest.mark.parametrize("junk", ["bytes", "an event of the shoe's again"])
+async def test_a_stray_shoe_message_under_a_sealed_shoe_does_not_stop_the_table(
+        nats_url: str, tmp_path: Path, junk: str) -> None:
+    """A message written under a shoe already sealed and removed (by whoever
+    holds the shoe service's credential, or a fault) made the table's shoe in
+    play look like that shoe: the table refused every coup after. The table
+    deals on, and every service restarted finds its shoe in play."""
+    casino = Casino(nats_url, tables(tmp_path))
+    nc = await nats.connect(nats_url)
+    await casino.start()
+    try:
+        await casino.deal(nc, 12)
+        await casino.archived(nc, 2)
+        sealed = (await SealStore(nc).seals("T-1"))[0]
+        first = archive.open_seal(archive.Sealed(sealed.data, sealed.hash))
+        own = [m for m in first.messages if subjects.tokens(m.subject)[1] == first.shoe]
+        subject = next(m.subject for m in own if subjects.tokens(m.subject)[2] == subjects.NO_COUP)
+        await nc.jetstream().publish(subject, b"junk" if junk == "bytes" else own[-1].batch)
+        await casino.deal(nc, 3)
+        await casino.stop()
+        await casino.start()  # and from a restart
+        await casino.deal(nc, 3)
+        await casino.archived(nc, 3)
+    finally:
+        await casino.stop()
+    await nc.jetstream().purge_stream(STREAM, subject=subject)  # the stray message, to read the history as recorded
+    history = await whole(nc)
+    await nc.close()
+    assert audit(history, casino.tables, casino.dealt) == []
+    assert verify_history(history).findings == []
+    shoes = [subjects.tokens(m.subject)[1] for m in history if subjects.tokens(m.subject)[0] == "T-1"
+             for e in m.batch.events if type(e.data).__name__ == "ShoeShuffled"]
+    assert len(shoes) == len(set(shoes)), shoes  # no shoe shuffled twice

@@ -19,6 +19,9 @@ from casino.store import subjects
 from casino.store.envelope import Batch, decode, encode
 from casino.store.subjects import matches
 
+# What reading a message that is no batch of ours raises.
+UNREADABLE = (msgspec.DecodeError, msgspec.ValidationError, ValueError)
+
 
 class Conflict(Exception):
     """Another writer appended to the aggregate first."""
@@ -68,7 +71,10 @@ async def latest_at_table(store: EventStore, table: str, aggregate: str) -> Stor
     as the last round ended, or a coup begun in the shoe before goes on into
     it), the shoe before holds the latest; failing both, and for shoes named
     otherwise than ``<table>-shoe-<n>``, the whole table is matched."""
-    between = await store.last(subjects.event(table, "*", subjects.NO_COUP, "shoe"))
+    try:
+        between = await store.last(subjects.event(table, "*", subjects.NO_COUP, "shoe"))
+    except UNREADABLE:  # a stray message that is no batch of ours (until the archiver files it): the whole table
+        between = None
     number = None if between is None else subjects.shoe_number(table, subjects.tokens(between.subject)[1])
     if number is not None:
         while await store.last(subjects.event(table, subjects.shoe_id(table, number + 1), "*", "shoe")) is not None:
