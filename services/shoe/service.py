@@ -230,10 +230,10 @@ class ShoeService:
                     return Reply(True, coup=cmd.coup, shoe=t.state.shoe_id or "")
                 if t.state.round is not None:
                     raise RuleViolation("shoe", f"round {t.state.round} has not ended")
-                if _not_after(cmd.coup, t.last_round):
-                    # A stale dealer (another instance moved the table on) never deals a coup twice.
-                    raise RuleViolation("shoe", f"coup {cmd.coup} does not come after {t.last_round}, the round "
-                                                "the shoe dealt last at this table")
+                if (wrong := _not_next(cmd.coup, t.last_round)) is not None:
+                    # A stale dealer (another instance moved the table on) never deals a coup twice, and no
+                    # round is started for a coup that cannot be the table's next (it would hold the shoe).
+                    raise RuleViolation("shoe", wrong)
                 if not t.state.ready_for_round:
                     await self._reshuffle(cmd.table, t, subjects.NO_COUP, cmd.id)
                 events = dealing_shoe.decide(t.rules, t.state, dealing_shoe.StartRound(cmd.coup), t.document)
@@ -319,10 +319,16 @@ def _guard(table: str, t: TableShoe, shoe: str) -> tuple[str, int]:
     return subjects.aggregate_filter("shoe", table), 0
 
 
-def _not_after(coup: str, last_round: str) -> bool:
-    """Whether ``coup`` is numbered at or before the table's last round."""
-    number, last = subjects.coup_number(coup), subjects.coup_number(last_round)
-    return number is not None and last is not None and number <= last
+def _not_next(coup: str, last_round: str) -> str | None:
+    """Why ``coup`` is not the table's next coup after its last round (the
+    first coup where there has been none), or None where it is."""
+    number, last = subjects.coup_number(coup), subjects.coup_number(last_round) if last_round else 0
+    if number is None or last is None or number == last + 1:
+        return None
+    if number <= last:
+        return f"coup {coup} does not come after {last_round}, the round the shoe dealt last at this table"
+    return (f"coup {coup} is not the table's next coup: the shoe dealt its last round for "
+            f"{last_round or 'no coup yet'}, so the next is number {last + 1}")
 
 
 def _last(cmd: DrawCard, layout: Sequence[Card], hits_soft_17: bool | None) -> int:

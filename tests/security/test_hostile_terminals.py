@@ -165,3 +165,24 @@ async def test_a_write_the_full_store_refuses_is_answered_with_its_reason_and_no
         assert (refused.ok, refused.clause) == (False, "event store") and "nothing was recorded" in refused.reason
         assert "maximum bytes" in refused.reason, refused
         assert await count(casino) == before
+
+
+@pytest.mark.parametrize("number", [5, 1])
+async def test_a_round_for_a_coup_that_cannot_be_the_next_is_refused_at_the_shoe(nats_url: str, number: int) -> None:
+    """Whoever holds the dealer-policy's credential asks the shoe to start a
+    round for a coup that does not exist (ahead of the table) or was dealt
+    already: refused, naming why, nothing recorded, and the table opens its
+    next coup as ever (a round started for nothing would hold the shoe)."""
+    from casino.cli.simulator import Simulator
+
+    async with Casino(nats_url, BACCARAT) as casino:
+        await Simulator(casino.nc, {"BAC000-1": BACCARAT["BAC000-1"]}, seed=1).run(2)
+        before = await count(casino)
+        ahead = commands.StartRound(id="forged", table="BAC000-1", coup=f"BAC000-1-{number:06d}",
+                                    ruleset="baccarat-000-methods")
+        refused = await casino.peer.ask(subjects.command("BAC000-1", "shoe"), ahead)
+        why = "is not the table's next coup" if number > 2 else "does not come after BAC000-1-000002"
+        assert (refused.ok, refused.clause) == (False, "shoe") and why in refused.reason, refused
+        assert await count(casino) == before
+        opened = await casino.ask("BAC000-1", "coup", commands.OpenCoup, procedure="method_a")
+        assert opened.ok and opened.coup == "BAC000-1-000003", opened
