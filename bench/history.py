@@ -59,6 +59,10 @@ class Unchecked:
     async def scan(self, filter_: str, each: Callable[[Stored], object]) -> None:
         pass
 
+    async def scan_raw(self, filter_: str, each: Callable[[int, str, dict[str, str], bytes], object],
+                       after: int = 0, limit: int | None = None) -> None:
+        pass
+
     async def first(self, filter_: str) -> Stored | None:
         return None
 

@@ -98,6 +98,8 @@ def follow(broker: NatsBroker, kind: str, service: Callable[[], Any], metrics: M
             batch = await decoded(nc(), name, msg, at, metrics)
             if batch is not None:
                 await service().observe(msg.raw_message.subject, at.stream_seq, batch)
+            elif (skip := getattr(service(), "skip", None)) is not None:
+                skip(msg.raw_message.subject, at.stream_seq)
         await acks.handled(msg, at.pending)
 
     return config

@@ -12,9 +12,9 @@ from typing import Any, Generic, TypeVar
 import msgspec
 
 from casino.protocol.commands import Command, reused
-from casino.protocol.service import Clock, Recorder, utc_now
-from casino.store.envelope import AnyEvent, Batch
-from casino.store.eventstore import Appended, EventStore
+from casino.protocol.service import Clock, Recorder, log, utc_now
+from casino.store.envelope import AnyEvent, Batch, decode
+from casino.store.eventstore import UNREADABLE, Appended, EventStore
 
 
 class Held(msgspec.Struct):
@@ -63,11 +63,23 @@ class Repository(Generic[H]):
         held.last_seq = seq
         return True
 
-    async def catch_up(self, filter_: str, after: int, observe: Observe) -> None:
+    async def catch_up(self, filter_: str, after: int, observe: Observe,
+                       unreadable: Callable[[str, int], None] | None = None) -> None:
         """Hand ``observe`` everything on ``filter_`` after sequence ``after``:
-        what other instances appended since this one last looked."""
-        for msg in await self.store.read(filter_, after=after):
-            await observe(msg.subject, msg.seq, msg.batch)
+        what other instances appended since this one last looked. A message
+        that is no batch of ours (the follower files it as a dead letter) is
+        handed to ``unreadable``, and passed over."""
+        stored: list[tuple[int, str, bytes]] = []
+        await self.store.scan_raw(filter_, lambda seq, subject, _, data: stored.append((seq, subject, data)), after)
+        for seq, subject, data in stored:
+            try:
+                batch = decode(data)
+            except UNREADABLE as exc:
+                log.warning("%s seq %d is no batch of ours (%s): passed over", subject, seq, exc)
+                if unreadable is not None:
+                    unreadable(subject, seq)
+                continue
+            await observe(subject, seq, batch)
 
     async def commit(self, held: H, subject: str, events: Sequence[AnyEvent], *, msg_id: str, table: str,
                      shoe: str, coup: str, causation: str, command: str = "", expected: int | None = None,

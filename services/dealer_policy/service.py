@@ -23,6 +23,8 @@ from casino.store.envelope import AnyEvent, Batch, CoupConfigured, RulesetRecord
 from casino.store.eventstore import EventStore, latest_at_table
 from services.repository import Held, Repository
 
+BOOK_WAIT = 3.0  # seconds a command waits for the coup's wager book to open (under a terminal's patience)
+
 
 class Staged(msgspec.Struct):
     """Decisions taken but not yet appended: the dealer's own steps, recorded
@@ -59,6 +61,9 @@ class TableCoup(Held, kw_only=True):
     staged: Staged = msgspec.field(default_factory=Staged)
     # The finished coup's round ending at the shoe, asked after the terminal has the result.
     ending: asyncio.Future[Any] | None = None
+    # The coup's wager book being opened (asked until the wager service answers), and for which coup.
+    booking: asyncio.Future[Any] | None = None
+    booking_for: str = ""
 
     @property
     def finished(self) -> bool:
@@ -140,7 +145,14 @@ class DealerPolicyService:
         t = self.tables.get(cmd.table)
         if t is None:
             return
-        await self.repository.catch_up(subjects.aggregate_filter("coup", cmd.table), t.seen, self.observe)
+        await self.repository.catch_up(subjects.aggregate_filter("coup", cmd.table), t.seen, self.observe, self.skip)
+
+    def skip(self, subject: str, seq: int) -> None:
+        """A message on a coup subject that is no batch of ours (filed as a dead
+        letter): nothing to fold, but looked at, so that the table's guard
+        expects what the stream holds."""
+        if (t := self.tables.get(subjects.tokens(subject)[0])) is not None:
+            t.seen = max(t.seen, seq)
 
     def _stage(self, t: TableCoup, events: list[AnyEvent], msg_id: str, causation: str, command: str = "") -> None:
         """Take a decision now (the coup moves on) and record it with the next
@@ -206,9 +218,9 @@ class DealerPolicyService:
 
     def _observe_into(self, t: TableCoup, subject: str, seq: int, batch: Batch) -> None:
         _, shoe, coup, _ = subjects.tokens(subject)
+        t.seen = max(t.seen, seq)  # looked at, even a stray under an earlier coup: the table's guard counts it
         if coup < t.coup or (seq <= t.last_seq and coup == t.coup):
             return
-        t.seen = max(t.seen, seq)
         if coup != t.coup:
             self._next_coup(t)
             t.coup, t.shoe = coup, shoe
@@ -247,13 +259,15 @@ class DealerPolicyService:
             if t.state is not None and not t.finished:
                 if t.recorded(cmd):  # a retry: the first attempt may have stopped before the book opened
                     if t.state.phase == "betting":
-                        await self._open_book(t)
+                        await self._book_open(t)
                     return self._reply(t)
                 raise RuleViolation("coup", f"coup {t.coup} is still being dealt")
             await self._open(t, cmd)
             return self._reply(t)
         if cmd.coup != t.coup or t.state is None:
             raise RuleViolation("coup", f"coup {cmd.coup} is not the coup being dealt at {cmd.table}")
+        if isinstance(cmd, commands.CloseBetting) and t.state.phase == "betting":
+            await self._book_open(t)  # the book a coup is dealt from is open before it closes
         if not t.recorded(cmd):  # a retried command was recorded once already
             await self._command(t, cmd)
         await self.advance(t)  # and the dealer's own steps are finished either way
@@ -274,12 +288,22 @@ class DealerPolicyService:
         recorded = await self._record_ruleset(t)
         events: list[AnyEvent] = [CoupConfigured(t.name, t.game.name, t.config.ruleset, recorded, number)]
         events += t.game.decide(t.rules, t.game.new(), opening)  # refused here: nothing has changed
+        # The coup before, as it was: put back if the opening is not recorded (another
+        # instance wrote to the table first), so that it is caught up and decided again.
+        before = (t.state, t.applied, t.last_seq, t.ending, t.extras, t.staked, t.carried, t.coup, t.shoe)
         self._next_coup(t)
         t.coup, t.shoe = coup, start.shoe
-        # The id names the command: another instance opening this number for another
-        # command must lose the race, not be taken for a duplicate of it.
-        await self._commit(t, events, f"{coup}:open:{cmd.id}", cmd.id, commands.digest(cmd))
-        await self._open_book(t)
+        try:
+            # The id names the command: another instance opening this number for another
+            # command must lose the race, not be taken for a duplicate of it.
+            await self._commit(t, events, f"{coup}:open:{cmd.id}", cmd.id, commands.digest(cmd))
+        except BaseException:
+            t.state, t.applied, t.last_seq, t.ending, t.extras, t.staked, t.carried, t.coup, t.shoe = before
+            raise
+        try:
+            await self._book_open(t)
+        except RuleViolation as exc:  # opened; its book follows as soon as the wager service answers
+            log.warning("table %s: coup %s opened, its book not yet: %s", t.name, t.coup, exc.reason)
 
     async def _record_ruleset(self, t: TableCoup) -> str:
         """The digest of the table's ruleset, its full content recorded at the
@@ -303,11 +327,36 @@ class DealerPolicyService:
         t.ruleset_recorded = digest_
         return digest_
 
-    async def _open_book(self, t: TableCoup) -> None:
-        """Open the coup's wager book (asked again, the wager service answers from its record)."""
-        await self.peer.must(subjects.command(t.name, "book"),
-                             commands.OpenBook(f"{t.coup}:open-book", t.name, t.coup, t.shoe, t.config.ruleset,
-                                        _previous_coup(t.name, t.number)))
+    def _book(self, t: TableCoup) -> asyncio.Future[Any]:
+        """The coup's wager book being opened: asked until the wager service
+        answers (asked again, it answers from its record), in the background,
+        so that a coup opened while the wager service is away gets its book
+        as soon as it is back, with no restart of anything."""
+        failed = t.booking is not None and t.booking.done() and (t.booking.cancelled() or t.booking.exception())
+        if t.booking is None or t.booking_for != t.coup or failed:
+            t.booking_for = t.coup
+            t.booking = asyncio.ensure_future(self._open_book(
+                subjects.command(t.name, "book"), commands.OpenBook(
+                    f"{t.coup}:open-book", t.name, t.coup, t.shoe, t.config.ruleset, _previous_coup(t.name, t.number))))
+            t.booking.add_done_callback(_log_failed_booking)
+        return t.booking
+
+    async def _book_open(self, t: TableCoup) -> None:
+        """Until the coup's wager book is open, for ``BOOK_WAIT`` seconds at most."""
+        try:
+            await asyncio.wait_for(asyncio.shield(self._book(t)), BOOK_WAIT)
+        except TimeoutError:
+            raise RuleViolation("wager book", f"coup {t.coup}'s wager book is not open yet: the wager service has "
+                                              "not answered (it is asked until it does); try again") from None
+
+    async def _open_book(self, subject: str, command: commands.OpenBook) -> None:
+        while True:
+            try:
+                await self.peer.must(subject, command)
+                return
+            except RuntimeError as exc:  # no answer: the wager service is away
+                log.warning("%s: %s; asked again", command.id, exc)
+                await asyncio.sleep(1.0)
 
     async def _command(self, t: TableCoup, cmd: commands.CoupCommand) -> None:
         if isinstance(cmd, commands.CloseBetting):
@@ -402,7 +451,7 @@ class DealerPolicyService:
         await self.peer.must(subjects.command(t.name, "shoe"),
                              commands.StartRound(f"{t.coup}:start", t.name, t.coup, t.config.ruleset))
         if t.state.phase == "betting":
-            await self._open_book(t)
+            await self._book_open(t)
         else:
             await self.advance(t)
 
@@ -410,6 +459,11 @@ class DealerPolicyService:
 def _previous_coup(table: str, number: int) -> str:
     """The table's coup before its coup ``number``, as the dealer-policy names them."""
     return f"{table}-{number - 1:06d}" if number > 1 else ""
+
+
+def _log_failed_booking(booking: asyncio.Future[Any]) -> None:
+    if not booking.cancelled() and (exc := booking.exception()) is not None:
+        log.error("a coup's wager book was refused by the wager service: %s", exc)
 
 
 def _log_failed_ending(ending: asyncio.Future[Any]) -> None:

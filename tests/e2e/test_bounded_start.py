@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
+from typing import Any
 
 import nats
 import pytest
@@ -41,22 +42,28 @@ def small_shoe(tmp_path: Path, name: str) -> str:
     return ruleset_variant(tmp_path, name, decks=2 if name.startswith("blackjack") else 1)
 
 
-def filters_of(store: EventStore, method: str = "read") -> list[str]:
-    """The filters ``store`` is asked with from now on, by ``method`` (``read``, ``last``)."""
+def filters_of(store: EventStore, *methods: str) -> list[str]:
+    """The filters ``store`` is asked with from now on, by ``methods`` (``read``, ``last``)."""
     filters: list[str] = []
-    asked = getattr(store, method)
+    for method in methods:
+        asked = getattr(store, method)
 
-    async def recorded(filter_: str, *args: object, **kwargs: object) -> object:
-        filters.append(filter_)
-        return await asked(filter_, *args, **kwargs)
+        async def recorded(filter_: str, *args: object, asked: Any = asked, **kwargs: object) -> object:
+            filters.append(filter_)
+            return await asked(filter_, *args, **kwargs)
 
-    setattr(store, method, recorded)
+        setattr(store, method, recorded)
     return filters
 
 
 def reads_of(store: EventStore) -> list[str]:
     """The filters ``store`` is read with from now on."""
     return filters_of(store, "read")
+
+
+def catch_ups_of(store: EventStore) -> list[str]:
+    """The filters ``store`` is read with from now on, whole or as stored (as a catch-up reads)."""
+    return filters_of(store, "read", "scan_raw")
 
 
 def deciding(t: TableCoup) -> tuple[object, ...]:

@@ -16,7 +16,7 @@ from casino.rules import wagerbook
 from casino.store import subjects
 from casino.store.eventstore import InMemoryEventStore
 from tests.e2e.casino import Casino
-from tests.e2e.test_bounded_start import reads_of
+from tests.e2e.test_bounded_start import catch_ups_of
 
 pytestmark = pytest.mark.anyio
 TABLES = default_tables(2, ["baccarat-000-methods", "blackjack-002-hole-card"])
@@ -78,7 +78,7 @@ async def test_a_book_held_is_read_back_from_its_own_subject_and_one_not_held_fr
     assert (await held.handle(commands.OpenBook(id="open", table=table, coup=coup, shoe=shoe, ruleset=ruleset))).ok
     assert (await held.handle(commands.PlaceWager(id="w1", table=table, coup=coup, seat=1, bet="banker", amount=5000))).ok
     over = commands.PlaceWager(id="w2", table=table, coup=coup, seat=2, bet="banker", amount=10**9)
-    reads = reads_of(store)
+    reads = catch_ups_of(store)
     await held.reload(over)  # as a refusal is answered: on current state
     assert reads == [subjects.event(table, shoe, coup, "wager")]
 

@@ -326,3 +326,29 @@ def test_a_draw_by_the_dealers_rule_is_one_step_asked_again_the_same() -> None:
     assert ask(draw) == first
     batches = asyncio.run(store.read(f"{subjects.EVENTS}.>"))[written:]
     assert [len(m.batch.events) for m in batches] == [4]
+
+
+@pytest.mark.anyio
+async def test_a_coup_opened_while_the_wager_service_is_away_gets_its_book_once_it_is_back(nats_url: str) -> None:
+    """Away for longer than the dealer-policy asks a peer (about 20 s), the
+    book is still asked for until the wager service answers, with nothing
+    restarted: the coup then takes wagers and closes on them."""
+    from tests.e2e.casino import Casino
+
+    tables = {"BAC000-1": TableConfig("baccarat-000-methods")}
+    async with Casino(nats_url, tables) as casino:
+        await casino.stop("wager")
+        opened = await casino.ask("BAC000-1", "coup", commands.OpenCoup, procedure="method_a")
+        assert opened.ok, opened  # opened, its book to follow
+        await asyncio.sleep(30.0)
+        await casino.start("wager")
+        for _ in range(60):  # the book is asked for again within a few seconds
+            placed = await casino.ask("BAC000-1", "wager", commands.PlaceWager, coup=opened.coup, seat=1,
+                                      bet="banker", amount=5000)
+            if placed.ok:
+                break
+            await asyncio.sleep(0.5)
+        assert placed.ok, placed
+        closed = await casino.ask("BAC000-1", "coup", commands.CloseBetting, coup=opened.coup)
+        assert closed.ok, closed
+        await casino.settled(opened.coup, timeout=30)

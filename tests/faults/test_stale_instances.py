@@ -16,6 +16,7 @@ from services.wager.service import WagerService
 from casino.protocol import commands
 from casino.rules import shoe as dealing_shoe
 from casino.rules import wagerbook
+from casino.rules.errors import RuleViolation
 from casino.store import subjects
 from casino.store.envelope import Batch
 from casino.store.eventstore import Appended, Conflict, InMemoryEventStore
@@ -103,12 +104,12 @@ async def test_a_shoe_instance_left_behind_by_a_new_shoe_writes_nothing_on_the_s
 
     coup = f"{TABLE}-{n + 1:06d}"
     start = commands.StartRound(id=f"{coup}:start", table=TABLE, coup=coup, ruleset=ruleset)
-    with pytest.raises(Conflict):  # decided on shoe 1 where it left it
+    with pytest.raises(RuleViolation, match="is not the table's next coup"):  # as it left the table, refused
         await behind.handle(start)
-    await behind.reload(start)  # as the service answers a conflict: read on, decide again
+    await behind.reload(start)  # as the service answers a refusal: read on, decide again
     assert (await behind.handle(start)).ok
-    assert [a[3] for a in appends] == ["conflict", "written"]
-    assert [subjects.tokens(a[0])[1] for a in appends] == [subjects.shoe_id(TABLE, 1), subjects.shoe_id(TABLE, 2)]
+    assert [a[3] for a in appends] == ["written"]
+    assert [subjects.tokens(a[0])[1] for a in appends] == [subjects.shoe_id(TABLE, 2)]
     assert isinstance((await shoe_events(store, TABLE, subjects.shoe_id(TABLE, 1)))[-1], dealing_shoe.ShoeEnded)
     await first.reload(commands.StartRound(id="catch-up", table=TABLE, coup=coup, ruleset=ruleset))
     assert behind.tables[TABLE].state == first.tables[TABLE].state and behind.tables[TABLE].state.round == coup

@@ -372,6 +372,11 @@ class WithArchive:
     async def read(self, filter_: str, after: int = 0, limit: int | None = None) -> list[Stored]:
         return (await self._merged(filter_, after, limit))[0]
 
+    async def scan_raw(self, filter_: str, each: Callable[[int, str, dict[str, str], bytes], object],
+                       after: int = 0, limit: int | None = None) -> None:
+        """The live stream's messages as stored (a seal holds only what decodes)."""
+        await self.live.scan_raw(filter_, each, after, limit)
+
     async def scan(self, filter_: str, each: Callable[[Stored], object], after: int = 0,
                    limit: int | None = None) -> None:
         """``read``, handed out one by one; ``archived_only`` counts those its shoes' seals alone held."""

@@ -51,6 +51,11 @@ class EventStore(Protocol):
         """``each`` of the messages on ``filter_``, in order, as they are read:
         a history of any length in the memory of one message."""
 
+    async def scan_raw(self, filter_: str, each: Callable[[int, str, dict[str, str], bytes], object],
+                       after: int = 0, limit: int | None = None) -> None:
+        """``each(seq, subject, headers, data)`` of the messages on ``filter_``
+        after ``after``, as stored, read whether or not they decode."""
+
     async def first(self, filter_: str) -> Stored | None:
         """The earliest message on ``filter_`` (wildcards allowed), None if there is none."""
 
@@ -113,6 +118,12 @@ class InMemoryEventStore:
     async def scan(self, filter_: str, each: Callable[[Stored], object]) -> None:
         for m in await self.read(filter_):
             each(m)
+
+    async def scan_raw(self, filter_: str, each: Callable[[int, str, dict[str, str], bytes], object],
+                       after: int = 0, limit: int | None = None) -> None:
+        ids = {seq: msg_id for msg_id, seq in self.ids.items()}
+        for seq, subj, data in [m for m in self.messages if m[0] > after and matches(filter_, m[1])][:limit]:
+            each(seq, subj, {"Nats-Msg-Id": ids.get(seq, "")}, data)
 
     async def first(self, filter_: str) -> Stored | None:
         return self._found(filter_, self.messages)
