@@ -10,10 +10,12 @@ one at a time in the order they came: a consumer delivers new messages in
 stream order. (faststream's pull subscribers either wait to fill a batch or
 handle the messages of one fetch concurrently: docs/architecture.md.)"""
 
+import asyncio
 import contextlib
+import json
 import logging
 import os
-import secrets
+import random
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -26,6 +28,7 @@ from nats.js.api import ConsumerConfig, DeliverPolicy
 from nats.js.errors import NotFoundError
 
 from casino.metrics import Metrics
+from casino.nats import permissions
 from casino.store import envelope, subjects
 from casino.store.eventstore import Stored
 from casino.store.jetstream import STREAM
@@ -40,17 +43,55 @@ ACK_EVERY = 64  # an instance's own consumer (ack policy all) is acknowledged at
 SETTLEMENT_DELIVERY = "_INBOX.settlement.events"  # where the shared settlement consumer delivers
 
 
-def instance(kind: str) -> str:
-    """A consumer of one instance's own: a name nobody else can guess (every
-    consumer user may create consumers it names, never ``settlement``:
-    casino.nats.permissions), gone ten idle minutes after the instance. The AsyncAPI
-    documents are made with $CASINO_INSTANCE set, so that they name it."""
-    return f"{kind}-{os.environ.get('CASINO_INSTANCE') or secrets.token_hex(8)}"
+# The consumers of their own each consuming service may hold at once: its
+# user may create, look at and acknowledge those names alone
+# (casino.nats.permissions), so no user can make more and exhaust the
+# server's. An instance claims a free one at its start; one left by an
+# instance gone lapses ``LAPSES`` seconds after its last subscriber.
+SLOTS = permissions.SLOTS
+LAPSES = 60.0
+FOLLOWING = ("shoe", "wager", "dealer-policy")  # each instance follows its own aggregate's events
+CONSUMER_EXISTS = 10148  # the server's error code: a consumer of that name exists already
+
+
+def slot_names(kind: str) -> list[str]:
+    return [f"{kind}-{k}" for k in range(SLOTS)]
+
+
+def document_name(kind: str) -> str:
+    """The name the AsyncAPI documents give an instance's consumer."""
+    return f"{kind}-{os.environ.get('CASINO_INSTANCE') or 'instance'}"
 
 
 def own_consumer(name: str, filter_: str, **settings: Any) -> ConsumerConfig:
-    return ConsumerConfig(name=name, durable_name=name, filter_subject=filter_, inactive_threshold=600.0,
-                          ack_policy=ConsumerAck.ALL, max_ack_pending=IN_FLIGHT, **settings)
+    return ConsumerConfig(name=name, durable_name=name, filter_subject=filter_, inactive_threshold=LAPSES,
+                          ack_policy=ConsumerAck.ALL, max_ack_pending=IN_FLIGHT, deliver_group=name, **settings)
+
+
+async def claim(nc: Client, kind: str, config_for: Callable[[str], ConsumerConfig]) -> ConsumerConfig:
+    """Create a consumer of this instance's own under a free one of the
+    service's names (``config_for(name)``), delivering to this instance's
+    inbox; never one that exists (another instance's). Where none is free, or
+    the server refuses (its limit of consumers reached), it says so and asks
+    again every few seconds: the service waits, it does not stop."""
+    while True:
+        why = ""
+        for name in random.sample(slot_names(kind), SLOTS):
+            config = config_for(name)
+            config.deliver_subject = nc.new_inbox()
+            subject = f"$JS.API.CONSUMER.CREATE.{STREAM}.{name}" + (
+                f".{config.filter_subject}" if config.filter_subject else "")
+            reply = json.loads((await nc.request(subject, json.dumps(
+                {"stream_name": STREAM, "config": config.as_dict(), "action": "create"}).encode(), timeout=10)).data)
+            error = reply.get("error")
+            if error is None:
+                return config
+            why = str(error.get("description"))
+            if error.get("err_code") != CONSUMER_EXISTS:
+                break
+        log.error("%s: no consumer of its own can be created (%s; %d names, one left by an instance gone lapses "
+                  "%.0f s after it): asked again in 5 s", kind, why, SLOTS, LAPSES)
+        await asyncio.sleep(5.0)
 
 
 def events_subscriber(broker: NatsBroker, filter_: str, durable: str, config: ConsumerConfig,
@@ -79,15 +120,22 @@ class Acks:
             self.unacked = 0
 
 
-def follow(broker: NatsBroker, kind: str, service: Callable[[], Any], metrics: Metrics) -> ConsumerConfig:
-    """Keep the service's state current from a durable consumer of its own
-    aggregate's events: what another instance of it appends. The consumer,
-    to be created (``create``) before the service reads its state."""
+def followed(kind: str) -> Callable[[str], ConsumerConfig]:
+    """The consumer of its own aggregate's events a service instance follows, by name."""
     aggregate = {"shoe": "shoe", "wager": "wager", "dealer-policy": "coup"}[kind]
-    name = instance(kind)
+    return lambda name: own_consumer(name, subjects.aggregate_filter(aggregate), deliver_policy=DeliverPolicy.NEW)
+
+
+def follow(broker: NatsBroker, kind: str, config: ConsumerConfig, service: Callable[[], Any],
+           metrics: Metrics) -> ConsumerConfig:
+    """Keep the service's state current from a durable consumer of its own
+    aggregate's events (``config``, claimed before the service reads its
+    state, so that nothing appended meanwhile passes it by): what another
+    instance of it appends."""
+    aggregate = {"shoe": "shoe", "wager": "wager", "dealer-policy": "coup"}[kind]
+    name = config.name or ""
     acks = Acks()
     nc: Callable[[], Client] = lambda: broker.connection  # noqa: E731
-    config = own_consumer(name, subjects.aggregate_filter(aggregate), deliver_policy=DeliverPolicy.NEW)
 
     @events_subscriber(broker, subjects.aggregate_filter(aggregate), name, config,
                        f"The {aggregate} events every {kind} instance follows, appended by the others.")
@@ -103,15 +151,6 @@ def follow(broker: NatsBroker, kind: str, service: Callable[[], Any], metrics: M
         await acks.handled(msg, at.pending)
 
     return config
-
-
-async def create(nc: Client, config: ConsumerConfig) -> None:
-    """Create an instance's own consumer before the service reads its state
-    from the store, so that nothing appended meanwhile passes it by (what it
-    read already comes again, and is known). It delivers to the instance's
-    inbox once the subscriber is there."""
-    config.deliver_subject = nc.new_inbox()
-    await nc.jetstream().add_consumer(STREAM, config)
 
 
 async def ensure_settlement_consumer(nc: Client) -> None:

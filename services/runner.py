@@ -125,18 +125,16 @@ class Running:
         self.commands = [command_subscriber(self.broker, token, queue, DECODERS[token], types, self.gate,
                                             lambda: self.service, doc)
                          for token, queue, types, doc in COMMANDS.get(kind, [])]
-        self.own: ConsumerConfig | None = None  # the consumer of this instance's own, created at start
-        if kind in ("shoe", "wager", "dealer-policy"):
-            self.own = followers.follow(self.broker, kind, lambda: self.service, self.metrics)
-            self.durables.append(self.own.name or "")
-        elif kind == "settlement":
+        # The consumer of this instance's own (shoe, wager, dealer-policy, projections):
+        # claimed under a free name at start, and followed from then on.
+        self.own: ConsumerConfig | None = None
+        if kind == "settlement":
             self.durables.append(followers.settlement_consumer(self.broker, lambda: self.service, self.metrics,
                                                                self.later))
         elif kind == "archiver":
             self.durables.append(followers.archiver_consumer(self.broker, lambda: self.service, self.metrics))
-        else:
+        elif kind == "projections":
             self.projections = Projections(self.broker, self.metrics)
-            self.durables.append(self.projections.name)
         for subject, schema, doc in _SENDS[kind]:  # for the AsyncAPI document: never published through
             self.broker.publisher(subject, schema=documented(schema), title=subject, description=doc)
         self.app = AsgiFastStream(
@@ -145,6 +143,10 @@ class Running:
             specification=AsyncAPI(title=f"casino {kind}", version="1", schema_version="3.0.0",
                                    description=f"The {kind} service's subjects: what it answers and what it follows."),
             on_startup=[self._open], after_startup=[self._watch], on_shutdown=[self._finish], logger=log)
+
+    def _follow(self, config: ConsumerConfig) -> None:
+        self.own = followers.follow(self.broker, self.kind, config, lambda: self.service, self.metrics)
+        self.durables.append(self.own.name or "")
 
     @property
     def nc(self) -> Client:
@@ -189,8 +191,8 @@ class Running:
         """Connect, and make the service before any message arrives."""
         nc = await self.broker.connect()
         await require_provisioned(nc, secrets=self.kind == "shoe")  # by the administrator, as declared
-        if self.own is not None:
-            await followers.create(nc, self.own)
+        if self.kind in followers.FOLLOWING:  # before the service reads its state: nothing passes it by
+            self._follow(await followers.claim(nc, self.kind, followers.followed(self.kind)))
         store = JetStreamEventStore(nc)
         if self.kind == "shoe":
             self.service = ShoeService(store, JetStreamSecrets(nc.jetstream()), self.shuffle, self.clock)
@@ -209,6 +211,7 @@ class Running:
         else:
             assert self.projections is not None
             self.service = await self.projections.open(store)
+            self.durables.append(await self.projections.follow(nc))
         self.service.metrics = self.metrics
         if self.kind == "dealer-policy":
             await self.service.resume()  # before any command arrives: a coup is finished by one hand at a time
@@ -276,8 +279,14 @@ def _readyz(metrics: Metrics) -> Any:
 
 
 def app(kind: str) -> AsgiFastStream:
-    """The service's application, not connected: for ``faststream docs gen``."""
-    return Running(kind, os.environ.get("CASINO_NATS_URL", DEFAULT_URL)).app
+    """The service's application, not connected: for ``faststream docs gen``
+    (its consumer of its own, claimed at start, under the name the documents give it)."""
+    running = Running(kind, os.environ.get("CASINO_NATS_URL", DEFAULT_URL))
+    if kind in followers.FOLLOWING:
+        running._follow(followers.followed(kind)(followers.document_name(kind)))
+    elif running.projections is not None:
+        running.projections.subscribe(followers.document_name(kind))
+    return running.app
 
 
 def _tls() -> ssl.SSLContext | None:

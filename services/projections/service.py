@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 from faststream.nats import NatsBroker
-from nats.js.api import DeliverPolicy
+from nats.js.api import ConsumerConfig, DeliverPolicy
 
 from casino.audit.verify import verify_coup
 from casino.metrics import Metrics
@@ -18,7 +19,7 @@ from casino.rules.shoe import RoundStarted
 from casino.store import envelope, subjects
 from casino.store.eventstore import EventStore, Stored
 from casino.store.following import Following
-from services.followers import ACK_EVERY, Acks, events_subscriber, instance, own_consumer
+from services.followers import ACK_EVERY, Acks, claim, events_subscriber, own_consumer
 from services.messaging import decoded, delivery, documented
 
 CHECKPOINT_EVERY = 1.0  # seconds between the projections' checkpoints, at most
@@ -34,9 +35,7 @@ class Projections:
 
     def __init__(self, broker: NatsBroker, metrics: Metrics) -> None:
         self.broker, self.metrics = broker, metrics
-        self.name = instance("projections")
-        self.config = own_consumer(self.name, f"{subjects.EVENTS}.>",
-                                    deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=1)
+        self.name = ""  # the consumer of its own, claimed once the fold at start has ended
         self.projector = Projector()
         self.kv: KvProjections | None = None
         self.store: EventStore | None = None
@@ -49,8 +48,22 @@ class Projections:
         # Each coup's messages from its round's start, verified from memory when it settles.
         self.following = Following(first=(RoundStarted,))
         self.acks = Acks()
-        events_subscriber(broker, f"{subjects.EVENTS}.>", self.name, self.config,
+
+    def _config(self, name: str) -> ConsumerConfig:
+        """The consumer of its own, from the first message the fold at start has not seen."""
+        return own_consumer(name, f"{subjects.EVENTS}.>", deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
+                            opt_start_seq=self.projector.seq + 1)
+
+    def subscribe(self, name: str, config: ConsumerConfig | None = None) -> None:
+        self.name = name
+        events_subscriber(self.broker, f"{subjects.EVENTS}.>", name, config or self._config(name),
                           "Every event, into the read models; each coup verified as it settles.")(self.on_event)
+
+    async def follow(self, nc: Any) -> str:
+        """Claim the consumer of its own, starting after the fold at start, and follow it; its name."""
+        config = await claim(nc, "projections", self._config)
+        self.subscribe(config.name or "", config)
+        return self.name
 
     async def open(self, store: EventStore) -> Projector:
         """Fold what the stream holds since the last checkpoint; the consumer starts after it."""
@@ -59,7 +72,6 @@ class Projections:
         self.projector = await self.kv.restore() or Projector()
         self.written = self.projector.seq
         await fold_stream(self.projector, store, self._folded)
-        self.config.opt_start_seq = self.projector.seq + 1
         self.next_save = time.monotonic() + CHECKPOINT_EVERY
         _gauges(self.projector, self.metrics)
         self.opened = True

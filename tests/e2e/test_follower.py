@@ -39,8 +39,8 @@ async def test_a_follower_takes_its_deliveries_in_order_and_leaves_none_unacknow
     await provision(nc)
     service = Observed()
     broker = NatsBroker(nats_url)
-    config = followers.follow(broker, "wager", lambda: service, Metrics("wager"))
-    await followers.create(await broker.connect(), config)
+    claimed = await followers.claim(await broker.connect(), "wager", followers.followed("wager"))
+    config = followers.follow(broker, "wager", claimed, lambda: service, Metrics("wager"))
     await broker.start()
     try:
         for n in range(200):
@@ -74,3 +74,25 @@ async def test_a_follower_acknowledges_once_nothing_more_is_waiting_or_every_64_
     for pending in (*range(99, -1, -1), 5, 4, 3, 2, 1, 0):
         await acks.handled(msg, pending)  # type: ignore[arg-type]
     assert msg.acks == 3  # at the 64th of the hundred, at its last, and at the last of the five
+
+
+async def test_an_instance_claims_a_free_consumer_name_and_waits_while_none_is(nats_url: str) -> None:
+    """A service's instances hold at most ``SLOTS`` consumers of their own,
+    under names of the service's: an instance never takes another's (it
+    creates, never updates), and where every name is held it says so and asks
+    again until one lapses, rather than stopping."""
+    nc = await nats.connect(nats_url)
+    await provision(nc)
+    try:
+        held = [await followers.claim(nc, "wager", followers.followed("wager")) for _ in range(followers.SLOTS)]
+        assert sorted(c.name or "" for c in held) == sorted(followers.slot_names("wager"))
+        waiting = asyncio.ensure_future(followers.claim(nc, "wager", followers.followed("wager")))
+        await asyncio.sleep(1.0)
+        assert not waiting.done()  # every name held: it waits
+        for c in held:  # the other instances' deliveries go on to them, unchanged
+            assert (await nc.jetstream().consumer_info(STREAM, c.name or "")).config.deliver_subject == c.deliver_subject
+        await nc.jetstream().delete_consumer(STREAM, held[3].name or "")  # one lapses
+        claimed = await asyncio.wait_for(waiting, 30)
+        assert claimed.name == held[3].name and claimed.deliver_subject != held[3].deliver_subject
+    finally:
+        await nc.close()

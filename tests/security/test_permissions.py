@@ -14,6 +14,7 @@ import msgspec
 import nats
 import pytest
 from nats.js.api import ConsumerConfig
+from services import followers, runner
 
 from casino.audit.verify import verify_coup
 from casino.config.tables import TableConfig
@@ -197,12 +198,14 @@ async def test_a_consumer_delivering_onto_another_streams_subjects_writes_nothin
         secret = subjects.secret("BAC000-1", "BAC000-1-shoe-9")  # a shoe not yet shuffled
         before = (await js.stream_info(STREAM)).state.messages
         created = []
+        held = {name for r in casino.running for name in r.durables}
         for user in SERVICE_CONSUMERS:
             nc = await casino.connect(user)
+            free = [n for n in followers.slot_names(user) if n not in held]  # under names of its own
             for i, aim in enumerate((secret, kv)):
                 with contextlib.suppress(nats.errors.Error, nats.js.errors.Error):
                     await nc.jetstream(timeout=1).add_consumer(STREAM, ConsumerConfig(
-                        name=f"{user}-aim-{i}", filter_subject="casino.ev.>", deliver_subject=aim))
+                        name=free[i], filter_subject="casino.ev.>", deliver_subject=aim))
                     created.append((user, aim))
             await nc.close()
         assert created, "no consumer could be created: the test would prove nothing"
@@ -383,3 +386,34 @@ async def test_no_user_may_change_a_stream_once_made_nor_source_the_secret_order
             assert now.config.sources == info.config.sources == None and now.config.mirror is None, name  # noqa: E711
             assert now.config.max_msgs == info.config.max_msgs and now.state.messages >= info.state.messages, name
         await admin.close()
+
+
+async def test_no_user_can_exhaust_the_servers_consumers_and_a_service_restarted_claims_its_own(
+        tmp_path: Path) -> None:
+    """The projections' user (as any consuming user) tries to create consumers
+    of any name, its own service's and the others': it holds its service's
+    few names and no more; the wager service, restarted, claims a free one of
+    its own and deals on."""
+    async with secured_casino(tmp_path) as casino:
+        await casino.deal(1)
+        for user in ("projections",):
+            nc = await casino.connect(user)
+            js = nc.jetstream(timeout=0.5)
+            names = [f"{service}-{k}" for service in SERVICE_CONSUMERS for k in range(followers.SLOTS + 2)]
+            names += [f"x{k}" for k in range(40)]
+            for name in names:
+                with contextlib.suppress(nats.errors.Error, nats.js.errors.Error):
+                    await js.add_consumer(STREAM, ConsumerConfig(name=name, durable_name=name,
+                                                                 filter_subject="casino.ev.>",
+                                                                 inactive_threshold=3600.0))
+            await nc.close()
+        admin = await casino.connect("admin")
+        info = await admin.jetstream().stream_info(STREAM)
+        # the services' own (one an instance) and the projections' names, settlement's and the archiver's
+        assert info.state.consumer_count <= len(SERVICE_CONSUMERS) + followers.SLOTS + 2, info.state
+        await admin.close()
+        wager = next(r for r in casino.running if r.kind == "wager")
+        await wager.stop()
+        casino.running.remove(wager)
+        casino.running.append(await runner.start("wager", casino.url("wager"), tables=casino.tables))
+        await casino.deal(1)

@@ -79,11 +79,18 @@ READ_MODELS = tuple(s for kv in KV_STREAMS for s in (
     f"$JS.API.STREAM.INFO.{kv}", f"$JS.API.DIRECT.GET.{kv}", f"$JS.API.DIRECT.GET.{kv}.>"))
 # Reading the archive of sealed shoes the same way.
 READ_ARCHIVE = (f"$JS.API.STREAM.INFO.{ARCHIVE}", f"$JS.API.DIRECT.GET.{ARCHIVE}", f"$JS.API.DIRECT.GET.{ARCHIVE}.>")
-# Consumers of the event stream named by their creator (a random name, never
-# one of the durables below), delivering to the creator's inbox and
-# acknowledged; and filing dead letters.
-CONSUME = ("$JS.API.CONSUMER.CREATE.CASINO.*", "$JS.API.CONSUMER.CREATE.CASINO.*.>",
-           "$JS.API.CONSUMER.INFO.CASINO.*", "$JS.ACK.CASINO.*.>", "casino.dlq.>")
+# The consumers of their own a consuming service's instances may hold at
+# once, under names of its own (``<service>-0`` to ``<service>-7``): no user
+# can make more, nor exhaust the server's consumers (services.followers
+# claims a free name at an instance's start).
+SLOTS = 8
+
+
+def own_consumers(service: str) -> tuple[str, ...]:
+    """Creating, looking at and acknowledging the consumers of ``service``'s own, and filing dead letters."""
+    return (*(subject for k in range(SLOTS) for subject in (
+        f"$JS.API.CONSUMER.CREATE.CASINO.{service}-{k}", f"$JS.API.CONSUMER.CREATE.CASINO.{service}-{k}.>",
+        f"$JS.API.CONSUMER.INFO.CASINO.{service}-{k}", f"$JS.ACK.CASINO.{service}-{k}.>")), "casino.dlq.>")
 
 
 def _durable(name: str) -> tuple[str, ...]:
@@ -94,10 +101,8 @@ def _durable(name: str) -> tuple[str, ...]:
 
 
 # The settlement and archiver durables are their services' alone: nobody
-# else may create, change, acknowledge or look at them (a wildcard grant above
-# would otherwise cover them), nor receive their deliveries (they go to their
-# services' inboxes).
-NOT_RESERVED = (*_durable(SETTLEMENT_DURABLE), *_durable(ARCHIVER_DURABLE))
+# else may create, change, acknowledge or look at them, nor receive their
+# deliveries (they go to their services' inboxes).
 # A service's own durable: created, delivered, acknowledged.
 SETTLES = _durable(SETTLEMENT_DURABLE)[2:]
 ARCHIVES = _durable(ARCHIVER_DURABLE)[2:]
@@ -117,25 +122,22 @@ def permissions(tables: Iterable[str]) -> dict[str, User]:
     """Every user's rights."""
     kv_write = tuple(f"$KV.{bucket}.>" for bucket in (*BUCKETS.values(), META))
     users: dict[str, User] = {
-        "shoe": User(CASINO, (_events("shoe"), "casino.secret.>", *READ, *CONSUME,
+        "shoe": User(CASINO, (_events("shoe"), "casino.secret.>", *READ, *own_consumers("shoe"),
                               f"$JS.API.DIRECT.GET.{SECRETS}.>", f"$JS.API.STREAM.INFO.{SECRETS}"),
                      ("casino.cmd.*.shoe",),
-                     "records shoe events; alone keeps and reads the shuffled orders until each shoe ends",
-                     deny_publish=NOT_RESERVED, responds=True),
-        "wager": User(CASINO, (_events("wager"), *READ, *CONSUME), ("casino.cmd.*.wager", "casino.cmd.*.book"),
-                      "records the wager books; answers the terminals' wagers and the dealer-policy's books",
-                      deny_publish=NOT_RESERVED, responds=True),
+                     "records shoe events; alone keeps and reads the shuffled orders until each shoe ends", responds=True),
+        "wager": User(CASINO, (_events("wager"), *READ, *own_consumers("wager")),
+                      ("casino.cmd.*.wager", "casino.cmd.*.book"),
+                      "records the wager books; answers the terminals' wagers and the dealer-policy's books", responds=True),
         "dealer-policy": User(CASINO, (_events("coup"), "casino.ev.*.-.-.ruleset", "casino.cmd.*.shoe",
-                                       "casino.cmd.*.book", *READ, *CONSUME),
+                                       "casino.cmd.*.book", *READ, *own_consumers("dealer-policy")),
                               ("casino.cmd.*.coup",),
                               "records the coups and each table's rulesets; alone asks the shoe for cards and "
-                              "opens and closes wager books",
-                              deny_publish=NOT_RESERVED, responds=True),
+                              "opens and closes wager books", responds=True),
         "settlement": User(CASINO, (_events("settle"), *READ, "casino.dlq.>", *SETTLES), (),
                            "records each coup's payouts, from its own durable consumer"),
-        "projections": User(CASINO, (*READ, *CONSUME, *READ_MODELS, *kv_write), (),
-                            "alone writes the read models and their checkpoint, from a consumer of its own",
-                            deny_publish=NOT_RESERVED),
+        "projections": User(CASINO, (*READ, *own_consumers("projections"), *READ_MODELS, *kv_write), (),
+                            "alone writes the read models and their checkpoint, from a consumer of its own"),
         "archiver": User(CASINO, ("casino.archive.>", *READ, *READ_ARCHIVE, *REMOVE, f"$JS.API.CONSUMER.LIST.{STREAM}",
                                   f"$JS.API.STREAM.INFO.{ARCHIVE_KV}", f"$JS.API.DIRECT.GET.{ARCHIVE_KV}.>", *ARCHIVES,
                                   "casino.dlq.archiver"),
