@@ -80,7 +80,7 @@ def straight_with_events(rules: BaccaratRules, orders: list[tuple[tuple[str, ...
     assert sr.burn == "by_first_card_value" and sr.cut_card_first_of_round == "deal_round" and sr.cut_index is not None
     decks, size, cut = sr.decks, sr.cards, sr.cut_index
     cites = shoe.cites(rules.document, sr)
-    opened, announce = clause("procedure", "method_a"), clause("announce", "method_a")
+    opened, announce, dealt_by = clause("procedure", "method_a"), clause("announce", "method_a"), clause("dealt", "method_a")
     waiting = list(orders)
     shoe_events: list[Any] = []
     records: list[tuple[list[Any], tuple[settlement.Payout, ...]]] = []
@@ -104,7 +104,7 @@ def straight_with_events(rules: BaccaratRules, orders: list[tuple[tuple[str, ...
             burns = VALUE[order[0][0]] or 10
             for pos in range(burns + 1):  # the first shown, as many more as its value
                 dealt[DECK_INDEX[order[pos]]] += 1
-                record(shoe.CardBurned(shoe_id, pos, order[pos], pos == 0))
+                record(shoe.CardBurned(shoe_id, pos, order[pos], pos == 0, cites.burn))
             pos, cut_reached = burns + 1, False
         record(shoe.RoundStarted(shoe_id, coup_id))
         wagers = check_book(rules.table, rules.limits, BOOK)
@@ -134,16 +134,16 @@ def straight_with_events(rules: BaccaratRules, orders: list[tuple[tuple[str, ...
             pos += 1
         events: list[Any] = [
             baccarat_messages.CoupOpened(coup_id, "method_a", (), None, opened), baccarat_messages.BettingClosed(wagers),
-            baccarat_messages.CardDealt("player", p1, start, True, None), baccarat_messages.CardDealt("banker", b1, start + 1, True, None),
-            baccarat_messages.CardDealt("player", p2, start + 2, True, None), baccarat_messages.CardDealt("banker", b2, start + 3, True, None),
+            baccarat_messages.CardDealt("player", p1, start, True, None, dealt_by), baccarat_messages.CardDealt("banker", b1, start + 1, True, None, dealt_by),
+            baccarat_messages.CardDealt("player", p2, start + 2, True, None, dealt_by), baccarat_messages.CardDealt("banker", b2, start + 3, True, None, dealt_by),
             baccarat_messages.CountAnnounced("player", pp, announce), baccarat_messages.CountAnnounced("banker", bp, announce),
         ]
         if p3:
             pp = (pp + VALUE[p3[0]]) % 10
-            events += [baccarat_messages.CardDealt("player", p3, start + 4, True, None), baccarat_messages.CountAnnounced("player", pp, announce)]
+            events += [baccarat_messages.CardDealt("player", p3, start + 4, True, None, dealt_by), baccarat_messages.CountAnnounced("player", pp, announce)]
         if b3:
             bp = (bp + VALUE[b3[0]]) % 10
-            events += [baccarat_messages.CardDealt("banker", b3, pos - 1, True, None), baccarat_messages.CountAnnounced("banker", bp, announce)]
+            events += [baccarat_messages.CardDealt("banker", b3, pos - 1, True, None, dealt_by), baccarat_messages.CountAnnounced("banker", bp, announce)]
         winner: Literal["player", "banker", "tie"] = "banker" if bp > pp else "player" if pp > bp else "tie"
         result = baccarat_messages.CoupResulted(winner, pp, bp, natural, p1[0] == p2[0], b1[0] == b2[0])
         cards = order[start:pos]

@@ -37,6 +37,7 @@ class Carry(NamedTuple):
     holder: int | None = None
     style: str = ""
     style_shoe: str = ""
+    holder_player: str = ""  # who the holder is: the shoe goes with the player (000 8.18)
 
 
 class Game(ABC):
@@ -143,7 +144,7 @@ class Baccarat(Game):
     card_dealt = baccarat_messages.CardDealt
     command_of: ClassVar[dict[type, Callable[[Any], Any]]] = {
         baccarat_messages.CoupOpened: lambda e: baccarat_messages.OpenCoup(
-            e.coup_id, e.procedure, e.approvals, None, e.shoe_holder),
+            e.coup_id, e.procedure, e.approvals, None, e.shoe_holder, e.shoe_holder_player),
         baccarat_messages.BettingClosed: lambda e: baccarat_messages.CloseBetting(e.wagers),
         baccarat_messages.OfferAnswered: lambda e: baccarat_messages.AnswerOffer(e.seat, e.accepted, e.plays),
         baccarat_messages.CardDealt: lambda e: baccarat_messages.DealCard(e.card, e.position, e.by),
@@ -174,13 +175,13 @@ class Baccarat(Game):
         continuous = rules.shoe.shuffler == "continuous_shuffler"
         style = (carry.style or None) if carry.style_shoe == shoe or continuous else None
         procedure = procedure or style or config.procedure or rules.procedures[0]
-        return baccarat_messages.OpenCoup(coup, procedure, config.approvals, style, carry.holder)
+        return baccarat_messages.OpenCoup(coup, procedure, config.approvals, style, carry.holder, carry.holder_player)
 
     def carry(self, state: Any, shoe: str, carried: Carry) -> Carry:
         style, style_shoe = carried.style, carried.style_shoe
         if state.opened_as.startswith("style"):
             style, style_shoe = state.opened_as, shoe
-        return Carry(baccarat.shoe_holder_after(state), style, style_shoe)
+        return Carry(baccarat.shoe_holder_after(state), style, style_shoe, baccarat.shoe_holder_player_after(state))
 
     def close_betting(self, wagers: tuple[Wager, ...]) -> Any:
         return baccarat_messages.CloseBetting(wagers)

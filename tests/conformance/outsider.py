@@ -127,7 +127,7 @@ class Checker:
         coups, shoes = by_coup(self.record)
         for shoe_id, events in shoes.items():
             self.shoe(shoe_id, events)
-        holders: dict[str, int | None] = {}
+        holders: dict[str, tuple[int | None, str]] = {}  # table -> the seat and the player keeping the shoe
         seating: dict[str, tuple[tuple[int, str], ...]] = {}
         for coup in sorted(coups, key=lambda c: (c.rsplit("-", 1)[0], int(c.rsplit("-", 1)[1]))):
             events = coups[coup]
@@ -139,7 +139,7 @@ class Checker:
             table = configured[0]["table"]
             seating[table] = self.seating(coup, events, seating.get(table, ()))
             if rules["game"] == "baccarat":
-                holders[table] = self.baccarat(coup, rules, events, holders.get(table))
+                holders[table] = self.baccarat(coup, rules, events, holders.get(table, (None, "")))
             else:
                 self.blackjack(coup, rules, events)
             self.payouts(coup, rules, events)
@@ -212,8 +212,10 @@ class Checker:
 
     # ---- baccarat ------------------------------------------------------------
 
-    def baccarat(self, coup: str, rules: dict[str, Any], ev: list[Event], held: int | None) -> int | None:
-        """Tableau, faces, offers, 8.18, pick-up; returns who keeps the shoe into the next coup."""
+    def baccarat(self, coup: str, rules: dict[str, Any], ev: list[Event],
+                 holding: tuple[int | None, str]) -> tuple[int | None, str]:
+        """Tableau, faces, offers, 8.18, pick-up; returns who keeps the shoe into the next coup (seat, player)."""
+        held, held_by = holding
         opened = of(ev, "baccarat.coup_opened")[0]
         procedure = opened["procedure"]
         wagers = of(ev, "baccarat.betting_closed")[0]["wagers"]
@@ -224,6 +226,8 @@ class Checker:
                             f"{opened['shoe_holder']}")
         if held is None and opened["shoe_holder"] is not None:
             self.fail(coup, f"opened with seat {opened['shoe_holder']} holding a shoe nobody kept")
+        if held_by and opened.get("shoe_holder_player", "") not in ("", held_by):
+            self.fail(coup, f"000 8.18: {held_by} kept the shoe; the coup opened with {opened['shoe_holder_player']}")
         # Offers in the order the clauses give.
         for order in of(ev, "baccarat.offer_order"):
             want = self.offer_order(procedure, order["offer"], wagers, seats)
@@ -232,6 +236,11 @@ class Checker:
         for kept in of(ev, "baccarat.holder_assigned"):
             if kept["clause"] == "000 8.18" and not any(w["seat"] == kept["seat"] for w in own(wagers)):
                 self.fail(coup, f"000 8.15: seat {kept['seat']} kept the shoe with no wager in the coup")
+            # 000 8.18: the shoe is the player's who accepted it; another player at his seat is offered it afresh.
+            wagering = {w.get("player", "") for w in own(wagers) if w["seat"] == kept["seat"]} - {""}
+            if kept["clause"] == "000 8.18" and held_by and wagering and held_by not in wagering:
+                self.fail(coup, f"000 8.18: the shoe stayed with seat {kept['seat']}, where {sorted(wagering)} "
+                                f"wager, though {held_by} accepted it")
         for given in of(ev, "baccarat.shoe_given_up"):
             if given["reason"] == "no_wager" and any(w["seat"] == given["seat"] for w in own(wagers)):
                 self.fail(coup, f"seat {given['seat']} gave up the shoe for having no wager, and has one")
@@ -310,27 +319,29 @@ class Checker:
         if shown != {d["position"] for d in dealt}:
             self.fail(coup, "cards left face down at the result")
 
-    def holder_after(self, coup: str, rules: dict[str, Any], ev: list[Event], wagers: list[Event]) -> int | None:
+    def holder_after(self, coup: str, rules: dict[str, Any], ev: list[Event],
+                     wagers: list[Event]) -> tuple[int | None, str]:
         """000 8.18 read literally (the ruleset's default): the holder loses the shoe when any of his own
         wagers loses; Banker and Player wagers push on a tie."""
         fell_back = bool(of(ev, "baccarat.procedure_fell_back"))
         if of(ev, "baccarat.coup_opened")[0]["procedure"] != "method_c" or fell_back:
-            return None
-        holder = next((h["seat"] for h in reversed(of(ev, "baccarat.holder_assigned")) if h["offer"] == "shoe"), None)
-        if holder is None:
-            return None
+            return None, ""
+        assigned = next((h for h in reversed(of(ev, "baccarat.holder_assigned")) if h["offer"] == "shoe"), None)
+        holder = None if assigned is None else assigned["seat"]
+        if assigned is None or holder is None:
+            return None, ""
         r = of(ev, "baccarat.coup_resulted")[0]
         hits = {"player": r["winner"] != "banker", "banker": r["winner"] != "player",
                 "tie": r["winner"] == "tie", "player_pair": r["player_pair"], "banker_pair": r["banker_pair"]}
         loses = any(not hits[w["bet"]] for w in own(wagers) if w["seat"] == holder)
         if rules.get("holder_loses_shoe", "own_wager") != "own_wager":
-            return None  # another reading: not checked here
+            return None, ""  # another reading: not checked here
         given = [g for g in of(ev, "baccarat.shoe_given_up") if g["seat"] == holder]
         lost = [g for g in given if g["reason"] == "lost"]
         if loses != bool(lost):
             self.fail(coup, f"000 8.18: seat {holder}'s own wager {'lost' if loses else 'did not lose'}, and the "
                             f"shoe was {'' if lost else 'not '}given up as lost")
-        return None if given else holder
+        return (None, "") if given else (holder, assigned.get("player", ""))
 
     # ---- blackjack -------------------------------------------------------------
 

@@ -316,6 +316,28 @@ def test_000_8_15_and_8_18_a_holder_with_no_wager_gives_up_the_shoe_and_it_is_of
     assert bac.shoe_holder_after(rec.coup) == 3  # Banker wins: the new holder keeps the shoe into the next coup
 
 
+def test_000_8_18_and_8_15_the_shoe_goes_with_the_player_who_accepted_it_not_with_his_seat() -> None:
+    """Ann accepts the shoe at seat 2 and keeps it; she leaves, Bob sits at
+    seat 2 and wagers: the shoe is given up with its cause (Ann left) and
+    offered afresh under 8.15, Bob among those with a wager, never kept by
+    the seat. Ann still at seat 2 keeps it (8.18)."""
+    from casino.rules.wagers import Wager
+
+    ann = (Wager(2, "banker", 5000, "ann"), Wager(5, "player", 5000, "cy"))
+    won = play_bac(R, NATURAL, "method_c", ann)  # Banker wins: Ann keeps the shoe into the next coup
+    assert (bac.shoe_holder_after(won.coup), bac.shoe_holder_player_after(won.coup)) == (2, "ann")
+    assert [h.player for h in of(won.events, baccarat_messages.HolderAssigned)] == ["ann"]
+    kept = play_bac(R, NATURAL, "method_c", ann, shoe_holder=2, shoe_holder_player="ann")
+    assert [(h.seat, h.player, h.clause) for h in of(kept.events, baccarat_messages.HolderAssigned)] == [
+        (2, "ann", "000 8.18")]
+    bob = (Wager(2, "banker", 5000, "bob"), Wager(5, "player", 5000, "cy"))
+    rec = play_bac(R, NATURAL, "method_c", bob, shoe_holder=2, shoe_holder_player="ann")
+    assert [(g.seat, g.reason, g.clause) for g in of(rec.events, baccarat_messages.ShoeGivenUp)] == [(2, "left", "000 8.18")]
+    assert [(o.seats, o.clause) for o in of(rec.events, baccarat_messages.OfferOrder)] == [((2, 5), "000 8.15")]
+    assert of(rec.events, baccarat_messages.OfferMade)  # offered afresh, not kept
+    assert not [h for h in of(rec.events, baccarat_messages.HolderAssigned) if h.clause == "000 8.18"]
+
+
 def test_000_8_18_a_player_given_the_shoe_after_it_was_passed_keeps_it() -> None:
     s = step(opened("method_c", shoe_holder=2), baccarat_messages.PassShoe(2))
     s = step(s, baccarat_messages.CloseBetting(wagers((2, "banker", 5000), (5, "banker", 5000))))

@@ -26,7 +26,7 @@ from casino.rules.errors import RuleViolation
 from casino.rules.ruleset import Ruleset
 from casino.rules.wagers import Wager
 from casino.store import subjects
-from casino.store.envelope import AnyEvent, CoupConfigured, RulesetRecorded
+from casino.store.envelope import ADDED_SINCE, AnyEvent, CoupConfigured, RulesetRecorded
 from casino.store.eventstore import Stored
 
 
@@ -63,19 +63,23 @@ def verify_coup(stored: list[Stored], recorded: Mapping[str, Ruleset] | None = N
     return sorted(findings, key=lambda f: f.seq)
 
 
-# What each table's latest verified coup left to the next: its number and the
-# seat holding the shoe into the next coup (000 8.18), by table.
-Carried = dict[str, tuple[int, int | None]]
+# What each table's latest verified coup left to the next: its number, and
+# the seat and the player holding the shoe into the next coup (000 8.18), by table.
+Carried = dict[str, tuple[int, int | None, str]]
+
+
+def _holding(seat: int | None, player: str) -> str:
+    return "nobody" if seat is None else f"seat {seat}" + (f" ({player})" if player else "")
 
 
 def carried_holder(stored: list[Stored], carried: Carried) -> list[Finding]:
     """The shoe holder a coup was opened with against the one its table's
     previous coup left (000 8.18: the holder keeps the shoe until he passes
-    it, loses, or is directed to forfeit it; 8.15, 8.20): the opening is
-    decided again from what the record says the coup before left, not from
-    what the opening itself says. ``carried`` is updated with this coup; a coup
-    whose previous coup was not verified before it (the first of a window or
-    of a file) is checked against nothing."""
+    it, loses, or is directed to forfeit it; 8.15, 8.20), seat and player:
+    the opening is decided again from what the record says the coup before
+    left, not from what the opening itself says. ``carried`` is updated with
+    this coup; a coup whose previous coup was not verified before it (the
+    first of a window or of a file) is checked against nothing."""
     msgs = sorted(stored, key=lambda m: m.seq)
     events = [(m.seq, e.data) for m in msgs if subjects.tokens(m.subject)[3] == "coup" for e in m.batch.events]
     configured = next((e for _, e in events if isinstance(e, CoupConfigured)), None)
@@ -88,17 +92,17 @@ def carried_holder(stored: list[Stored], carried: Carried) -> list[Finding]:
     before = carried.get(configured.table)
     if opening is not None and before is not None and before[0] == configured.coup_number - 1:
         seq, opened = opening
-        if (holding := getattr(opened, "shoe_holder", None)) != before[1]:
+        seat, player = getattr(opened, "shoe_holder", None), getattr(opened, "shoe_holder_player", "")
+        if seat != before[1] or (player and before[2] and player != before[2]):
             coup = msgs[0].batch.events[0].coup
-            findings.append(Finding(coup, seq, f"the coup opened with the shoe held by "
-                                               f"{'seat ' + str(holding) if holding is not None else 'nobody'}, but "
-                                               f"the coup before left it with "
-                                               f"{'seat ' + str(before[1]) if before[1] is not None else 'nobody'} "
+            findings.append(Finding(coup, seq, f"the coup opened with the shoe held by {_holding(seat, player)}, "
+                                               f"but the coup before left it with {_holding(before[1], before[2])} "
                                                f"(000 8.18)"))
     for _, e in events:
         if not isinstance(e, CoupConfigured):
             state = game.evolve(state, e)
-    carried[configured.table] = (configured.coup_number, game.carry(state, "", games.Carry()).holder)
+    left = game.carry(state, "", games.Carry())
+    carried[configured.table] = (configured.coup_number, left.holder, left.holder_player)
     return findings
 
 
@@ -127,7 +131,8 @@ def _redecide(coup: str, rules: Ruleset, msgs: list[Stored]) -> list[Finding]:
     game = games.of(rules)
     state: Any = game.new()
     for m in msgs:
-        recorded = [e.data for e in m.batch.events if type(e.data) is not CoupConfigured]
+        envelopes = [e for e in m.batch.events if type(e.data) is not CoupConfigured]
+        recorded = [e.data for e in envelopes]
         i = 0
         while i < len(recorded):
             command = game.command_of.get(type(recorded[i]))
@@ -137,6 +142,7 @@ def _redecide(coup: str, rules: Ruleset, msgs: list[Stored]) -> list[Finding]:
                 given, state = game.step(rules, state, command(recorded[i]))
             except RuleViolation as exc:
                 return [Finding(coup, m.seq, f"the rules refuse the recorded {type(recorded[i]).__name__}: {exc}")]
+            given = [_as_recorded(g, e) for g, e in zip(given, envelopes[i:], strict=False)] + given[len(envelopes) - i:]
             got = recorded[i:i + len(given)]
             if given != got or not given:
                 j = next((j for j, (g, r) in enumerate(zip(given, got, strict=False)) if g != r),
@@ -148,6 +154,18 @@ def _redecide(coup: str, rules: Ruleset, msgs: list[Stored]) -> list[Finding]:
     if state.phase != "finished":
         return [Finding(coup, msgs[-1].seq if msgs else 0, f"the coup is not finished (phase {state.phase})")]
     return []
+
+
+def _as_recorded(given: Any, recorded: Any) -> Any:
+    """The event the rules give, as the record holds it: a field that came
+    with a later schema version of its type (``envelope.ADDED_SINCE``: a
+    step's clause, who held the shoe), recorded before it, reads empty (its
+    upcaster gives it so), and is compared empty."""
+    added = ADDED_SINCE.get(recorded.type, ())
+    if added and type(given) is type(recorded.data):
+        empty = {f: "" for f in added if not getattr(recorded.data, f)}
+        return msgspec.structs.replace(given, **empty) if empty else given
+    return given
 
 
 def _book_and_cards(coup: str, msgs: list[Stored], book: wagerbook.Book) -> list[Finding]:

@@ -85,6 +85,7 @@ class CardBurned(ShoeEvent, frozen=True, tag="shoe.card_burned"):
     position: int
     card: Card
     face_up: bool
+    clause: str = ""  # 002 (3), or the setting; empty in records from before it was cited (version 1)
 
 
 class RoundStarted(ShoeEvent, frozen=True, tag="shoe.round_started"):
@@ -271,7 +272,7 @@ def _burn(state: ShoeState, cmd: Burn, c: Cites) -> list[AnyShoeEvent]:
     _check_card(state, cmd.card)
     # The first burn card is turned face up where its value sets further burns.
     first = state.position == 0
-    return [CardBurned(state.shoe_id or "", state.position, cmd.card, face_up=first)]
+    return [CardBurned(state.shoe_id or "", state.position, cmd.card, face_up=first, clause=c.burn)]
 
 
 def _start_round(state: ShoeState, cmd: StartRound, c: Cites) -> list[AnyShoeEvent]:

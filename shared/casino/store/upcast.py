@@ -21,8 +21,18 @@ def _shoe_shuffled_1_to_2(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "burn_by_value": False}
 
 
+def _empty(*fields: str) -> Upcaster:
+    """Version 1 recorded none of ``fields`` (a step's clause, who held the shoe): they read empty."""
+    return lambda data: {**data, **dict.fromkeys(fields, "")}
+
+
 UPCASTERS: dict[tuple[str, int], Upcaster] = {
     ("shoe.shuffled", 1): _shoe_shuffled_1_to_2,
+    ("baccarat.card_dealt", 1): _empty("clause"),
+    ("shoe.card_burned", 1): _empty("clause"),
+    ("blackjack.decision_taken", 1): _empty("clause"),
+    ("baccarat.holder_assigned", 1): _empty("player"),
+    ("baccarat.coup_opened", 1): _empty("shoe_holder_player"),
 }
 
 

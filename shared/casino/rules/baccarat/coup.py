@@ -96,6 +96,7 @@ class BaccaratCoup(msgspec.Struct, gc=False):
     asked: int | None = None
     refusals: int = 0
     shoe_holder: int | None = None
+    holder_player: str = ""  # who the holder is (the shoe goes with the player, not the seat)
     holder_plays: Hand | None = None
     player_holder: int | None = None
     banker_holder: int | None = None
@@ -268,7 +269,8 @@ def _open(rules: BaccaratRules, s: BaccaratCoup, cmd: OpenCoup) -> list[AnyBacca
             raise RuleViolation("000 8.18", f"seat {holder} holds the shoe under Method C; it is passed (000 8.18) "
                                             f"or forfeited at a supervisor's direction (000 8.20) before a coup "
                                             f"is dealt by {procedure}")
-    return [CoupOpened(cmd.coup_id, procedure, cmd.approvals, holder, clause("procedure", procedure))]
+    return [CoupOpened(cmd.coup_id, procedure, cmd.approvals, holder, clause("procedure", procedure),
+                       cmd.shoe_holder_player if holder is not None else "")]
 
 
 def _answer(rules: BaccaratRules, s: BaccaratCoup, cmd: AnswerOffer) -> list[AnyBaccaratEvent]:
@@ -281,8 +283,14 @@ def _answer(rules: BaccaratRules, s: BaccaratCoup, cmd: AnswerOffer) -> list[Any
         raise RuleViolation(clause("plays_player", s.procedure), "playing Player's Hand needs a casino supervisor's prior approval")
     events: list[AnyBaccaratEvent] = [OfferAnswered(offer, cmd.seat, cmd.accept, plays)]
     if cmd.accept:
-        events.append(HolderAssigned(offer, cmd.seat, plays, clause("holder", s.procedure)))
+        events.append(HolderAssigned(offer, cmd.seat, plays, clause("holder", s.procedure),
+                                     _player_at(s, cmd.seat) if offer == "shoe" else ""))
     return events
+
+
+def _player_at(s: BaccaratCoup, seat: int) -> str:
+    """Who wagers at ``seat`` as the player seated there (empty where the table records no one)."""
+    return next((w.player for w in own(s.wagers) if w.seat == seat and w.player), "")
 
 
 def _deal(rules: BaccaratRules, s: BaccaratCoup, cmd: DealCard) -> list[AnyBaccaratEvent]:
@@ -296,7 +304,8 @@ def _deal(rules: BaccaratRules, s: BaccaratCoup, cmd: DealCard) -> list[AnyBacca
         who = "the dealer" if seat is None else f"the player in seat {seat}"
         raise RuleViolation(clause("deals", s.procedure), f"this card must be drawn by {who}")
     face_up = _face_up(s)
-    events: list[AnyBaccaratEvent] = [CardDealt(hand, cmd.card, cmd.position, face_up, cmd.by)]
+    events: list[AnyBaccaratEvent] = [CardDealt(hand, cmd.card, cmd.position, face_up, cmd.by,
+                                                clause("dealt", s.procedure))]
     if s.phase == "drawing":
         if not face_up:
             events.append(CardsTurnedOver(hand, (cmd.position,), clause("turn_over", s.procedure)))
@@ -411,7 +420,11 @@ def _start_offer(rules: BaccaratRules, s: BaccaratCoup, offer: Offer) -> list[An
                 # 000 8.15: the shoe is offered only to a player who has placed a wager; a holder
                 # without one gives it up, and it is offered afresh.
                 return [ShoeGivenUp(s.shoe_holder, "no_wager", "000 8.15")]
-            return [HolderAssigned("shoe", s.shoe_holder, s.holder_plays or "banker", "000 8.18")]
+            if s.holder_player and _player_at(s, s.shoe_holder) not in ("", s.holder_player):
+                # 000 8.18: the shoe is the player's who accepted it, not the seat's. He has left it and
+                # another player wagers there: given up, and offered afresh (8.15).
+                return [ShoeGivenUp(s.shoe_holder, "left", "000 8.18")]
+            return [HolderAssigned("shoe", s.shoe_holder, s.holder_plays or "banker", "000 8.18", s.holder_player)]
         order = offers.method_c_shoe(table, w) if s.procedure == "method_c" else offers.method_d_shoe(table, w)
     elif s.procedure == "style_b":
         order = offers.style_b_role(table, w, offer)
@@ -476,7 +489,7 @@ replace = msgspec.structs.replace
 
 def _opened(s: BaccaratCoup, e: CoupOpened) -> BaccaratCoup:
     return BaccaratCoup(coup_id=e.coup_id, phase="betting", procedure=e.procedure, opened_as=e.procedure,
-                        approvals=e.approvals, shoe_holder=e.shoe_holder,
+                        approvals=e.approvals, shoe_holder=e.shoe_holder, holder_player=e.shoe_holder_player,
                         holder_plays="banker" if e.shoe_holder is not None else None)
 
 
@@ -562,7 +575,7 @@ def _picked_up(s: BaccaratCoup, e: CardsPickedUp) -> BaccaratCoup:
 def _shoe_given_up(s: BaccaratCoup, e: ShoeGivenUp) -> BaccaratCoup:
     s.shoe_given_up = True
     if s.phase != "finished":
-        s.shoe_holder = None
+        s.shoe_holder, s.holder_player = None, ""
     return s
 
 
@@ -571,6 +584,7 @@ def _assigned(s: BaccaratCoup, e: HolderAssigned) -> BaccaratCoup:
     if e.offer == "shoe":
         if e.seat is not None:
             s.shoe_holder, s.holder_plays, s.phase, s.shoe_given_up = e.seat, e.plays, "dealing", False
+            s.holder_player = e.player
         return s
     if e.offer == "player":
         s.player_holder = e.seat
@@ -625,7 +639,12 @@ def fold(events: Iterable[AnyBaccaratEvent], state: BaccaratCoup | None = None) 
 
 
 def shoe_holder_after(state: BaccaratCoup) -> int | None:
-    """Who keeps the shoe into the next coup (000 8.18; Method C only)."""
+    """The seat of the player who keeps the shoe into the next coup (000 8.18; Method C only)."""
     if state.procedure != "method_c" or state.shoe_given_up:
         return None
     return state.shoe_holder
+
+
+def shoe_holder_player_after(state: BaccaratCoup) -> str:
+    """Who keeps the shoe into the next coup: the player, as the table records him."""
+    return state.holder_player if shoe_holder_after(state) is not None else ""

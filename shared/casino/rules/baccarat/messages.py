@@ -32,13 +32,16 @@ class BaccaratCommand(msgspec.Struct, frozen=True, gc=False, tag_field="type"):
 
 class OpenCoup(BaccaratCommand, frozen=True, tag="baccarat.open_coup"):
     """Open a coup. ``shoe_style`` is the style in force on this shoe (001 8.5);
-    ``shoe_holder`` the player who kept the shoe from the last coup (000 8.18)."""
+    ``shoe_holder`` the seat of the player who kept the shoe from the last
+    coup (000 8.18), ``shoe_holder_player`` who that player is (the shoe goes
+    with the player, not the seat; empty where the table records no one)."""
 
     coup_id: str
     procedure: str
     approvals: tuple[Approval, ...] = ()
     shoe_style: str | None = None
     shoe_holder: int | None = None
+    shoe_holder_player: str = ""
 
 
 class CloseBetting(BaccaratCommand, frozen=True, tag="baccarat.close_betting"):
@@ -113,6 +116,7 @@ class CoupOpened(BaccaratEvent, frozen=True, tag="baccarat.coup_opened"):
     approvals: tuple[Approval, ...]
     shoe_holder: int | None
     clause: str
+    shoe_holder_player: str = ""  # who holds the shoe at ``shoe_holder`` (version 2; empty before)
 
 
 class BettingClosed(BaccaratEvent, frozen=True, tag="baccarat.betting_closed"):
@@ -148,6 +152,7 @@ class HolderAssigned(BaccaratEvent, frozen=True, tag="baccarat.holder_assigned")
     seat: int | None
     plays: Hand | None
     clause: str
+    player: str = ""  # who accepted the shoe at ``seat`` (version 2; empty before, and for the cards)
 
 
 class ProcedureFellBack(BaccaratEvent, frozen=True, tag="baccarat.procedure_fell_back"):
@@ -161,6 +166,7 @@ class CardDealt(BaccaratEvent, frozen=True, tag="baccarat.card_dealt"):
     position: int
     face_up: bool
     by: int | None
+    clause: str = ""  # the procedure's dealing clause; empty in records from before it was cited (version 1)
 
 
 class CardsPassed(BaccaratEvent, frozen=True, tag="baccarat.cards_passed"):
@@ -215,11 +221,13 @@ class CardsPickedUp(BaccaratEvent, frozen=True, tag="baccarat.cards_picked_up"):
 class ShoeGivenUp(BaccaratEvent, frozen=True, tag="baccarat.shoe_given_up"):
     """The holder gives up the shoe: ``passed`` by choice (000 8.18), ``lost``
     (the holder's wager lost, 8.18), ``forfeited`` at the direction of
-    ``supervisor`` (8.20, 8.29), or ``no_wager`` (a holder with no wager in the
-    coup, who could not be offered the shoe under 8.15)."""
+    ``supervisor`` (8.20, 8.29), ``no_wager`` (a holder with no wager in the
+    coup, who could not be offered the shoe under 8.15), or ``left`` (the
+    holder left the seat and another player wagers there: the shoe went with
+    the player who accepted it, and is offered afresh under 8.15)."""
 
     seat: int
-    reason: Literal["passed", "lost", "forfeited", "no_wager"]
+    reason: Literal["passed", "lost", "forfeited", "no_wager", "left"]
     clause: str
     supervisor: str = ""
 

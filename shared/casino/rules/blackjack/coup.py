@@ -237,6 +237,8 @@ def _decide(rules: BlackjackRules, s: BlackjackCoup, cmd: Decide) -> list[AnyBla
     box = s.boxes[cur[0]]
     hand = box.hands[cur[1]]
     cards = hand.codes
+    # The decision on the first two cards (002 (5), 003 7.4), or on the hand after an additional card (002 (6), 003 7.5).
+    cited = turn if len(cards) == 2 else _clause(s.hole_card, "002 (6)", "003 7.5")
     if cmd.action == "insurance":
         if not rules.insurance:
             raise RuleViolation("ruleset insurance", "insurance is not offered at this table")
@@ -246,13 +248,13 @@ def _decide(rules: BlackjackRules, s: BlackjackCoup, cmd: Decide) -> list[AnyBla
             raise RuleViolation("game rules: insurance", "insurance is taken once, before any other decision of the box")
         if not 0 < cmd.amount <= box.wager // 2:
             raise RuleViolation("game rules: insurance", f"insurance is more than 0 and at most half the wager ({box.wager // 2})")
-        return [DecisionTaken(cmd.seat, cmd.hand, "insurance", cmd.amount)]
+        return [DecisionTaken(cmd.seat, cmd.hand, "insurance", cmd.amount, cited)]
     if cmd.amount:
         raise RuleViolation("protocol", f"{cmd.action} takes no amount")
     if cmd.action == "stand":
-        return [DecisionTaken(cmd.seat, cmd.hand, "stand", 0), HandCompleted(cmd.seat, cmd.hand, "stand")]
+        return [DecisionTaken(cmd.seat, cmd.hand, "stand", 0, cited), HandCompleted(cmd.seat, cmd.hand, "stand")]
     if cmd.action == "hit":
-        return [DecisionTaken(cmd.seat, cmd.hand, "hit", 0)]
+        return [DecisionTaken(cmd.seat, cmd.hand, "hit", 0, cited)]
     if len(cards) != 2:
         raise RuleViolation(f"game rules: {cmd.action}", f"{cmd.action} only on the first two cards of a hand")
     if cmd.action == "double":
@@ -262,14 +264,14 @@ def _decide(rules: BlackjackRules, s: BlackjackCoup, cmd: Decide) -> list[AnyBla
             raise RuleViolation("ruleset double_on", f"doubling is allowed on {rules.double_on}, not on {t}")
         if hand.from_split and not rules.double_after_split:
             raise RuleViolation("ruleset double_after_split", "no doubling after a split at this table")
-        return [DecisionTaken(cmd.seat, cmd.hand, "double", hand.stake)]
+        return [DecisionTaken(cmd.seat, cmd.hand, "double", hand.stake, cited)]
     if not hand_totals.is_pair(cards, rules.split_by_value):
         raise RuleViolation("game rules: split", "only a pair may be split")
     if len(box.hands) >= rules.max_hands:
         raise RuleViolation("ruleset max_hands", f"a box may hold at most {rules.max_hands} hands")
     if hand.split_aces and not rules.resplit_aces:
         raise RuleViolation("ruleset resplit_aces", "split aces may not be split again")
-    return [DecisionTaken(cmd.seat, cmd.hand, "split", hand.original)]
+    return [DecisionTaken(cmd.seat, cmd.hand, "split", hand.original, cited)]
 
 
 # One entry per command type: a lookup, not a chain of type tests.

@@ -80,6 +80,7 @@ class DecisionTaken(BlackjackEvent, frozen=True, tag="blackjack.decision_taken")
     hand: int
     action: Action
     amount: int
+    clause: str = ""  # 002 (5)/(6), 003 7.4/7.5; empty in records from before it was cited (version 1)
 
 
 class HandCompleted(BlackjackEvent, frozen=True, tag="blackjack.hand_completed"):
