@@ -130,16 +130,28 @@ def command_subscriber(broker: NatsBroker, kind: str, queue: str, decoder: msgsp
                        accepted: Any, gate: CommandGate, service: Callable[[], Any], description: str) -> Any:
     """The queue-group subscriber of one kind of command on every table's
     subject: ``casino.cmd.<table>.<kind>``, answered by the service
-    ``service()`` gives (made once the broker is connected)."""
-    subscriber = broker.subscriber(subjects.command("{table}", kind), queue=queue, max_workers=64,
-                                   decoder=command_decoder(decoder), title=subjects.command("{table}", kind),
-                                   description=description)
+    ``service()`` gives (made once the broker is connected). ``supervise``:
+    a supervisor's own subject, ``casino.cmd.<table>.supervise.<supervisor>``,
+    which only that supervisor's credential may publish on: the command is
+    taken as directed by the supervisor it names. What only a supervisor may
+    direct (``commands.SUPERVISED``) is refused on any other subject."""
+    supervised = kind == "supervise"
+    subject = subjects.supervise("{table}", "{supervisor}") if supervised else subjects.command("{table}", kind)
+    subscriber = broker.subscriber(subject, queue=queue, max_workers=64, decoder=command_decoder(decoder),
+                                   title=subject, description=description)
 
     @subscriber
     async def on_command(received: documented(accepted)) -> documented(commands.Reply):  # type: ignore[valid-type]
         running = service()
-        table = received.msg.raw_message.subject.split(".")[2]
-        return await gate.answer(table, received.body, running.handle, running.reload)
+        tokens = received.msg.raw_message.subject.split(".")
+        command = received.body
+        if supervised and isinstance(command, commands.SUPERVISED):
+            command = msgspec.structs.replace(command, supervisor=tokens[4])
+        elif isinstance(command, commands.SUPERVISED):
+            return commands.refused(f"{type(command).__name__} is directed by a supervisor, on the supervisor's own "
+                                    f"credential ({subjects.supervise(tokens[2], '<supervisor>')}), never by a "
+                                    "table's terminal", "000 8.20")
+        return await gate.answer(tokens[2], command, running.handle, running.reload)
 
     return subscriber
 

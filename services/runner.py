@@ -69,8 +69,11 @@ COMMANDS: dict[str, list[tuple[str, str, Any, str]]] = {
               "the cards due, end the round.")],
     "wager": [("wager", "wager", commands.WagerCommand, "A terminal's wagers and seating at its table."),
               ("book", "wager", commands.BookCommand, "The dealer-policy's opening and closing of a coup's wager book.")],
-    "dealer-policy": [("coup", "coup", commands.CoupCommand, "A terminal's or a supervisor's commands to the coup: "
-                       "open it, close betting, answer offers, expose cards, decide, and the shoe's passing.")],
+    "dealer-policy": [("coup", "coup", commands.CoupCommand, "A terminal's commands to the coup: open it, close "
+                       "betting, answer offers, expose cards, decide, and the shoe's passing."),
+                      ("supervise", "coup", commands.SupervisorCommand, "What only a supervisor directs (a holder's "
+                       "shoe forfeited, 000 8.20), each supervisor on a subject of their own that only their "
+                       "credential may publish on: the event records who.")],
 }
 _EVENTS = "casino.ev.{table}.{shoe}.{coup}"
 _REPLIES = ("_INBOX.{requester}.>", commands.Reply, "Every command's reply, to the requester's inbox: done, or refused "
@@ -93,7 +96,8 @@ _SENDS: dict[str, list[tuple[str, Any, str]]] = {
     "archiver": [("casino.archive.{table}.{shoe}", bytes, "One ended shoe sealed: its messages and its coups', "
                   "MessagePack, zlib-compressed, hashed and chained to the table's previous seal (docs/replay.md).")],
 }
-DECODERS = {"shoe": commands.shoe_decoder, "wager": commands.wager_decoder, "book": commands.book_decoder, "coup": commands.coup_decoder}
+DECODERS = {"shoe": commands.shoe_decoder, "wager": commands.wager_decoder, "book": commands.book_decoder,
+            "coup": commands.coup_decoder, "supervise": commands.supervise_decoder}
 
 
 class Running:

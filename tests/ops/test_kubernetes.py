@@ -96,9 +96,10 @@ def test_the_rulesets_config_map_holds_the_built_in_rulesets_and_valid_tables() 
 
 
 def test_the_nats_helm_values_carry_the_same_permission_model() -> None:
-    tables = tomllib.loads((K8S / "base" / "config" / "tables.toml").read_text())["tables"]
+    config = tomllib.loads((K8S / "base" / "config" / "tables.toml").read_text())
     values = yaml.safe_load((K8S / "nats" / "values.yaml").read_text())
-    assert values == yaml.safe_load(yaml.safe_dump(natsauth.helm_values(tables)))
+    assert config["supervisors"]  # each with a user of their own
+    assert values == yaml.safe_load(yaml.safe_dump(natsauth.helm_values(config["tables"], config["supervisors"])))
     assert values["config"]["cluster"]["replicas"] == 3 and values["config"]["nats"]["tls"]["enabled"]
 
 

@@ -17,7 +17,7 @@ from nats.aio.msg import Msg
 from nats.js.api import ConsumerConfig
 from services import runner
 
-from casino.cli.simulator import Simulator
+from casino.cli.simulator import SUPERVISOR, Simulator
 from casino.config.tables import TableConfig
 from casino.nats import client as natsclient
 from casino.nats import permissions as natsauth
@@ -58,10 +58,11 @@ class Secured:
         """Each table deals ``coups`` through its own terminal's user."""
         floor = await self.connect("floor")
         terminals = {t: await self.connect(f"terminal-{t}") for t in self.tables}
+        supervisor = await self.connect(f"supervisor-{SUPERVISOR}")
         try:
-            await Simulator(floor, self.tables, seed=seed, terminals=terminals).run(coups)
+            await Simulator(floor, self.tables, seed=seed, terminals=terminals, supervisor=supervisor).run(coups)
         finally:
-            for nc in (floor, *terminals.values()):
+            for nc in (floor, *terminals.values(), supervisor):
                 await nc.close()
 
     async def orders(self) -> dict[str, tuple[tuple[str, ...], str]]:
@@ -96,7 +97,7 @@ class Secured:
 @contextlib.asynccontextmanager
 async def secured_casino(tmp: Path, tables: dict[str, TableConfig] = TABLES, services: bool = True,
                          provisioned: bool = True) -> AsyncIterator[Secured]:
-    users = natsauth.permissions(tables)
+    users = natsauth.permissions(tables, natsauth.SIMULATED_SUPERVISORS)
     passwords = natsauth.passwords(users)
     config = tmp / "nats.conf"
     config.write_text(natsauth.server_config(users, passwords))

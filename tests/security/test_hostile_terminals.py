@@ -186,3 +186,44 @@ async def test_a_round_for_a_coup_that_cannot_be_the_next_is_refused_at_the_shoe
         assert await count(casino) == before
         opened = await casino.ask("BAC000-1", "coup", commands.OpenCoup, procedure="method_a")
         assert opened.ok and opened.coup == "BAC000-1-000003", opened
+
+
+async def test_000_8_20_a_forfeit_is_directed_on_a_supervisors_own_credential_and_records_who(nats_url: str) -> None:
+    """A table's terminal asking for a forfeit is refused (000 8.20), naming
+    whom it would have named; a supervisor's forfeit, on the subject only
+    that supervisor's credential may publish on, is recorded with that
+    supervisor's name, whatever name the command carries."""
+    from casino.rules.baccarat.messages import ShoeGivenUp
+
+    async with Casino(nats_url, BACCARAT) as casino:
+        holder = None
+        for _ in range(40):  # Method C coups, the holder's own wager on Banker, until he keeps the shoe
+            coup = (await casino.ask("BAC000-1", "coup", commands.OpenCoup, procedure="method_c")).coup
+            await casino.ask("BAC000-1", "wager", commands.PlaceWager, coup=coup, seat=1, bet="banker", amount=5000)
+            waiting = (await casino.ask("BAC000-1", "coup", commands.CloseBetting, coup=coup)).waiting
+            while waiting is not None and waiting.kind != "finished":
+                if waiting.kind == "answer":
+                    reply = await casino.ask("BAC000-1", "coup", commands.AnswerOffer, coup=coup, seat=waiting.seat,
+                                             accept=True)
+                else:
+                    assert waiting.kind == "expose" and waiting.hand in ("player", "banker"), waiting
+                    reply = await casino.ask("BAC000-1", "coup", commands.ExposeHand, coup=coup, seat=waiting.seat,
+                                             hand=waiting.hand)
+                waiting = reply.waiting
+            await casino.settled(coup)
+            if waiting is not None and (holder := waiting.shoe_holder) is not None:
+                break
+        assert holder == 1
+        opened = await casino.ask("BAC000-1", "coup", commands.OpenCoup, procedure="method_c")
+        assert opened.ok, opened
+        before = await count(casino)
+        for supervisor in ("", "SUP-7"):
+            refused = await casino.ask("BAC000-1", "coup", commands.ForfeitShoe, coup=opened.coup, seat=holder,
+                                       supervisor=supervisor)
+            assert (refused.ok, refused.clause) == (False, "000 8.20") and "supervisor" in refused.reason, refused
+        assert await count(casino) == before
+        forfeit = commands.ForfeitShoe(id="sup-1", table="BAC000-1", coup=opened.coup, seat=holder, supervisor="made-up")
+        directed = await casino.peer.ask(subjects.supervise("BAC000-1", "SUP-7"), forfeit)
+        assert directed.ok, directed
+        given = await casino.recorded(opened.coup, ShoeGivenUp)
+        assert (given.reason, given.clause, given.supervisor) == ("forfeited", "000 8.20", "SUP-7")

@@ -417,3 +417,25 @@ async def test_no_user_can_exhaust_the_servers_consumers_and_a_service_restarted
         casino.running.remove(wager)
         casino.running.append(await runner.start("wager", casino.url("wager"), tables=casino.tables))
         await casino.deal(1)
+
+
+async def test_only_a_supervisors_own_credential_directs_as_that_supervisor(tmp_path: Path) -> None:
+    """The subject names the supervisor, and only that supervisor's user may
+    publish on it: a terminal cannot, another supervisor cannot, and a
+    supervisor commands nothing else."""
+    async with secured_casino(tmp_path) as casino:
+        forfeit = commands.encoder.encode(commands.ForfeitShoe(id="f-1", table="BAC000-1", coup="BAC000-1-000001",
+                                                               seat=1))
+        sup = natsauth.SIMULATED_SUPERVISORS[0]
+        terminal, supervisor = await casino.connect("terminal-BAC000-1"), await casino.connect(f"supervisor-{sup}")
+        for nc, subject in ((terminal, subjects.supervise("BAC000-1", sup)),
+                            (supervisor, subjects.supervise("BAC000-1", "SUP-OTHER")),
+                            (supervisor, subjects.command("BAC000-1", "coup")),
+                            (supervisor, subjects.command("BAC000-1", "wager"))):
+            with pytest.raises(nats.errors.Error):
+                await nc.request(subject, forfeit, timeout=0.5)
+        answered = commands.reply_decoder.decode(
+            (await supervisor.request(subjects.supervise("BAC000-1", sup), forfeit, timeout=5)).data)
+        assert answered.clause != "protocol", answered  # taken as the supervisor's, and decided by the rules
+        for nc in (terminal, supervisor):
+            await nc.close()

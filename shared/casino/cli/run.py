@@ -22,7 +22,7 @@ from nats.aio.client import Client
 
 from casino.cli.console import Console, where_tables_stand
 from casino.cli.observe import ALERT_RULES, Prometheus
-from casino.cli.simulator import Simulator
+from casino.cli.simulator import SUPERVISOR, Simulator
 from casino.cli.store import URL_FILE
 from casino.config.tables import TableConfig, dump_tables
 from casino.nats import client as natsclient
@@ -93,13 +93,14 @@ async def _wait_ready(url: str, timeout: float = 30.0) -> None:
         await nc.close()
 
 
-async def _simulate(url: str, terminal_urls: dict[str, str], tables: dict[str, TableConfig], coups: int | None,
-                    seed: int | None) -> None:
+async def _simulate(url: str, terminal_urls: dict[str, str], supervisor_url: str, tables: dict[str, TableConfig],
+                    coups: int | None, seed: int | None) -> None:
     """The floor's console on ``url``; each simulated table commands through
     its own terminal's user, as a table on a casino floor does."""
     console = Console(list(tables))
     nc = await natsclient.connect(url)
     terminals = {table: await natsclient.connect(u) for table, u in terminal_urls.items()}
+    supervisor = await natsclient.connect(supervisor_url)  # the floor supervisor's own credential
     # A second run continues the same store: show where each table stands.
     await _projections_caught_up(nc)
     kv = await KvProjections(nc.jetstream()).open()
@@ -119,7 +120,7 @@ async def _simulate(url: str, terminal_urls: dict[str, str], tables: dict[str, T
 
     painter = asyncio.create_task(redraw())
     try:
-        await Simulator(nc, tables, seed, console, terminals=terminals).run(coups)
+        await Simulator(nc, tables, seed, console, terminals=terminals, supervisor=supervisor).run(coups)
         await _projections_caught_up(nc)
     finally:
         painter.cancel()
@@ -129,7 +130,7 @@ async def _simulate(url: str, terminal_urls: dict[str, str], tables: dict[str, T
             console.draw()  # the tables as they end, in place
         else:
             print(console.render(), flush=True)
-        for terminal in terminals.values():
+        for terminal in (*terminals.values(), supervisor):
             await terminal.close()
         await nc.close()
 
@@ -278,7 +279,8 @@ def run(args: argparse.Namespace) -> int:
         _run(_wait_ready(url("admin")))
         print(f"dealing at {', '.join(tables)}" + (f", {args.coups} coups each" if args.coups else "; Ctrl-C stops"),
               flush=True)
-        _run(_simulate(url("floor"), {t: url(f"terminal-{t}") for t in tables}, tables, args.coups, args.seed))
+        _run(_simulate(url("floor"), {t: url(f"terminal-{t}") for t in tables}, url(f"supervisor-{SUPERVISOR}"),
+                       tables, args.coups, args.seed))
         print("every coup dealt and settled", flush=True)
         return 0
     except KeyboardInterrupt:

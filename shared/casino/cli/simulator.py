@@ -19,6 +19,7 @@ from nats.aio.msg import Msg
 from casino.cli.console import Console
 from casino.config import rulesets
 from casino.config.tables import TableConfig
+from casino.nats.permissions import SIMULATED_SUPERVISORS
 from casino.protocol import commands
 from casino.protocol.service import Peer
 from casino.rules.blackjack.strategy import basic_strategy
@@ -26,6 +27,8 @@ from casino.rules.ruleset import BaccaratRules, Ruleset
 from casino.rules.settlement import CoupSettled
 from casino.store import envelope, subjects
 from casino.store.jetstream import JetStreamEventStore
+
+SUPERVISOR = SIMULATED_SUPERVISORS[0]  # the floor supervisor the simulated tables' forfeits are directed by (000 8.20)
 
 
 class Refused(Exception):
@@ -90,9 +93,12 @@ async def until_finished(reply: commands.Reply,
 class SimulatedTable:
     def __init__(self, name: str, config: TableConfig, peer: Peer, rnd: random.Random,
                  settled: Callable[[str], contextlib.AbstractContextManager[asyncio.Event]], store: JetStreamEventStore,
-                 habits: Habits | None = None, first: int = 0) -> None:
-        """``first``: which of the ruleset's procedures the table begins with."""
+                 habits: Habits | None = None, first: int = 0, supervisor: Peer | None = None) -> None:
+        """``first``: which of the ruleset's procedures the table begins with;
+        ``supervisor``: the floor supervisor's connection (``SUPERVISOR``'s
+        credential), else the table's own."""
         self.name, self.config, self.peer, self.rnd, self.settled = name, config, peer, rnd, settled
+        self.supervisor = supervisor or peer
         self.first = first
         self.store, self.habits = store, habits or Habits()
         # The last coup dealt here and who keeps its shoe (000 8.18).
@@ -111,11 +117,18 @@ class SimulatedTable:
         self.stopped = False  # no coup opened after this is set
 
     async def ask(self, service: str, command: type[commands.Command], **fields: object) -> commands.Reply:
+        return await self._ask(self.peer, subjects.command(self.name, service), command, **fields)
+
+    async def supervise(self, command: type[commands.Command], **fields: object) -> commands.Reply:
+        """What only a supervisor directs, on the floor supervisor's own subject."""
+        return await self._ask(self.supervisor, subjects.supervise(self.name, SUPERVISOR), command, **fields)
+
+    async def _ask(self, peer: Peer, subject: str, command: type[commands.Command], **fields: object) -> commands.Reply:
         # Command ids are unique everywhere (the seed only steers the players' choices).
         cmd = command(id=f"sim-{self.name}-{uuid.uuid4().hex}", table=self.name, **fields)
         asked = time.perf_counter()
         for _ in range(60):
-            reply = await self.peer.ask(subjects.command(self.name, service), cmd)
+            reply = await peer.ask(subject, cmd)
             if reply.ok or reply.clause not in ("internal", "concurrency", "event store", "rate limit"):
                 break
             await asyncio.sleep(0.5)  # the service could not finish (a broker or peer away): the same command again
@@ -151,7 +164,7 @@ class SimulatedTable:
     async def _give_up_shoe(self, coup: str, seat: int, forfeit: bool) -> commands.Reply:
         """The holder passes the shoe (000 8.18), or a supervisor directs a forfeit (000 8.20)."""
         if forfeit:
-            return await self.ask("coup", commands.ForfeitShoe, coup=coup, seat=seat, supervisor="SUP-SIM")
+            return await self.supervise(commands.ForfeitShoe, coup=coup, seat=seat)
         return await self.ask("coup", commands.PassShoe, coup=coup, seat=seat)
 
     @property
@@ -331,15 +344,18 @@ class Simulator:
 
     def __init__(self, nc: Client, tables: dict[str, TableConfig], seed: int | None = None,
                  console: Console | None = None, patience: int = 5, every: float = 0.0,
-                 terminals: dict[str, Client] | None = None, habits: Habits | None = None) -> None:
+                 terminals: dict[str, Client] | None = None, habits: Habits | None = None,
+                 supervisor: Client | None = None) -> None:
         """``nc`` watches the events; each table's commands go by its terminal's
-        connection in ``terminals`` (a terminal user of its own), else by ``nc``.
+        connection in ``terminals`` (a terminal user of its own), else by ``nc``,
+        and a supervisor's by ``supervisor`` (``SUPERVISOR``'s user), else by ``nc``.
         ``habits``: how often the players take each path (``Habits``)."""
         self.nc, self.tables, self.console, self.every = nc, tables, console, every
         self.habits = habits or Habits()
         self.rnd = random.Random(seed)
         self.waiting: dict[str, asyncio.Event] = {}
         self.peers = {name: Peer((terminals or {}).get(name, nc), timeout=10, attempts=patience) for name in tables}
+        self.supervisor = Peer(supervisor or nc, timeout=10, attempts=patience)
         self.playing: list[SimulatedTable] = []
 
     def stop(self) -> None:
@@ -375,7 +391,7 @@ class Simulator:
         begun: Counter[str] = Counter()  # tables of each ruleset so far: each begins with the next procedure
         for name, cfg in self.tables.items():
             tables.append(SimulatedTable(name, cfg, self.peers[name], random.Random(self.rnd.random()), self._settled,
-                                         store, self.habits, first=begun[cfg.ruleset]))
+                                         store, self.habits, first=begun[cfg.ruleset], supervisor=self.supervisor))
             begun[cfg.ruleset] += 1
         self.playing = tables
         # Paced tables start at even intervals, as tables on a floor do not deal in step.

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
+from typing import Annotated
 
 import msgspec
 
@@ -25,6 +26,8 @@ class TableConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 class Tables(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     tables: dict[str, TableConfig]
+    # The supervisors who may direct what only a supervisor may (casino.nats.permissions gives each a user).
+    supervisors: tuple[Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_-]{1,64}$")], ...] = ()
 
 
 def load_tables(path: str | Path) -> dict[str, TableConfig]:

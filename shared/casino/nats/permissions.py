@@ -118,8 +118,13 @@ DECLARED_STREAMS = (STREAM, SECRETS, DLQ, ARCHIVE, *KV_STREAMS)
 PROVISION = tuple(f"$JS.API.STREAM.{verb}.{stream}" for stream in DECLARED_STREAMS for verb in ("CREATE", "INFO"))
 
 
-def permissions(tables: Iterable[str]) -> dict[str, User]:
-    """Every user's rights."""
+# The supervisor ``make run``'s simulated floor directs its forfeits as.
+SIMULATED_SUPERVISORS = ("SUP-SIM",)
+
+
+def permissions(tables: Iterable[str], supervisors: Iterable[str] = ()) -> dict[str, User]:
+    """Every user's rights: the services', the readers', the administrator's,
+    each table's terminal and each of ``supervisors``."""
     kv_write = tuple(f"$KV.{bucket}.>" for bucket in (*BUCKETS.values(), META))
     users: dict[str, User] = {
         "shoe": User(CASINO, (_events("shoe"), "casino.secret.>", *READ, *own_consumers("shoe"),
@@ -131,7 +136,7 @@ def permissions(tables: Iterable[str]) -> dict[str, User]:
                       "records the wager books; answers the terminals' wagers and the dealer-policy's books", responds=True),
         "dealer-policy": User(CASINO, (_events("coup"), "casino.ev.*.-.-.ruleset", "casino.cmd.*.shoe",
                                        "casino.cmd.*.book", *READ, *own_consumers("dealer-policy")),
-                              ("casino.cmd.*.coup",),
+                              ("casino.cmd.*.coup", "casino.cmd.*.supervise.*"),
                               "records the coups and each table's rulesets; alone asks the shoe for cards and "
                               "opens and closes wager books", responds=True),
         "settlement": User(CASINO, (_events("settle"), *READ, "casino.dlq.>", *SETTLES), (),
@@ -152,6 +157,11 @@ def permissions(tables: Iterable[str]) -> dict[str, User]:
                       "creates the streams and buckets once; may ping the services (table '-', which "
                       "they refuse); reads nothing"),
     }
+    for name in supervisors:
+        users[f"supervisor-{name}"] = User(
+            CASINO, (f"casino.cmd.*.supervise.{name}",), (),
+            f"supervisor {name}: directs what only a supervisor may (a shoe forfeited, 000 8.20) at any table, on "
+            "a subject of their own, which names them in the record; nothing else")
     for table in tables:
         users[f"terminal-{table}"] = User(
             f"{TERMINAL_ACCOUNT}{table}", (f"casino.cmd.{table}.coup", f"casino.cmd.{table}.wager"), (),
@@ -166,7 +176,7 @@ def markdown_table() -> str:
 
     rows = ["| user | account | may publish (and so ask the JetStream API) | may not | may subscribe to "
             "(besides its own inbox) | answers requests | why |", "|---|---|---|---|---|---|---|"]
-    for name, u in permissions(["<table>"]).items():
+    for name, u in permissions(["<table>"], ["<name>"]).items():
         rows.append(f"| `{name}` | {u.account} | {cell(u.publish)} | {cell(u.deny_publish)} | {cell(u.subscribe)} "
                     f"| {'yes' if u.responds else 'no'} | {u.why} |")
     return "\n".join(rows) + "\n"
@@ -222,11 +232,11 @@ AUTH_FILE = "nats-auth.json"
 CONFIG_FILE = "nats.conf"
 
 
-def local_auth(var: Path, tables: Iterable[str]) -> dict[str, str]:
+def local_auth(var: Path, tables: Iterable[str], supervisors: Iterable[str] = SIMULATED_SUPERVISORS) -> dict[str, str]:
     """The users and passwords of the embedded server under ``var`` (made once,
     kept with owner-only access), and its configuration file written anew."""
     path = var / AUTH_FILE
-    users = permissions(tables)
+    users = permissions(tables, supervisors)
     known: dict[str, str] = json.loads(path.read_text()) if path.exists() else {}
     pw = {**passwords(u for u in users if u not in known), **known}
     write_private(path, json.dumps(pw))
@@ -251,12 +261,12 @@ def password_variable(user: str) -> str:
     return "CASINO_" + user.upper().replace("-", "_") + "_PASSWORD"
 
 
-def helm_values(tables: Iterable[str]) -> dict[str, object]:
+def helm_values(tables: Iterable[str], supervisors: Iterable[str] = ()) -> dict[str, object]:
     """Values for the official NATS Helm chart: a 3-node JetStream cluster with
     TLS, each write synced to disk before it is acknowledged, the Prometheus
     exporter, and this permission model, each password taken from the
     environment of the NATS pods (``$CASINO_<USER>_PASSWORD``, from a Secret)."""
-    users = permissions(tables)
+    users = permissions(tables, supervisors)
     return {
         "config": {
             "cluster": {"enabled": True, "replicas": 3},

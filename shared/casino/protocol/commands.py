@@ -107,9 +107,14 @@ class PassShoe(Command, frozen=True, tag="table.pass_shoe"):
 
 
 class ForfeitShoe(Command, frozen=True, tag="table.forfeit_shoe"):
+    """000 8.20, 8.29: a supervisor directs the holder to forfeit the shoe.
+    Taken only on the supervisor's own subject (``subjects.supervise``), and
+    ``supervisor`` is then the name that subject gives, whatever the sender
+    wrote: a table's terminal cannot direct it, nor name who did."""
+
     coup: Token
     seat: int
-    supervisor: Text
+    supervisor: Text = ""
 
 
 class Decide(Command, frozen=True, tag="table.decide"):
@@ -130,6 +135,9 @@ CoupCommand = (
     OpenCoup | CloseBetting | AnswerOffer | ExposeHand | ReturnCards | ReportHandlingBreach | PassShoe
     | ForfeitShoe | Decide | Status
 )
+# What only a supervisor may direct, on the supervisor's own subject.
+SupervisorCommand = ForfeitShoe
+SUPERVISED = (ForfeitShoe,)
 
 
 # ---- to the wager service (casino.cmd.<table>.wager) -----------------------
@@ -281,6 +289,7 @@ def refused(reason: str, clause: str) -> Reply:
 
 
 coup_decoder = msgspec.json.Decoder(CoupCommand)
+supervise_decoder = msgspec.json.Decoder(SupervisorCommand)
 wager_decoder = msgspec.json.Decoder(WagerCommand)
 book_decoder = msgspec.json.Decoder(BookCommand)
 shoe_decoder = msgspec.json.Decoder(ShoeCommand)

@@ -80,6 +80,13 @@ def command(table: str, service: str) -> str:
     return f"{COMMANDS}.{table}.{service}"
 
 
+def supervise(table: str, supervisor: str) -> str:
+    """Where supervisor ``supervisor`` directs at ``table``: only that
+    supervisor's credential may publish there (casino.nats.permissions), so
+    the subject names who directs."""
+    return f"{COMMANDS}.{table}.supervise.{supervisor}"
+
+
 def secret(table: str, shoe: str) -> str:
     return f"{SECRETS}.{table}.{shoe}"
 
