@@ -4,6 +4,7 @@ and every coup verified as it settles."""
 from __future__ import annotations
 
 import asyncio
+import secrets
 import time
 from typing import Any
 
@@ -36,6 +37,7 @@ class Projections:
     def __init__(self, broker: NatsBroker, metrics: Metrics) -> None:
         self.broker, self.metrics = broker, metrics
         self.name = ""  # the consumer of its own, claimed once the fold at start has ended
+        self.instance = f"projections-{secrets.token_hex(8)}"  # who holds the writer's lease
         self.projector = Projector()
         self.kv: KvProjections | None = None
         self.store: EventStore | None = None
@@ -103,7 +105,7 @@ class Projections:
         """The keys changed, where this instance is the writer (the one that
         has just become it writes every key: it wrote none while standing by)."""
         assert self.kv is not None
-        writer = await self.kv.writing(self.name, time.time())
+        writer = await self.kv.writing(self.instance, time.time())
         if writer and not self.wrote and self.opened:
             await self._take_over()
         if writer:
@@ -127,7 +129,7 @@ class Projections:
             await fold_stream(self.projector, self.store, self._folded)
         finally:
             self.opened = True
-        log.info("projections: %s is the writer, from the checkpoint and the stream to seq %d", self.name,
+        log.info("projections: %s is the writer, from the checkpoint and the stream to seq %d", self.instance,
                  self.projector.seq)
 
     async def _folded(self, changed: set[tuple[str, str]]) -> None:  # each page written, then checkpointed
