@@ -326,17 +326,21 @@ class Checker:
         fell_back = bool(of(ev, "baccarat.procedure_fell_back"))
         if of(ev, "baccarat.coup_opened")[0]["procedure"] != "method_c" or fell_back:
             return None, ""
-        assigned = next((h for h in reversed(of(ev, "baccarat.holder_assigned")) if h["offer"] == "shoe"), None)
-        holder = None if assigned is None else assigned["seat"]
-        if assigned is None or holder is None:
+        at = next((i for i in range(len(ev) - 1, -1, -1) if ev[i]["type"] == "baccarat.holder_assigned"
+                   and ev[i]["offer"] == "shoe"), None)
+        holder = None if at is None else ev[at]["seat"]
+        if at is None or holder is None:
             return None, ""
+        assigned = ev[at]
         r = of(ev, "baccarat.coup_resulted")[0]
         hits = {"player": r["winner"] != "banker", "banker": r["winner"] != "player",
                 "tie": r["winner"] == "tie", "player_pair": r["player_pair"], "banker_pair": r["banker_pair"]}
         loses = any(not hits[w["bet"]] for w in own(wagers) if w["seat"] == holder)
         if rules.get("holder_loses_shoe", "own_wager") != "own_wager":
             return None, ""  # another reading: not checked here
-        given = [g for g in of(ev, "baccarat.shoe_given_up") if g["seat"] == holder]
+        # What became of the shoe after it was last assigned (one given up before it, by a holder who
+        # left the seat, is another player's).
+        given = [g for g in of(ev[at:], "baccarat.shoe_given_up") if g["seat"] == holder]
         lost = [g for g in given if g["reason"] == "lost"]
         if loses != bool(lost):
             self.fail(coup, f"000 8.18: seat {holder}'s own wager {'lost' if loses else 'did not lose'}, and the "

@@ -15,7 +15,7 @@ from nats.js.api import StoreCompression, StreamSource
 from casino.rules.baccarat import messages as baccarat_messages
 from casino.rules.shoe import CardDrawn
 from casino.store import subjects
-from casino.store.envelope import Batch, Envelope, type_of
+from casino.store.envelope import Batch, Envelope, type_of, version_of
 from casino.store.eventstore import Conflict, EventStore, InMemoryEventStore
 from casino.store.jetstream import (
     SECRETS_STREAM,
@@ -45,11 +45,12 @@ async def store(request: pytest.FixtureRequest) -> AsyncIterator[EventStore]:
 
 def batch(*events: object, table: str = "T1", shoe: str = "T1-shoe-1", coup: str = "T1-000001") -> Batch:
     return Batch(tuple(
-        Envelope(f"e{i}", type_of(e), 1, table, shoe, coup, "cmd-1", coup, "test", AT, e)  # type: ignore[arg-type]
+        Envelope(f"e{i}", type_of(e), version_of(type_of(e)), table, shoe, coup, "cmd-1", coup, "test", AT,
+                 e)  # type: ignore[arg-type]
         for i, e in enumerate(events)))
 
 
-DEALT = baccarat_messages.CardDealt("player", "AS", 1, True, None)
+DEALT = baccarat_messages.CardDealt("player", "AS", 1, True, None, "000 8.3.1")
 COUP = subjects.event("T1", "T1-shoe-1", "T1-000001", "coup")
 
 
