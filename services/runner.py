@@ -177,6 +177,11 @@ class Running:
             self.http_thread = threading.Thread(target=self.http.run, name=f"{self.kind}-http", daemon=True)
             self.http_thread.start()
             self.tasks.append(asyncio.create_task(self._beat()))
+            while not self.http.started:  # serving before the service starts: a probe finds it alive
+                if not self.http_thread.is_alive():
+                    raise RuntimeError(f"{self.kind}: /metrics, /healthz and /readyz could not be served on "
+                                       f"{http_host}:{http_port} (the log says why)")
+                await asyncio.sleep(0.01)
         await self.app.start()
         return self
 
