@@ -36,6 +36,7 @@ from tests.faults.harness import SERVICES, Processes, audit
 pytestmark = pytest.mark.anyio
 COUPS = int(os.environ.get("CASINO_SOAK_RACING_COUPS", "40"))  # per table
 KILLS = int(os.environ.get("CASINO_SOAK_RACING_KILLS", "0"))  # per service, in the soak
+LAST = 3  # the last coups of a run, opened by one terminal of each table
 TABLES = {"BAC000-1": TableConfig("baccarat-000-methods", approvals=APPROVALS),
           "BAC000-2": TableConfig("baccarat-000-methods", approvals=APPROVALS),  # begins with Method C: a holder
           "BJ002-1": TableConfig("blackjack-002-hole-card"), "BJ003-1": TableConfig("blackjack-003-no-hole-card")}
@@ -46,6 +47,8 @@ class Racer(SimulatedTable):
     other terminal at its table is doing: its refusals (the other was first)
     are part of the race."""
 
+    opens_last = True
+
     async def race(self, coups: int) -> None:
         while True:
             status = await self.ask("coup", commands.Status)
@@ -53,6 +56,12 @@ class Racer(SimulatedTable):
             if waiting is None or waiting.kind in ("open", "finished"):
                 if number >= coups:
                     return
+                if number >= coups - LAST and not self.opens_last:
+                    # The last coups are opened by one of the two: an opening sent on a stale look (the
+                    # other terminal opened and dealt a coup meanwhile) opens the coup after, and near the
+                    # end that would be one more than the run deals.
+                    await asyncio.sleep(0.01)
+                    continue
                 if waiting is not None and waiting.shoe_holder is not None and self.rnd.random() < 0.3:
                     # 000 8.18, 8.20: the holder gives the shoe up as the other terminal opens the next coup
                     await self._give_up_shoe(status.coup, waiting.shoe_holder, forfeit=self.rnd.random() < 0.5)
@@ -115,6 +124,8 @@ async def test_two_of_every_service_with_terminals_racing_deal_every_coup_once_a
                         random.Random(rnd.random()), None, JetStreamEventStore(nc),  # type: ignore[arg-type]
                         first=2 if table == "BAC000-2" else 0)
                   for i, (table, config) in enumerate(TABLES.items()) for k in range(2)]
+        for racer in racers[1::2]:
+            racer.opens_last = False
         dealt = 0
         while dealt < COUPS or not chaos.done():  # every planned kill lands while coups are being dealt
             dealt += COUPS
