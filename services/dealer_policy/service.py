@@ -5,6 +5,7 @@ applies the tableau or the blackjack flow, and records the result."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -34,8 +35,9 @@ class Staged(msgspec.Struct):
     # Whether the steps open a coup or write to a finished one (a shoe passed between coups):
     # appended under the table's guard, not the coup's alone.
     table_wide: bool = False
-    # What the table was before the first staged step, to undo them if they cannot be recorded.
-    before: tuple[Coup | None, dict[str, str], dict[str, commands.PlaceExtra], int] | None = None
+    # What the table was before the first staged step (the coup before, where the step opens the
+    # next), to undo them if they cannot be recorded: then caught up and decided again.
+    before: tuple[Any, ...] | None = None
 
 
 class TableCoup(Held, kw_only=True):
@@ -157,18 +159,26 @@ class DealerPolicyService:
     def _stage(self, t: TableCoup, events: list[AnyEvent], msg_id: str, causation: str, command: str = "") -> None:
         """Take a decision now (the coup moves on) and record it with the next
         flush; ``command`` is the digest of the terminal's command that caused it."""
-        if not t.staged.steps:  # the coup moves on in place: what it was is kept as a copy
-            t.staged.before = (None if t.state is None else t.game.copy(t.state), t.applied, t.extras, t.number)
-            t.staged.table_wide = t.finished
+        self._keep(t)
         for e in events:
             self._fold(t, e, causation)
         t.applied = {**t.applied, causation: command}  # a new dict: a staged step is undone by the old one
         t.staged.steps.append((events, msg_id, causation, command))
 
+    def _keep(self, t: TableCoup) -> None:
+        """Before the first decision staged: what the table is, kept (the coup
+        moves on in place: its state as a copy), and whether the decisions
+        open a coup or write to a finished one (guarded on the whole table)."""
+        if t.staged.before is None:
+            t.staged.before = (None if t.state is None else t.game.copy(t.state), t.applied, t.extras, t.number,
+                               t.last_seq, t.ending, t.staked, t.carried, t.coup, t.shoe)
+            t.staged.table_wide = t.finished
+
     def _unstage(self, t: TableCoup) -> None:
         """Undo the decisions not recorded: nothing happened that is not in the stream."""
         if t.staged.before is not None:
-            t.state, t.applied, t.extras, t.number = t.staged.before
+            (t.state, t.applied, t.extras, t.number, t.last_seq, t.ending, t.staked, t.carried, t.coup,
+             t.shoe) = t.staged.before
         t.staged = Staged()
 
     async def _flush(self, t: TableCoup) -> None:
@@ -288,18 +298,12 @@ class DealerPolicyService:
         recorded = await self._record_ruleset(t)
         events: list[AnyEvent] = [CoupConfigured(t.name, t.game.name, t.config.ruleset, recorded, number)]
         events += t.game.decide(t.rules, t.game.new(), opening)  # refused here: nothing has changed
-        # The coup before, as it was: put back if the opening is not recorded (another
-        # instance wrote to the table first), so that it is caught up and decided again.
-        before = (t.state, t.applied, t.last_seq, t.ending, t.extras, t.staked, t.carried, t.coup, t.shoe)
+        self._keep(t)  # the coup before, put back if the opening is not recorded
         self._next_coup(t)
         t.coup, t.shoe = coup, start.shoe
-        try:
-            # The id names the command: another instance opening this number for another
-            # command must lose the race, not be taken for a duplicate of it.
-            await self._commit(t, events, f"{coup}:open:{cmd.id}", cmd.id, commands.digest(cmd))
-        except BaseException:
-            t.state, t.applied, t.last_seq, t.ending, t.extras, t.staked, t.carried, t.coup, t.shoe = before
-            raise
+        # The id names the command: another instance opening this number for another
+        # command must lose the race, not be taken for a duplicate of it.
+        await self._commit(t, events, f"{coup}:open:{cmd.id}", cmd.id, commands.digest(cmd))
         try:
             await self._book_open(t)
         except RuleViolation as exc:  # opened; its book follows as soon as the wager service answers
@@ -332,13 +336,12 @@ class DealerPolicyService:
         answers (asked again, it answers from its record), in the background,
         so that a coup opened while the wager service is away gets its book
         as soon as it is back, with no restart of anything."""
-        failed = t.booking is not None and t.booking.done() and (t.booking.cancelled() or t.booking.exception())
-        if t.booking is None or t.booking_for != t.coup or failed:
+        if t.booking is None or t.booking_for != t.coup or _failed(t.booking):
             t.booking_for = t.coup
-            t.booking = asyncio.ensure_future(self._open_book(
+            t.booking = asyncio.ensure_future(self._ask_until_answered(
                 subjects.command(t.name, "book"), commands.OpenBook(
                     f"{t.coup}:open-book", t.name, t.coup, t.shoe, t.config.ruleset, _previous_coup(t.name, t.number))))
-            t.booking.add_done_callback(_log_failed_booking)
+            t.booking.add_done_callback(_logged("a coup's wager book was refused by the wager service"))
         return t.booking
 
     async def _book_open(self, t: TableCoup) -> None:
@@ -349,7 +352,7 @@ class DealerPolicyService:
             raise RuleViolation("wager book", f"coup {t.coup}'s wager book is not open yet: the wager service has "
                                               "not answered (it is asked until it does); try again") from None
 
-    async def _open_book(self, subject: str, command: commands.OpenBook) -> None:
+    async def _ask_until_answered(self, subject: str, command: commands.OpenBook) -> None:
         while True:
             try:
                 await self.peer.must(subject, command)
@@ -414,11 +417,11 @@ class DealerPolicyService:
         discard rack) while the terminal is answered: the result is recorded,
         and the next coup at the table waits for the round's end (``_end_round``).
         Asked again if a first asking failed."""
-        if t.ending is not None and not (t.ending.done() and (t.ending.cancelled() or t.ending.exception())):
+        if t.ending is not None and not _failed(t.ending):
             return
         t.ending = asyncio.ensure_future(self.peer.must(subjects.command(t.name, "shoe"), commands.EndRound(
             f"{t.coup}:end", t.name, t.coup, t.config.ruleset, _pickup(t.state))))
-        t.ending.add_done_callback(_log_failed_ending)
+        t.ending.add_done_callback(_logged("a round's end at the shoe failed (asked again before the next coup)"))
 
     async def _end_round(self, t: TableCoup) -> None:
         """Until the finished coup's round has ended at the shoe. Another instance
@@ -461,14 +464,17 @@ def _previous_coup(table: str, number: int) -> str:
     return f"{table}-{number - 1:06d}" if number > 1 else ""
 
 
-def _log_failed_booking(booking: asyncio.Future[Any]) -> None:
-    if not booking.cancelled() and (exc := booking.exception()) is not None:
-        log.error("a coup's wager book was refused by the wager service: %s", exc)
+def _failed(asked: asyncio.Future[Any]) -> bool:
+    return asked.done() and (asked.cancelled() or asked.exception() is not None)
 
 
-def _log_failed_ending(ending: asyncio.Future[Any]) -> None:
-    if not ending.cancelled() and (exc := ending.exception()) is not None:
-        log.warning("a round's end at the shoe failed (asked again before the next coup): %s", exc)
+def _logged(what: str) -> Callable[[asyncio.Future[Any]], None]:
+    """A done-callback logging ``what`` failed, with why."""
+    def log_failure(asked: asyncio.Future[Any]) -> None:
+        if not asked.cancelled() and (exc := asked.exception()) is not None:
+            log.warning("%s: %s", what, exc)
+
+    return log_failure
 
 
 def _pickup(state: Coup | None) -> tuple[str, ...]:
