@@ -134,7 +134,8 @@ def command_subscriber(broker: NatsBroker, kind: str, queue: str, decoder: msgsp
     a supervisor's own subject, ``casino.cmd.<table>.supervise.<supervisor>``,
     which only that supervisor's credential may publish on: the command is
     taken as directed by the supervisor it names. What only a supervisor may
-    direct (``commands.SUPERVISED``) is refused on any other subject."""
+    direct (``commands.SUPERVISED``) is refused on any other subject, and a
+    command from elsewhere names no supervisor, whatever it says."""
     supervised = kind == "supervise"
     subject = subjects.supervise("{table}", "{supervisor}") if supervised else subjects.command("{table}", kind)
     subscriber = broker.subscriber(subject, queue=queue, max_workers=64, decoder=command_decoder(decoder),
@@ -145,8 +146,10 @@ def command_subscriber(broker: NatsBroker, kind: str, queue: str, decoder: msgsp
         running = service()
         tokens = received.msg.raw_message.subject.split(".")
         command = received.body
-        if supervised and isinstance(command, commands.SUPERVISED):
+        if supervised:
             command = msgspec.structs.replace(command, supervisor=tokens[4])
+        elif isinstance(command, commands.OpenCoup) and command.supervisor:
+            command = msgspec.structs.replace(command, supervisor="")
         elif isinstance(command, commands.SUPERVISED):
             return commands.refused(f"{type(command).__name__} is directed by a supervisor, on the supervisor's own "
                                     f"credential ({subjects.supervise(tokens[2], '<supervisor>')}), never by a "

@@ -71,9 +71,10 @@ COMMANDS: dict[str, list[tuple[str, str, Any, str]]] = {
               ("book", "wager", commands.BookCommand, "The dealer-policy's opening and closing of a coup's wager book.")],
     "dealer-policy": [("coup", "coup", commands.CoupCommand, "A terminal's commands to the coup: open it, close "
                        "betting, answer offers, expose cards, decide, and the shoe's passing."),
-                      ("supervise", "coup", commands.SupervisorCommand, "What only a supervisor directs (a holder's "
-                       "shoe forfeited, 000 8.20), each supervisor on a subject of their own that only their "
-                       "credential may publish on: the event records who.")],
+                      ("supervise", "coup", commands.SupervisorCommand, "What a supervisor directs (a holder's "
+                       "shoe forfeited, 000 8.20; a coup opened by another procedure than the one in force, 000 8.2, "
+                       "001 8.5), each supervisor on a subject of their own that only their credential may publish "
+                       "on: the event records who.")],
 }
 _EVENTS = "casino.ev.{table}.{shoe}.{coup}"
 _REPLIES = ("_INBOX.{requester}.>", commands.Reply, "Every command's reply, to the requester's inbox: done, or refused "

@@ -288,13 +288,18 @@ class DealerPolicyService:
             # An approval is the casino's (its tables file), never a terminal's say-so.
             raise RuleViolation("approvals", f"{forged[0].what} approved by {forged[0].by} {forged[0].reference} is "
                                              f"not among table {t.name}'s approvals in the casino's configuration")
-        if t.state is not None:  # the last coup's round ends at the shoe before the next starts
-            await self._end_round(t)
         number = t.number + 1
         coup = f"{t.name}-{number:06d}"
+        carry = self._carry(t)
+        # Refused before the shoe is asked anything, so that a refused opening writes nothing (the style
+        # in force on a card shoe, 001 8.5, is checked once the round names the shoe it is dealt from).
+        t.game.decide(t.rules, t.game.new(), t.game.opening(t.rules, t.config, coup, cmd.procedure, carry, "",
+                                                            cmd.supervisor))
+        if t.state is not None:  # the last coup's round ends at the shoe before the next starts
+            await self._end_round(t)
         start = await self.peer.must(subjects.command(t.name, "shoe"),
                                      commands.StartRound(f"{coup}:start", t.name, coup, t.config.ruleset))
-        opening = t.game.opening(t.rules, t.config, coup, cmd.procedure, self._carry(t), start.shoe)
+        opening = t.game.opening(t.rules, t.config, coup, cmd.procedure, carry, start.shoe, cmd.supervisor)
         recorded = await self._record_ruleset(t)
         events: list[AnyEvent] = [CoupConfigured(t.name, t.game.name, t.config.ruleset, recorded, number)]
         events += t.game.decide(t.rules, t.game.new(), opening)  # refused here: nothing has changed

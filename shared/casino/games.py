@@ -32,12 +32,15 @@ Coup = baccarat.BaccaratCoup | blackjack.BlackjackCoup
 
 class Carry(NamedTuple):
     """What a finished coup leaves to the next at its table: the shoe holder
-    (000 8.18) and the style in force with the shoe it is in force on (001 8.5)."""
+    (000 8.18), the style in force with the shoe it is in force on (001 8.5)
+    and the procedure the table deals by until a supervisor directs another
+    (000 8.2, 001 8.5: the casino's choice, not a terminal's)."""
 
     holder: int | None = None
     style: str = ""
     style_shoe: str = ""
     holder_player: str = ""  # who the holder is: the shoe goes with the player (000 8.18)
+    procedure: str = ""
 
 
 class Game(ABC):
@@ -80,8 +83,10 @@ class Game(ABC):
 
     @abstractmethod
     def opening(self, rules: Any, config: TableConfig, coup: str, procedure: str, carry: Carry,
-                shoe: str) -> Any:
-        """The command that opens coup ``coup`` from shoe ``shoe``."""
+                shoe: str, supervisor: str = "") -> Any:
+        """The command that opens coup ``coup`` from shoe ``shoe``, by
+        ``procedure`` (empty: the one in force), directed by ``supervisor``
+        when it came on a supervisor's own subject."""
 
     @abstractmethod
     def close_betting(self, wagers: tuple[Wager, ...]) -> Any: ...
@@ -144,7 +149,7 @@ class Baccarat(Game):
     card_dealt = baccarat_messages.CardDealt
     command_of: ClassVar[dict[type, Callable[[Any], Any]]] = {
         baccarat_messages.CoupOpened: lambda e: baccarat_messages.OpenCoup(
-            e.coup_id, e.procedure, e.approvals, None, e.shoe_holder, e.shoe_holder_player),
+            e.coup_id, e.procedure, e.approvals, None, e.shoe_holder, e.shoe_holder_player, e.in_force, e.supervisor),
         baccarat_messages.BettingClosed: lambda e: baccarat_messages.CloseBetting(e.wagers),
         baccarat_messages.OfferAnswered: lambda e: baccarat_messages.AnswerOffer(e.seat, e.accepted, e.plays),
         baccarat_messages.CardDealt: lambda e: baccarat_messages.DealCard(e.card, e.position, e.by),
@@ -170,18 +175,21 @@ class Baccarat(Game):
         return commands.Waiting(kind, next_.seat, next_.hand, offer=next_.offer, shoe_holder=holder)
 
     def opening(self, rules: Any, config: TableConfig, coup: str, procedure: str, carry: Carry,
-                shoe: str) -> Any:
+                shoe: str, supervisor: str = "") -> Any:
         # 001 8.5: the style in force on the shoe; a continuous shuffler deals each round from a new one
         continuous = rules.shoe.shuffler == "continuous_shuffler"
         style = (carry.style or None) if carry.style_shoe == shoe or continuous else None
-        procedure = procedure or style or config.procedure or rules.procedures[0]
-        return baccarat_messages.OpenCoup(coup, procedure, config.approvals, style, carry.holder, carry.holder_player)
+        # The procedure in force: the last coup's, else the tables file's, else the ruleset's first.
+        in_force = carry.procedure or config.procedure or rules.procedures[0]
+        return baccarat_messages.OpenCoup(coup, procedure or in_force, config.approvals, style, carry.holder,
+                                          carry.holder_player, in_force, supervisor)
 
     def carry(self, state: Any, shoe: str, carried: Carry) -> Carry:
         style, style_shoe = carried.style, carried.style_shoe
         if state.opened_as.startswith("style"):
             style, style_shoe = state.opened_as, shoe
-        return Carry(baccarat.shoe_holder_after(state), style, style_shoe, baccarat.shoe_holder_player_after(state))
+        return Carry(baccarat.shoe_holder_after(state), style, style_shoe, baccarat.shoe_holder_player_after(state),
+                     state.opened_as)
 
     def close_betting(self, wagers: tuple[Wager, ...]) -> Any:
         return baccarat_messages.CloseBetting(wagers)
@@ -259,7 +267,7 @@ class Blackjack(Game):
                                 dealer=tuple(p.card for p in state.dealer if p.face_up), options=options)
 
     def opening(self, rules: Any, config: TableConfig, coup: str, procedure: str, carry: Carry,
-                shoe: str) -> Any:
+                shoe: str, supervisor: str = "") -> Any:
         return blackjack_messages.OpenCoup(coup)
 
     def close_betting(self, wagers: tuple[Wager, ...]) -> Any:

@@ -129,6 +129,7 @@ class Checker:
             self.shoe(shoe_id, events)
         holders: dict[str, tuple[int | None, str]] = {}  # table -> the seat and the player keeping the shoe
         seating: dict[str, tuple[tuple[int, str], ...]] = {}
+        dealt_by: dict[str, tuple[int, str]] = {}  # table -> its last coup's number and procedure
         for coup in sorted(coups, key=lambda c: (c.rsplit("-", 1)[0], int(c.rsplit("-", 1)[1]))):
             events = coups[coup]
             configured = of(events, "coup.configured")
@@ -139,6 +140,7 @@ class Checker:
             table = configured[0]["table"]
             seating[table] = self.seating(coup, events, seating.get(table, ()))
             if rules["game"] == "baccarat":
+                self.procedure(coup, table, of(events, "baccarat.coup_opened")[0], dealt_by)
                 holders[table] = self.baccarat(coup, rules, events, holders.get(table, (None, "")))
             else:
                 self.blackjack(coup, rules, events)
@@ -211,6 +213,19 @@ class Checker:
         return tuple(sorted(seated.items()))
 
     # ---- baccarat ------------------------------------------------------------
+
+    def procedure(self, coup: str, table: str, opened: Event, dealt_by: dict[str, tuple[int, str]]) -> None:
+        """000 8.2, 001 8.5: the casino's choice; a coup dealt by another procedure
+        than the coup before names the supervisor who directed it (recorded
+        since the opening records ``in_force``)."""
+        number = int(coup.rsplit("-", 1)[1])
+        last = dealt_by.get(table)
+        if last is not None and last[0] == number - 1 and "in_force" in opened:
+            if opened["in_force"] != last[1]:
+                self.fail(coup, f"opened with {opened['in_force']} in force; the coup before was dealt by {last[1]}")
+            if opened["procedure"] != last[1] and not opened["supervisor"]:
+                self.fail(coup, f"dealt by {opened['procedure']} after {last[1]}, and no supervisor directed it")
+        dealt_by[table] = (number, opened["procedure"])
 
     def baccarat(self, coup: str, rules: dict[str, Any], ev: list[Event],
                  holding: tuple[int | None, str]) -> tuple[int | None, str]:

@@ -50,3 +50,15 @@ def test_the_outsiders_checker_finds_a_record_altered_anywhere(raw_record: Path)
             altered.append((m["subject"], m["seq"], m["batch"]["events"]))
         assert done, kind
         assert check(altered), f"a changed {kind} went unnoticed"
+    # 000 8.2, 001 8.5: a change of procedure with the supervisor who directed it dropped.
+    altered, done = [], False
+    for line in lines:
+        m = json.loads(line)
+        for env in m["batch"]["events"]:
+            d = env["data"]
+            if (not done and d["type"] == "baccarat.coup_opened" and d["procedure"] != d["in_force"]
+                    and not d["coup_id"].endswith("-000001")):
+                d["supervisor"], done = "", True
+        altered.append((m["subject"], m["seq"], m["batch"]["events"]))
+    assert done
+    assert any("no supervisor directed it" in f for f in check(altered)), "an undirected change went unnoticed"

@@ -24,6 +24,7 @@ from casino.store.envelope import AnyEvent
 from casino.store.jetstream import JetStreamEventStore
 
 _ids = itertools.count()
+SUPERVISOR = "SUP-1"
 E = TypeVar("E")
 
 
@@ -78,6 +79,11 @@ class Casino:
     async def ask(self, table: str, service: str, command: type[commands.Command], **fields: object) -> commands.Reply:
         cmd = command(id=f"t-{next(_ids)}", table=table, **fields)  # type: ignore[call-arg]
         return await self.peer.ask(subjects.command(table, service), cmd)
+
+    async def supervise(self, table: str, command: type[commands.Command], **fields: object) -> commands.Reply:
+        """What a supervisor directs (a change of procedure, a forfeit), on supervisor SUPERVISOR's own subject."""
+        cmd = command(id=f"t-{next(_ids)}", table=table, **fields)  # type: ignore[call-arg]
+        return await self.peer.ask(subjects.supervise(table, SUPERVISOR), cmd)
 
     async def events(self, flt: str) -> list[tuple[str, AnyEvent]]:
         return [(subjects.tokens(m.subject)[3], e.data) for m in await self.store.read(flt) for e in m.batch.events]

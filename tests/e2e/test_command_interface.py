@@ -9,7 +9,7 @@ import pytest
 
 from casino.protocol import commands
 from casino.store import subjects
-from tests.e2e.casino import Casino, order_of
+from tests.e2e.casino import SUPERVISOR, Casino, order_of
 from tests.e2e.test_golden_coups import TABLES
 from tests.rules.stacking import baccarat, blackjack, burn_cards, order
 
@@ -57,7 +57,7 @@ async def test_wagers_out_of_limits_after_the_close_or_on_no_seat_are_refused_wi
 
 async def test_out_of_turn_and_second_answers_are_refused_and_a_retry_is_applied_once(nats_url: str) -> None:
     async with Casino(nats_url, TABLES, SHOES) as casino:
-        coup = (await casino.ask("BAC000", "coup", commands.OpenCoup, procedure="method_d")).coup
+        coup = (await casino.supervise("BAC000", commands.OpenCoup, procedure="method_d")).coup
         for seat in (2, 3):
             await casino.ask("BAC000", "wager", commands.PlaceWager, coup=coup, seat=seat, bet="banker", amount=5000)
         waiting = (await casino.ask("BAC000", "coup", commands.CloseBetting, coup=coup)).waiting
@@ -89,7 +89,7 @@ async def test_a_decision_out_of_turn_is_refused_naming_the_clause(nats_url: str
 
 async def test_after_a_restart_the_services_rebuild_from_the_stream_and_finish_the_coup(nats_url: str) -> None:
     async with Casino(nats_url, TABLES, SHOES) as casino:
-        coup = (await casino.ask("BAC000", "coup", commands.OpenCoup, procedure="method_c")).coup
+        coup = (await casino.supervise("BAC000", commands.OpenCoup, procedure="method_c")).coup
         await casino.ask("BAC000", "wager", commands.PlaceWager, coup=coup, seat=2, bet="banker", amount=5000)
         waiting = (await casino.ask("BAC000", "coup", commands.CloseBetting, coup=coup)).waiting
         assert waiting is not None and waiting.kind == "answer"
@@ -103,7 +103,7 @@ async def test_after_a_restart_the_services_rebuild_from_the_stream_and_finish_t
         settled = await casino.settled(coup)
         assert [p.returned for p in settled.payouts] == [5000 + 4750]  # Banker 8 beats Player 6
         assert reply.waiting.shoe_holder == 2  # 000 8.18: his wager won, he keeps the shoe
-        refused = await casino.ask("BAC000", "coup", commands.OpenCoup, procedure="method_a")
+        refused = await casino.supervise("BAC000", commands.OpenCoup, procedure="method_a")
         assert (refused.ok, refused.clause) == (False, "000 8.18")
         assert (await casino.ask("BAC000", "coup", commands.OpenCoup, procedure="method_c")).coup == "BAC000-000002"
 
@@ -125,13 +125,14 @@ async def test_two_instances_of_every_service_deal_the_golden_coup(nats_url: str
     book = (baccarat_messages.Wager(2, "banker", 5000), baccarat_messages.Wager(3, "player", 5000), baccarat_messages.Wager(5, "banker", 7500))
     players = Scripted({("shoe", 5): False})
     async with Casino(nats_url, TABLES, SHOES) as one, Casino(nats_url, TABLES, SHOES):
-        coups = [await drive(one, "BAC000", "method_d", book, players) for _ in range(8)]
+        coups = [await drive(one, "BAC000", "method_d", book, players, directed=not i) for i in range(8)]
         got = [await recorded(one, "BAC000", coup) for coup in coups]
         stored = {coup: await one.store.read(subjects.coup_filter(coup)) for coup in coups}
     golden_shoe = play.Shoe(BAC.shoe, list(SHOES["BAC000"]), prefix="BAC000-shoe-")
     for coup, (coup_events, _, settled) in zip(coups, got, strict=True):
-        golden = play.play_baccarat(BAC, golden_shoe, baccarat_messages.OpenCoup(coup, "method_d", TABLES["BAC000"].approvals),
-                                    book, Scripted({("shoe", 5): False}))
+        opening = baccarat_messages.OpenCoup(coup, "method_d", TABLES["BAC000"].approvals, in_force="method_a"
+                                             if coup == coups[0] else "method_d", supervisor=SUPERVISOR if coup == coups[0] else "")
+        golden = play.play_baccarat(BAC, golden_shoe, opening, book, Scripted({("shoe", 5): False}))
         assert coup_events == golden.events
         assert settled.payouts == golden.payouts  # type: ignore[attr-defined]
     assert got[-1][1] == golden_shoe.events

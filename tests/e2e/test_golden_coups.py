@@ -17,7 +17,7 @@ from casino.rules.shoe import CardDrawn, RoundEnded
 from casino.rules.wagers import Wager
 from casino.store import subjects
 from casino.store.envelope import CoupConfigured
-from tests.e2e.casino import Casino, order_of
+from tests.e2e.casino import SUPERVISOR, Casino, order_of
 from tests.rules.stacking import Scripted, baccarat, blackjack, burn_cards, order
 
 pytestmark = pytest.mark.anyio
@@ -32,9 +32,14 @@ TABLES = {
 DRAWS = ["2S", "3H", "2D", "3C", "6H", "9D"]  # both hands draw a third card
 
 
-async def drive(casino: Casino, table: str, procedure: str, book: tuple[Wager, ...], players: Scripted) -> str:
-    """Deal one coup as a table terminal would, answering as ``players``."""
-    reply = await casino.ask(table, "coup", commands.OpenCoup, procedure=procedure)
+async def drive(casino: Casino, table: str, procedure: str, book: tuple[Wager, ...], players: Scripted,
+                directed: bool = False) -> str:
+    """Deal one coup as a table terminal would, answering as ``players``;
+    opened as the supervisor directs where ``directed`` (000 8.2, 001 8.5)."""
+    if directed:
+        reply = await casino.supervise(table, commands.OpenCoup, procedure=procedure)
+    else:
+        reply = await casino.ask(table, "coup", commands.OpenCoup, procedure=procedure)
     assert reply.ok, reply
     coup = reply.coup
     for w in book:
@@ -98,15 +103,18 @@ async def test_a_baccarat_coup_through_all_four_services_equals_the_golden_coup(
     stacked = order(rules.shoe.decks, DRAWS, burn_cards(rules.shoe))
     book = (Wager(2, "banker", 5000), Wager(3, "player", 5000), Wager(6, "banker", 5000), Wager(5, "tie", 1000))
     book = tuple(w for w in book if w.bet in rules.limits)
+    in_force = rules.procedures[0]  # a new table's: its tables file names none
+    directed = procedure != in_force  # another, as a supervisor directs
     async with Casino(nats_url, TABLES, {table: [order_of(stacked)]}) as casino:
-        coup = await drive(casino, table, procedure, book, players)
+        coup = await drive(casino, table, procedure, book, players, directed)
         coup_events, shoe_events, settled = await recorded(casino, table, coup)
         shoe_messages = await casino.store.read(subjects.aggregate_filter("shoe", table))
         assert sum(any(isinstance(e.data, CardDrawn) for e in m.batch.events) for m in shoe_messages) == draws
 
     golden_shoe = play.Shoe(rules.shoe, [order_of(stacked)], prefix=f"{table}-shoe-", document=rules.document)
-    golden = play.play_baccarat(rules, golden_shoe, baccarat_messages.OpenCoup(coup, procedure, TABLES[table].approvals),
-                                book, Scripted(dict(players.answers), set(players.returns)))
+    opening = baccarat_messages.OpenCoup(coup, procedure, TABLES[table].approvals, in_force=in_force,
+                                         supervisor=SUPERVISOR if directed else "")
+    golden = play.play_baccarat(rules, golden_shoe, opening, book, Scripted(dict(players.answers), set(players.returns)))
     assert coup_events == golden.events
     assert shoe_events == golden_shoe.events
     assert settled.payouts == golden.payouts  # type: ignore[attr-defined]

@@ -54,7 +54,7 @@ async def test_a_simulated_table_deals_the_coup_left_in_hand_to_its_end_first(na
     tables = dict(list(TABLES.items())[:1])
     [table] = tables
     async with Casino(nats_url, tables) as casino:
-        opened = await casino.ask(table, "coup", commands.OpenCoup, procedure="method_b")
+        opened = await casino.supervise(table, commands.OpenCoup, procedure="method_b")
         assert opened.ok and opened.waiting is not None and opened.waiting.kind == "close_betting"
         if left == "betting closed":
             assert (await casino.ask(table, "wager", commands.PlaceWager, coup=opened.coup, seat=3, bet="banker",

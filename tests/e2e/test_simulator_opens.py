@@ -1,6 +1,8 @@
-"""How a simulated table opens its next coup when the procedure it chose is
-refused: by the table's own procedure instead, the shoe first given up by the
-player who holds it under Method C (000 8.18) whichever procedure is tried.
+"""How a simulated table opens its next coup: by another procedure than it
+last dealt by as the floor supervisor directs (000 8.2), by the same from its
+terminal; when the procedure it chose is refused, by the table's own
+procedure instead, the shoe first given up by the player who holds it under
+Method C (000 8.18) whichever procedure is tried.
 The dealer is a script here: what is tested is the table's answer to each
 refusal, not the rules (tests/rules) nor the services (the other tests)."""
 
@@ -28,7 +30,8 @@ class Dealer:
         self.asked: list[str] = []
 
     async def ask(self, subject: str, cmd: commands.Command) -> commands.Reply:
-        self.asked.append(f"{type(cmd).__name__} {getattr(cmd, 'procedure', '')}".strip())
+        by = f" by {subject.rsplit('.', 1)[1]}" if ".supervise." in subject else ""
+        self.asked.append(f"{type(cmd).__name__} {getattr(cmd, 'procedure', '')}".strip() + by)
         match cmd:
             case commands.Status():
                 return commands.Reply(True, coup="T-000007", waiting=commands.Waiting(
@@ -55,7 +58,14 @@ async def test_a_refused_procedure_falls_back_to_the_tables_own_once_the_shoe_is
     opened = await table.open_coup(procedure)
     assert opened.ok and opened.coup == "T-000008", opened
     assert not dealer.held
-    given_up = next(a for a in dealer.asked if a in ("PassShoe", "ForfeitShoe"))
-    expected = {"method_b": ["OpenCoup method_b", "OpenCoup", "Status", given_up, "OpenCoup"],
-                "method_a": ["OpenCoup method_a", "Status", given_up, "OpenCoup method_a"]}[procedure]
+    given_up = next(a for a in dealer.asked if a in ("PassShoe", "ForfeitShoe by SUP-SIM"))
+    sup = "by SUP-SIM"
+    expected = {"method_b": [f"OpenCoup method_b {sup}", "OpenCoup", "Status", given_up, "OpenCoup"],
+                "method_a": [f"OpenCoup method_a {sup}", "Status", given_up, f"OpenCoup method_a {sup}"]}[procedure]
     assert dealer.asked == expected
+    # The next coup: by the procedure the table now deals by, from the terminal; another one, as directed.
+    del dealer.asked[:]
+    await table.open_coup(procedure)
+    await table.open_coup("method_d")
+    assert dealer.asked == [f"OpenCoup {procedure}" if procedure == "method_a" else f"OpenCoup {procedure} {sup}",
+                            *(["OpenCoup"] if procedure == "method_b" else []), f"OpenCoup method_d {sup}"]

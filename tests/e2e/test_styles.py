@@ -1,7 +1,9 @@
 """001 8.5 from one coup to the next, as the dealer-policy carries it: a game
 dealt from a card shoe keeps its style until the shoe ends; on a continuous
 shuffler, which deals each round from a new shoe, the style changes only by
-approved procedure. Both hold across a restart of the dealer-policy."""
+approved procedure. Both hold across a restart of the dealer-policy, and
+even as a supervisor directs (a change of style is theirs to direct, where
+it may be made at all)."""
 
 from __future__ import annotations
 
@@ -38,7 +40,7 @@ async def test_001_8_5_the_style_in_force_carries_from_coup_to_coup(nats_url: st
             if restarted:
                 await casino.stop("dealer-policy")
                 await casino.start("dealer-policy")
-            refused = await casino.ask(TABLE, "coup", commands.OpenCoup, procedure="style_b")
+            refused = await casino.supervise(TABLE, commands.OpenCoup, procedure="style_b")
             assert (refused.ok, refused.clause, refused.reason) == (False, "001 8.5", REFUSED[shuffler])
 
         # The approved procedure is the casino's: a terminal naming an approval is refused ...
@@ -49,5 +51,7 @@ async def test_001_8_5_the_style_in_force_carries_from_coup_to_coup(nats_url: st
         casino.tables = {TABLE: msgspec.structs.replace(tables[TABLE], approvals=(approval,))}
         await casino.stop("dealer-policy")
         await casino.start("dealer-policy")
-        approved = await casino.ask(TABLE, "coup", commands.OpenCoup, procedure="style_b")
+        undirected = await casino.ask(TABLE, "coup", commands.OpenCoup, procedure="style_b")  # the terminal's say-so
+        assert (undirected.ok, undirected.clause) == (False, "001 8.5") and "supervisor" in undirected.reason
+        approved = await casino.supervise(TABLE, commands.OpenCoup, procedure="style_b")
         assert approved.ok is (shuffler == "continuous_shuffler"), approved

@@ -101,7 +101,9 @@ garbage = st.one_of(st.binary(max_size=64), st.just(b'{"type":"table.open_coup"}
                     st.just(b'{"type":"table.place_wager","id":"x","table":"B","coup":"B-000001","seat":2,'
                             b'"bet":"banker","amount":12.5}'), st.just(b"{" * 10000))
 step = st.one_of(
-    st.tuples(st.just("open"), st.sampled_from(["", "method_a", "method_b", "method_c", "method_d", "style_a"])),
+    # An opening, as a supervisor directs (in memory, the supervisor's subject is the name it carries) or not.
+    st.tuples(st.just("open"), st.sampled_from(["", "method_a", "method_b", "method_c", "method_d", "style_a"]),
+              st.booleans()),
     st.tuples(st.just("wager"), seats, st.sampled_from(["banker", "player", "tie", "box", "dragon"]), amounts),
     st.tuples(st.just("close")),
     st.tuples(st.just("answer"), seats, st.booleans()),
@@ -139,7 +141,8 @@ async def run(steps: list[tuple[Any, ...]]) -> None:
                 continue
             cmd: commands.Command
             if kind == "open":
-                cmd = commands.OpenCoup(id=cid, table=table, procedure=s[1] if table == "B" else "")
+                cmd = commands.OpenCoup(id=cid, table=table, procedure=s[1] if table == "B" else "",
+                                        supervisor="SUP-1" if s[2] else "")
             elif kind == "wager":
                 cmd = commands.PlaceWager(id=cid, table=table, coup=coup, seat=s[1], bet=s[2], amount=s[3])
             elif kind == "close":
@@ -169,7 +172,7 @@ async def run(steps: list[tuple[Any, ...]]) -> None:
 
 def _follow(w: commands.Waiting) -> tuple[Any, ...]:
     if w.kind in ("open", "finished"):
-        return ("open", "")
+        return ("open", "", False)
     if w.kind == "close_betting":
         return ("close",)
     if w.kind == "answer":

@@ -66,7 +66,7 @@ class Racer(SimulatedTable):
                     # 000 8.18, 8.20: the holder gives the shoe up as the other terminal opens the next coup
                     await self._give_up_shoe(status.coup, waiting.shoe_holder, forfeit=self.rnd.random() < 0.5)
                     continue  # the table may have moved on meanwhile: asked again
-                await self.ask("coup", commands.OpenCoup, procedure=self._procedure())
+                await self.open_coup(self._procedure())  # another procedure as the floor supervisor directs
             elif waiting.kind == "close_betting":
                 await self._seat_players(status.coup)
                 for seat, bet, amount in self._wagers()[:2]:

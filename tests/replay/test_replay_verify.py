@@ -153,6 +153,34 @@ def test_verify_decides_the_shoe_holder_from_the_coup_before_not_from_the_openin
     assert f"held by seat {holder}" in findings[0].what and "left it with nobody" in findings[0].what
 
 
+def test_verify_holds_a_change_of_procedure_to_the_supervisor_who_directed_it(recorded: list[Stored]) -> None:
+    """000 8.2, 001 8.5: a coup dealt by another procedure than the one in
+    force names the supervisor who directed it, and the procedure in force
+    is the one the coup before was dealt by. A record that drops the
+    supervisor, or claims another procedure was in force, is a finding."""
+    coups = by_coup(recorded)
+    changed = next(c for c, ms in sorted(coups.items()) for m in ms for e in m.batch.events
+                   if isinstance(e.data, baccarat_messages.CoupOpened) and e.data.procedure != e.data.in_force
+                   and int(c[-6:]) > 1)
+    assert verify_history(recorded).findings == []
+
+    def tampered(coup: str, mutate: object) -> list[Stored]:
+        out = {m.seq: m for m in _tamper(coups[coup], baccarat_messages.CoupOpened, mutate)[0]}
+        return [out.get(m.seq, m) for m in recorded]
+
+    undirected = verify_history(tampered(changed, lambda e: msgspec.structs.replace(e, supervisor=""))).findings
+    assert [f.coup for f in undirected] == [changed], undirected
+    assert "000 8.2" in undirected[0].what or "001 8.5" in undirected[0].what, undirected[0].what
+    nxt = f"{changed[:-6]}{int(changed[-6:]) + 1:06d}"
+    opened = next(e.data for m in coups[nxt] for e in m.batch.events if isinstance(e.data, baccarat_messages.CoupOpened))
+    was = next(e.data.in_force for m in coups[changed] for e in m.batch.events
+               if isinstance(e.data, baccarat_messages.CoupOpened))
+    claimed = verify_history(tampered(nxt, lambda e: msgspec.structs.replace(
+        e, in_force=was, supervisor=e.supervisor or "SUP-SIM"))).findings  # directed, from what was not in force
+    assert [f.coup for f in claimed] == [nxt], claimed
+    assert f"opened with {was} in force, but the coup before was dealt by {opened.procedure}" in claimed[0].what
+
+
 def _tamper(stored: list[Stored], change: type, mutate: object) -> tuple[list[Stored], int]:
     """A copy with the first event of type ``change`` rewritten by ``mutate``."""
     out, seq = [], 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
 from casino.rules.baccarat import coup as bac
@@ -44,13 +45,27 @@ def test_000_8_1_shoe_is_retained_by_the_dealer_under_methods_a_and_b() -> None:
 
 
 def test_000_8_2_only_the_methods_the_ruleset_allows() -> None:
-    import msgspec
-
     only_a = msgspec.structs.replace(R, procedures=("method_a",))
     with pytest.raises(RuleViolation) as err:
         bac.decide(only_a, bac.BaccaratCoup(), baccarat_messages.OpenCoup("c", "method_b", (inspector(),)))
     assert err.value.clause == "000 8.2"
 
+
+
+def test_000_8_2_the_method_in_force_changes_only_at_a_supervisors_direction_and_the_coup_records_who() -> None:
+    """The casino chooses the method (8.2), not the table's terminal: a coup
+    by another method than the one in force is opened only as a supervisor
+    directs, and records the method it replaced and the supervisor."""
+    change = baccarat_messages.OpenCoup("c", "method_c", (inspector(),), in_force="method_a")
+    with pytest.raises(RuleViolation) as err:
+        bac.decide(R, bac.BaccaratCoup(), change)
+    assert err.value.clause == "000 8.2" and "supervisor" in err.value.reason
+    kept = of(bac.decide(R, bac.BaccaratCoup(), baccarat_messages.OpenCoup("c", "method_a", in_force="method_a")),
+              baccarat_messages.CoupOpened)[0]
+    assert (kept.procedure, kept.in_force, kept.supervisor) == ("method_a", "method_a", "")
+    directed = of(bac.decide(R, bac.BaccaratCoup(), msgspec.structs.replace(change, supervisor="SUP-7")),
+                  baccarat_messages.CoupOpened)[0]
+    assert (directed.procedure, directed.in_force, directed.supervisor) == ("method_c", "method_a", "SUP-7")
 
 # ---- Method A: 8.3 --------------------------------------------------------
 

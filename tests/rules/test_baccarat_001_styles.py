@@ -36,6 +36,18 @@ def test_001_8_5_a_continuous_shuffler_changes_style_only_by_approved_procedure(
     assert of(open_(csm, "style_a", supervisor("style_change"), shoe_style="style_b"), baccarat_messages.CoupOpened)
 
 
+def test_001_8_5_the_style_is_the_casino_operators_choice_directed_by_a_supervisor() -> None:
+    """At the discretion of the casino operator: a coup in another style than
+    the one in force (a new shoe, or a continuous shuffler with the approved
+    procedure) is opened only as a supervisor directs, who is recorded."""
+    change = baccarat_messages.OpenCoup("c", "style_a", (), None, in_force="style_b")
+    with pytest.raises(RuleViolation) as err:
+        bac.decide(R, bac.BaccaratCoup(), change)
+    assert err.value.clause == "001 8.5" and "supervisor" in err.value.reason
+    directed = of(bac.decide(R, bac.BaccaratCoup(), msgspec.structs.replace(change, supervisor="SUP-7")),
+                  baccarat_messages.CoupOpened)[0]
+    assert (directed.procedure, directed.in_force, directed.supervisor) == ("style_a", "style_b", "SUP-7")
+
 def test_001_8_5_style_c_is_a_named_setting_refused_by_default() -> None:
     with pytest.raises(RuleViolation) as err:
         open_(R, "style_c")

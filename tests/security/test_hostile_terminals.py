@@ -188,6 +188,42 @@ async def test_a_round_for_a_coup_that_cannot_be_the_next_is_refused_at_the_shoe
         assert opened.ok and opened.coup == "BAC000-1-000003", opened
 
 
+async def test_000_8_2_a_change_of_procedure_is_directed_on_a_supervisors_own_credential_and_records_who(
+        nats_url: str) -> None:
+    """The casino chooses the method (000 8.2), not the table's terminal: a
+    terminal asking for another than the one in force is refused, whatever
+    supervisor it names, and writes nothing; a supervisor's opening, on the
+    subject only that supervisor's credential may publish on, records the
+    method it replaced and that supervisor; the terminal then deals by the
+    new method, and verification holds the record to all of it."""
+    from casino.audit.audits import verify_history
+    from casino.rules.baccarat.messages import CoupOpened
+
+    async with Casino(nats_url, BACCARAT) as casino:
+        before = await count(casino)
+        for named in ("", "SUP-7"):
+            refused = await casino.ask("BAC000-1", "coup", commands.OpenCoup, procedure="method_d", supervisor=named)
+            assert (refused.ok, refused.clause) == (False, "000 8.2") and "supervisor" in refused.reason, refused
+        assert await count(casino) == before
+        directed = commands.OpenCoup(id="sup-open", table="BAC000-1", procedure="method_d", supervisor="made-up")
+        first = await casino.peer.ask(subjects.supervise("BAC000-1", "SUP-7"), directed)
+        assert first.ok, first
+        opened = await casino.recorded(first.coup, CoupOpened)
+        assert (opened.procedure, opened.in_force, opened.supervisor) == ("method_d", "method_a", "SUP-7")
+        assert (await casino.ask("BAC000-1", "coup", commands.CloseBetting, coup=first.coup)).ok  # nobody wagered
+        await casino.settled(first.coup)
+        second = await casino.ask("BAC000-1", "coup", commands.OpenCoup)  # by the method in force
+        assert second.ok, second
+        opened = await casino.recorded(second.coup, CoupOpened)
+        assert (opened.procedure, opened.in_force, opened.supervisor) == ("method_d", "method_d", "")
+        back = await casino.ask("BAC000-1", "coup", commands.OpenCoup, procedure="method_a")  # the coup is open
+        assert not back.ok
+        assert (await casino.ask("BAC000-1", "coup", commands.CloseBetting, coup=second.coup)).ok
+        await casino.settled(second.coup)
+        report = verify_history(await casino.store.read(f"{subjects.EVENTS}.>"))
+        assert report.findings == [] and report.coups == 2, report
+
+
 async def test_000_8_20_a_forfeit_is_directed_on_a_supervisors_own_credential_and_records_who(nats_url: str) -> None:
     """A table's terminal asking for a forfeit is refused (000 8.20), naming
     whom it would have named; a supervisor's forfeit, on the subject only
@@ -197,8 +233,9 @@ async def test_000_8_20_a_forfeit_is_directed_on_a_supervisors_own_credential_an
 
     async with Casino(nats_url, BACCARAT) as casino:
         holder = None
-        for _ in range(40):  # Method C coups, the holder's own wager on Banker, until he keeps the shoe
-            coup = (await casino.ask("BAC000-1", "coup", commands.OpenCoup, procedure="method_c")).coup
+        for n in range(40):  # Method C coups, the holder's own wager on Banker, until he keeps the shoe
+            coup = (await (casino.ask("BAC000-1", "coup", commands.OpenCoup, procedure="method_c") if n else
+                           casino.supervise("BAC000-1", commands.OpenCoup, procedure="method_c"))).coup
             await casino.ask("BAC000-1", "wager", commands.PlaceWager, coup=coup, seat=1, bet="banker", amount=5000)
             waiting = (await casino.ask("BAC000-1", "coup", commands.CloseBetting, coup=coup)).waiting
             while waiting is not None and waiting.kind != "finished":

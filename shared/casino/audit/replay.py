@@ -169,7 +169,10 @@ def describe(e: object) -> str:
 def _opened(e: baccarat_messages.CoupOpened) -> str:
     extra = f", approvals: {', '.join(a.what + ' by ' + a.by for a in e.approvals)}" if e.approvals else ""
     held = f", shoe kept by seat {e.shoe_holder}" if e.shoe_holder is not None else ""
-    return f"opened, dealt by {e.procedure.replace('_', ' ')}{extra}{held}"
+    directed = (f", directed by {e.supervisor}"
+                + (f" in place of {e.in_force.replace('_', ' ')}" if e.in_force != e.procedure else "")
+                if e.supervisor else "")
+    return f"opened, dealt by {e.procedure.replace('_', ' ')}{directed}{extra}{held}"
 
 
 def _offer_order(e: baccarat_messages.OfferOrder) -> str:

@@ -64,8 +64,9 @@ def verify_coup(stored: list[Stored], recorded: Mapping[str, Ruleset] | None = N
 
 
 # What each table's latest verified coup left to the next: its number, and
-# the seat and the player holding the shoe into the next coup (000 8.18), by table.
-Carried = dict[str, tuple[int, int | None, str]]
+# the seat and the player holding the shoe into the next coup (000 8.18) and
+# the procedure in force (000 8.2, 001 8.5), by table.
+Carried = dict[str, tuple[int, int | None, str, str]]
 
 
 def _holding(seat: int | None, player: str) -> str:
@@ -73,11 +74,13 @@ def _holding(seat: int | None, player: str) -> str:
 
 
 def carried_holder(stored: list[Stored], carried: Carried) -> list[Finding]:
-    """The shoe holder a coup was opened with against the one its table's
-    previous coup left (000 8.18: the holder keeps the shoe until he passes
-    it, loses, or is directed to forfeit it; 8.15, 8.20), seat and player:
-    the opening is decided again from what the record says the coup before
-    left, not from what the opening itself says. ``carried`` is updated with
+    """What a coup was opened with against what its table's previous coup
+    left, decided again from the record of the coup before, not from what the
+    opening itself says: the shoe holder, seat and player (000 8.18: the
+    holder keeps the shoe until he passes it, loses, or is directed to forfeit
+    it; 8.15, 8.20), and the procedure in force (000 8.2, 001 8.5; recorded
+    since ``baccarat.coup_opened`` version 3: deciding the opening again
+    refuses a change no supervisor directed). ``carried`` is updated with
     this coup; a coup whose previous coup was not verified before it (the
     first of a window or of a file) is checked against nothing."""
     msgs = sorted(stored, key=lambda m: m.seq)
@@ -92,17 +95,22 @@ def carried_holder(stored: list[Stored], carried: Carried) -> list[Finding]:
     before = carried.get(configured.table)
     if opening is not None and before is not None and before[0] == configured.coup_number - 1:
         seq, opened = opening
+        coup = msgs[0].batch.events[0].coup
         seat, player = getattr(opened, "shoe_holder", None), getattr(opened, "shoe_holder_player", "")
         if seat != before[1] or (player and before[2] and player != before[2]):
-            coup = msgs[0].batch.events[0].coup
             findings.append(Finding(coup, seq, f"the coup opened with the shoe held by {_holding(seat, player)}, "
                                                f"but the coup before left it with {_holding(before[1], before[2])} "
                                                f"(000 8.18)"))
+        in_force = getattr(opened, "in_force", "")
+        if in_force and before[3] and in_force != before[3]:
+            findings.append(Finding(coup, seq, f"the coup opened with {in_force} in force, but the coup before was "
+                                               f"dealt by {before[3]} "
+                                               f"({'000 8.2' if in_force.startswith('method') else '001 8.5'})"))
     for _, e in events:
         if not isinstance(e, CoupConfigured):
             state = game.evolve(state, e)
     left = game.carry(state, "", games.Carry())
-    carried[configured.table] = (configured.coup_number, left.holder, left.holder_player)
+    carried[configured.table] = (configured.coup_number, left.holder, left.holder_player, left.procedure)
     return findings
 
 

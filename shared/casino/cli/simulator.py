@@ -104,6 +104,7 @@ class SimulatedTable:
         # The last coup dealt here and who keeps its shoe (000 8.18).
         self.last: commands.Reply | None = None
         self.procedure = ""
+        self.dealt_by = ""  # the procedure this terminal last opened a coup by: the one in force
         self.seated: set[int] = set()
         self.players = 0  # players named so far
         # Seconds from closing the betting to settlement, by coup, and each
@@ -182,20 +183,30 @@ class SimulatedTable:
             await self._give_up_shoe(self.last.coup, holder, forfeit=True)
 
     async def open_coup(self, procedure: str) -> commands.Reply:
-        """Open the next coup by ``procedure``; refused it (e.g. 000 8.4, a method
-        the table has no approval for; 001 8.5, the style in force stays until
-        the shoe ends), by the table's own. Either may first need the shoe given
-        up by the player who holds it under Method C (000 8.18)."""
+        """Open the next coup by ``procedure``: from the terminal by the procedure
+        in force, as the floor supervisor directs where it is another than this
+        terminal last opened by (000 8.2, 001 8.5: the casino's choice); refused
+        it (e.g. 000 8.4, a method the table has no approval for; 001 8.5, the
+        style in force stays until the shoe ends), by the one in force. Either
+        may first need the shoe given up by the player who holds it under
+        Method C (000 8.18)."""
         for chosen in dict.fromkeys((procedure, "")):
-            opened = await self.ask("coup", commands.OpenCoup, procedure=chosen)
+            directed = bool(chosen) and chosen != self.dealt_by
+            opened = await self._open(chosen, directed)
             if not opened.ok and opened.clause == "000 8.18":
                 status = await self.ask("coup", commands.Status)
                 if status.waiting is not None and status.waiting.shoe_holder is not None:
                     await self._give_up_shoe(status.coup, status.waiting.shoe_holder, self.rnd.random() < 0.5)
-                opened = await self.ask("coup", commands.OpenCoup, procedure=chosen)
+                opened = await self._open(chosen, directed)
             if opened.ok:
+                self.dealt_by = chosen or self.dealt_by
                 break
         return opened
+
+    async def _open(self, procedure: str, directed: bool) -> commands.Reply:
+        if directed:
+            return await self.supervise(commands.OpenCoup, procedure=procedure)
+        return await self.ask("coup", commands.OpenCoup, procedure=procedure)
 
     async def one_coup(self) -> None:
         await self._between_coups()

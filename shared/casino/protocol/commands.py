@@ -64,11 +64,17 @@ def write_id(coup: str, command_id: str) -> str:
 
 
 class OpenCoup(Command, frozen=True, tag="table.open_coup"):
-    """Open the next coup; ``procedure`` is a baccarat method or style (the
-    ruleset's first when empty); ``approvals`` are the approvals in force."""
+    """Open the next coup; ``procedure`` is a baccarat method or style (empty:
+    the one in force, the last coup's, else the tables file's, else the
+    ruleset's first); ``approvals`` are the approvals in force. Another
+    procedure than the one in force is the casino's choice (000 8.2, 001 8.5):
+    taken only on a supervisor's own subject (``subjects.supervise``), where
+    ``supervisor`` is the name that subject gives; from a table's terminal it
+    is always empty, whatever the terminal wrote."""
 
     procedure: Name = ""
     approvals: tuple[Approval, ...] = ()
+    supervisor: Text = ""
 
 
 class CloseBetting(Command, frozen=True, tag="table.close_betting"):
@@ -135,8 +141,9 @@ CoupCommand = (
     OpenCoup | CloseBetting | AnswerOffer | ExposeHand | ReturnCards | ReportHandlingBreach | PassShoe
     | ForfeitShoe | Decide | Status
 )
-# What only a supervisor may direct, on the supervisor's own subject.
-SupervisorCommand = ForfeitShoe
+# What a supervisor directs, on the supervisor's own subject: a forfeit only
+# there (SUPERVISED), an opening there or, by the procedure in force, from a terminal.
+SupervisorCommand = ForfeitShoe | OpenCoup
 SUPERVISED = (ForfeitShoe,)
 
 

@@ -46,13 +46,13 @@ AnyEvent = (
 
 # The schema version of each event type now written; a type not listed is at 1.
 VERSIONS: dict[str, int] = {"shoe.shuffled": 2, "baccarat.card_dealt": 2, "shoe.card_burned": 2,
-                            "blackjack.decision_taken": 2, "baccarat.holder_assigned": 2, "baccarat.coup_opened": 2}
+                            "blackjack.decision_taken": 2, "baccarat.holder_assigned": 2, "baccarat.coup_opened": 3}
 # The fields that came with a version of their event type: a record of an
 # earlier version holds them empty (its upcaster gives them so), and is
 # verified without them (casino.audit.verify).
 ADDED_SINCE: dict[str, tuple[str, ...]] = {
     "baccarat.card_dealt": ("clause",), "shoe.card_burned": ("clause",), "blackjack.decision_taken": ("clause",),
-    "baccarat.holder_assigned": ("player",), "baccarat.coup_opened": ("shoe_holder_player",)}
+    "baccarat.holder_assigned": ("player",), "baccarat.coup_opened": ("shoe_holder_player", "in_force", "supervisor")}
 
 
 def version_of(event_type: str) -> int:

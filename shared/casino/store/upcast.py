@@ -22,7 +22,7 @@ def _shoe_shuffled_1_to_2(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _empty(*fields: str) -> Upcaster:
-    """Version 1 recorded none of ``fields`` (a step's clause, who held the shoe): they read empty."""
+    """The version before recorded none of ``fields`` (a step's clause, who held the shoe, who directed): they read empty."""
     return lambda data: {**data, **dict.fromkeys(fields, "")}
 
 
@@ -33,6 +33,7 @@ UPCASTERS: dict[tuple[str, int], Upcaster] = {
     ("blackjack.decision_taken", 1): _empty("clause"),
     ("baccarat.holder_assigned", 1): _empty("player"),
     ("baccarat.coup_opened", 1): _empty("shoe_holder_player"),
+    ("baccarat.coup_opened", 2): _empty("in_force", "supervisor"),
 }
 
 

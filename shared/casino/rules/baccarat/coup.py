@@ -261,6 +261,10 @@ def _open(rules: BaccaratRules, s: BaccaratCoup, cmd: OpenCoup) -> list[AnyBacca
             raise RuleViolation("001 8.5", f"a game dealt from a shoe continues in {cmd.shoe_style} until it ends")
         if not _has(cmd.approvals, rules, "style_change") or "style_change" not in rules.approvals:
             raise RuleViolation("001 8.5", "on a continuous shuffler the style changes only by approved procedure")
+    if cmd.in_force and procedure != cmd.in_force and not cmd.supervisor:
+        raise RuleViolation("000 8.2" if procedure.startswith("method") else "001 8.5",
+                            f"the table deals by {cmd.in_force}; dealing by {procedure} is the casino's choice, "
+                            f"directed by a supervisor on their own credential, never by a table's terminal")
     holder = cmd.shoe_holder
     if holder is not None:
         rules.table.check_seat(holder)
@@ -270,7 +274,7 @@ def _open(rules: BaccaratRules, s: BaccaratCoup, cmd: OpenCoup) -> list[AnyBacca
                                             f"or forfeited at a supervisor's direction (000 8.20) before a coup "
                                             f"is dealt by {procedure}")
     return [CoupOpened(cmd.coup_id, procedure, cmd.approvals, holder, clause("procedure", procedure),
-                       cmd.shoe_holder_player if holder is not None else "")]
+                       cmd.shoe_holder_player if holder is not None else "", cmd.in_force, cmd.supervisor)]
 
 
 def _answer(rules: BaccaratRules, s: BaccaratCoup, cmd: AnswerOffer) -> list[AnyBaccaratEvent]:

@@ -34,7 +34,10 @@ class OpenCoup(BaccaratCommand, frozen=True, tag="baccarat.open_coup"):
     """Open a coup. ``shoe_style`` is the style in force on this shoe (001 8.5);
     ``shoe_holder`` the seat of the player who kept the shoe from the last
     coup (000 8.18), ``shoe_holder_player`` who that player is (the shoe goes
-    with the player, not the seat; empty where the table records no one)."""
+    with the player, not the seat; empty where the table records no one).
+    ``in_force`` is the procedure the table deals by (empty: not checked, as
+    when a recorded opening is decided again): another one is the casino's
+    choice (000 8.2, 001 8.5), directed by ``supervisor``, never by a terminal."""
 
     coup_id: str
     procedure: str
@@ -42,6 +45,8 @@ class OpenCoup(BaccaratCommand, frozen=True, tag="baccarat.open_coup"):
     shoe_style: str | None = None
     shoe_holder: int | None = None
     shoe_holder_player: str = ""
+    in_force: str = ""
+    supervisor: str = ""
 
 
 class CloseBetting(BaccaratCommand, frozen=True, tag="baccarat.close_betting"):
@@ -117,6 +122,10 @@ class CoupOpened(BaccaratEvent, frozen=True, tag="baccarat.coup_opened"):
     shoe_holder: int | None
     clause: str
     shoe_holder_player: str = ""  # who holds the shoe at ``shoe_holder`` (version 2; empty before)
+    # Version 3 (empty before): the procedure the table dealt by until this coup
+    # (000 8.2, 001 8.5), and who directed the opening, on their own credential.
+    in_force: str = ""
+    supervisor: str = ""
 
 
 class BettingClosed(BaccaratEvent, frozen=True, tag="baccarat.betting_closed"):
