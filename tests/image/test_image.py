@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 
 from casino.cli.run import SHORT, default_tables
-from casino.cli.simulator import Simulator
+from casino.cli.simulator import SUPERVISOR, Simulator
 from casino.config.tables import dump_tables
 from casino.nats import client as natsclient
 from casino.nats import permissions as natsauth
@@ -104,14 +104,16 @@ def services(image: str, config: Path, url_of: Any) -> Iterator[dict[str, tuple[
 
 
 async def deal(url_of: Any, tables: dict[str, Any]) -> None:
-    """The floor watching, each table commanding through its own terminal's user."""
+    """The floor watching, each table commanding through its own terminal's user,
+    and the floor supervisor directing through theirs."""
     nc = await natsclient.connect(url_of("floor"))
     terminals = {t: await natsclient.connect(url_of(f"terminal-{t}")) for t in tables}
+    supervisor = await natsclient.connect(url_of(f"supervisor-{SUPERVISOR}"))
     try:
-        await Simulator(nc, tables, seed=11, patience=40, terminals=terminals).run(COUPS)
+        await Simulator(nc, tables, seed=11, patience=40, terminals=terminals, supervisor=supervisor).run(COUPS)
     finally:
-        for terminal in terminals.values():
-            await terminal.close()
+        for client in (*terminals.values(), supervisor):
+            await client.close()
         await nc.close()
 
 
