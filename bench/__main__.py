@@ -16,6 +16,7 @@ from bench import (
     archive,
     bounded,
     capacity,
+    cost,
     history,
     holding,
     load,
@@ -65,11 +66,14 @@ SIZES: dict[str, Any] = {"rules_coups": 2000, "replay_coups_a_table": 150, "veri
                          "pipeline_tables": 16, "scale_tables": [1, 4, 16, 64, 256], "history_coups": 20000,
                          "history_rounds": 300, "holding_coups": 50000, "archive_coups": 150,
                          "bounded_coups": (10000, 200000), "series_coups": 200,
+                         # the instances run: 3 of every service against 1, this many coups a table
+                         "cost": {"tables": 16, "coups": 40, "instances": 3},
                          # from 250 tables, each a coup a minute, every step measured for a minute
                          "capacity": {"start": 250, "period": capacity.PERIOD, "window": 60.0, "halvings": 2}}
 QUICK: dict[str, Any] = {**SIZES, "rules_coups": 100, "scale_tables": [1, 4, 16, 64], "replay_coups_a_table": 5, "verifying_coups": 20, "window": 2,
                          "history_coups": 200, "history_rounds": 20, "holding_coups": 200, "archive_coups": 12,
                          "bounded_coups": (2400, 4800), "series_coups": 4,
+                         "cost": {"tables": 4, "coups": 3, "instances": 2},
                          "capacity": {"start": 4, "most": 8, "period": 3.0, "window": 3.0, "halvings": 0}}
 
 
@@ -79,6 +83,7 @@ def measure_all(sizes: dict[str, Any], runs: int, seconds: float) -> dict[str, A
         "replay": asyncio.run(replay.measure(sizes["replay_coups_a_table"], runs)),
         "verifying": asyncio.run(verifying.measure(sizes["verifying_coups"], runs, sizes["window"])),
         "pipeline": asyncio.run(pipeline.measure(sizes["pipeline_tables"], seconds, runs)),
+        "cost": asyncio.run(cost.measure(seconds=seconds, runs=runs, **sizes["cost"])),
         "scale": asyncio.run(scale(sizes["scale_tables"], seconds / 2, runs)),
         "history": asyncio.run(history.measure(sizes["history_coups"], sizes["history_rounds"], runs)),
         "holding": asyncio.run(holding.measure(sizes["holding_coups"], runs)),
@@ -170,6 +175,7 @@ def main() -> None:
           f"running: {own['running_kib_per_coup']:.2f} against {same['running_kib_per_coup']:.2f} KiB a coup")
     print(archive.summary(results["archive"]))
     print(bounded.summary(results["bounded"]))
+    print(cost.summary(results["cost"]))
     print(capacity.summary(results["capacity"]))
     print(series.summary(results["metrics"]))
     print(report.text(report.judged(results)))

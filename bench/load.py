@@ -115,14 +115,15 @@ def stop_players(sim: Simulator, task: asyncio.Task[None]) -> None:
 
 
 @contextlib.asynccontextmanager
-async def casino(tables: dict[str, TableConfig]) -> AsyncIterator[tuple[Client, Processes, NatsServer]]:
+async def casino(tables: dict[str, TableConfig],
+                 replicas: int = 1) -> AsyncIterator[tuple[Client, Processes, NatsServer]]:
     """A fresh local nats-server with the streams, the four services as
-    processes (stopped however the run ends), a connection to it, and the
-    server itself."""
+    processes, ``replicas`` of each (stopped however the run ends), a
+    connection to it, and the server itself."""
     with tempfile.TemporaryDirectory() as tmp, NatsServer(Path(tmp) / "nats") as server:
         nc = await nats.connect(server.url)
         await provision(nc)
-        procs = Processes(server.url, Path(tmp) / "procs", tables)
+        procs = Processes(server.url, Path(tmp) / "procs", tables, replicas)
         procs.start_all()
         try:
             yield nc, procs, server

@@ -44,7 +44,7 @@ ONE_TABLE_EVERY = 0.2
 
 def baccarat_tables(count: int) -> dict[str, TableConfig]:
     """``count`` tables of 000, each coup opened under a procedure the simulated table picks."""
-    return {f"BAC-{i + 1}": TableConfig("baccarat-000-methods", "method_a", APPROVALS) for i in range(count)}
+    return {f"BAC-{i + 1}": TableConfig("baccarat-000-methods", approvals=APPROVALS) for i in range(count)}
 
 
 def procedures(stored: list[Stored]) -> dict[str, str]:

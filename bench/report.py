@@ -68,6 +68,16 @@ def judged(results: dict[str, Any]) -> list[Row]:
         f"{flat['command_p99_ms_range'][0]:.0f} to {flat['command_p99_ms_range'][1]:.0f}; "
         f"{flat['close_to_settle_p99_ms_range'][0]:.0f} to {flat['close_to_settle_p99_ms_range'][1]:.0f} ms",
         "none", None)
+    c = results["cost"]
+    for load, what, most in (("flat", "flat out", 12.0), ("tenth", "at a tenth of the flat-out rate", 20.0)):
+        v, rng = _ms(c[load], "services_and_server_ms", "services_and_server_ms_range")
+        row("cost", f"CPU of the services and the nats-server a Method A coup, {c['tables']} tables {what}", v,
+            f"{v:.1f} ms", rng, f"{most:.0f} ms or less", _at_most(most))
+    inst = c["instances"]
+    v, rng = _ratio(inst, "cpu_ratio", "cpu_ratio_range")
+    row("scale", f"CPU a coup with {inst['instances']} instances of every service against 1, the same tables and "
+        f"coups", v, f"{v:.2f} ({inst['more']['services_and_server_ms']:.1f} against "
+        f"{inst['one']['services_and_server_ms']:.1f} ms)", rng, "1.10 or less", _at_most(1.10))
     cap = results["capacity"]
     row("capacity", f"tables dealing a coup a minute each, every command's p99 {cap['most_p99_ms']:.0f} ms or less",
         cap["tables"], f"{cap['tables']:,}",

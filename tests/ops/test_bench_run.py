@@ -74,6 +74,16 @@ def test_the_whole_benchmark_runs_and_writes_every_figure_beside_its_ceiling(tmp
     series = figures["metrics"]["series_per_service"]
     assert set(series) == {"shoe", "wager", "dealer-policy", "settlement", "projections", "archiver"}
     assert all(0 < s["first"] <= s["second"] for s in series.values()) and figures["metrics"]["most_added"] >= 0
+    cost = figures["cost"]  # the services' and the server's CPU a Method A coup, the simulated tables' left out
+    for load in ("flat", "tenth"):
+        spent = cost[load]["cpu_ms_per_coup"]
+        assert cost[load]["coups"] > 0 and set(spent) == SERVICES | {"nats-server", "simulator"}, load
+        assert cost[load]["services_and_server_ms"] == sum(ms for k, ms in spent.items() if k != "simulator"), load
+    instances = cost["instances"]  # the same coups dealt by one instance of every service, then by two
+    assert instances["one"]["coups"] == instances["more"]["coups"] == 4 * 3
+    assert {"shoe", "shoe-2", "dealer_policy-2"} <= set(instances["more"]["cpu_ms_per_coup"])
+    assert instances["cpu_ratio"] == \
+        instances["more"]["services_and_server_ms"] / instances["one"]["services_and_server_ms"]
     capacity = figures["capacity"]  # a search at a few tables: each step a casino dealing a coup every 3 s a table
     assert capacity["steps"] and all(step["commands"] for step in capacity["steps"])
     assert capacity["tables"] in {0} | {step["tables"] for step in capacity["steps"]}
@@ -82,7 +92,7 @@ def test_the_whole_benchmark_runs_and_writes_every_figure_beside_its_ceiling(tmp
     assert "not a measurement" in lines[0] and lines[1].startswith("measured on ")
     after = lines[lines.index("judged figures (each the median of the runs; the range of the runs beside it):") + 1:]
     judged = after[:next((i for i, line in enumerate(after) if not line.startswith("  ")), len(after))]
-    for benchmark in ("rules", "latency", "capacity", "pipeline", "replay", "scale", "archive", "bounded",
+    for benchmark in ("rules", "latency", "cost", "capacity", "pipeline", "replay", "scale", "archive", "bounded",
                       "metrics"):
         assert any(line.split()[0] == benchmark for line in judged), benchmark
     rules = next(line for line in judged if line.split()[0] == "rules")

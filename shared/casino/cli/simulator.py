@@ -94,7 +94,7 @@ class SimulatedTable:
     def __init__(self, name: str, config: TableConfig, peer: Peer, rnd: random.Random,
                  settled: Callable[[str], contextlib.AbstractContextManager[asyncio.Event]], store: JetStreamEventStore,
                  habits: Habits | None = None, first: int = 0, supervisor: Peer | None = None) -> None:
-        """``first``: which of the ruleset's procedures the table begins with;
+        """``first``: which of the ruleset's procedures the table begins with (where the tables file names none);
         ``supervisor``: the floor supervisor's connection (``SUPERVISOR``'s
         credential), else the table's own."""
         self.name, self.config, self.peer, self.rnd, self.settled = name, config, peer, rnd, settled
@@ -142,8 +142,8 @@ class SimulatedTable:
         style, and now and then the floor changes it."""
         if not isinstance(self.rules, BaccaratRules):
             return ""
-        if not self.procedure:  # tables of one ruleset begin with its procedures in turn
-            self.procedure = self.rules.procedures[self.first % len(self.rules.procedures)]
+        if not self.procedure:  # the tables file's, else tables of one ruleset begin with its procedures in turn
+            self.procedure = self.config.procedure or self.rules.procedures[self.first % len(self.rules.procedures)]
         elif self._chance("change_procedure"):
             self.procedure = self.rnd.choice(self.rules.procedures)
         return self.procedure

@@ -1,0 +1,116 @@
+"""What a coup costs: the CPU the services and the nats-server spend on a
+baccarat Method A coup, at 16 tables flat out and at a tenth of that rate
+(``flat``, ``tenth``); and what running more instances of every service
+costs for the same tables and coups (``instances``: 3 of each against 1,
+their CPU a coup as a ratio). The simulated tables' own CPU is left out.
+
+``python -m bench.cost`` prints them; ``make bench`` judges them."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+from typing import Any
+
+from bench.load import Meter, casino, process_ids, stop_players
+from bench.runs import span
+from casino.cli.simulator import Habits, Simulator
+from casino.config.tables import TableConfig
+
+# Every coup dealt by Method A, which needs no approval: the floor never changes it.
+ONLY_METHOD_A = Habits(change_procedure=0.0)
+
+
+def method_a_tables(count: int) -> dict[str, TableConfig]:
+    return {f"BAC-{i + 1}": TableConfig("baccarat-000-methods", "method_a") for i in range(count)}
+
+
+def services_and_server(cpu_ms_per_coup: dict[str, float]) -> float:
+    """The CPU a coup of every service instance and of the nats-server, not the simulated tables'."""
+    return sum(ms for name, ms in cpu_ms_per_coup.items() if name != "simulator")
+
+
+async def paced(tables: int, seconds: float, every: float = 0.0) -> dict[str, Any]:
+    """Tables dealing Method A for ``seconds`` after a warm-up, flat out or
+    (``every``) each opening a coup every so many seconds: the coups settled
+    meanwhile, and what each process spent a coup."""
+    config = method_a_tables(tables)
+    async with casino(config) as (nc, procs, server):
+        sim = Simulator(nc, config, seed=5, patience=40, every=every, habits=ONLY_METHOD_A)
+        task = asyncio.create_task(sim.run(None))
+        await asyncio.sleep(4)  # the services start and warm up
+        for t in sim.playing:
+            t.close_to_settled = {}
+        meter = Meter(process_ids(procs, server))
+        await asyncio.sleep(seconds)
+        coups = sum(len(t.close_to_settled or {}) for t in sim.playing)
+        spent = meter.per_coup(coups)
+        stop_players(sim, task)
+    return {"coups": coups, "coups_per_s": coups / seconds, "cpu_ms_per_coup": spent["cpu_ms_per_coup"],
+            "services_and_server_ms": services_and_server(spent["cpu_ms_per_coup"])}
+
+
+async def dealt(tables: int, coups: int, replicas: int) -> dict[str, Any]:
+    """``coups`` Method A coups at each of ``tables`` tables, dealt one after
+    the other with ``replicas`` instances of every service: what every
+    process spent a coup, from the first coup to the last settled."""
+    config = method_a_tables(tables)
+    async with casino(config, replicas) as (nc, procs, server):
+        await asyncio.sleep(4)  # every instance started and following
+        sim = Simulator(nc, config, seed=5, patience=40, habits=ONLY_METHOD_A)
+        meter = Meter(process_ids(procs, server))
+        await sim.run(coups)
+        spent = meter.per_coup(tables * coups)
+    return {"replicas": replicas, "coups": tables * coups, "cpu_ms_per_coup": spent["cpu_ms_per_coup"],
+            "services_and_server_ms": services_and_server(spent["cpu_ms_per_coup"])}
+
+
+async def measure(tables: int = 16, seconds: float = 20, runs: int = 3, coups: int = 40,
+                  instances: int = 3) -> dict[str, Any]:
+    flat = [await paced(tables, seconds) for _ in range(runs)]
+    rate = statistics.median(r["coups_per_s"] for r in flat)
+    tenth = [await paced(tables, seconds * 2, every=tables / (rate / 10)) for _ in range(runs)]
+    one = [await dealt(tables, coups, 1) for _ in range(runs)]
+    more = [await dealt(tables, coups, instances) for _ in range(runs)]
+    ratios = [m["services_and_server_ms"] / o["services_and_server_ms"] for o, m in zip(one, more, strict=True)]
+
+    def summary(results: list[dict[str, Any]]) -> dict[str, Any]:
+        ms = [r["services_and_server_ms"] for r in results]
+        by_process = {name: statistics.median(r["cpu_ms_per_coup"][name] for r in results)
+                      for name in results[0]["cpu_ms_per_coup"]}
+        return {"coups": sum(r["coups"] for r in results), "services_and_server_ms": statistics.median(ms),
+                "services_and_server_ms_range": span(ms), "cpu_ms_per_coup": by_process}
+
+    return {"tables": tables, "runs": runs, "flat": {**summary(flat), "coups_per_s": rate},
+            "tenth": {**summary(tenth), "offered_coups_per_s": rate / 10},
+            "instances": {"instances": instances, "coups_a_table": coups, "one": summary(one),
+                          "more": summary(more), "cpu_ratio": statistics.median(ratios),
+                          "cpu_ratio_range": span(ratios)}}
+
+
+def summary(r: dict[str, Any]) -> str:
+    flat, tenth, inst = r["flat"], r["tenth"], r["instances"]
+    return (f"cost, the services and the nats-server's CPU a Method A coup at {r['tables']} tables: flat out "
+            f"({flat['coups_per_s']:.1f} coups/s) {flat['services_and_server_ms']:.1f} ms, at a tenth of that rate "
+            f"{tenth['services_and_server_ms']:.1f} ms; {inst['instances']} instances of every service against one, "
+            f"{inst['coups_a_table']} coups a table: {inst['more']['services_and_server_ms']:.1f} against "
+            f"{inst['one']['services_and_server_ms']:.1f} ms, ratio {inst['cpu_ratio']:.2f}")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(prog="python -m bench.cost")
+    p.add_argument("--tables", type=int, default=16)
+    p.add_argument("--seconds", type=float, default=20)
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--coups", type=int, default=40, help="coups a table in each instances run")
+    p.add_argument("--instances", type=int, default=3)
+    args = p.parse_args()
+    r = asyncio.run(measure(args.tables, args.seconds, args.runs, args.coups, args.instances))
+    print(summary(r))
+    print(json.dumps(r, indent=2))
+
+
+if __name__ == "__main__":
+    main()
