@@ -17,7 +17,7 @@ from casino.audit.parallel import in_processes
 from casino.audit.verify import (
     Carried,
     Finding,
-    carried_holder,
+    carried_over,
     recorded_rulesets,
     verify_coup,
     verify_shoe,
@@ -158,7 +158,7 @@ def _verify_coups(coups: dict[str, list[Stored]], each_coup: Callable[[list[Stor
         if not any(subjects.tokens(m.subject)[3] == "settle" for m in msgs) and _in_play(msgs):
             continue
         verified += 1
-        findings += verify_coup(msgs, rulesets) + carried_holder(msgs, carried)
+        findings += verify_coup(msgs, rulesets) + carried_over(msgs, carried)
     return Report(verified, 0, findings)
 
 

@@ -73,7 +73,7 @@ def _holding(seat: int | None, player: str) -> str:
     return "nobody" if seat is None else f"seat {seat}" + (f" ({player})" if player else "")
 
 
-def carried_holder(stored: list[Stored], carried: Carried) -> list[Finding]:
+def carried_over(stored: list[Stored], carried: Carried) -> list[Finding]:
     """What a coup was opened with against what its table's previous coup
     left, decided again from the record of the coup before, not from what the
     opening itself says: the shoe holder, seat and player (000 8.18: the
