@@ -40,6 +40,11 @@ def labels(text: str) -> set[str]:
     return {v for family in text_string_to_metric_families(text) for s in family.samples for v in s.labels.values()}
 
 
+def samples(text: str) -> set[tuple[str, tuple[tuple[str, str], ...]]]:
+    return {(s.name, tuple(sorted(s.labels.items()))) for family in text_string_to_metric_families(text)
+            for s in family.samples}
+
+
 def settled(text: str) -> float:
     return sum(s.value for family in text_string_to_metric_families(text) for s in family.samples
                if s.name == "casino_coup_duration_seconds_count")
@@ -76,7 +81,10 @@ async def measure(coups: int = 200, tables_a_ruleset: int = 1) -> dict[str, Any]
             "series_per_service": {kind: {"first": count(first[kind]), "second": count(second[kind])}
                                    for kind in runner.EVERY_KIND},
             "most_added": max(count(second[k]) - count(first[k]) for k in runner.EVERY_KIND),
-            "label_values": sorted(set().union(*(labels(t) for t in second.values())))}
+            "label_values": sorted(set().union(*(labels(t) for t in second.values()))),
+            # the names of the labels each series added after the first scrape has, by service
+            "added_labels": {kind: sorted({tuple(k for k, _ in added) for _, added in
+                                           samples(second[kind]) - samples(first[kind])}) for kind in runner.EVERY_KIND}}
 
 
 def summary(r: dict[str, Any]) -> str:

@@ -132,7 +132,9 @@ async def test_every_service_holds_as_many_series_after_twice_the_coups() -> Non
     figures = await series.measure(coups=8)
     assert figures["settled"]["first"] >= 8 * 4 and figures["settled"]["second"] == 16 * 4
     for kind, counted in figures["series_per_service"].items():
-        assert counted["first"] > 0 and counted["second"] - counted["first"] <= 8, (kind, counted)
+        # A short run: a bet (a blackjack double, split or insurance) may be first placed in the later coups.
+        assert counted["first"] > 0 and counted["second"] - counted["first"] <= 16, (kind, counted)
+        assert all({"bet", "clause"} & set(names) for names in figures["added_labels"][kind]), (kind, figures)
     assert not [v for v in figures["label_values"] if "-shoe-" in v or "-0000" in v or v.startswith("casino.")]
 
 
