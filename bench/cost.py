@@ -76,17 +76,17 @@ async def measure(tables: int = 16, seconds: float = 20, runs: int = 3, coups: i
     more = [await dealt(tables, coups, instances) for _ in range(runs)]
     ratios = [m["services_and_server_ms"] / o["services_and_server_ms"] for o, m in zip(one, more, strict=True)]
 
-    def summary(results: list[dict[str, Any]]) -> dict[str, Any]:
+    def medians(results: list[dict[str, Any]]) -> dict[str, Any]:
         ms = [r["services_and_server_ms"] for r in results]
         by_process = {name: statistics.median(r["cpu_ms_per_coup"][name] for r in results)
                       for name in results[0]["cpu_ms_per_coup"]}
         return {"coups": sum(r["coups"] for r in results), "services_and_server_ms": statistics.median(ms),
                 "services_and_server_ms_range": span(ms), "cpu_ms_per_coup": by_process}
 
-    return {"tables": tables, "runs": runs, "flat": {**summary(flat), "coups_per_s": rate},
-            "tenth": {**summary(tenth), "offered_coups_per_s": rate / 10},
-            "instances": {"instances": instances, "coups_a_table": coups, "one": summary(one),
-                          "more": summary(more), "cpu_ratio": statistics.median(ratios),
+    return {"tables": tables, "runs": runs, "flat": {**medians(flat), "coups_per_s": rate},
+            "tenth": {**medians(tenth), "offered_coups_per_s": rate / 10},
+            "instances": {"instances": instances, "coups_a_table": coups, "one": medians(one),
+                          "more": medians(more), "cpu_ratio": statistics.median(ratios),
                           "cpu_ratio_range": span(ratios)}}
 
 

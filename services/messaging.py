@@ -148,12 +148,12 @@ def command_subscriber(broker: NatsBroker, kind: str, queue: str, decoder: msgsp
         command = received.body
         if supervised:
             command = msgspec.structs.replace(command, supervisor=tokens[4])
-        elif isinstance(command, commands.OpenCoup) and command.supervisor:
-            command = msgspec.structs.replace(command, supervisor="")
         elif isinstance(command, commands.SUPERVISED):
             return commands.refused(f"{type(command).__name__} is directed by a supervisor, on the supervisor's own "
                                     f"credential ({subjects.supervise(tokens[2], '<supervisor>')}), never by a "
                                     "table's terminal", "000 8.20")
+        elif getattr(command, "supervisor", ""):  # a name no supervisor's subject gave: nobody's
+            command = msgspec.structs.replace(command, supervisor="")
         return await gate.answer(tokens[2], command, running.handle, running.reload)
 
     return subscriber

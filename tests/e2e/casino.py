@@ -77,13 +77,15 @@ class Casino:
         return next(r for r in self.running if r.kind == kind)
 
     async def ask(self, table: str, service: str, command: type[commands.Command], **fields: object) -> commands.Reply:
-        cmd = command(id=f"t-{next(_ids)}", table=table, **fields)  # type: ignore[call-arg]
-        return await self.peer.ask(subjects.command(table, service), cmd)
+        return await self._send(subjects.command(table, service), table, command, fields)
 
     async def supervise(self, table: str, command: type[commands.Command], **fields: object) -> commands.Reply:
         """What a supervisor directs (a change of procedure, a forfeit), on supervisor SUPERVISOR's own subject."""
-        cmd = command(id=f"t-{next(_ids)}", table=table, **fields)  # type: ignore[call-arg]
-        return await self.peer.ask(subjects.supervise(table, SUPERVISOR), cmd)
+        return await self._send(subjects.supervise(table, SUPERVISOR), table, command, fields)
+
+    async def _send(self, subject: str, table: str, command: type[commands.Command],
+                    fields: dict[str, object]) -> commands.Reply:
+        return await self.peer.ask(subject, command(id=f"t-{next(_ids)}", table=table, **fields))  # type: ignore[call-arg]
 
     async def events(self, flt: str) -> list[tuple[str, AnyEvent]]:
         return [(subjects.tokens(m.subject)[3], e.data) for m in await self.store.read(flt) for e in m.batch.events]

@@ -36,6 +36,12 @@ CLAUSES: dict[str, dict[str, str]] = {
 }
 
 
+def choice(procedure: str) -> str:
+    """The clause that makes ``procedure`` the casino's choice among those the
+    table may use: 000 8.2 for a method, 001 8.5 for a style."""
+    return "000 8.2" if procedure.startswith("method") else "001 8.5"
+
+
 def clause(step: str, procedure: str) -> str:
     """The clause for ``step`` under ``procedure``."""
     return CLAUSES[step].get(procedure, CLAUSES[step].get(_B, "game rules"))

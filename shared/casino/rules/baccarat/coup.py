@@ -18,7 +18,7 @@ import msgspec
 
 from casino.rules.aggregate import violation, with_follow_ups
 from casino.rules.baccarat import offers, tableau
-from casino.rules.baccarat.clauses import clause
+from casino.rules.baccarat.clauses import choice, clause
 from casino.rules.baccarat.messages import (
     AnswerOffer,
     AnyBaccaratCommand,
@@ -249,8 +249,7 @@ def _open(rules: BaccaratRules, s: BaccaratCoup, cmd: OpenCoup) -> list[AnyBacca
             raise RuleViolation("001 8.5", "Style C is named but its text is not in our copy; it is refused by this ruleset")
         procedure = "style_b" if rules.style_c == "as_style_b" else "style_a"
     elif procedure not in rules.procedures:
-        first = "000 8.2" if procedure.startswith("method") else "001 8.5"
-        raise RuleViolation(first, f"{procedure} is not a procedure this table may use ({', '.join(rules.procedures)})")
+        raise RuleViolation(choice(procedure), f"{procedure} is not a procedure this table may use ({', '.join(rules.procedures)})")
     needs_b = procedure == "method_b" or (procedure in SHOE_METHODS and rules.fallback_method == "method_b")
     if needs_b and not _has(cmd.approvals, rules, "method_b"):
         raise RuleViolation("000 8.4", "Method B needs the prior approval of an inspector")
@@ -262,9 +261,9 @@ def _open(rules: BaccaratRules, s: BaccaratCoup, cmd: OpenCoup) -> list[AnyBacca
         if not _has(cmd.approvals, rules, "style_change") or "style_change" not in rules.approvals:
             raise RuleViolation("001 8.5", "on a continuous shuffler the style changes only by approved procedure")
     if cmd.in_force and procedure != cmd.in_force and not cmd.supervisor:
-        raise RuleViolation("000 8.2" if procedure.startswith("method") else "001 8.5",
-                            f"the table deals by {cmd.in_force}; dealing by {procedure} is the casino's choice, "
-                            f"directed by a supervisor on their own credential, never by a table's terminal")
+        raise RuleViolation(choice(procedure), f"the table deals by {cmd.in_force}; dealing by {procedure} is the "
+                                               f"casino's choice, directed by a supervisor on their own credential, "
+                                               f"never by a table's terminal")
     holder = cmd.shoe_holder
     if holder is not None:
         rules.table.check_seat(holder)
