@@ -44,7 +44,7 @@ async def dealer_latest(nc: Client, tables: dict[str, TableConfig]) -> DealerPol
 async def dealer_whole(nc: Client, tables: dict[str, TableConfig]) -> DealerPolicyService:
     service = DealerPolicyService(JetStreamEventStore(nc), Peer(nc), tables)
     for name in tables:
-        service.table(name)
+        service.tables[name] = service.new_table(name)
         for msg in await service.store.read(subjects.aggregate_filter("coup", name)):
             await service.observe(msg.subject, msg.seq, msg.batch)
     return service

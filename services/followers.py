@@ -1,9 +1,10 @@
 """What each service follows from the stream, on durable JetStream consumers
-declared as faststream subscribers: the shoe, wager and dealer-policy
-services what other instances of them append (a consumer of each instance's
-own); settlement every coup and wager event, settling each coup as its result
-passes (one consumer its instances share); the projections every event, into
-the read models, verifying each coup as it settles.
+declared as faststream subscribers: settlement every coup and wager event,
+settling each coup as its result passes (one consumer its instances share);
+the projections every event, into the read models, verifying each coup as it
+settles (a consumer of each instance's own); the archiver every settlement.
+The shoe, wager and dealer-policy follow nothing: each instance owns its
+tables (services.ownership) and applies its own appends as it makes them.
 
 The consumers push their deliveries, which faststream hands to the handler
 one at a time in the order they came: a consumer delivers new messages in
@@ -50,7 +51,6 @@ SETTLEMENT_DELIVERY = "_INBOX.settlement.events"  # where the shared settlement 
 # instance gone lapses ``LAPSES`` seconds after its last subscriber.
 SLOTS = permissions.SLOTS
 LAPSES = 60.0
-FOLLOWING = ("shoe", "wager", "dealer-policy")  # each instance follows its own aggregate's events
 CONSUMER_EXISTS = 10148  # the server's error code: a consumer of that name exists already
 
 
@@ -118,39 +118,6 @@ class Acks:
         if pending == 0 or self.unacked >= ACK_EVERY:
             await ack(msg)
             self.unacked = 0
-
-
-def followed(kind: str) -> Callable[[str], ConsumerConfig]:
-    """The consumer of its own aggregate's events a service instance follows, by name."""
-    aggregate = {"shoe": "shoe", "wager": "wager", "dealer-policy": "coup"}[kind]
-    return lambda name: own_consumer(name, subjects.aggregate_filter(aggregate), deliver_policy=DeliverPolicy.NEW)
-
-
-def follow(broker: NatsBroker, kind: str, config: ConsumerConfig, service: Callable[[], Any],
-           metrics: Metrics) -> ConsumerConfig:
-    """Keep the service's state current from a durable consumer of its own
-    aggregate's events (``config``, claimed before the service reads its
-    state, so that nothing appended meanwhile passes it by): what another
-    instance of it appends."""
-    aggregate = {"shoe": "shoe", "wager": "wager", "dealer-policy": "coup"}[kind]
-    name = config.name or ""
-    acks = Acks()
-    nc: Callable[[], Client] = lambda: broker.connection  # noqa: E731
-
-    @events_subscriber(broker, subjects.aggregate_filter(aggregate), name, config,
-                       f"The {aggregate} events every {kind} instance follows, appended by the others.")
-    async def on_event(received: documented(envelope.Batch)) -> None:  # type: ignore[valid-type]
-        msg = received.msg
-        at = delivery(msg)
-        with metrics.handling.labels(kind).time():
-            batch = await decoded(nc(), name, msg, at, metrics)
-            if batch is not None:
-                await service().observe(msg.raw_message.subject, at.stream_seq, batch)
-            elif (skip := getattr(service(), "skip", None)) is not None:
-                skip(msg.raw_message.subject, at.stream_seq)
-        await acks.handled(msg, at.pending)
-
-    return config
 
 
 async def ensure_settlement_consumer(nc: Client) -> None:

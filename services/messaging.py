@@ -12,15 +12,14 @@ from typing import Annotated, Any, NamedTuple
 
 import msgspec
 import nats
-from faststream import BaseMiddleware
 from faststream.nats import NatsBroker, NatsMessage
-from faststream.response import PublishType
 from nats.aio.client import Client
 from pydantic import PlainValidator, WithJsonSchema
 
 from casino.metrics import Metrics
+from casino.nats import partitions
 from casino.protocol import commands
-from casino.protocol.service import TableLocks, decide, read_command
+from casino.protocol.service import Malformed, TableLocks, decide, read_command
 from casino.store import envelope, subjects
 from casino.store.following import Delivery
 from casino.store.jetstream import MAX_DELIVERIES, STREAM, dead_letter
@@ -47,29 +46,6 @@ def documented(tp: Any) -> Any:
     return Annotated[Any, PlainValidator(lambda v: v), WithJsonSchema(inline(schema))]
 
 
-def replies_to_inboxes(metrics: Metrics) -> type[BaseMiddleware]:
-    """A reply goes to the requester's inbox, or across the terminals' account
-    boundary on the subject the server made: never where a request says (an
-    event or secret subject, the JetStream API). A request asking otherwise is
-    not handled, and nothing is published anywhere else."""
-
-    class RepliesToInboxes(BaseMiddleware):
-        async def consume_scope(self, call_next: Callable[[Any], Awaitable[Any]], msg: Any) -> Any:
-            if msg.reply_to and not msg.reply_to.startswith(REPLY_PREFIXES):
-                log.warning("%s: a request on %s with the reply subject %r is not answered",
-                            metrics.service, msg.raw_message.subject, msg.reply_to[:200])
-                metrics.refused.labels(metrics.service, "reply subject").inc()
-                return None
-            return await call_next(msg)
-
-        async def publish_scope(self, call_next: Callable[[Any], Awaitable[Any]], cmd: Any) -> Any:
-            if cmd.publish_type is PublishType.REPLY and not cmd.destination.startswith(REPLY_PREFIXES):
-                return None
-            return await call_next(cmd)
-
-    return RepliesToInboxes
-
-
 class Received(NamedTuple):
     """What a subscriber's decoder hands its handler, the one argument the
     handler takes (faststream resolves any other, a ``Context`` or a ``Path``,
@@ -77,14 +53,6 @@ class Received(NamedTuple):
 
     msg: NatsMessage
     body: Any  # the command, or ``Malformed``; an event batch's bytes, decoded by the handler
-
-
-def command_decoder(decoder: msgspec.json.Decoder[Any]) -> Callable[[NatsMessage], Awaitable[Received]]:
-    """faststream's decoder for one kind of command: the command, or what was wrong with it."""
-    async def decode(msg: NatsMessage) -> Received:
-        return Received(msg, read_command(msg.body, decoder))
-
-    return decode
 
 
 async def undecoded(msg: NatsMessage) -> Received:
@@ -126,37 +94,107 @@ class CommandGate:
         return reply
 
 
-def command_subscriber(broker: NatsBroker, kind: str, queue: str, decoder: msgspec.json.Decoder[Any],
-                       accepted: Any, gate: CommandGate, service: Callable[[], Any], description: str) -> Any:
-    """The queue-group subscriber of one kind of command on every table's
-    subject: ``casino.cmd.<table>.<kind>``, answered by the service
-    ``service()`` gives (made once the broker is connected). ``supervise``:
-    a supervisor's own subject, ``casino.cmd.<table>.supervise.<supervisor>``,
-    which only that supervisor's credential may publish on: the command is
-    taken as directed by the supervisor it names. What only a supervisor may
-    direct (``commands.SUPERVISED``) is refused on any other subject, and a
-    command from elsewhere names no supervisor, whatever it says."""
-    supervised = kind == "supervise"
-    subject = subjects.supervise("{table}", "{supervisor}") if supervised else subjects.command("{table}", kind)
-    subscriber = broker.subscriber(subject, queue=queue, max_workers=64, decoder=command_decoder(decoder),
-                                   title=subject, description=description)
+class Commands:
+    """The commands an instance answers: those of the partitions of the tables
+    it owns (``services.ownership``), one kind after another on nats-py
+    queue subscriptions of their own (``take``, ``release``). Each message
+    is decided beside the next (``CommandGate``: each table's in turn, up to
+    ``IN_HAND`` in hand), its reply published to the requester's inbox.
+    faststream's subscriber stack cost more than the work here (a request
+    through it 462 µs of CPU, through a nats-py callback 29: docs/architecture.md),
+    so commands come through nats-py, in this one place; faststream
+    declares their subjects for the AsyncAPI documents (``documented_commands``).
 
-    @subscriber
-    async def on_command(received: documented(accepted)) -> documented(commands.Reply):  # type: ignore[valid-type]
-        running = service()
-        tokens = received.msg.raw_message.subject.split(".")
-        command = received.body
-        if supervised:
-            command = msgspec.structs.replace(command, supervisor=tokens[4])
+    ``kinds``: each subject token with its queue group and decoder.
+    ``supervise``: a supervisor's own subject,
+    ``casino.cmd.<table>.supervise.<supervisor>``, which only that
+    supervisor's credential may publish on: the command is taken as directed by
+    the supervisor it names. What only a supervisor may direct
+    (``commands.SUPERVISED``) is refused on any other subject, and a command
+    from elsewhere names no supervisor, whatever it says."""
+
+    IN_HAND = 64
+
+    def __init__(self, kinds: dict[str, tuple[str, msgspec.json.Decoder[Any]]], gate: CommandGate,
+                 service: Callable[[], Any], metrics: Metrics) -> None:
+        self.kinds, self.gate, self.service, self.metrics = kinds, gate, service, metrics
+        self.subscriptions: dict[int, list[Any]] = {}
+        self.in_hand = asyncio.Semaphore(self.IN_HAND)
+        self.answering: set[asyncio.Task[None]] = set()
+        self.nc: Client | None = None
+
+    async def take(self, parts: set[int]) -> None:
+        """Answer the commands of partitions ``parts`` from now on."""
+        assert self.nc is not None
+        for part in sorted(parts - set(self.subscriptions)):
+            self.subscriptions[part] = [
+                await self.nc.subscribe(partitions.owned(kind, part), queue=queue, cb=self._received)
+                for kind, (queue, _) in self.kinds.items()]
+
+    async def release(self, parts: set[int]) -> None:
+        """Answer no more of partitions ``parts``' commands (those in hand are answered)."""
+        for part in sorted(parts & set(self.subscriptions)):
+            for subscription in self.subscriptions.pop(part):
+                with contextlib.suppress(nats.errors.Error):
+                    await subscription.unsubscribe()
+
+    async def stop(self) -> None:
+        await self.release(set(self.subscriptions))
+        if self.answering:
+            await asyncio.wait(self.answering, timeout=10)
+
+    async def _received(self, msg: Any) -> None:
+        await self.in_hand.acquire()
+        task = asyncio.ensure_future(self.answer(msg))
+        self.answering.add(task)
+        task.add_done_callback(self.answering.discard)
+        task.add_done_callback(lambda _: self.in_hand.release())
+
+    async def answer(self, msg: Any) -> None:
+        """Answer one request, to the requester's inbox or across the
+        terminals' account boundary on the subject the server made: never where
+        a request says (an event or secret subject, the JetStream API). A
+        request asking otherwise is not handled."""
+        if not msg.reply or not msg.reply.startswith(REPLY_PREFIXES):
+            log.warning("%s: a request on %s with the reply subject %r is not answered", self.metrics.service,
+                        msg.subject, (msg.reply or "")[:200])
+            self.metrics.refused.labels(self.metrics.service, "reply subject").inc()
+            return
+        reply = await self.reply_for(msg.subject, msg.data)
+        assert self.nc is not None
+        with contextlib.suppress(nats.errors.Error):  # the requester asks again
+            await self.nc.publish(msg.reply, commands.encoder.encode(reply))
+
+    async def reply_for(self, subject: str, data: bytes) -> commands.Reply:
+        """The reply to the command ``data`` that came on ``subject``
+        (``casino.cmd.<table>.<kind>.<partition>``, or a supervisor's)."""
+        tokens = subject.split(".")
+        table, kind = tokens[2], tokens[3]
+        _, decoder = self.kinds[kind]
+        command = read_command(data, decoder)
+        if kind == "supervise":
+            if not isinstance(command, Malformed):
+                command = msgspec.structs.replace(command, supervisor=tokens[4])
         elif isinstance(command, commands.SUPERVISED):
             return commands.refused(f"{type(command).__name__} is directed by a supervisor, on the supervisor's own "
-                                    f"credential ({subjects.supervise(tokens[2], '<supervisor>')}), never by a "
+                                    f"credential ({subjects.supervise(table, '<supervisor>')}), never by a "
                                     "table's terminal", "000 8.20")
         elif getattr(command, "supervisor", ""):  # a name no supervisor's subject gave: nobody's
             command = msgspec.structs.replace(command, supervisor="")
-        return await gate.answer(tokens[2], command, running.handle, running.reload)
+        running = self.service()
+        return await self.gate.answer(table, command, running.handle, running.reload)
 
-    return subscriber
+
+def documented_commands(broker: NatsBroker, kind: str, queue: str, accepted: Any, description: str) -> None:
+    """Declare one kind of command's subject for the AsyncAPI document (the
+    commands themselves come through ``Commands``)."""
+    subject = partitions.owned(kind, "{partition}").replace("*", "{table}", 1)
+    if kind == "supervise":
+        subject = subject.replace("*", "{supervisor}", 1)
+
+    @broker.subscriber(subject, queue=queue, title=subject, description=description)
+    async def on_command(body: documented(accepted)) -> documented(commands.Reply):  # type: ignore[valid-type]
+        raise AssertionError("declared for the document only")
 
 
 async def watch_consumers(nc: Client, durables: list[str], metrics: Metrics, every: float = 2.0) -> None:

@@ -67,8 +67,8 @@ class Repository(Generic[H]):
                        unreadable: Callable[[str, int], None] | None = None) -> None:
         """Hand ``observe`` everything on ``filter_`` after sequence ``after``:
         what other instances appended since this one last looked. A message
-        that is no batch of ours (the follower files it as a dead letter) is
-        handed to ``unreadable``, and passed over."""
+        that is no batch of ours (settlement's consumer files it as a dead
+        letter) is handed to ``unreadable``, and passed over."""
         stored: list[tuple[int, str, bytes]] = []
         await self.store.scan_raw(filter_, lambda seq, subject, _, data: stored.append((seq, subject, data)), after)
         for seq, subject, data in stored:
@@ -89,7 +89,7 @@ class Repository(Generic[H]):
         the last message folded into ``held``): another instance's write since
         is a ``Conflict``. The events are folded into ``held`` at once, unless
         the stream took them for a duplicate (written before: the record stands,
-        not this decision; the caller reads it back) or the follower brought
+        not this decision; the caller reads it back) or a catch-up brought
         them first."""
         ack = await self.recorder.record(
             subject, events, expected=held.last_seq if expected is None else expected, msg_id=msg_id, table=table,

@@ -30,7 +30,6 @@ from faststream.nats import NatsBroker
 from faststream.security import BaseSecurity
 from faststream.specification import AsyncAPI
 from nats.aio.client import Client
-from nats.js.api import ConsumerConfig
 from prometheus_client import make_asgi_app
 
 from casino.config.tables import TableConfig, load_tables
@@ -45,7 +44,8 @@ from casino.store.jetstream import JetStreamEventStore
 from services import followers
 from services.archiver.service import ArchiverService
 from services.dealer_policy.service import DealerPolicyService
-from services.messaging import CommandGate, command_subscriber, documented, replies_to_inboxes, watch_consumers
+from services.messaging import CommandGate, Commands, documented, documented_commands, watch_consumers
+from services.ownership import TICK, Ownership
 from services.projections.service import Projections
 from services.settlement.service import SettlementService
 from services.shoe.secrets import JetStreamSecrets
@@ -116,8 +116,7 @@ class Running:
         self.broker = NatsBroker(
             servers, name=name or kind, inbox_prefix=natsclient.inbox_prefix(servers), max_reconnect_attempts=-1,
             security=BaseSecurity(ssl_context=tls) if tls else None, serializer=MsgSpecSerializer(), apply_types=False,
-            logger=log, log_level=logging.DEBUG, graceful_timeout=10.0,
-            middlewares=[replies_to_inboxes(self.metrics)])
+            logger=log, log_level=logging.DEBUG, graceful_timeout=10.0)
         self.service: Any = None
         self.gate = CommandGate(self.metrics)
         self.durables: list[str] = []
@@ -127,12 +126,10 @@ class Running:
         self.http_thread: threading.Thread | None = None
         self.beat = time.monotonic()  # the event loop's last turn, as /healthz reads it
         self.projections: Projections | None = None
-        self.commands = [command_subscriber(self.broker, token, queue, DECODERS[token], types, self.gate,
-                                            lambda: self.service, doc)
-                         for token, queue, types, doc in COMMANDS.get(kind, [])]
-        # The consumer of this instance's own (shoe, wager, dealer-policy, projections):
-        # claimed under a free name at start, and followed from then on.
-        self.own: ConsumerConfig | None = None
+        # The commands of the tables this instance owns (shoe, wager, dealer-policy).
+        self.commands = Commands({token: (queue, DECODERS[token]) for token, queue, _, _ in COMMANDS.get(kind, [])},
+                                 self.gate, lambda: self.service, self.metrics) if kind in COMMANDS else None
+        self.ownership: Ownership | None = None
         if kind == "settlement":
             self.durables.append(followers.settlement_consumer(self.broker, lambda: self.service, self.metrics,
                                                                self.later))
@@ -148,10 +145,6 @@ class Running:
             specification=AsyncAPI(title=f"casino {kind}", version="1", schema_version="3.0.0",
                                    description=f"The {kind} service's subjects: what it answers and what it follows."),
             on_startup=[self._open], after_startup=[self._watch], on_shutdown=[self._finish], logger=log)
-
-    def _follow(self, config: ConsumerConfig) -> None:
-        self.own = followers.follow(self.broker, self.kind, config, lambda: self.service, self.metrics)
-        self.durables.append(self.own.name or "")
 
     @property
     def nc(self) -> Client:
@@ -201,8 +194,6 @@ class Running:
         """Connect, and make the service before any message arrives."""
         nc = await self.broker.connect()
         await require_provisioned(nc, secrets=self.kind == "shoe")  # by the administrator, as declared
-        if self.kind in followers.FOLLOWING:  # before the service reads its state: nothing passes it by
-            self._follow(await followers.claim(nc, self.kind, followers.followed(self.kind)))
         store = JetStreamEventStore(nc)
         if self.kind == "shoe":
             self.service = ShoeService(store, JetStreamSecrets(nc.jetstream()), self.shuffle, self.clock)
@@ -211,7 +202,6 @@ class Running:
         elif self.kind == "dealer-policy":
             # Patient with the shoe and wager services: one may be restarting.
             self.service = DealerPolicyService(store, Peer(nc, attempts=25), self.tables, self.clock)
-            await self.service.rebuild()
         elif self.kind == "settlement":
             self.service = SettlementService(store, self.clock)
             await followers.ensure_settlement_consumer(nc)
@@ -223,8 +213,22 @@ class Running:
             self.service = await self.projections.open(store)
             self.durables.append(await self.projections.follow(nc))
         self.service.metrics = self.metrics
-        if self.kind == "dealer-policy":
-            await self.service.resume()  # before any command arrives: a coup is finished by one hand at a time
+        if self.commands is not None:  # its share of the tables, at once: every table where it is alone
+            self.commands.nc = nc
+            self.ownership = Ownership(nc, self.kind, self._take, self._release, self.metrics)
+            await self.ownership.start()
+
+    async def _take(self, parts: set[int]) -> None:
+        """Own the tables of ``parts``: held afresh from the store (the
+        dealer-policy finishing any step a coup was left in), then their commands."""
+        assert self.commands is not None
+        await self.service.take(parts)
+        await self.commands.take(parts)
+
+    async def _release(self, parts: set[int]) -> None:
+        assert self.commands is not None
+        await self.commands.release(parts)
+        self.service.let_go(parts)
 
     async def _watch(self) -> None:
         self.tasks.append(asyncio.create_task(watch_consumers(self.nc, self.durables, self.metrics)))
@@ -238,8 +242,10 @@ class Running:
         the rest (the broker stops after this, and its connection with it)."""
         for task in self.tasks:
             task.cancel()
-        for subscriber in self.commands:
-            await subscriber.stop()
+        if self.ownership is not None and await self.ownership.leave():
+            await asyncio.sleep(1.5 * TICK)  # answering until the instances that take the tables over do
+        if self.commands is not None:
+            await self.commands.stop()
         if isinstance(self.service, DealerPolicyService):
             await self.service.finish_rounds()
         for subscriber in self.broker.subscribers:
@@ -290,11 +296,13 @@ def _readyz(metrics: Metrics) -> Any:
 
 def app(kind: str) -> AsgiFastStream:
     """The service's application, not connected: for ``faststream docs gen``
-    (its consumer of its own, claimed at start, under the name the documents give it)."""
+    (its command subjects, which ``Commands`` subscribes to as it owns their
+    partitions, and the projections' consumer, claimed at start, under the
+    name the documents give it)."""
     running = Running(kind, os.environ.get("CASINO_NATS_URL", DEFAULT_URL))
-    if kind in followers.FOLLOWING:
-        running._follow(followers.followed(kind)(followers.document_name(kind)))
-    elif running.projections is not None:
+    for token, queue, types, doc in COMMANDS.get(kind, []):
+        documented_commands(running.broker, token, queue, types, doc)
+    if running.projections is not None:
         running.projections.subscribe(followers.document_name(kind))
     return running.app
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from casino.nats import client as natsclient
 from casino.nats.provision import provision
-from casino.nats.server import SYNC, NatsServer, free_port, write_private
+from casino.nats.server import BASE, NatsServer, free_port, write_private
 
 
 async def provisioned(url: str) -> None:
@@ -69,7 +69,7 @@ def nats_container(store: Path, config: str = "") -> Iterator[str]:
             raise RuntimeError(f"CASINO_TEST_NATS=container needs ${name}: `make image-test` sets it")
     os.environ["TESTCONTAINERS_RYUK_DISABLED"] = "true"  # no reaper image to be had: each container is stopped here
     store.mkdir(parents=True, exist_ok=True)
-    write_private(store / "nats-server.conf", SYNC + config)
+    write_private(store / "nats-server.conf", BASE + config)
     port = free_port()
     # The generic container: testcontainers' NatsContainer publishes its ports, which the host's network refuses.
     container = (DockerContainer(os.environ["CASINO_NATS_IMAGE"])

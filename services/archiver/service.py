@@ -216,7 +216,7 @@ class ArchiverService:
         has: settlement's consumer (every coup of it settled, and its
         deliveries acknowledged) and the read models' checkpoint (a restart of
         the projections folds on from there). Nobody else holds removal up:
-        the services' followers need nothing of a shoe that has ended and whose
+        the services need nothing of a shoe that has ended and whose
         coups are settled, and a consumer any other user made (one delivery
         held unacknowledged) must not stall the archive."""
         offset = 0

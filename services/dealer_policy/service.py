@@ -5,7 +5,7 @@ applies the tableau or the blackjack flow, and records the result."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import msgspec
@@ -15,6 +15,7 @@ from casino.config import rulesets
 from casino.config.tables import TableConfig
 from casino.games import Carry, Coup, Game
 from casino.metrics import Metrics, count_recorded
+from casino.nats.partitions import partition
 from casino.protocol import commands
 from casino.protocol.service import Clock, Peer, TableLocks, log, utc_now
 from casino.rules.errors import RuleViolation
@@ -81,10 +82,11 @@ class DealerPolicyService:
         self.tables: dict[str, TableCoup] = {}
         self.folding = TableLocks()
         self.metrics: Metrics | None = None
+        self.resuming: set[asyncio.Future[None]] = set()
 
     # ---- state ----------------------------------------------------------
 
-    def _new_table(self, name: str) -> TableCoup:
+    def new_table(self, name: str) -> TableCoup:
         if name not in self.config:
             raise RuleViolation("tables", f"table {name} is not configured")
         config = self.config[name]
@@ -95,9 +97,7 @@ class DealerPolicyService:
         """Fold each table's latest coup. Nothing earlier decides anything: the
         next coup's number, the shoe holder (000 8.18) and the style in force
         (001 8.5: every coup of a style ruleset is dealt in a style) come from
-        it. So a start reads one coup a table however long the history. What
-        the follower brings meanwhile waits (applied to a state not yet folded
-        up to it, a later event would hide the earlier ones from the fold)."""
+        it. So taking a table reads one coup however long the history."""
         for name in [table] if table else list(self.config):
             async with self.folding(name):
                 try:
@@ -109,7 +109,7 @@ class DealerPolicyService:
         """``rebuild`` of one table, its lock held. The table is replaced only
         once it is folded: a read that fails leaves the table as it was, never
         as a table that has dealt nothing (which would open coup 1 again)."""
-        t = self._new_table(name)
+        t = self.new_table(name)
         latest = await latest_at_table(self.store, name, "coup")
         if latest is not None:
             _, shoe, coup, _ = subjects.tokens(latest.subject)
@@ -137,9 +137,11 @@ class DealerPolicyService:
         if (extra := t.game.extra(event, t.name, t.coup, causation)) is not None:
             t.extras = {**t.extras, causation: extra}
 
-    def table(self, name: str) -> TableCoup:
+    async def _held(self, name: str) -> TableCoup:
+        """The table as held, folded from its latest coup where it is not held
+        yet (its lock held)."""
         if name not in self.tables:
-            self.tables[name] = self._new_table(name)
+            await self._rebuild(name)
         return self.tables[name]
 
     async def reload(self, cmd: commands.CoupCommand) -> None:
@@ -250,13 +252,12 @@ class DealerPolicyService:
         return commands.Reply(True, coup=t.coup, shoe=t.shoe, waiting=self.waiting(t))
 
     async def handle(self, cmd: commands.CoupCommand) -> commands.Reply:
-        """Decide ``cmd`` with the table's lock held throughout: what the
-        follower brings from another instance waits until the command is
-        decided and recorded (or refused), so that a decision is never taken
-        on one coup and recorded on the next. Another instance's write in the
-        meantime fails the append's expected-sequence guard instead."""
+        """Decide ``cmd`` with the table's lock held throughout (the table
+        folded first where it is not held yet), so that a decision is never
+        taken on one coup and recorded on the next. Another instance's write
+        in the meantime fails the append's expected-sequence guard."""
         async with self.folding(cmd.table):
-            t = self.table(cmd.table)
+            t = await self._held(cmd.table)
             try:
                 return await self._handle(t, cmd)
             finally:
@@ -442,17 +443,37 @@ class DealerPolicyService:
         if pending:
             await asyncio.wait(pending, timeout=10)
 
-    async def resume(self) -> None:
-        """After a restart: finish every step a coup was in the middle of."""
-        for t in self.tables.values():
-            if t.state is None:
-                continue
-            try:
-                await self._resume(t)
-            except (RuleViolation, RuntimeError) as exc:
-                log.error("table %s: cannot resume coup %s: %s", t.name, t.coup, exc)
-            finally:
-                self._unstage(t)
+    async def take(self, parts: set[int]) -> None:
+        """Own the tables of partitions ``parts`` (services.ownership): each is
+        folded afresh, and any step a coup was left in the middle of (its
+        owner stopped or killed) is finished, beside the commands that come
+        meanwhile (each table's in turn)."""
+        self.let_go(parts)
+        names = [name for name in self.config if partition(name) in parts]
+        task = asyncio.ensure_future(self.resume(names))
+        self.resuming.add(task)
+        task.add_done_callback(self.resuming.discard)
+
+    def let_go(self, parts: set[int]) -> None:
+        """Hold the tables of partitions ``parts`` no more (another instance owns them)."""
+        for name in [name for name in self.tables if partition(name) in parts]:
+            del self.tables[name]
+
+    async def resume(self, names: Iterable[str]) -> None:
+        """Finish every step a coup of the tables ``names`` was in the middle of."""
+        for name in names:
+            async with self.folding(name):
+                try:
+                    t = await self._held(name)
+                    if t.state is not None:
+                        await self._resume(t)
+                except (RuleViolation, RuntimeError, RulesetError) as exc:
+                    log.error("table %s: cannot resume its coup: %s", name, exc)
+                except Exception as exc:  # the server away: the table's next command finds the coup where it is
+                    log.error("table %s: cannot resume its coup: %s: %s", name, type(exc).__name__, exc)
+                finally:
+                    if name in self.tables:
+                        self._unstage(self.tables[name])
 
     async def _resume(self, t: TableCoup) -> None:
         assert t.state is not None

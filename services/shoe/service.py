@@ -11,6 +11,7 @@ import msgspec
 
 from casino.config import rulesets
 from casino.metrics import Metrics, count_recorded
+from casino.nats.partitions import partition
 from casino.protocol.commands import DrawCard, EndRound, Reply, ShoeCommand, StartRound
 from casino.protocol.service import Clock, TableLocks, log, utc_now
 from casino.rules import shoe as dealing_shoe
@@ -97,10 +98,18 @@ class ShoeService:
 
     # ---- state ----------------------------------------------------------
 
+    async def take(self, parts: set[int]) -> None:
+        """Own the tables of partitions ``parts`` (services.ownership): each
+        folded afresh at its next command."""
+        self.let_go(parts)
+
+    def let_go(self, parts: set[int]) -> None:
+        """Hold the tables of partitions ``parts`` no more (another instance owns them)."""
+        for name in [name for name in self.tables if partition(name) in parts]:
+            del self.tables[name]
+
     async def rebuild(self, table: str) -> None:
-        """Fold one table's shoe from the stream. What the follower brings
-        meanwhile waits (applied to a state not yet folded up to it, a later
-        event would hide the earlier ones from the fold)."""
+        """Fold one table's shoe from the stream, the table's lock held."""
         async with self.folding(table):
             t = self.tables[table] = self.tables[table].anew()
             history, t.shuffles = await self._since_last_round_ended(table)

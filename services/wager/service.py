@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from casino.config import rulesets
 from casino.metrics import Metrics, count_recorded
+from casino.nats.partitions import partition
 from casino.protocol.commands import (
     BookCommand,
     CancelWager,
@@ -50,6 +51,16 @@ class WagerService:
         self.books: dict[str, CoupBook] = {}
         self.metrics: Metrics | None = None
         self._rules: dict[str, Ruleset] = {}
+
+    async def take(self, parts: set[int]) -> None:
+        """Own the tables of partitions ``parts`` (services.ownership): each
+        book read afresh when a command next names it."""
+        self.let_go(parts)
+
+    def let_go(self, parts: set[int]) -> None:
+        """Hold the books of partitions ``parts``' tables no more (another instance owns them)."""
+        for coup in [coup for coup, b in self.books.items() if partition(b.table) in parts]:
+            del self.books[coup]
 
     def rules(self, name: str) -> Ruleset:
         if name not in self._rules:

@@ -76,6 +76,8 @@ class Metrics:
         self.stream_bytes = Gauge("casino_stream_bytes", "Bytes a stream holds.", ["stream"], registry=r)
         self.ready = Gauge("casino_ready", "1 once the service has caught up with the stream.", ["service"],
                            registry=r)
+        self.partitions = Gauge("casino_partitions_owned", "Partitions of the tables this instance owns "
+                                "(its commands and its tables: services.ownership).", ["service"], registry=r)
         self.ready.labels(service).set(0)
         self.read_back.labels(service)  # at zero until the first
         self.is_ready = False

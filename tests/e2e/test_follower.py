@@ -1,9 +1,9 @@
-"""Each instance of the shoe, wager and dealer-policy services follows its
-aggregate's events from a durable consumer of its own (what another instance
-appends reaches it), in the order they were appended. It acknowledges
+"""Each projections instance follows the events from a durable consumer of
+its own, claimed under a free one of the service's names. It acknowledges
 what it handled (ack policy all) whenever nothing more is waiting and every 64
 deliveries: one acknowledgement for many events, and nothing handled left
-pending for the server to send again."""
+pending for the server to send again (tests/e2e/test_projections_instances.py
+follows the events through it)."""
 
 from __future__ import annotations
 
@@ -11,54 +11,14 @@ import asyncio
 
 import nats
 import pytest
-from faststream.nats import NatsBroker
-from nats.js.api import AckPolicy
+from nats.js.api import ConsumerConfig
 from services import followers
 
-from casino.metrics import Metrics
 from casino.nats.provision import provision
-from casino.rules.wagerbook import BookOpened
-from casino.store import envelope, subjects
+from casino.store import subjects
 from casino.store.jetstream import STREAM
-from tests.store.test_eventstore_contract import batch
 
 pytestmark = pytest.mark.anyio
-
-
-class Observed:
-    def __init__(self) -> None:
-        self.seqs: list[int] = []
-
-    async def observe(self, subject: str, seq: int, b: envelope.Batch) -> None:
-        self.seqs.append(seq)
-
-
-async def test_a_follower_takes_its_deliveries_in_order_and_leaves_none_unacknowledged(nats_url: str) -> None:
-    nc = await nats.connect(nats_url)
-    js = nc.jetstream()
-    await provision(nc)
-    service = Observed()
-    broker = NatsBroker(nats_url)
-    claimed = await followers.claim(await broker.connect(), "wager", followers.followed("wager"))
-    config = followers.follow(broker, "wager", claimed, lambda: service, Metrics("wager"))
-    await broker.start()
-    try:
-        for n in range(200):
-            coup = f"T1-{n:06d}"
-            data = envelope.encode(batch(BookOpened(coup, "baccarat-000-methods"), coup=coup))
-            await js.publish(subjects.event("T1", "T1-shoe-1", coup, "wager"), data, stream=STREAM)
-        for _ in range(100):
-            if len(service.seqs) == 200:
-                break
-            await asyncio.sleep(0.05)
-        await asyncio.sleep(0.2)
-        info = await js.consumer_info(STREAM, config.name or "")
-    finally:
-        await broker.stop()
-        await nc.close()
-    assert service.seqs == sorted(service.seqs) and len(service.seqs) == 200
-    assert info.config.ack_policy == AckPolicy.ALL
-    assert info.num_ack_pending == 0 and info.delivered.stream_seq == info.ack_floor.stream_seq == service.seqs[-1]
 
 
 class Acked:
@@ -83,10 +43,14 @@ async def test_an_instance_claims_a_free_consumer_name_and_waits_while_none_is(n
     again until one lapses, rather than stopping."""
     nc = await nats.connect(nats_url)
     await provision(nc)
+
+    def own(name: str) -> ConsumerConfig:
+        return followers.own_consumer(name, f"{subjects.EVENTS}.>")
+
     try:
-        held = [await followers.claim(nc, "wager", followers.followed("wager")) for _ in range(followers.SLOTS)]
-        assert sorted(c.name or "" for c in held) == sorted(followers.slot_names("wager"))
-        waiting = asyncio.ensure_future(followers.claim(nc, "wager", followers.followed("wager")))
+        held = [await followers.claim(nc, "projections", own) for _ in range(followers.SLOTS)]
+        assert sorted(c.name or "" for c in held) == sorted(followers.slot_names("projections"))
+        waiting = asyncio.ensure_future(followers.claim(nc, "projections", own))
         await asyncio.sleep(1.0)
         assert not waiting.done()  # every name held: it waits
         for c in held:  # the other instances' deliveries go on to them, unchanged

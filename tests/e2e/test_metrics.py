@@ -16,6 +16,7 @@ from services import runner
 
 from casino.cli.run import default_tables
 from casino.cli.simulator import Simulator
+from casino.nats.partitions import PARTITIONS
 from casino.nats.server import free_port
 from casino.protocol import commands
 from casino.store import subjects
@@ -78,8 +79,7 @@ async def test_metrics_health_and_readiness_of_every_service(nats_url: str) -> N
     assert {dict(ls)["table"] for (n, ls) in samples(projections) if n == "casino_house_net_minor_units"} == set(TABLES)
     assert 0 < total(projections, "casino_shoe_penetration_ratio", table="BAC000-1") < 1
     assert total(settlement, "casino_consumer_pending_messages", consumer="settlement") == 0
-    for kind in ("shoe", "wager", "dealer-policy", "projections"):  # each batch acknowledged by its last delivery
-        assert total(text[kind], "casino_consumer_ack_pending_messages") == 0, kind
+    assert total(projections, "casino_consumer_ack_pending_messages") == 0  # each batch acknowledged by its last
     assert total(dealer, "casino_ready", service="dealer-policy") == 1
     assert "casino_event_handling_seconds_count" in settlement
     assert total(projections, "casino_coups_verified_total") == 12
@@ -88,7 +88,9 @@ async def test_metrics_health_and_readiness_of_every_service(nats_url: str) -> N
     assert total(projections, "casino_coups_read_back_total", service="projections") == 0
     assert total(projections, "casino_verification_failures_total") == 0
     assert total(projections, "casino_table_coup_open") == 0  # every coup settled
-    assert total(dealer, "casino_event_handling_seconds_count", service="dealer-policy") > 0  # its follower
+    for kind in ("shoe", "wager", "dealer-policy"):  # alone, each owns every table, and follows no events back
+        assert total(text[kind], "casino_partitions_owned") == PARTITIONS, kind
+        assert total(text[kind], "casino_event_handling_seconds_count") == 0, kind
     # Commands are answered from nats-py subscriptions and timed by the service itself.
     assert total(dealer, "casino_command_seconds_count", service="dealer-policy") >= 12 * 2  # open and close each coup
     assert total(wager, "casino_command_seconds_count", service="wager") >= 12 * 3  # open, a wager, close
@@ -99,19 +101,19 @@ async def test_a_service_folding_its_history_at_start_is_alive_and_not_ready(
         nats_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """A long history takes a while to fold at start: the startup probe sees the
     process alive meanwhile (and does not restart it), the readiness probe not ready."""
-    from services.dealer_policy.service import DealerPolicyService
+    from services.projections.service import Projections
 
     folding, done = asyncio.Event(), asyncio.Event()
-    rebuild = DealerPolicyService.rebuild
+    fold = Projections.open
 
-    async def slow(self: DealerPolicyService, table: str | None = None) -> None:
+    async def slow(self: Projections, store: object) -> object:
         folding.set()
         await done.wait()
-        await rebuild(self, table)
+        return await fold(self, store)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(DealerPolicyService, "rebuild", slow)
+    monkeypatch.setattr(Projections, "open", slow)
     port = free_port()
-    starting = asyncio.ensure_future(runner.start("dealer-policy", nats_url, tables=TABLES, http_port=port))
+    starting = asyncio.ensure_future(runner.start("projections", nats_url, http_port=port))
     try:
         await asyncio.wait_for(folding.wait(), 10)
         assert await asyncio.to_thread(get, port, "/healthz") == (200, "alive\n")

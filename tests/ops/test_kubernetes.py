@@ -47,7 +47,7 @@ def test_every_manifest_of_the_overlay_validates(overlay: str) -> None:
         kubernetes_validate.validate(doc, "1.37.0", strict=True)
 
 
-@pytest.mark.parametrize("overlay,replicas,js_replicas", [("dev", 1, 1), ("prod", 2, 3)])
+@pytest.mark.parametrize("overlay,replicas,js_replicas", [("dev", 2, 1), ("prod", 3, 3)])
 def test_deployments_probes_resources_security_and_replicas(overlay: str, replicas: int, js_replicas: int) -> None:
     docs = render(overlay)
     deployments = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Deployment"}  # type: ignore[index]
@@ -77,7 +77,7 @@ def test_deployments_probes_resources_security_and_replicas(overlay: str, replic
     consumers = {d["spec"]["durableName"]: d["spec"] for d in docs if d["kind"] == "Consumer"}  # type: ignore[index]
     assert consumers["archiver"]["deliverSubject"] == f"{natsauth.inbox('archiver')}.events"
     buckets = {d["spec"]["bucket"]: d["spec"] for d in docs if d["kind"] == "KeyValue"}  # type: ignore[index]
-    assert set(buckets) == {*BUCKETS.values(), META}
+    assert set(buckets) == {*BUCKETS.values(), META, natsauth.OWNERS}
     assert all(b["replicas"] == js_replicas and b["history"] == 1 for b in buckets.values())
 
 

@@ -1,7 +1,9 @@
-"""Routing, on faststream's in-memory test broker: each service's command
-subjects reach its handler with the command decoded, and what cannot be
-decided is refused naming why. Persistence, acknowledgements, deduplication
-and concurrency are tested on a real nats-server (tests/e2e, tests/faults)."""
+"""Routing: each service's command subjects, as the server delivers them in
+their partitions, reach its handler with the command decoded, and what
+cannot be decided is refused naming why (``services.messaging.Commands``,
+without a server). Subscriptions, partitions, persistence,
+acknowledgements, deduplication and concurrency are tested on a real
+nats-server (tests/e2e, tests/faults)."""
 
 from __future__ import annotations
 
@@ -9,9 +11,9 @@ from typing import Any
 
 import msgspec
 import pytest
-from faststream.nats import TestNatsBroker
 from services import runner
 
+from casino.nats.partitions import partition
 from casino.protocol import commands
 
 pytestmark = pytest.mark.anyio
@@ -43,9 +45,10 @@ ASKED = [
 async def ask(kind: str, subject: str, body: bytes) -> tuple[commands.Reply, Handled]:
     running = runner.Running(kind)
     running.service = handled = Handled()
-    async with TestNatsBroker(running.broker) as broker:
-        reply = await broker.request(body, subject)
-        return msgspec.json.decode(reply.body, type=commands.Reply), handled
+    assert running.commands is not None
+    table = subject.split(".")[2]
+    reply = await running.commands.reply_for(f"{subject}.{partition(table)}", body)
+    return msgspec.json.decode(commands.encoder.encode(reply), type=commands.Reply), handled
 
 
 @pytest.mark.parametrize(("kind", "token", "command"), ASKED, ids=[f"{k}:{t}" for k, t, _ in ASKED])
@@ -77,11 +80,18 @@ async def test_a_command_of_one_kind_on_another_kinds_subject_is_refused() -> No
 
 
 async def test_a_request_whose_reply_would_go_anywhere_but_an_inbox_is_not_handled() -> None:
+    class Request:
+        subject = f"casino.cmd.T1.coup.{partition('T1')}"
+        data = commands.encoder.encode(ASKED[-1][2])
+
+        def __init__(self, reply: str) -> None:
+            self.reply = reply
+
     running = runner.Running("dealer-policy")
     running.service = handled = Handled()
-    async with TestNatsBroker(running.broker) as broker:
-        for reply_to in ("casino.ev.T1.T1-shoe-1.T1-000001.coup", "$JS.API.STREAM.PURGE.CASINO"):
-            await broker.publish(commands.encoder.encode(ASKED[-1][2]), "casino.cmd.T1.coup", reply_to=reply_to)
+    assert running.commands is not None
+    for reply_to in ("casino.ev.T1.T1-shoe-1.T1-000001.coup", "$JS.API.STREAM.PURGE.CASINO", ""):
+        await running.commands.answer(Request(reply_to))
     assert handled.commands == []
     assert running.metrics.registry.get_sample_value(
-        "casino_commands_refused_total", {"service": "dealer-policy", "clause": "reply subject"}) == 2
+        "casino_commands_refused_total", {"service": "dealer-policy", "clause": "reply subject"}) == 3

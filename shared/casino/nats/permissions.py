@@ -31,6 +31,7 @@ from urllib.parse import quote, urlsplit, urlunsplit
 
 import msgspec
 
+from casino.nats import partitions
 from casino.nats.server import write_private
 from casino.readmodels.projections import BUCKETS, META
 
@@ -43,7 +44,8 @@ TERMINAL_LIMITS = {"max_connections": 4, "max_subscriptions": 16}
 STREAM, SECRETS, DLQ, ARCHIVE = "CASINO", "CASINO_SHOE_SECRETS", "CASINO_DLQ", "CASINO_ARCHIVE"
 SETTLEMENT_DURABLE = "settlement"
 ARCHIVER_DURABLE = "archiver"
-KV_STREAMS = tuple(f"KV_{bucket}" for bucket in (*BUCKETS.values(), META))
+OWNERS = "casino_owners"  # which instance of each service owns which partition of the tables (services.ownership)
+KV_STREAMS = tuple(f"KV_{bucket}" for bucket in (*BUCKETS.values(), META, OWNERS))
 ARCHIVE_KV = f"KV_{META}"  # where the archiver reads the read models' checkpoint
 RESPONDERS = ("shoe", "wager", "dealer-policy")  # they answer requests
 SERVICES = ("shoe", "wager", "dealer-policy", "settlement", "projections", "archiver")
@@ -75,7 +77,7 @@ def _events(aggregate: str) -> str:
 # from a sequence, or the last on a subject), and the stream's information.
 READ = ("$JS.API.STREAM.INFO.CASINO", "$JS.API.DIRECT.GET.CASINO", "$JS.API.DIRECT.GET.CASINO.>")
 # Reading the read models (key-value buckets) the same way.
-READ_MODELS = tuple(s for kv in KV_STREAMS for s in (
+READ_MODELS = tuple(s for kv in KV_STREAMS if kv != f"KV_{OWNERS}" for s in (
     f"$JS.API.STREAM.INFO.{kv}", f"$JS.API.DIRECT.GET.{kv}", f"$JS.API.DIRECT.GET.{kv}.>"))
 # Reading the archive of sealed shoes the same way.
 READ_ARCHIVE = (f"$JS.API.STREAM.INFO.{ARCHIVE}", f"$JS.API.DIRECT.GET.{ARCHIVE}", f"$JS.API.DIRECT.GET.{ARCHIVE}.>")
@@ -91,6 +93,17 @@ def own_consumers(service: str) -> tuple[str, ...]:
     return (*(subject for k in range(SLOTS) for subject in (
         f"$JS.API.CONSUMER.CREATE.CASINO.{service}-{k}", f"$JS.API.CONSUMER.CREATE.CASINO.{service}-{k}.>",
         f"$JS.API.CONSUMER.INFO.CASINO.{service}-{k}", f"$JS.ACK.CASINO.{service}-{k}.>")), "casino.dlq.>")
+
+
+def owning(service: str) -> tuple[str, ...]:
+    """Reading and writing ``service``'s key of the owners' bucket, and no other service's."""
+    return (f"$KV.{OWNERS}.{service}", f"$JS.API.STREAM.INFO.KV_{OWNERS}",
+            f"$JS.API.DIRECT.GET.KV_{OWNERS}.$KV.{OWNERS}.{service}")
+
+
+def _cmd(kind: str) -> str:
+    """A command subject of every table as the server delivers it, in its partition."""
+    return partitions.mapped(f"casino.cmd.*.{kind}")
 
 
 def _durable(name: str) -> tuple[str, ...]:
@@ -127,16 +140,15 @@ def permissions(tables: Iterable[str], supervisors: Iterable[str] = ()) -> dict[
     each table's terminal and each of ``supervisors``."""
     kv_write = tuple(f"$KV.{bucket}.>" for bucket in (*BUCKETS.values(), META))
     users: dict[str, User] = {
-        "shoe": User(CASINO, (_events("shoe"), "casino.secret.>", *READ, *own_consumers("shoe"),
+        "shoe": User(CASINO, (_events("shoe"), "casino.secret.>", *READ, *owning("shoe"),
                               f"$JS.API.DIRECT.GET.{SECRETS}.>", f"$JS.API.STREAM.INFO.{SECRETS}"),
-                     ("casino.cmd.*.shoe",),
+                     (_cmd("shoe"),),
                      "records shoe events; alone keeps and reads the shuffled orders until each shoe ends", responds=True),
-        "wager": User(CASINO, (_events("wager"), *READ, *own_consumers("wager")),
-                      ("casino.cmd.*.wager", "casino.cmd.*.book"),
+        "wager": User(CASINO, (_events("wager"), *READ, *owning("wager")), (_cmd("wager"), _cmd("book")),
                       "records the wager books; answers the terminals' wagers and the dealer-policy's books", responds=True),
-        "dealer-policy": User(CASINO, (_events("coup"), "casino.ev.*.-.-.ruleset", "casino.cmd.*.shoe",
-                                       "casino.cmd.*.book", *READ, *own_consumers("dealer-policy")),
-                              ("casino.cmd.*.coup", "casino.cmd.*.supervise.*"),
+        "dealer-policy": User(CASINO, (_events("coup"), "casino.ev.*.-.-.ruleset", _cmd("shoe"), _cmd("book"),
+                                       *READ, *owning("dealer-policy")),
+                              (_cmd("coup"), _cmd("supervise.*")),
                               "records the coups and each table's rulesets; alone asks the shoe for cards and "
                               "opens and closes wager books", responds=True),
         "settlement": User(CASINO, (_events("settle"), *READ, "casino.dlq.>", *SETTLES), (),
@@ -153,13 +165,13 @@ def permissions(tables: Iterable[str], supervisors: Iterable[str] = ()) -> dict[
                       "the pit's console: the live events as recorded and the read models; writes nothing"),
         "compliance": User(CASINO, (*READ, *READ_MODELS, *READ_ARCHIVE), (),
                            "replay, verification and export: reads the record, live and archived; writes nothing"),
-        "admin": User(CASINO, (*PROVISION, "casino.cmd.-.*"), (),
+        "admin": User(CASINO, (*PROVISION, "casino.cmd.-.*.*"), (),
                       "creates the streams and buckets once; may ping the services (table '-', which "
                       "they refuse); reads nothing"),
     }
     for name in supervisors:
         users[f"supervisor-{name}"] = User(
-            CASINO, (f"casino.cmd.*.supervise.{name}",), (),
+            CASINO, (_cmd(f"supervise.{name}"),), (),
             f"supervisor {name}: directs what only a supervisor may (a shoe forfeited, 000 8.20; a change of "
             "procedure, 000 8.2, 001 8.5) at any table, on "
             "a subject of their own, which names them in the record; nothing else")
@@ -203,7 +215,8 @@ def accounts(users: dict[str, User], password: dict[str, str]) -> dict[str, obje
     terminals = sorted({u.account for u in users.values() if u.account != CASINO})
     # The account holds its declared streams and no other (their names are the
     # administrator's only grant besides), and a bounded number of consumers.
-    casino: dict[str, object] = {"jetstream": {"max_streams": len(DECLARED_STREAMS)}, "users": members(CASINO)}
+    casino: dict[str, object] = {"jetstream": {"max_streams": len(DECLARED_STREAMS)}, "users": members(CASINO),
+                                 "mappings": partitions.mappings()}
     if terminals:
         casino["exports"] = [{"service": s, "accounts": terminals} for s in EXPORTED]
     out: dict[str, object] = {CASINO: casino}

@@ -1,11 +1,13 @@
 """Provisioning, the administrator's alone and once: the event stream, the
-shoe's secrets, the dead letters and the read models' buckets. No service
+shoe's secrets, the dead letters, the read models' buckets and the owners' bucket. No service
 creates a stream or a bucket (casino.nats.permissions gives none the right)."""
 
 from __future__ import annotations
 
 from nats.aio.client import Client
+from nats.js.errors import BucketNotFoundError
 
+from casino.nats.permissions import OWNERS
 from casino.readmodels.projections import KvProjections
 from casino.store.jetstream import ensure_streams, require_declared, secrets_config, stream_config
 
@@ -16,6 +18,10 @@ async def provision(nc: Client, replicas: int = 1) -> None:
     js = nc.jetstream()
     await ensure_streams(js, replicas)
     await KvProjections.create(js, replicas)
+    try:
+        await js.key_value(OWNERS)
+    except BucketNotFoundError:  # which instance of each service owns which tables (services.ownership)
+        await js.create_key_value(bucket=OWNERS, history=1, direct=True, replicas=replicas)
 
 
 async def require_provisioned(nc: Client, secrets: bool = False) -> None:

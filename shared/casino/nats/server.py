@@ -13,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+from casino.nats import partitions
+
 
 def binary() -> str:
     """The nats-server of this environment; a clear error if it is missing."""
@@ -78,11 +80,14 @@ def write_private(path: Path, text: str) -> None:
 # acknowledges at once and flushes every two minutes, so a power failure (or
 # an OS crash) loses acknowledged coups; a casino's record is a legal one.
 SYNC = "jetstream { sync_interval: always }\n"
+# Every server maps the command subjects to the tables' partitions (casino.nats.partitions):
+# here for the global account (a server with no users), and in the casino's account.
+BASE = SYNC + partitions.server_mappings()
 
 
 class NatsServer:
     """A nats-server process; ``url`` once started. Its configuration is
-    ``SYNC`` and the text of ``config`` (users and accounts), written with
+    ``BASE`` and the text of ``config`` (users and accounts), written with
     owner-only access beside the store; ``wrapper`` runs the binary under
     another program (``strace``, in a test that counts its syncs)."""
 
@@ -110,7 +115,7 @@ class NatsServer:
     def start(self) -> NatsServer:
         self.store_dir.mkdir(parents=True, exist_ok=True)
         conf = self.store_dir / "nats-server.conf"
-        write_private(conf, SYNC + (Path(self.config).read_text() if self.config else ""))
+        write_private(conf, BASE + (Path(self.config).read_text() if self.config else ""))
         args = [*self.wrapper, binary(), "-js", "-a", "127.0.0.1", "-p", str(self.port), "-sd", str(self.store_dir),
                 "-c", str(conf)]
         with self.log_file.open("ab") as log:

@@ -164,10 +164,13 @@ class JetStreamEventStore:
             if getattr(exc, "err_code", None) != WRONG_LAST_SEQUENCE:
                 raise
             # The server checks the expected sequence before the duplicate window:
-            # a retry of an append that was written shows up here. Find it.
-            for m in await self.read(guard or subject, after=expected):
-                if m.msg_id == msg_id:
-                    return Appended(m.seq, duplicate=True)
+            # a retry of an append that was written shows up here. Find it, by
+            # its id alone (what else was written there may be no batch of ours).
+            written: list[int] = []
+            await self.scan_raw(guard or subject, lambda seq, _, headers, __: written.append(seq) if headers.get(
+                "Nats-Msg-Id") == msg_id else None, after=expected)
+            if written:
+                return Appended(written[0], duplicate=True)
             raise Conflict(str(exc.description)) from None
         return Appended(ack.seq, bool(ack.duplicate))
 
