@@ -22,8 +22,9 @@ from typing import Any
 
 import nats
 from faststream.middlewares import AckPolicy
-from faststream.nats import JStream, NatsBroker, NatsMessage
+from faststream.nats import JStream, NatsBroker
 from nats.aio.client import Client
+from nats.aio.msg import Msg
 from nats.js.api import AckPolicy as ConsumerAck
 from nats.js.api import ConsumerConfig, DeliverPolicy
 from nats.js.errors import NotFoundError
@@ -32,6 +33,7 @@ from casino.metrics import Metrics
 from casino.nats import permissions
 from casino.store import envelope, subjects
 from casino.store.eventstore import Stored
+from casino.store.following import Delivery
 from casino.store.jetstream import STREAM
 from services.archiver.service import ARCHIVER_DURABLE, ArchiverService
 from services.messaging import ack, decoded, delivery, documented, failed, undecoded
@@ -41,6 +43,7 @@ log = logging.getLogger("casino")
 
 IN_FLIGHT = 1024  # deliveries a consumer hands out before the first of them is acknowledged
 ACK_EVERY = 64  # an instance's own consumer (ack policy all) is acknowledged at least this often
+SETTLEMENT = "settlement"  # the consumer settlement's instances share, and their queue group
 SETTLEMENT_DELIVERY = "_INBOX.settlement.events"  # where the shared settlement consumer delivers
 
 
@@ -113,7 +116,7 @@ class Acks:
     def __init__(self) -> None:
         self.unacked = 0
 
-    async def handled(self, msg: NatsMessage, pending: int) -> None:
+    async def handled(self, msg: Msg, pending: int) -> None:
         self.unacked += 1
         if pending == 0 or self.unacked >= ACK_EVERY:
             await ack(msg)
@@ -142,44 +145,67 @@ async def ensure_settlement_consumer(nc: Client) -> None:
     await js.add_consumer(STREAM, config)
 
 
-def settlement_consumer(broker: NatsBroker, service: Callable[[], SettlementService], metrics: Metrics,
-                        later: Callable[[Awaitable[None]], None]) -> str:
+class SettlementConsumer:
     """Settlement follows every coup and wager event from the consumer its
-    instances share and settles each coup as its result passes, the
-    settlements of several tables at once (``casino.store.following``: a coup
-    it could not follow whole is read back from the stream)."""
-    name = "settlement"
-    nc: Callable[[], Client] = lambda: broker.connection  # noqa: E731
+    instances share (a queue group on its deliver subject) and settles each
+    coup as its result passes, the settlements of several tables at once
+    (``casino.store.following``: a coup it could not follow whole is read
+    back from the stream). Its deliveries come through a nats-py
+    subscription, one at a time in the order they came: faststream's
+    subscriber stack cost 264 µs of CPU a delivery here, nats-py's callback
+    16 to 22 (docs/architecture.md); faststream declares the consumer for the
+    AsyncAPI document (``documented_settlement``)."""
 
-    async def settle(msg: NatsMessage, at: Any, due: Any) -> None:
+    def __init__(self, service: Callable[[], SettlementService], metrics: Metrics,
+                 later: Callable[[Awaitable[None]], None]) -> None:
+        self.service, self.metrics, self.later = service, metrics, later
+        self.nc: Client | None = None
+        self.subscription: Any = None
+
+    async def start(self, nc: Client) -> None:
+        self.nc = nc
+        self.subscription = await nc.subscribe(SETTLEMENT_DELIVERY, queue=SETTLEMENT, cb=self.on_event)
+
+    async def stop(self) -> None:
+        if self.subscription is not None:
+            with contextlib.suppress(nats.errors.Error):
+                await self.subscription.unsubscribe()
+            self.subscription = None
+
+    async def _settle(self, msg: Msg, at: Delivery, due: Any) -> None:
+        assert self.nc is not None
         try:
-            await service().settle(due)
+            await self.service().settle(due)
         except Exception as exc:
             with contextlib.suppress(nats.errors.Error, TimeoutError):  # not filed: it comes again after the ack wait
-                await failed(nc(), name, msg, at, exc, metrics)
+                await failed(self.nc, SETTLEMENT, msg, at, exc, self.metrics)
         else:
             await ack(msg)
 
-    @events_subscriber(broker, f"{subjects.EVENTS}.>", name, ConsumerConfig(durable_name=name),
-                       "Every coup and wager event, each coup settled as its result passes "
-                       f"(the filters: {', '.join(subjects.aggregate_filter(a) for a in FOLLOWED)}).")
-    async def on_event(received: documented(envelope.Batch)) -> None:  # type: ignore[valid-type]
-        msg = received.msg
+    async def on_event(self, msg: Msg) -> None:
+        assert self.nc is not None
         at = delivery(msg)
-        settling = service()
-        with metrics.handling.labels(name).time():
-            batch = await decoded(nc(), name, msg, at, metrics)
+        settling = self.service()
+        with self.metrics.handling.labels(SETTLEMENT).time():
+            batch = await decoded(self.nc, SETTLEMENT, msg, at, self.metrics)
             if batch is None:
                 settling.following.forget()
                 due = None
             else:
-                due = settling.follow(Stored(at.stream_seq, msg.raw_message.subject, batch), at)
+                due = settling.follow(Stored(at.stream_seq, msg.subject, batch), at)
         if due is None:
             await ack(msg)
         else:
-            later(settle(msg, at, due))
+            self.later(self._settle(msg, at, due))
 
-    return name
+
+def documented_settlement(broker: NatsBroker) -> None:
+    """Declare settlement's consumer for the AsyncAPI document (its deliveries come through ``SettlementConsumer``)."""
+    @events_subscriber(broker, f"{subjects.EVENTS}.>", SETTLEMENT, ConsumerConfig(durable_name=SETTLEMENT),
+                       "Every coup and wager event, each coup settled as its result passes "
+                       f"(the filters: {', '.join(subjects.aggregate_filter(a) for a in FOLLOWED)}).")
+    async def on_event(received: documented(envelope.Batch)) -> None:  # type: ignore[valid-type]
+        raise AssertionError("declared for the document only")
 
 
 ARCHIVER_DELIVERY = "_INBOX.archiver.events"  # where the archiver's consumer delivers
@@ -205,9 +231,9 @@ def archiver_consumer(broker: NatsBroker, service: Callable[[], ArchiverService]
                        ConsumerConfig(durable_name=ARCHIVER_DURABLE),
                        "Every settlement: the shoes before the one it is in may be sealed and removed.")
     async def on_event(received: documented(envelope.Batch)) -> None:  # type: ignore[valid-type]
-        msg = received.msg
+        msg = received.msg.raw_message
         archiving = service()
-        table, shoe, _, _ = subjects.tokens(msg.raw_message.subject)
+        table, shoe, _, _ = subjects.tokens(msg.subject)
         with metrics.handling.labels(ARCHIVER_DURABLE).time():
             if archiving.behind(table, shoe):
                 try:

@@ -14,6 +14,7 @@ import msgspec
 import nats
 from faststream.nats import NatsBroker, NatsMessage
 from nats.aio.client import Client
+from nats.aio.msg import Msg
 from pydantic import PlainValidator, WithJsonSchema
 
 from casino.metrics import Metrics
@@ -218,24 +219,23 @@ async def watch_consumers(nc: Client, durables: list[str], metrics: Metrics, eve
         await asyncio.sleep(every)
 
 
-def delivery(msg: NatsMessage) -> Delivery:
+def delivery(msg: Msg) -> Delivery:
     """Where a JetStream delivery stands, from nats-py's reading of its ack subject."""
-    meta = msg.raw_message.metadata
+    meta = msg.metadata
     return Delivery(meta.sequence.stream, meta.sequence.consumer, meta.num_delivered, meta.num_pending)
 
 
-async def decoded(nc: Client, consumer: str, msg: NatsMessage, at: Delivery, metrics: Metrics,
-                  ) -> envelope.Batch | None:
+async def decoded(nc: Client, consumer: str, msg: Msg, at: Delivery, metrics: Metrics) -> envelope.Batch | None:
     """A follower cannot wait on a message it cannot read: it is filed at once."""
     try:
-        return envelope.decode(msg.body)
+        return envelope.decode(msg.data)
     except (msgspec.DecodeError, msgspec.ValidationError, ValueError) as exc:
-        await _file_dead_letter(nc, consumer, msg.raw_message.subject, at.stream_seq, msg.body,
-                                f"{type(exc).__name__}: {exc}", metrics)
+        await _file_dead_letter(nc, consumer, msg.subject, at.stream_seq, msg.data, f"{type(exc).__name__}: {exc}",
+                                metrics)
         return None
 
 
-async def failed(nc: Client, consumer: str, msg: NatsMessage, at: Delivery, exc: Exception, metrics: Metrics) -> None:
+async def failed(nc: Client, consumer: str, msg: Msg, at: Delivery, exc: Exception, metrics: Metrics) -> None:
     """A delivery that could not be handled is redelivered a few times, then
     filed as a dead letter with the reason."""
     if isinstance(exc, nats.errors.Error | TimeoutError | ConnectionError | OSError | RuntimeError):
@@ -244,21 +244,21 @@ async def failed(nc: Client, consumer: str, msg: NatsMessage, at: Delivery, exc:
         log.warning("%s: delivery %d of seq %d failed: %s", consumer, at.delivered, at.stream_seq, exc)
         await nak(msg, 0.2)
     else:
-        await _file_dead_letter(nc, consumer, msg.raw_message.subject, at.stream_seq, msg.body,
-                                f"{type(exc).__name__}: {exc}", metrics)
+        await _file_dead_letter(nc, consumer, msg.subject, at.stream_seq, msg.data, f"{type(exc).__name__}: {exc}",
+                                metrics)
         await ack(msg)
 
 
-async def ack(msg: NatsMessage) -> None:
+async def ack(msg: Msg) -> None:
     """Ack; if the connection is away the server delivers the message again, which is harmless."""
     with contextlib.suppress(nats.errors.Error):
         await msg.ack()
 
 
-async def nak(msg: NatsMessage, delay: float) -> None:
+async def nak(msg: Msg, delay: float) -> None:
     """Ask for the message again after ``delay``; if the connection is away it comes again anyway."""
     with contextlib.suppress(nats.errors.Error):
-        await msg.nack(delay=delay)
+        await msg.nak(delay=delay)
 
 
 async def _file_dead_letter(nc: Client, consumer: str, subject: str, seq: int, data: bytes, reason: str,

@@ -130,9 +130,10 @@ class Running:
         self.commands = Commands({token: (queue, DECODERS[token]) for token, queue, _, _ in COMMANDS.get(kind, [])},
                                  self.gate, lambda: self.service, self.metrics) if kind in COMMANDS else None
         self.ownership: Ownership | None = None
+        self.settlement: followers.SettlementConsumer | None = None
         if kind == "settlement":
-            self.durables.append(followers.settlement_consumer(self.broker, lambda: self.service, self.metrics,
-                                                               self.later))
+            self.settlement = followers.SettlementConsumer(lambda: self.service, self.metrics, self.later)
+            self.durables.append(followers.SETTLEMENT)
         elif kind == "archiver":
             self.durables.append(followers.archiver_consumer(self.broker, lambda: self.service, self.metrics))
         elif kind == "projections":
@@ -205,6 +206,8 @@ class Running:
         elif self.kind == "settlement":
             self.service = SettlementService(store, self.clock)
             await followers.ensure_settlement_consumer(nc)
+            assert self.settlement is not None
+            await self.settlement.start(nc)
         elif self.kind == "archiver":
             self.service = ArchiverService(nc, lambda: checkpointed(nc.jetstream()), self.metrics)
             await followers.ensure_archiver_consumer(nc)
@@ -246,6 +249,8 @@ class Running:
             await asyncio.sleep(1.5 * TICK)  # answering until the instances that take the tables over do
         if self.commands is not None:
             await self.commands.stop()
+        if self.settlement is not None:
+            await self.settlement.stop()
         if isinstance(self.service, DealerPolicyService):
             await self.service.finish_rounds()
         for subscriber in self.broker.subscribers:
@@ -302,6 +307,8 @@ def app(kind: str) -> AsgiFastStream:
     running = Running(kind, os.environ.get("CASINO_NATS_URL", DEFAULT_URL))
     for token, queue, types, doc in COMMANDS.get(kind, []):
         documented_commands(running.broker, token, queue, types, doc)
+    if kind == "settlement":
+        followers.documented_settlement(running.broker)
     if running.projections is not None:
         running.projections.subscribe(followers.document_name(kind))
     return running.app

@@ -141,7 +141,7 @@ class Projections:
         """Apply one delivery; write the keys changed once nothing more is
         waiting (or every ``ACK_EVERY`` deliveries), and verify each coup it settles."""
         assert self.kv is not None and self.store is not None
-        msg = received.msg
+        msg = received.msg.raw_message
         at = delivery(msg)
         with self.metrics.handling.labels("projections").time():
             batch = await decoded(self.broker.connection, self.name, msg, at, self.metrics)
@@ -149,9 +149,9 @@ class Projections:
             if batch is None:
                 self.following.forget()
             else:
-                self.following.take(Stored(at.stream_seq, msg.raw_message.subject, batch), at)
-                self.changed |= self.projector.apply(msg.raw_message.subject, at.stream_seq, batch)
-                settled = [(subjects.tokens(msg.raw_message.subject)[0], e.data.coup_id) for e in batch.events
+                self.following.take(Stored(at.stream_seq, msg.subject, batch), at)
+                self.changed |= self.projector.apply(msg.subject, at.stream_seq, batch)
+                settled = [(subjects.tokens(msg.subject)[0], e.data.coup_id) for e in batch.events
                            if isinstance(e.data, CoupSettled)]
             if self.changed and (at.pending == 0 or self.acks.unacked + 1 >= ACK_EVERY):
                 changed, self.changed = self.changed, set()
