@@ -92,6 +92,8 @@ def measure_all(sizes: dict[str, Any], runs: int, seconds: float) -> dict[str, A
         "metrics": asyncio.run(series.measure(sizes["series_coups"])),  # one run: minutes at the long size
         # one search: its steps bracket the figure (the most tables that held, the fewest that did not)
         "capacity": asyncio.run(capacity.measure(**sizes["capacity"])),
+        # the same search with two instances of every service, sharing the tables
+        "capacity_instances": asyncio.run(capacity.measure(**sizes["capacity"], replicas=2)),
     }
 
 
@@ -177,6 +179,7 @@ def main() -> None:
     print(bounded.summary(results["bounded"]))
     print(cost.summary(results["cost"]))
     print(capacity.summary(results["capacity"]))
+    print(capacity.summary(results["capacity_instances"]))
     print(series.summary(results["metrics"]))
     print(report.text(report.judged(results)))
     print(f"each figure is the median of {args.runs} runs; the whole took {run['took_s'] / 60:.1f} minutes")

@@ -33,7 +33,8 @@ PERIOD = 60.0  # seconds between a table's coups: a coup a minute
 MOST_P99_MS = 25.0  # every command type's p99 at most this
 
 
-async def one_step(tables_count: int, period: float, window: float, grace: float = 120.0) -> dict[str, Any]:
+async def one_step(tables_count: int, period: float, window: float, grace: float = 120.0,
+                   replicas: int = 1) -> dict[str, Any]:
     """``tables_count`` tables, each opening a coup every ``period`` seconds:
     every command's reply time by type, sent in ``window`` seconds once every
     table has dealt its first coup. Tables still without one ``grace`` seconds
@@ -41,7 +42,7 @@ async def one_step(tables_count: int, period: float, window: float, grace: float
     not hold, and says how many."""
     tables = default_tables(tables_count, list(SHORT))
     offered = {"tables": tables_count, "offered_coups_per_s": tables_count / period}
-    async with casino(tables) as (nc, _procs, _server):
+    async with casino(tables, replicas) as (nc, _procs, _server):
         sim = Simulator(nc, tables, seed=3, patience=40, every=period)
         task = asyncio.create_task(sim.run(None))
         deadline = time.perf_counter() + period + grace
@@ -112,19 +113,20 @@ async def search(step: Callable[[int], Awaitable[dict[str, Any]]], start: int, m
 
 
 async def measure(start: int = 250, most: int = 16000, period: float = PERIOD, window: float = 30.0,
-                  halvings: int = 2) -> dict[str, Any]:
-    """The search with a fresh casino at every step; ``tables``, the most
-    tables that held, and ``not_held``, the fewest that did not (0: none did
-    not, up to ``most``): the capacity lies between them."""
+                  halvings: int = 2, replicas: int = 1) -> dict[str, Any]:
+    """The search with a fresh casino at every step, ``replicas`` instances of
+    every service; ``tables``, the most tables that held, and ``not_held``,
+    the fewest that did not (0: none did not, up to ``most``): the capacity
+    lies between them."""
 
     async def step(tables: int) -> dict[str, Any]:
-        figures = await one_step(tables, period, window)
-        print(f"capacity, a coup every {period:.0f} s a table: {described(figures)}", file=sys.stderr,
-              flush=True)  # the search's progress: its steps take minutes
+        figures = await one_step(tables, period, window, replicas=replicas)
+        print(f"capacity, {replicas} instance(s) of every service, a coup every {period:.0f} s a table: "
+              f"{described(figures)}", file=sys.stderr, flush=True)  # the search's progress: its steps take minutes
         return figures
 
     found = await search(step, start, most, halvings)
-    return {**found, "period_s": period, "window_s": window, "most_p99_ms": MOST_P99_MS}
+    return {**found, "period_s": period, "window_s": window, "most_p99_ms": MOST_P99_MS, "replicas": replicas}
 
 
 def described(step: dict[str, Any]) -> str:
@@ -136,8 +138,9 @@ def described(step: dict[str, Any]) -> str:
 
 def summary(r: dict[str, Any]) -> str:
     """Each step of the search, in the order taken."""
-    return "capacity, tables dealing a coup every {:.0f} s each, every command's p99 within {:.0f} ms: ".format(
-        r["period_s"], r["most_p99_ms"]) + "; ".join(described(s) for s in r["steps"])
+    return "capacity, {} instance(s) of every service, tables dealing a coup every {:.0f} s each, every command's " \
+        "p99 within {:.0f} ms: ".format(r.get("replicas", 1), r["period_s"], r["most_p99_ms"]) + "; ".join(
+            described(s) for s in r["steps"])
 
 
 def main() -> None:
@@ -146,8 +149,10 @@ def main() -> None:
     p.add_argument("--most", type=int, default=16000, help="no step above this many tables")
     p.add_argument("--period", type=float, default=PERIOD, help="seconds between a table's coups")
     p.add_argument("--window", type=float, default=30.0, help="seconds measured at each step")
+    p.add_argument("--replicas", type=int, default=1, help="instances of every service")
     args = p.parse_args()
-    print(json.dumps(asyncio.run(measure(args.start, args.most, args.period, args.window)), indent=2))
+    print(json.dumps(asyncio.run(measure(args.start, args.most, args.period, args.window, replicas=args.replicas)),
+                     indent=2))
 
 
 if __name__ == "__main__":

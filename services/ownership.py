@@ -106,7 +106,13 @@ class Ownership:
     async def start(self) -> None:
         """Join, own a share at once (every partition, where this is the only
         instance), and keep the share current from then on."""
-        self.kv = await self.nc.jetstream().key_value(OWNERS)
+        from nats.js.errors import BucketNotFoundError
+
+        try:
+            self.kv = await self.nc.jetstream().key_value(OWNERS)
+        except BucketNotFoundError:
+            raise RuntimeError(f"the owners' bucket {OWNERS} is missing: the administrator creates the buckets "
+                               "(`casino run` does, or casino.nats.provision)") from None
         while not await self.tick():
             await asyncio.sleep(0.05)
         self.task = asyncio.create_task(self._ticking())
@@ -153,11 +159,12 @@ class Ownership:
             return False
         mine = set() if leaving else {p for p, o in enumerate(after.owners) if o == self.instance}
         lost, gained = self.owned - mine, mine - self.owned
-        self.owned = mine
         if lost:
             await self.release(lost)
-        if gained:
+            self.owned -= lost
+        if gained:  # owned once taken: a take that fails is made again at the next tick
             await self.take(gained)
+            self.owned |= gained
         if (lost or gained) and self.metrics is not None:
             self.metrics.partitions.labels(self.metrics.service).set(len(mine))
         if lost or gained:

@@ -85,8 +85,10 @@ def test_the_whole_benchmark_runs_and_writes_every_figure_beside_its_ceiling(tmp
     assert instances["cpu_ratio"] == \
         instances["more"]["services_and_server_ms"] / instances["one"]["services_and_server_ms"]
     capacity = figures["capacity"]  # a search at a few tables: each step a casino dealing a coup every 3 s a table
-    assert capacity["steps"] and all(step["commands"] for step in capacity["steps"])
-    assert capacity["tables"] in {0} | {step["tables"] for step in capacity["steps"]}
+    for searched, replicas in ((capacity, 1), (figures["capacity_instances"], 2)):  # and with two of every service
+        assert searched["replicas"] == replicas and searched["steps"]
+        assert all(step["commands"] for step in searched["steps"])
+        assert searched["tables"] in {0} | {step["tables"] for step in searched["steps"]}
 
     lines = done.stdout.splitlines()
     assert "not a measurement" in lines[0] and lines[1].startswith("measured on ")
@@ -99,6 +101,7 @@ def test_the_whole_benchmark_runs_and_writes_every_figure_beside_its_ceiling(tmp
     assert f"{figures['rules']['same_events_ratio']:.3f}" in rules and "target 0.5 or more" in rules, rules
     assert any(f"{capacity['tables']:,}" in line and "target 5,000 or more" in line
                for line in judged if line.split()[0] == "capacity")
+    assert any("two instances of every service" in line for line in judged if line.split()[0] == "capacity")
     report = subprocess.run([sys.executable, "-m", "bench.report", str(out)], cwd=REPOSITORY, capture_output=True,
                             text=True, timeout=60)
     assert report.returncode == 0 and report.stdout.startswith("| benchmark | figure | median | range | target |")
