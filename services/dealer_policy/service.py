@@ -296,10 +296,11 @@ class DealerPolicyService:
         # in force on a card shoe, 001 8.5, is checked once the round names the shoe it is dealt from).
         t.game.decide(t.rules, t.game.new(), t.game.opening(t.rules, t.config, coup, cmd.procedure, carry, "",
                                                             cmd.supervisor))
-        if t.state is not None:  # the last coup's round ends at the shoe before the next starts
-            await self._end_round(t)
-        start = await self.peer.must(subjects.command(t.name, "shoe"),
-                                     commands.StartRound(f"{coup}:start", t.name, coup, t.config.ruleset))
+        # The last coup's round ends at the shoe before the next starts: most often the shoe started
+        # this coup's round as it ended the last (docs/clauses.md, "The next round"), else it starts it now.
+        ended = await self._end_round(t) if t.state is not None else None
+        start = ended if ended is not None and ended.coup == coup else await self.peer.must(
+            subjects.command(t.name, "shoe"), commands.StartRound(f"{coup}:start", t.name, coup, t.config.ruleset))
         opening = t.game.opening(t.rules, t.config, coup, cmd.procedure, carry, start.shoe, cmd.supervisor)
         recorded = await self._record_ruleset(t)
         events: list[AnyEvent] = [CoupConfigured(t.name, t.game.name, t.config.ruleset, recorded, number)]
@@ -426,15 +427,18 @@ class DealerPolicyService:
         if t.ending is not None and not _failed(t.ending):
             return
         t.ending = asyncio.ensure_future(self.peer.must(subjects.command(t.name, "shoe"), commands.EndRound(
-            f"{t.coup}:end", t.name, t.coup, t.config.ruleset, _pickup(t.state))))
+            f"{t.coup}:end", t.name, t.coup, t.config.ruleset, _pickup(t.state), next=f"{t.name}-{t.number + 1:06d}")))
         t.ending.add_done_callback(_logged("a round's end at the shoe failed (asked again before the next coup)"))
 
-    async def _end_round(self, t: TableCoup) -> None:
-        """Until the finished coup's round has ended at the shoe. Another instance
-        may have finished the coup: the shoe answers a round already ended as done."""
+    async def _end_round(self, t: TableCoup) -> commands.Reply:
+        """Until the finished coup's round has ended at the shoe: the shoe's
+        answer (naming the next coup and its shoe where it started its round
+        too). Another instance may have finished the coup: the shoe answers a
+        round already ended as done."""
         self._ask_end_round(t)
         assert t.ending is not None
-        await asyncio.shield(t.ending)
+        reply: commands.Reply = await asyncio.shield(t.ending)
+        return reply
 
     async def finish_rounds(self) -> None:
         """On stopping: wait for the rounds' ends still being asked (what does

@@ -18,6 +18,7 @@ from casino.readmodels.projections import KvProjections, Projector, fold_stream
 from casino.rules.settlement import CoupSettled
 from casino.rules.shoe import RoundStarted
 from casino.store import envelope, subjects
+from casino.store.envelope import CoupConfigured
 from casino.store.eventstore import EventStore, Stored
 from casino.store.following import Following
 from services.followers import ACK_EVERY, Acks, claim, events_subscriber, own_consumer
@@ -48,7 +49,9 @@ class Projections:
         self.saved = 0  # the stream sequence the last checkpoint saved covers
         self.opened = False  # folded at start: from then on, an instance becoming the writer takes over
         # Each coup's messages from its round's start, verified from memory when it settles.
-        self.following = Following(first=(RoundStarted,))
+        # A coup's first message: its round started, or its opening where the shoe started its round
+        # as the last one ended, in a message of the coup before (docs/clauses.md, "The next round").
+        self.following = Following(first=(RoundStarted, CoupConfigured))
         self.acks = Acks()
 
     def _config(self, name: str) -> ConsumerConfig:

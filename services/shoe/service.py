@@ -252,17 +252,36 @@ class ShoeService:
                 return await self._draw(cmd)
             case EndRound():
                 t = await self.table(cmd.table, cmd.ruleset)
-                if t.last_round == cmd.coup:  # asked again, perhaps once the next round has started
-                    return Reply(True, coup=cmd.coup)
-                events = dealing_shoe.decide(t.rules, t.state, dealing_shoe.EndRound(cmd.coup, cmd.pickup), t.document)
-                await self._commit(cmd.table, t, events, cmd.coup, f"{cmd.coup}:end", cmd.id)
                 ended_in = t.state.shoe_id or ""
-                if t.state.reshuffle and t.state.round is None:
-                    # 002 (9), 003 7.8: the round completed, the cards are reshuffled now, not when the
-                    # next coup opens (a next round asked first reshuffles as it starts, as before).
-                    await self._reshuffle(cmd.table, t, subjects.NO_COUP, cmd.id)
+                if t.last_round != cmd.coup:  # else asked again, perhaps once the next round has started
+                    events = dealing_shoe.decide(t.rules, t.state, dealing_shoe.EndRound(cmd.coup, cmd.pickup),
+                                                 t.document)
+                    await self._commit(cmd.table, t, events + self._next_round(t, events, cmd), cmd.coup,
+                                       f"{cmd.coup}:end", cmd.id)
+                    if t.state.reshuffle and t.state.round is None:
+                        # 002 (9), 003 7.8: the round completed, the cards are reshuffled now, not when the
+                        # next coup opens (a next round asked first reshuffles as it starts, as before).
+                        await self._reshuffle(cmd.table, t, subjects.NO_COUP, cmd.id)
+                if cmd.next is not None and t.state.round == cmd.next:
+                    return Reply(True, coup=cmd.next, shoe=t.state.shoe_id or "")
                 return Reply(True, coup=cmd.coup, shoe=ended_in)
         raise RuleViolation("protocol", f"unknown shoe command {type(cmd).__name__}")
+
+    @staticmethod
+    def _next_round(t: TableShoe, ending: list[dealing_shoe.AnyShoeEvent], cmd: EndRound,
+                    ) -> list[dealing_shoe.AnyShoeEvent]:
+        """The next coup's round started as the last one ends (``cmd.next``),
+        where the shoe can deal it at once; nothing where it cannot (a
+        reshuffle or a burn due first, decided as the next coup opens)."""
+        if cmd.next is None or _not_next(cmd.next, cmd.coup) is not None:
+            return []
+        after = dealing_shoe.copy(t.state)
+        for event in ending:
+            after = dealing_shoe.evolve(after, event)
+        try:
+            return dealing_shoe.decide(t.rules, after, dealing_shoe.StartRound(cmd.next), t.document)
+        except RuleViolation:
+            return []
 
     async def _draw(self, cmd: DrawCard) -> Reply:
         t = await self.table(cmd.table, cmd.ruleset)

@@ -119,7 +119,7 @@ async def test_two_instances_of_every_service_deal_the_golden_coup(nats_url: str
     from casino.audit.verify import verify_coup
     from casino.rules import play
     from casino.rules.baccarat import messages as baccarat_messages
-    from tests.e2e.test_golden_coups import drive, recorded
+    from tests.e2e.test_golden_coups import drive, recorded, with_next_round
     from tests.rules.stacking import Scripted
 
     book = (baccarat_messages.Wager(2, "banker", 5000), baccarat_messages.Wager(3, "player", 5000), baccarat_messages.Wager(5, "banker", 7500))
@@ -135,9 +135,48 @@ async def test_two_instances_of_every_service_deal_the_golden_coup(nats_url: str
         golden = play.play_baccarat(BAC, golden_shoe, opening, book, Scripted({("shoe", 5): False}))
         assert coup_events == golden.events
         assert settled.payouts == golden.payouts  # type: ignore[attr-defined]
-    assert got[-1][1] == golden_shoe.events
+    assert got[-1][1] == with_next_round(golden_shoe.events, "BAC000", coups[-1])
     for coup in coups:  # none handled twice, none lost, every one verifiable
         assert verify_coup(stored[coup]) == []
         events = [e.data for m in stored[coup] for e in m.batch.events]
         assert sum(type(e).__name__ == "CoupSettled" for e in events) == 1
         assert sum(type(e).__name__ == "CoupResulted" for e in events) == 1
+
+
+async def test_the_next_coups_round_starts_as_the_last_ends_and_its_opening_asks_the_shoe_nothing(
+        nats_url: str) -> None:
+    """Opening a coup takes one request and one synced append fewer: the shoe
+    starts the next coup's round in the same message that ends the last one's
+    (docs/clauses.md, "The next round"), and the opening deals from it."""
+    from casino.audit.audits import verify_history
+    from casino.rules.baccarat import messages as baccarat_messages
+    from casino.rules.shoe import RoundEnded, RoundStarted
+    from casino.store.envelope import CoupConfigured
+    from tests.e2e.test_golden_coups import drive
+    from tests.rules.stacking import Scripted
+
+    book = (baccarat_messages.Wager(2, "banker", 5000),)
+    async with Casino(nats_url, TABLES, SHOES) as casino:
+        first = await drive(casino, "BAC000", "method_a", book, Scripted({}))
+        await casino.recorded(first, RoundEnded)
+        (ending,) = [m for m in await casino.store.read(subjects.coup_filter(first)) if m.subject.endswith(".shoe")
+                     and any(isinstance(e.data, RoundEnded) for e in m.batch.events)]
+        second = f"BAC000-{(subjects.coup_number(first) or 0) + 1:06d}"
+        assert [type(e.data) for e in ending.batch.events] == [RoundEnded, RoundStarted]
+        assert ending.batch.events[1].data.coup_id == second
+
+        def asked() -> float:
+            return casino.service("shoe").metrics.registry.get_sample_value(
+                "casino_command_seconds_count", {"service": "shoe"}) or 0.0
+
+        before = asked()
+        opened = await casino.ask("BAC000", "coup", commands.OpenCoup, procedure="method_a")
+        assert opened.ok and opened.coup == second and opened.shoe == ending.batch.events[1].data.shoe_id
+        assert asked() == before  # the opening asked the shoe nothing
+        configured = [e for _, e in await casino.events(subjects.coup_filter(second)) if isinstance(e, CoupConfigured)]
+        assert len(configured) == 1
+        await casino.ask("BAC000", "wager", commands.PlaceWager, coup=second, seat=2, bet="banker", amount=5000)
+        assert (await casino.ask("BAC000", "coup", commands.CloseBetting, coup=second)).ok
+        await casino.settled(second)
+        report = verify_history(await casino.store.read(f"{subjects.EVENTS}.>"))
+    assert report.findings == [] and report.coups == 2, report

@@ -246,9 +246,16 @@ class DrawCard(Command, frozen=True, tag="shoe.draw_card"):
 
 
 class EndRound(Command, frozen=True, tag="shoe.end_round"):
+    """The round of ``coup`` ended, its cards to the discard rack in their
+    ``pickup`` order; with ``next``, the table's next coup, the round of that
+    coup started in the same step where the shoe can deal it at once (no
+    reshuffle, no burn due): answered with ``next`` and its shoe, or else with
+    ``coup`` (the next coup's opening then starts its round)."""
+
     coup: Token
     ruleset: str
     pickup: tuple[Card, ...]
+    next: Token | None = None
 
 
 ShoeCommand = StartRound | DrawCard | EndRound
