@@ -152,12 +152,12 @@ class Ownership:
             return None
         return after
 
-    async def tick(self, leaving: bool = False) -> bool:
+    async def tick(self) -> bool:
         """One reading; whether it went through (not raced by another instance's write)."""
-        after = await self._write(leaving)
+        after = await self._write(leaving=False)
         if after is None:
             return False
-        mine = set() if leaving else {p for p, o in enumerate(after.owners) if o == self.instance}
+        mine = {p for p, o in enumerate(after.owners) if o == self.instance}
         lost, gained = self.owned - mine, mine - self.owned
         if lost:
             await self.release(lost)
