@@ -1,8 +1,8 @@
-"""How messages reach a service on its faststream broker: commands on
-queue-group subscribers, answered with a reply or a refusal; events from
-durable JetStream consumers, delivered in stream order; what becomes of a
-delivery that cannot be read or handled (delivered again, or filed as a dead
-letter); the consumers' lag as metrics."""
+"""How messages reach a service: commands on nats-py queue subscriptions of
+the partitions of the tables it owns, answered with a reply or a refusal;
+events from durable JetStream consumers, delivered in stream order; what
+becomes of a delivery that cannot be read or handled (delivered again, or
+filed as a dead letter); the consumers' lag as metrics."""
 
 import asyncio
 import contextlib
