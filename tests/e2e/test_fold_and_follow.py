@@ -1,8 +1,9 @@
 """An instance that folds a table from the stream (the shoe service on its
 first command for the table, the dealer-policy when another instance wrote
-while it decided) while its follower brings that table's latest event: the
-follower waits for the fold, so the fold is not cut short by an event applied
-ahead of the ones before it. Two instances of each service run in production."""
+while it decided) while a catch-up brings that table's latest event: the
+catch-up waits for the fold, so the fold is not cut short by an event applied
+ahead of the ones before it. Two instances may answer a table while it moves
+from one to the other (services.ownership)."""
 
 from __future__ import annotations
 
