@@ -165,9 +165,9 @@ class Ownership:
         if gained:  # owned once taken: a take that fails is made again at the next tick
             await self.take(gained)
             self.owned |= gained
-        if (lost or gained) and self.metrics is not None:
-            self.metrics.partitions.labels(self.metrics.service).set(len(mine))
         if lost or gained:
+            if self.metrics is not None:
+                self.metrics.partitions.labels(self.metrics.service).set(len(mine))
             log.info("%s owns %d of %d partitions (took %s, let go of %s)", self.instance, len(mine), PARTITIONS,
                      sorted(gained), sorted(lost))
         return True

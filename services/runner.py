@@ -225,7 +225,9 @@ class Running:
         """Own the tables of ``parts``: held afresh from the store (the
         dealer-policy finishing any step a coup was left in), then their commands."""
         assert self.commands is not None
-        await self.service.take(parts)
+        self.service.let_go(parts)
+        if isinstance(self.service, DealerPolicyService):
+            self.service.take(parts)
         await self.commands.take(parts)
 
     async def _release(self, parts: set[int]) -> None:

@@ -15,7 +15,7 @@ from casino.config import rulesets
 from casino.config.tables import TableConfig
 from casino.games import Carry, Coup, Game
 from casino.metrics import Metrics, count_recorded
-from casino.nats.partitions import partition
+from casino.nats.partitions import within
 from casino.protocol import commands
 from casino.protocol.service import Clock, Peer, TableLocks, log, utc_now
 from casino.rules.errors import RuleViolation
@@ -447,20 +447,20 @@ class DealerPolicyService:
         if pending:
             await asyncio.wait(pending, timeout=10)
 
-    async def take(self, parts: set[int]) -> None:
-        """Own the tables of partitions ``parts`` (services.ownership): each is
-        folded afresh, and any step a coup was left in the middle of (its
-        owner stopped or killed) is finished, beside the commands that come
-        meanwhile (each table's in turn)."""
-        self.let_go(parts)
-        names = [name for name in self.config if partition(name) in parts]
-        task = asyncio.ensure_future(self.resume(names))
+    def take(self, parts: set[int]) -> None:
+        """Own the tables of partitions ``parts`` (services.ownership), let go
+        of first: any step a coup was left in the middle of (its owner stopped
+        or killed) is finished, beside the commands that come meanwhile (each
+        table's in turn)."""
+        task = asyncio.ensure_future(self.resume(within(self.config, parts)))
         self.resuming.add(task)
         task.add_done_callback(self.resuming.discard)
 
     def let_go(self, parts: set[int]) -> None:
-        """Hold the tables of partitions ``parts`` no more (another instance owns them)."""
-        for name in [name for name in self.tables if partition(name) in parts]:
+        """Hold the tables of partitions ``parts`` no more (services.ownership):
+        another instance owns them, or this one takes them and folds each
+        afresh from its latest coup."""
+        for name in within(self.tables, parts):
             del self.tables[name]
 
     async def resume(self, names: Iterable[str]) -> None:
@@ -471,9 +471,7 @@ class DealerPolicyService:
                     t = await self._held(name)
                     if t.state is not None:
                         await self._resume(t)
-                except (RuleViolation, RuntimeError, RulesetError) as exc:
-                    log.error("table %s: cannot resume its coup: %s", name, exc)
-                except Exception as exc:  # the server away: the table's next command finds the coup where it is
+                except Exception as exc:  # refused, or the server away: the table's next command finds it there
                     log.error("table %s: cannot resume its coup: %s: %s", name, type(exc).__name__, exc)
                 finally:
                     if name in self.tables:

@@ -11,7 +11,7 @@ import msgspec
 
 from casino.config import rulesets
 from casino.metrics import Metrics, count_recorded
-from casino.nats.partitions import partition
+from casino.nats.partitions import within
 from casino.protocol.commands import DrawCard, EndRound, Reply, ShoeCommand, StartRound
 from casino.protocol.service import Clock, TableLocks, log, utc_now
 from casino.rules import shoe as dealing_shoe
@@ -98,14 +98,11 @@ class ShoeService:
 
     # ---- state ----------------------------------------------------------
 
-    async def take(self, parts: set[int]) -> None:
-        """Own the tables of partitions ``parts`` (services.ownership): each
-        folded afresh at its next command."""
-        self.let_go(parts)
-
     def let_go(self, parts: set[int]) -> None:
-        """Hold the tables of partitions ``parts`` no more (another instance owns them)."""
-        for name in [name for name in self.tables if partition(name) in parts]:
+        """Hold the tables of partitions ``parts`` no more (services.ownership):
+        another instance owns them, or this one takes them and folds each
+        afresh at its next command."""
+        for name in within(self.tables, parts):
             del self.tables[name]
 
     async def rebuild(self, table: str) -> None:

@@ -52,13 +52,10 @@ class WagerService:
         self.metrics: Metrics | None = None
         self._rules: dict[str, Ruleset] = {}
 
-    async def take(self, parts: set[int]) -> None:
-        """Own the tables of partitions ``parts`` (services.ownership): each
-        book read afresh when a command next names it."""
-        self.let_go(parts)
-
     def let_go(self, parts: set[int]) -> None:
-        """Hold the books of partitions ``parts``' tables no more (another instance owns them)."""
+        """Hold the books of partitions ``parts``' tables no more (services.ownership):
+        another instance owns them, or this one takes them and reads each book
+        afresh when a command next names it."""
         for coup in [coup for coup, b in self.books.items() if partition(b.table) in parts]:
             del self.books[coup]
 

@@ -17,6 +17,7 @@ token, modulo ``PARTITIONS``): a test checks the two agree on a live server.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 
 from casino.store import subjects
 
@@ -30,6 +31,11 @@ def partition(table: str) -> int:
     for byte in table.encode():
         h = ((h ^ byte) * 0x01000193) & 0xFFFFFFFF
     return h % PARTITIONS
+
+
+def within(tables: Iterable[str], parts: set[int]) -> list[str]:
+    """The ``tables`` whose partitions are among ``parts``."""
+    return [table for table in tables if partition(table) in parts]
 
 
 def mappings() -> dict[str, str]:
