@@ -45,6 +45,7 @@ IN_FLIGHT = 1024  # deliveries a consumer hands out before the first of them is 
 ACK_EVERY = 64  # an instance's own consumer (ack policy all) is acknowledged at least this often
 SETTLEMENT = "settlement"  # the consumer settlement's instances share, and their queue group
 SETTLEMENT_DELIVERY = "_INBOX.settlement.events"  # where the shared settlement consumer delivers
+SETTLING = 0  # the partition whose owning settlement instance takes the deliveries
 
 
 # The consumers of their own each consuming service may hold at once: its
@@ -150,7 +151,13 @@ class SettlementConsumer:
     instances share (a queue group on its deliver subject) and settles each
     coup as its result passes, the settlements of several tables at once
     (``casino.store.following``: a coup it could not follow whole is read
-    back from the stream). Its deliveries come through a nats-py
+    back from the stream). One instance at a time takes the deliveries: the
+    owner of partition ``SETTLING`` in the owners' bucket
+    (``services.ownership``); the others stand by and one of them takes over
+    when it stops, or a lapse after it vanishes. Shared by several, a coup's
+    messages would go to several instances, and each would read back the
+    coups it saw in part: three instances spent 2.8 ms of CPU a coup where
+    one spent 1.3 (docs/benchmarks.md). Its deliveries come through a nats-py
     subscription, one at a time in the order they came: faststream's
     subscriber stack cost 264 µs of CPU a delivery here, nats-py's callback
     16 to 22 (docs/architecture.md); faststream declares the consumer for the
@@ -162,9 +169,18 @@ class SettlementConsumer:
         self.nc: Client | None = None
         self.subscription: Any = None
 
-    async def start(self, nc: Client) -> None:
-        self.nc = nc
-        self.subscription = await nc.subscribe(SETTLEMENT_DELIVERY, queue=SETTLEMENT, cb=self.on_event)
+    async def take(self, nc: Client, parts: set[int]) -> None:
+        """Take the deliveries if ``parts`` holds ``SETTLING``."""
+        if SETTLING in parts and self.subscription is None:
+            self.nc = nc
+            self.subscription = await nc.subscribe(SETTLEMENT_DELIVERY, queue=SETTLEMENT, cb=self.on_event)
+            log.info("settlement: this instance settles every coup")
+
+    async def release(self, parts: set[int]) -> None:
+        """Let the deliveries go if ``parts`` holds ``SETTLING``: what came and
+        was not acknowledged comes again to the next instance after the ack wait."""
+        if SETTLING in parts:
+            await self.stop()
 
     async def stop(self) -> None:
         if self.subscription is not None:

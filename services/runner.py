@@ -206,8 +206,6 @@ class Running:
         elif self.kind == "settlement":
             self.service = SettlementService(store, self.clock)
             await followers.ensure_settlement_consumer(nc)
-            assert self.settlement is not None
-            await self.settlement.start(nc)
         elif self.kind == "archiver":
             self.service = ArchiverService(nc, lambda: checkpointed(nc.jetstream()), self.metrics)
             await followers.ensure_archiver_consumer(nc)
@@ -216,14 +214,19 @@ class Running:
             self.service = await self.projections.open(store)
             self.durables.append(await self.projections.follow(nc))
         self.service.metrics = self.metrics
-        if self.commands is not None:  # its share of the tables, at once: every table where it is alone
+        if self.commands is not None:
             self.commands.nc = nc
+        if self.commands is not None or self.settlement is not None:  # its share, at once: all where it is alone
             self.ownership = Ownership(nc, self.kind, self._take, self._release, self.metrics)
             await self.ownership.start()
 
     async def _take(self, parts: set[int]) -> None:
         """Own the tables of ``parts``: held afresh from the store (the
-        dealer-policy finishing any step a coup was left in), then their commands."""
+        dealer-policy finishing any step a coup was left in), then their
+        commands; settlement's deliveries with partition ``SETTLING``."""
+        if self.settlement is not None:
+            await self.settlement.take(self.nc, parts)
+            return
         assert self.commands is not None
         self.service.let_go(parts)
         if isinstance(self.service, DealerPolicyService):
@@ -231,6 +234,9 @@ class Running:
         await self.commands.take(parts)
 
     async def _release(self, parts: set[int]) -> None:
+        if self.settlement is not None:
+            await self.settlement.release(parts)
+            return
         assert self.commands is not None
         await self.commands.release(parts)
         self.service.let_go(parts)

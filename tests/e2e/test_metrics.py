@@ -88,8 +88,9 @@ async def test_metrics_health_and_readiness_of_every_service(nats_url: str) -> N
     assert total(projections, "casino_coups_read_back_total", service="projections") == 0
     assert total(projections, "casino_verification_failures_total") == 0
     assert total(projections, "casino_table_coup_open") == 0  # every coup settled
-    for kind in ("shoe", "wager", "dealer-policy"):  # alone, each owns every table, and follows no events back
+    for kind in ("shoe", "wager", "dealer-policy", "settlement"):  # alone, each owns every table
         assert total(text[kind], "casino_partitions_owned") == PARTITIONS, kind
+    for kind in ("shoe", "wager", "dealer-policy"):  # and these follow no events back
         assert total(text[kind], "casino_event_handling_seconds_count") == 0, kind
     # Commands are answered from nats-py subscriptions and timed by the service itself.
     assert total(dealer, "casino_command_seconds_count", service="dealer-policy") >= 12 * 2  # open and close each coup

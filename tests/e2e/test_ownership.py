@@ -9,7 +9,7 @@ import string
 
 import nats
 import pytest
-from services import ownership, runner
+from services import followers, ownership, runner
 from services.ownership import LAPSE, Assignment, rebalance
 
 from casino.config.tables import TableConfig
@@ -149,3 +149,35 @@ async def test_a_killed_instances_tables_move_once_its_membership_lapses(nats_ur
         assert remaining.ownership is not None and len(remaining.ownership.owned) == PARTITIONS
         assert took < LAPSE + 5 * ownership.TICK + 10  # within seconds
         await second.stop()
+
+
+def _sample(r: runner.Running, name: str) -> float:
+    return r.metrics.registry.get_sample_value(name, {"service": "settlement"}) or 0.0
+
+
+async def test_one_settlement_instance_at_a_time_follows_the_coups_whole_and_another_takes_over_as_it_stops(
+        nats_url: str) -> None:
+    """Two settlement instances: the owner of partition SETTLING takes every
+    delivery and settles each coup from what it followed (none read back);
+    the other stands by, and settles once the first has stopped."""
+    await provisioned(nats_url)
+    tables = _tables(6)
+    async with Casino(nats_url, tables) as casino:
+        await casino.start("settlement")
+        pair = [r for r in casino.running if r.kind == "settlement"]
+        await _shares(pair, PARTITIONS // 2)
+        await _deal(casino, list(tables))
+        for table in tables:
+            await casino.settled(f"{table}-000001")
+        [settling] = [r for r in pair if r.ownership and followers.SETTLING in r.ownership.owned]
+        [standing_by] = [r for r in pair if r is not settling]
+        assert _sample(settling, "casino_event_handling_seconds_count") > 0
+        assert _sample(standing_by, "casino_event_handling_seconds_count") == 0
+        assert [_sample(r, "casino_coups_read_back_total") for r in pair] == [0, 0]
+        casino.running.remove(settling)
+        await settling.stop()
+        await _shares([standing_by], PARTITIONS)
+        await _deal(casino, list(tables))
+        for table in tables:
+            await casino.settled(f"{table}-000002")
+        assert _sample(standing_by, "casino_event_handling_seconds_count") > 0

@@ -151,8 +151,8 @@ def permissions(tables: Iterable[str], supervisors: Iterable[str] = ()) -> dict[
                               (_cmd("coup"), _cmd("supervise.*")),
                               "records the coups and each table's rulesets; alone asks the shoe for cards and "
                               "opens and closes wager books", responds=True),
-        "settlement": User(CASINO, (_events("settle"), *READ, "casino.dlq.>", *SETTLES), (),
-                           "records each coup's payouts, from its own durable consumer"),
+        "settlement": User(CASINO, (_events("settle"), *READ, "casino.dlq.>", *SETTLES, *owning("settlement")), (),
+                           "records each coup's payouts, from its own durable consumer (one instance at a time)"),
         "projections": User(CASINO, (*READ, *own_consumers("projections"), *READ_MODELS, *kv_write), (),
                             "alone writes the read models and their checkpoint, from a consumer of its own"),
         "archiver": User(CASINO, ("casino.archive.>", *READ, *READ_ARCHIVE, *REMOVE, f"$JS.API.CONSUMER.LIST.{STREAM}",
