@@ -25,7 +25,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from bench.load import casino, latency_percentiles, stop_players
+from bench.load import Meter, casino, latency_percentiles, process_ids, stop_players
 from casino.cli.run import SHORT, default_tables
 from casino.cli.simulator import Simulator
 
@@ -42,7 +42,7 @@ async def one_step(tables_count: int, period: float, window: float, grace: float
     not hold, and says how many."""
     tables = default_tables(tables_count, list(SHORT))
     offered = {"tables": tables_count, "offered_coups_per_s": tables_count / period}
-    async with casino(tables, replicas) as (nc, _procs, _server):
+    async with casino(tables, replicas) as (nc, procs, server):
         sim = Simulator(nc, tables, seed=3, patience=40, every=period)
         task = asyncio.create_task(sim.run(None))
         deadline = time.perf_counter() + period + grace
@@ -57,9 +57,11 @@ async def one_step(tables_count: int, period: float, window: float, grace: float
             await asyncio.sleep(0.2)
         for t in sim.playing:
             t.reply_times, t.coups = {}, 0
+        meter = Meter(process_ids(procs, server))
         start = time.perf_counter()
         await asyncio.sleep(window)
         elapsed = time.perf_counter() - start
+        spent = meter.per_second(elapsed)
         replies: dict[str, list[float]] = {}
         for t in sim.playing:
             for kind, times in (t.reply_times or {}).items():
@@ -68,7 +70,8 @@ async def one_step(tables_count: int, period: float, window: float, grace: float
         stop_players(sim, task)
     commands = {kind: {"count": len(x), **latency_percentiles(x)} for kind, x in sorted(replies.items())}
     return {**offered, "coups_per_s": dealt / elapsed,
-            "command_p99_ms": max((c["p99_ms"] for c in commands.values()), default=0.0), "commands": commands}
+            "command_p99_ms": max((c["p99_ms"] for c in commands.values()), default=0.0), "commands": commands,
+            **spent}
 
 
 def holds(step: dict[str, Any]) -> bool:

@@ -10,14 +10,23 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import statistics
+import time
 from typing import Any
+
+import msgspec
+from nats.aio.client import Client
+from nats.js.errors import KeyNotFoundError
+from services.ownership import Assignment
+from services.runner import KINDS
 
 from bench.load import Meter, casino, process_ids, stop_players
 from bench.runs import span
 from casino.cli.simulator import Habits, Simulator
 from casino.config.tables import TableConfig
+from casino.nats.permissions import OWNERS
 
 # Every coup dealt by Method A, which needs no approval: the floor never changes it.
 ONLY_METHOD_A = Habits(change_procedure=0.0)
@@ -52,13 +61,31 @@ async def paced(tables: int, seconds: float, every: float = 0.0) -> dict[str, An
             "services_and_server_ms": services_and_server(spent["cpu_ms_per_coup"])}
 
 
+async def spread(nc: Client, replicas: int, within: float = 120.0) -> None:
+    """Wait until ``replicas`` instances of every service have joined its
+    assignment and its partitions are spread evenly among them."""
+    kv = await nc.jetstream().key_value(OWNERS)
+    deadline = time.monotonic() + within
+    while True:
+        loads = []
+        for kind in KINDS:
+            with contextlib.suppress(KeyNotFoundError):
+                a = msgspec.json.decode((await kv.get(kind)).value or b"{}", type=Assignment)
+                loads.append([a.owners.count(m) for m in a.members] if "" not in a.owners else [])
+        if len(loads) == len(KINDS) and all(len(x) == replicas and max(x) - min(x) <= 1 for x in loads):
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the services' partitions were not spread over {replicas} instances in {within:.0f} s")
+        await asyncio.sleep(0.2)
+
+
 async def dealt(tables: int, coups: int, replicas: int) -> dict[str, Any]:
     """``coups`` Method A coups at each of ``tables`` tables, dealt one after
     the other with ``replicas`` instances of every service: what every
     process spent a coup, from the first coup to the last settled."""
     config = method_a_tables(tables)
     async with casino(config, replicas) as (nc, procs, server):
-        await asyncio.sleep(4)  # every instance started and following
+        await spread(nc, replicas)  # every instance started, the tables shared out: no move in the window
         sim = Simulator(nc, config, seed=5, patience=40, habits=ONLY_METHOD_A)
         meter = Meter(process_ids(procs, server))
         await sim.run(coups)

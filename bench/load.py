@@ -79,12 +79,23 @@ class Meter:
         self.pids = pids
         self.start = {name: usage(pid) for name, pid in pids.items()}
 
+    def spent(self) -> dict[str, list[float]]:
+        """Seconds on a core, waiting for one and in the kernel since the meter started, by process."""
+        return {name: [b - a for a, b in zip(self.start[name], usage(pid), strict=True)]
+                for name, pid in self.pids.items()}
+
     def per_coup(self, coups: int) -> dict[str, dict[str, float]]:
         """Milliseconds per coup since the meter started, by process and measure."""
-        spent = {name: [b - a for a, b in zip(self.start[name], usage(pid), strict=True)]
-                 for name, pid in self.pids.items()}
+        spent = self.spent()
         return {measure: {name: round(1000 * spent[name][i] / max(coups, 1), 2) for name in self.pids}
                 for i, measure in enumerate(MEASURES)}
+
+    def per_second(self, elapsed: float) -> dict[str, dict[str, float]]:
+        """Cores each process kept busy since the meter started (``cpu_cores``)
+        and cores' worth of its threads waiting runnable for one (``wait_cores``)."""
+        spent = self.spent()
+        return {key: {name: round(spent[name][i] / elapsed, 3) for name in self.pids}
+                for i, key in enumerate(("cpu_cores", "wait_cores"))}
 
 
 def median_spent(results: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
