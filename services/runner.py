@@ -46,7 +46,7 @@ from services.archiver.service import ArchiverService
 from services.dealer_policy.service import DealerPolicyService
 from services.messaging import CommandGate, Commands, documented, documented_commands, watch_consumers
 from services.ownership import TICK, Ownership
-from services.projections.service import Projections
+from services.projections.service import Projections, documented_projections
 from services.settlement.service import SettlementService
 from services.shoe.secrets import JetStreamSecrets
 from services.shoe.service import ShoeService, ShuffleSource, secure_shuffle
@@ -137,7 +137,7 @@ class Running:
         elif kind == "archiver":
             self.durables.append(followers.archiver_consumer(self.broker, lambda: self.service, self.metrics))
         elif kind == "projections":
-            self.projections = Projections(self.broker, self.metrics)
+            self.projections = Projections(self.broker, self.metrics, self.durables)
         for subject, schema, doc in _SENDS[kind]:  # for the AsyncAPI document: never published through
             self.broker.publisher(subject, schema=documented(schema), title=subject, description=doc)
         self.app = AsgiFastStream(
@@ -212,7 +212,6 @@ class Running:
         else:
             assert self.projections is not None
             self.service = await self.projections.open(store)
-            self.durables.append(await self.projections.follow(nc))
         self.service.metrics = self.metrics
         if self.commands is not None:
             self.commands.nc = nc
@@ -246,7 +245,7 @@ class Running:
         if isinstance(self.service, ArchiverService):
             self.tasks.append(asyncio.create_task(_sweeping(self.service)))
         if self.projections is not None:
-            self.tasks.append(asyncio.create_task(self.projections.checkpointing()))
+            self.tasks.append(asyncio.create_task(self.projections.keeping()))
 
     async def _finish(self) -> None:
         """Take no more commands, finish the rounds and the work in hand, then
@@ -318,7 +317,7 @@ def app(kind: str) -> AsgiFastStream:
     if kind == "settlement":
         followers.documented_settlement(running.broker)
     if running.projections is not None:
-        running.projections.subscribe(followers.document_name(kind))
+        documented_projections(running.broker, followers.document_name(kind))
     return running.app
 
 

@@ -4,11 +4,14 @@ and every coup verified as it settles."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import secrets
 import time
 from typing import Any
 
+import nats
 from faststream.nats import NatsBroker
+from nats.aio.msg import Msg
 from nats.js.api import ConsumerConfig, DeliverPolicy
 
 from casino.audit.verify import verify_coup
@@ -28,16 +31,23 @@ CHECKPOINT_EVERY = 1.0  # seconds between the projections' checkpoints, at most
 
 
 class Projections:
-    """The read models, folded from the stream on from the last checkpoint
-    (from the first event if there is none), then kept current from a durable
-    consumer of this instance's own that starts where the fold ended, saving a
-    checkpoint at most every ``CHECKPOINT_EVERY`` seconds and on stopping: a
-    restart reads only what came since. One instance at a time writes the
-    keys (``KvProjections.writing``); the others stand by, folding."""
+    """The read models, kept current by one instance at a time: the holder of
+    the writer's lease (``KvProjections.writing``). It takes them up from the
+    last checkpoint and the stream since (from the first event if there is
+    no checkpoint), then follows a durable consumer of its own that starts
+    where that fold ended, writing the keys changed, and a checkpoint at most
+    every ``CHECKPOINT_EVERY`` seconds and on stopping: a restart reads only
+    what came since. The other instances stand by, folding nothing: every
+    ``CHECKPOINT_EVERY`` seconds each asks for the lease, and the one that
+    gets it (its holder stopped, or gone ten seconds) takes over the same
+    way. A writer that finds the lease gone to another lets its consumer go
+    and stands by."""
 
-    def __init__(self, broker: NatsBroker, metrics: Metrics) -> None:
+    def __init__(self, broker: NatsBroker, metrics: Metrics, durables: list[str]) -> None:
         self.broker, self.metrics = broker, metrics
-        self.name = ""  # the consumer of its own, claimed once the fold at start has ended
+        self.durables = durables  # the service's consumers, whose lag says when it is ready
+        self.name = ""  # the consumer of its own, while it writes
+        self.subscription: Any = None
         self.instance = f"projections-{secrets.token_hex(8)}"  # who holds the writer's lease
         self.projector = Projector()
         self.kv: KvProjections | None = None
@@ -47,7 +57,6 @@ class Projections:
         self.changed: set[tuple[str, str]] = set()
         self.next_save = 0.0
         self.saved = 0  # the stream sequence the last checkpoint saved covers
-        self.opened = False  # folded at start: from then on, an instance becoming the writer takes over
         # Each coup's messages from its round's start, verified from memory when it settles.
         # A coup's first message: its round started, or its opening where the shoe started its round
         # as the last one ended, in a message of the coup before (docs/clauses.md, "The next round").
@@ -55,36 +64,62 @@ class Projections:
         self.acks = Acks()
 
     def _config(self, name: str) -> ConsumerConfig:
-        """The consumer of its own, from the first message the fold at start has not seen."""
+        """The consumer of its own, from the first message the fold has not seen."""
         return own_consumer(name, f"{subjects.EVENTS}.>", deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
                             opt_start_seq=self.projector.seq + 1)
 
-    def subscribe(self, name: str, config: ConsumerConfig | None = None) -> None:
-        self.name = name
-        events_subscriber(self.broker, f"{subjects.EVENTS}.>", name, config or self._config(name),
-                          "Every event, into the read models; each coup verified as it settles.")(self.on_event)
-
-    async def follow(self, nc: Any) -> str:
-        """Claim the consumer of its own, starting after the fold at start, and follow it; its name."""
-        config = await claim(nc, "projections", self._config)
-        self.subscribe(config.name or "", config)
-        return self.name
-
     async def open(self, store: EventStore) -> Projector:
-        """Fold what the stream holds since the last checkpoint; the consumer starts after it."""
+        """Bind the buckets; the read models, where this instance gets the lease."""
         self.store = store
         self.kv = await KvProjections(self.broker.connection.jetstream()).open()
-        self.projector = await self.kv.restore() or Projector()
-        self.written = self.projector.seq
-        await fold_stream(self.projector, store, self._folded)
-        self.next_save = time.monotonic() + CHECKPOINT_EVERY
-        _gauges(self.projector, self.metrics)
-        self.opened = True
+        await self.lead_if_free()
         return self.projector
 
-    async def close(self) -> None:
-        """The last checkpoint, once the consumer has stopped."""
+    async def lead_if_free(self) -> bool:
+        """Become the writer if the lease is free: the read models from the
+        checkpoint and the stream since, then the consumer from where that
+        fold ended; whether this instance writes."""
         assert self.kv is not None
+        if self.subscription is not None:
+            return True
+        if not await self.kv.writing(self.instance, time.time()):
+            return False
+        await self._take_over()
+        if not self.wrote:  # the lease went to another during the fold
+            return False
+        config = await claim(self.broker.connection, "projections", self._config)
+        self.name = config.name or ""
+        self.acks = Acks()
+        self.subscription = await self.broker.connection.subscribe(
+            config.deliver_subject or "", queue=self.name, cb=self.on_event)
+        self.durables.append(self.name)
+        self.next_save = time.monotonic() + CHECKPOINT_EVERY
+        return True
+
+    async def stand_by(self) -> None:
+        """Let the consumer go (it lapses); the figures of the read models are
+        the writer's to give, and are no longer given here."""
+        await self._unsubscribe()
+        self.wrote = False
+        self.projector, self.changed = Projector(), set()
+        self.following.forget()
+        for gauge in (self.metrics.house_net, self.metrics.coup_open, self.metrics.last_event,
+                      self.metrics.penetration):
+            gauge.clear()
+        log.info("projections: %s stands by", self.instance)
+
+    async def _unsubscribe(self) -> None:
+        if self.subscription is not None:
+            with contextlib.suppress(nats.errors.Error):
+                await self.subscription.unsubscribe()
+            self.subscription = None
+            if self.name in self.durables:
+                self.durables.remove(self.name)
+
+    async def close(self) -> None:
+        """The last checkpoint, once the consumer has stopped; the lease given up."""
+        assert self.kv is not None
+        await self._unsubscribe()
         if self.wrote and self.written == self.projector.seq:  # not ahead of the keys
             await self._save()
         await self.kv.release()
@@ -95,22 +130,29 @@ class Projections:
         await self.kv.save(self.projector)
         self.saved = seq
 
-    async def checkpointing(self) -> None:
-        """A checkpoint also once the stream goes quiet, within
-        ``CHECKPOINT_EVERY`` seconds of the last event (the archiver removes
-        nothing from the live stream that the checkpoint does not cover)."""
+    async def keeping(self) -> None:
+        """Every ``CHECKPOINT_EVERY`` seconds: the writer renews its lease and
+        saves a checkpoint once the stream has gone quiet (the archiver removes
+        nothing from the live stream that the checkpoint does not cover), or
+        stands by if the lease has gone to another; a standby asks for the lease."""
+        assert self.kv is not None
         while True:
             await asyncio.sleep(CHECKPOINT_EVERY)
-            if self.wrote and self.written == self.projector.seq > self.saved:
-                await self._save()
+            try:
+                if self.subscription is None:
+                    await self.lead_if_free()
+                elif not self.wrote or not await self.kv.writing(self.instance, time.time()):
+                    await self.stand_by()
+                elif self.written == self.projector.seq > self.saved:
+                    await self._save()
+            except Exception as exc:  # the server away: asked again at the next turn
+                log.error("projections: %s: %s", type(exc).__name__, exc)
 
     async def _write(self, changed: set[tuple[str, str]]) -> bool:
-        """The keys changed, where this instance is the writer (the one that
-        has just become it writes every key: it wrote none while standing by)."""
+        """The keys changed, where this instance is the writer (every key, at
+        the first write after taking over)."""
         assert self.kv is not None
         writer = await self.kv.writing(self.instance, time.time())
-        if writer and not self.wrote and self.opened:
-            await self._take_over()
         if writer:
             await self.kv.put(self.projector, changed if self.wrote else set(self.projector.everything()))
             self.written = self.projector.seq
@@ -119,32 +161,30 @@ class Projections:
         return writer
 
     async def _take_over(self) -> None:
-        """Become the writer from the last checkpoint and the live stream since,
-        not from this instance's own fold: while it stood by, the archiver may
-        have removed sealed shoes that the checkpoint covered and its own
-        consumer had not yet delivered (the archiver waits for the checkpoint,
-        not for a standby). The deliveries up to where the fold ends are then
-        applied once already, and change nothing."""
+        """The read models from the last checkpoint and the live stream since
+        (the archiver removes nothing the checkpoint does not cover), each page
+        of the fold written and checkpointed."""
         assert self.kv is not None and self.store is not None
         self.projector = await self.kv.restore() or Projector()
-        self.wrote, self.opened = False, False  # the fold's pages are written as the writer's, whole at first
-        try:
-            await fold_stream(self.projector, self.store, self._folded)
-        finally:
-            self.opened = True
+        self.written, self.wrote, self.changed = self.projector.seq, False, set()
+        self.following.forget()
+        await fold_stream(self.projector, self.store, self._folded)
+        if not self.wrote:  # nothing to fold since the checkpoint: every key written once as the writer's
+            await self._write(set())
+        _gauges(self.projector, self.metrics)
         log.info("projections: %s is the writer, from the checkpoint and the stream to seq %d", self.instance,
                  self.projector.seq)
 
     async def _folded(self, changed: set[tuple[str, str]]) -> None:  # each page written, then checkpointed
-        assert self.kv is not None
         if await self._write(changed):
             await self._save()
 
-    async def on_event(self, received: documented(envelope.Batch)) -> None:  # type: ignore[valid-type]
+    async def on_event(self, msg: Msg) -> None:
         """Apply one delivery; write the keys changed once nothing more is
         waiting (or every ``ACK_EVERY`` deliveries), and verify each coup it settles."""
         assert self.kv is not None and self.store is not None
-        msg = received.msg.raw_message
+        if self.subscription is None:  # let go of: its consumer lapses
+            return
         at = delivery(msg)
         with self.metrics.handling.labels("projections").time():
             batch = await decoded(self.broker.connection, self.name, msg, at, self.metrics)
@@ -166,6 +206,14 @@ class Projections:
             for table, coup in settled:  # every settled coup is verified as it closes
                 await verify_settled(self.store, table, coup, self.following.pop(coup), self.metrics)
         await self.acks.handled(msg, at.pending)
+
+
+def documented_projections(broker: NatsBroker, name: str) -> None:
+    """Declare the writer's consumer for the AsyncAPI document (its deliveries come through ``Projections``)."""
+    @events_subscriber(broker, f"{subjects.EVENTS}.>", name, ConsumerConfig(durable_name=name),
+                       "Every event, into the read models; each coup verified as it settles.")
+    async def on_event(received: documented(envelope.Batch)) -> None:  # type: ignore[valid-type]
+        raise AssertionError("declared for the document only")
 
 
 async def verify_settled(store: EventStore, table: str, coup: str, kept: list[Stored] | None,

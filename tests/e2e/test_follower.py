@@ -1,4 +1,4 @@
-"""Each projections instance follows the events from a durable consumer of
+"""The projections' writer follows the events from a durable consumer of
 its own, claimed under a free one of the service's names. It acknowledges
 what it handled (ack policy all) whenever nothing more is waiting and every 64
 deliveries: one acknowledgement for many events, and nothing handled left
