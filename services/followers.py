@@ -1,15 +1,17 @@
 """What each service follows from the stream, on durable JetStream consumers
-declared as faststream subscribers: settlement every coup and wager event,
-settling each coup as its result passes (one consumer its instances share);
-the projections every event, into the read models, verifying each coup as it
-settles (a consumer of each instance's own); the archiver every settlement.
-The shoe, wager and dealer-policy follow nothing: each instance owns its
-tables (services.ownership) and applies its own appends as it makes them.
+that push their deliveries: settlement every coup and wager event, settling
+each coup as its result passes, and the archiver every settlement, each from
+one consumer its instances share and one instance at a time takes (``Sole``);
+the projections' writer every event, into the read models, verifying each
+coup as it settles (a consumer of its own, ``claim``). The shoe, wager and
+dealer-policy follow nothing: each instance owns its tables
+(services.ownership) and applies its own appends as it makes them.
 
-The consumers push their deliveries, which faststream hands to the handler
-one at a time in the order they came: a consumer delivers new messages in
-stream order. (faststream's pull subscribers either wait to fill a batch or
-handle the messages of one fetch concurrently: docs/architecture.md.)"""
+Deliveries come through nats-py subscriptions, handled one at a time in the
+order they came: a consumer delivers new messages in stream order.
+faststream declares the consumers for the AsyncAPI documents.
+(faststream's pull subscribers either wait to fill a batch or handle the
+messages of one fetch concurrently: docs/architecture.md.)"""
 
 import asyncio
 import contextlib
@@ -41,11 +43,12 @@ from services.settlement.service import FOLLOWED, SettlementService
 
 log = logging.getLogger("casino")
 
+SWEEP_EVERY = 30.0  # seconds between the archiver's sweeps of every table
 IN_FLIGHT = 1024  # deliveries a consumer hands out before the first of them is acknowledged
 ACK_EVERY = 64  # an instance's own consumer (ack policy all) is acknowledged at least this often
 SETTLEMENT = "settlement"  # the consumer settlement's instances share, and their queue group
 SETTLEMENT_DELIVERY = "_INBOX.settlement.events"  # where the shared settlement consumer delivers
-SETTLING = 0  # the partition whose owning settlement instance takes the deliveries
+SOLE = 0  # the partition whose owner alone takes a shared consumer's deliveries (settlement's, the archiver's)
 
 
 # The consumers of their own each consuming service may hold at once: its
@@ -146,40 +149,34 @@ async def ensure_settlement_consumer(nc: Client) -> None:
     await js.add_consumer(STREAM, config)
 
 
-class SettlementConsumer:
-    """Settlement follows every coup and wager event from the consumer its
-    instances share (a queue group on its deliver subject) and settles each
-    coup as its result passes, the settlements of several tables at once
-    (``casino.store.following``: a coup it could not follow whole is read
-    back from the stream). One instance at a time takes the deliveries: the
-    owner of partition ``SETTLING`` in the owners' bucket
-    (``services.ownership``); the others stand by and one of them takes over
-    when it stops, or a lapse after it vanishes. Shared by several, a coup's
-    messages would go to several instances, and each would read back the
-    coups it saw in part: three instances spent 2.8 ms of CPU a coup where
-    one spent 1.3 (docs/benchmarks.md). Its deliveries come through a nats-py
-    subscription, one at a time in the order they came: faststream's
-    subscriber stack cost 264 µs of CPU a delivery here, nats-py's callback
-    16 to 22 (docs/architecture.md); faststream declares the consumer for the
-    AsyncAPI document (``documented_settlement``)."""
+class Sole:
+    """The deliveries of a consumer a service's instances share (a queue group
+    on its deliver subject), taken by one instance at a time: the owner of
+    partition ``SOLE`` in the owners' bucket (``services.ownership``). The
+    others stand by; one of them takes over when it stops, or a lapse after
+    it vanishes, and what it held unacknowledged comes again after the
+    consumer's ack wait. The deliveries come through a nats-py subscription,
+    one at a time in the order they came: faststream's subscriber stack cost
+    264 µs of CPU a delivery here, nats-py's callback 16 to 22
+    (docs/architecture.md); faststream declares the consumer for the AsyncAPI
+    document."""
 
-    def __init__(self, service: Callable[[], SettlementService], metrics: Metrics,
-                 later: Callable[[Awaitable[None]], None]) -> None:
-        self.service, self.metrics, self.later = service, metrics, later
+    deliver = queue = ""  # the consumer's deliver subject and queue group
+
+    def __init__(self) -> None:
         self.nc: Client | None = None
         self.subscription: Any = None
 
     async def take(self, nc: Client, parts: set[int]) -> None:
-        """Take the deliveries if ``parts`` holds ``SETTLING``."""
-        if SETTLING in parts and self.subscription is None:
+        """Take the deliveries if ``parts`` holds ``SOLE``."""
+        if SOLE in parts and self.subscription is None:
             self.nc = nc
-            self.subscription = await nc.subscribe(SETTLEMENT_DELIVERY, queue=SETTLEMENT, cb=self.on_event)
-            log.info("settlement: this instance settles every coup")
+            self.subscription = await nc.subscribe(self.deliver, queue=self.queue, cb=self.on_event)
+            log.info("%s: this instance takes the deliveries", self.queue)
 
     async def release(self, parts: set[int]) -> None:
-        """Let the deliveries go if ``parts`` holds ``SETTLING``: what came and
-        was not acknowledged comes again to the next instance after the ack wait."""
-        if SETTLING in parts:
+        """Let the deliveries go if ``parts`` holds ``SOLE``."""
+        if SOLE in parts:
             await self.stop()
 
     async def stop(self) -> None:
@@ -187,6 +184,26 @@ class SettlementConsumer:
             with contextlib.suppress(nats.errors.Error):
                 await self.subscription.unsubscribe()
             self.subscription = None
+
+    async def on_event(self, msg: Msg) -> None:
+        raise NotImplementedError
+
+
+class SettlementConsumer(Sole):
+    """Settlement follows every coup and wager event and settles each coup as
+    its result passes, the settlements of several tables at once
+    (``casino.store.following``: a coup it could not follow whole is read
+    back from the stream), one instance at a time (``Sole``). Shared by
+    several, a coup's messages went to several instances, and each read back
+    the coups it saw in part: three instances spent 2.8 ms of CPU a coup
+    where one spent 1.3 (docs/architecture.md)."""
+
+    deliver, queue = SETTLEMENT_DELIVERY, SETTLEMENT
+
+    def __init__(self, service: Callable[[], SettlementService], metrics: Metrics,
+                 later: Callable[[Awaitable[None]], None]) -> None:
+        super().__init__()
+        self.service, self.metrics, self.later = service, metrics, later
 
     async def _settle(self, msg: Msg, at: Delivery, due: Any) -> None:
         assert self.nc is not None
@@ -240,17 +257,41 @@ async def ensure_archiver_consumer(nc: Client) -> None:
             max_ack_pending=IN_FLIGHT))
 
 
-def archiver_consumer(broker: NatsBroker, service: Callable[[], ArchiverService], metrics: Metrics) -> str:
-    """The archiver follows every settlement: one in a shoe after the table's
-    last sealed one may let that shoe be sealed."""
-    @events_subscriber(broker, subjects.aggregate_filter("settle"), ARCHIVER_DURABLE,
-                       ConsumerConfig(durable_name=ARCHIVER_DURABLE),
-                       "Every settlement: the shoes before the one it is in may be sealed and removed.")
-    async def on_event(received: documented(envelope.Batch)) -> None:  # type: ignore[valid-type]
-        msg = received.msg.raw_message
-        archiving = service()
+class ArchiverConsumer(Sole):
+    """The archiver follows every settlement (one in a shoe after the table's
+    last sealed one may let that shoe be sealed) and sweeps every table at
+    its start and every ``SWEEP_EVERY`` seconds, one instance at a time (``Sole``)."""
+
+    deliver, queue = ARCHIVER_DELIVERY, ARCHIVER_DURABLE
+
+    def __init__(self, service: Callable[[], ArchiverService], metrics: Metrics) -> None:
+        super().__init__()
+        self.service, self.metrics = service, metrics
+        self.sweeping: asyncio.Task[None] | None = None
+
+    async def take(self, nc: Client, parts: set[int]) -> None:
+        await super().take(nc, parts)
+        if self.subscription is not None and self.sweeping is None:
+            self.sweeping = asyncio.create_task(self._sweeping())
+
+    async def stop(self) -> None:
+        if self.sweeping is not None:
+            self.sweeping.cancel()
+            self.sweeping = None
+        await super().stop()
+
+    async def _sweeping(self) -> None:
+        while self.subscription is not None:  # besides its cancellation, which Python 3.11 may lose
+            try:
+                await self.service().sweep()
+            except Exception as exc:  # the server away, or a reply late: the next sweep tries again
+                log.error("archiver: sweep: %s: %s", type(exc).__name__, exc)
+            await asyncio.sleep(SWEEP_EVERY)
+
+    async def on_event(self, msg: Msg) -> None:
+        archiving = self.service()
         table, shoe, _, _ = subjects.tokens(msg.subject)
-        with metrics.handling.labels(ARCHIVER_DURABLE).time():
+        with self.metrics.handling.labels(ARCHIVER_DURABLE).time():
             if archiving.behind(table, shoe):
                 try:
                     await archiving.advance(table)
@@ -258,4 +299,11 @@ def archiver_consumer(broker: NatsBroker, service: Callable[[], ArchiverService]
                     log.error("archiver: table %s: %s: %s", table, type(exc).__name__, exc)
         await ack(msg)
 
-    return ARCHIVER_DURABLE
+
+def documented_archiver(broker: NatsBroker) -> None:
+    """Declare the archiver's consumer for the AsyncAPI document (its deliveries come through ``ArchiverConsumer``)."""
+    @events_subscriber(broker, subjects.aggregate_filter("settle"), ARCHIVER_DURABLE,
+                       ConsumerConfig(durable_name=ARCHIVER_DURABLE),
+                       "Every settlement: the shoes before the one it is in may be sealed and removed.")
+    async def on_event(received: documented(envelope.Batch)) -> None:  # type: ignore[valid-type]
+        raise AssertionError("declared for the document only")

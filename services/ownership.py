@@ -101,6 +101,7 @@ class Ownership:
         self.instance = instance or f"{service}-{secrets.token_hex(6)}"
         self.owned: set[int] = set()
         self.task: asyncio.Task[None] | None = None
+        self.stopping = False
         self.kv: KeyValue | None = None
 
     async def start(self) -> None:
@@ -118,8 +119,10 @@ class Ownership:
         self.task = asyncio.create_task(self._ticking())
 
     async def _ticking(self) -> None:
-        while True:
+        while not self.stopping:
             await asyncio.sleep(TICK)
+            if self.stopping:
+                break
             try:
                 await self.tick()
             except Exception as exc:  # the server away: the next tick tries again; the lease runs on meanwhile
@@ -172,13 +175,21 @@ class Ownership:
                      sorted(gained), sorted(lost))
         return True
 
-    async def leave(self) -> bool:
-        """Hand every partition on to the other instances; whether any other is
-        live to take them (then this one goes on answering for a tick, until they have)."""
+    async def stop(self) -> None:
+        """Read and renew nothing more, leaving the assignment as it stands.
+        The loop also reads a flag at every turn: Python 3.11 loses a
+        cancellation that comes as a request is answered (``asyncio.wait_for``),
+        and the renewals would go on."""
+        self.stopping = True
         if self.task is not None:
             self.task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self.task
+
+    async def leave(self) -> bool:
+        """Hand every partition on to the other instances; whether any other is
+        live to take them (then this one goes on answering for a tick, until they have)."""
+        await self.stop()
         handed = False
         for _ in range(20):
             with contextlib.suppress(Exception):

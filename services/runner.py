@@ -42,7 +42,7 @@ from casino.readmodels.projections import checkpointed
 from casino.store.envelope import Batch
 from casino.store.jetstream import JetStreamEventStore
 from services import followers
-from services.archiver.service import ArchiverService
+from services.archiver.service import ARCHIVER_DURABLE, ArchiverService
 from services.dealer_policy.service import DealerPolicyService
 from services.messaging import CommandGate, Commands, documented, documented_commands, watch_consumers
 from services.ownership import TICK, Ownership
@@ -54,7 +54,6 @@ from services.wager.service import WagerService
 
 KINDS = ("shoe", "wager", "dealer-policy", "settlement")
 EVERY_KIND = (*KINDS, "projections", "archiver")
-SWEEP_EVERY = 30.0  # seconds between the archiver's sweeps of every table
 # /healthz says a service is stalled once its event loop has not run for this
 # long (a hang, not work: a fold or a read gives the loop back between pages).
 STALLED_AFTER = 30.0
@@ -130,12 +129,14 @@ class Running:
         self.commands = Commands({token: (queue, DECODERS[token]) for token, queue, _, _ in COMMANDS.get(kind, [])},
                                  self.gate, lambda: self.service, self.metrics) if kind in COMMANDS else None
         self.ownership: Ownership | None = None
-        self.settlement: followers.SettlementConsumer | None = None
+        # Settlement's and the archiver's deliveries, taken by one instance at a time.
+        self.sole: followers.Sole | None = None
         if kind == "settlement":
-            self.settlement = followers.SettlementConsumer(lambda: self.service, self.metrics, self.later)
+            self.sole = followers.SettlementConsumer(lambda: self.service, self.metrics, self.later)
             self.durables.append(followers.SETTLEMENT)
         elif kind == "archiver":
-            self.durables.append(followers.archiver_consumer(self.broker, lambda: self.service, self.metrics))
+            self.sole = followers.ArchiverConsumer(lambda: self.service, self.metrics)
+            self.durables.append(ARCHIVER_DURABLE)
         elif kind == "projections":
             self.projections = Projections(self.broker, self.metrics, self.durables)
         for subject, schema, doc in _SENDS[kind]:  # for the AsyncAPI document: never published through
@@ -215,16 +216,16 @@ class Running:
         self.service.metrics = self.metrics
         if self.commands is not None:
             self.commands.nc = nc
-        if self.commands is not None or self.settlement is not None:  # its share, at once: all where it is alone
+        if self.commands is not None or self.sole is not None:  # its share, at once: all where it is alone
             self.ownership = Ownership(nc, self.kind, self._take, self._release, self.metrics)
             await self.ownership.start()
 
     async def _take(self, parts: set[int]) -> None:
         """Own the tables of ``parts``: held afresh from the store (the
         dealer-policy finishing any step a coup was left in), then their
-        commands; settlement's deliveries with partition ``SETTLING``."""
-        if self.settlement is not None:
-            await self.settlement.take(self.nc, parts)
+        commands; settlement's and the archiver's deliveries with partition ``SOLE``."""
+        if self.sole is not None:
+            await self.sole.take(self.nc, parts)
             return
         assert self.commands is not None
         self.service.let_go(parts)
@@ -233,8 +234,8 @@ class Running:
         await self.commands.take(parts)
 
     async def _release(self, parts: set[int]) -> None:
-        if self.settlement is not None:
-            await self.settlement.release(parts)
+        if self.sole is not None:
+            await self.sole.release(parts)
             return
         assert self.commands is not None
         await self.commands.release(parts)
@@ -242,8 +243,6 @@ class Running:
 
     async def _watch(self) -> None:
         self.tasks.append(asyncio.create_task(watch_consumers(self.nc, self.durables, self.metrics)))
-        if isinstance(self.service, ArchiverService):
-            self.tasks.append(asyncio.create_task(_sweeping(self.service)))
         if self.projections is not None:
             self.tasks.append(asyncio.create_task(self.projections.keeping()))
 
@@ -256,8 +255,8 @@ class Running:
             await asyncio.sleep(1.5 * TICK)  # answering until the instances that take the tables over do
         if self.commands is not None:
             await self.commands.stop()
-        if self.settlement is not None:
-            await self.settlement.stop()
+        if self.sole is not None:
+            await self.sole.stop()
         if isinstance(self.service, DealerPolicyService):
             await self.service.finish_rounds()
         for subscriber in self.broker.subscribers:
@@ -266,16 +265,6 @@ class Running:
             await asyncio.wait(self.running, timeout=10)
         if self.projections is not None:
             await self.projections.close()
-
-
-async def _sweeping(archiver: ArchiverService) -> None:
-    """The archiver's sweep of every table, at start and every ``SWEEP_EVERY`` seconds."""
-    while True:
-        try:
-            await archiver.sweep()
-        except Exception as exc:  # the server away, or a reply late: the next sweep tries again
-            log.error("archiver: sweep: %s: %s", type(exc).__name__, exc)
-        await asyncio.sleep(SWEEP_EVERY)
 
 
 async def start(kind: str, url: str, *, tables: dict[str, TableConfig] | None = None,
@@ -316,6 +305,8 @@ def app(kind: str) -> AsgiFastStream:
         documented_commands(running.broker, token, queue, types, doc)
     if kind == "settlement":
         followers.documented_settlement(running.broker)
+    if kind == "archiver":
+        followers.documented_archiver(running.broker)
     if running.projections is not None:
         documented_projections(running.broker, followers.document_name(kind))
     return running.app

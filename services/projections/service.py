@@ -48,6 +48,7 @@ class Projections:
         self.durables = durables  # the service's consumers, whose lag says when it is ready
         self.name = ""  # the consumer of its own, while it writes
         self.subscription: Any = None
+        self.closed = False
         self.instance = f"projections-{secrets.token_hex(8)}"  # who holds the writer's lease
         self.projector = Projector()
         self.kv: KvProjections | None = None
@@ -119,6 +120,7 @@ class Projections:
     async def close(self) -> None:
         """The last checkpoint, once the consumer has stopped; the lease given up."""
         assert self.kv is not None
+        self.closed = True
         await self._unsubscribe()
         if self.wrote and self.written == self.projector.seq:  # not ahead of the keys
             await self._save()
@@ -136,8 +138,10 @@ class Projections:
         nothing from the live stream that the checkpoint does not cover), or
         stands by if the lease has gone to another; a standby asks for the lease."""
         assert self.kv is not None
-        while True:
+        while not self.closed:  # besides its cancellation, which Python 3.11 may lose in a request answered
             await asyncio.sleep(CHECKPOINT_EVERY)
+            if self.closed:
+                break
             try:
                 if self.subscription is None:
                     await self.lead_if_free()

@@ -136,8 +136,7 @@ async def test_a_killed_instances_tables_move_once_its_membership_lapses(nats_ur
         await _shares([casino.service("wager"), second], PARTITIONS // 2)
         assert second.ownership is not None
         # Gone without a word (its renewals stop; its subscriptions with its connection).
-        assert second.ownership.task is not None
-        second.ownership.task.cancel()
+        await second.ownership.stop()
         assert second.commands is not None
         await second.commands.release(set(second.ownership.owned))
         casino.running.remove(second)
@@ -157,7 +156,7 @@ def _sample(r: runner.Running, name: str) -> float:
 
 async def test_one_settlement_instance_at_a_time_follows_the_coups_whole_and_another_takes_over_as_it_stops(
         nats_url: str) -> None:
-    """Two settlement instances: the owner of partition SETTLING takes every
+    """Two settlement instances: the owner of partition SOLE takes every
     delivery and settles each coup from what it followed (none read back);
     the other stands by, and settles once the first has stopped."""
     await provisioned(nats_url)
@@ -169,7 +168,7 @@ async def test_one_settlement_instance_at_a_time_follows_the_coups_whole_and_ano
         await _deal(casino, list(tables))
         for table in tables:
             await casino.settled(f"{table}-000001")
-        [settling] = [r for r in pair if r.ownership and followers.SETTLING in r.ownership.owned]
+        [settling] = [r for r in pair if r.ownership and followers.SOLE in r.ownership.owned]
         [standing_by] = [r for r in pair if r is not settling]
         assert _sample(settling, "casino_event_handling_seconds_count") > 0
         assert _sample(standing_by, "casino_event_handling_seconds_count") == 0
@@ -181,3 +180,20 @@ async def test_one_settlement_instance_at_a_time_follows_the_coups_whole_and_ano
         for table in tables:
             await casino.settled(f"{table}-000002")
         assert _sample(standing_by, "casino_event_handling_seconds_count") > 0
+
+
+async def test_one_archiver_at_a_time_takes_the_settlements_and_sweeps_and_another_takes_over_as_it_stops(
+        nats_url: str) -> None:
+    await provisioned(nats_url)
+    async with Casino(nats_url, _tables(2)) as casino:
+        pair = [await casino.start("archiver"), await casino.start("archiver")]
+        await _shares(pair, PARTITIONS // 2)
+        [sole] = [r for r in pair if r.ownership and followers.SOLE in r.ownership.owned]
+        [other] = [r for r in pair if r is not sole]
+        assert isinstance(sole.sole, followers.ArchiverConsumer) and isinstance(other.sole, followers.ArchiverConsumer)
+        assert sole.sole.subscription is not None and sole.sole.sweeping is not None
+        assert other.sole.subscription is None and other.sole.sweeping is None
+        casino.running.remove(sole)
+        await sole.stop()
+        await _shares([other], PARTITIONS)
+        assert other.sole.subscription is not None and other.sole.sweeping is not None

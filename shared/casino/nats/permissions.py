@@ -157,9 +157,9 @@ def permissions(tables: Iterable[str], supervisors: Iterable[str] = ()) -> dict[
                             "alone writes the read models and their checkpoint, from a consumer of its own"),
         "archiver": User(CASINO, ("casino.archive.>", *READ, *READ_ARCHIVE, *REMOVE, f"$JS.API.CONSUMER.LIST.{STREAM}",
                                   f"$JS.API.STREAM.INFO.{ARCHIVE_KV}", f"$JS.API.DIRECT.GET.{ARCHIVE_KV}.>", *ARCHIVES,
-                                  "casino.dlq.archiver"),
+                                  "casino.dlq.archiver", *owning("archiver")),
                          (), "alone seals ended shoes into the archive and removes them from the live stream once "
-                             "sealed and read back; reads the consumers' positions and the read models' checkpoint; "
+                             "sealed and read back (one instance at a time); reads the consumers' positions and the read models' checkpoint; "
                              "files a message found under a sealed shoe that its seal does not hold as a dead letter"),
         "floor": User(CASINO, (*READ, *READ_MODELS), ("casino.ev.>",),
                       "the pit's console: the live events as recorded and the read models; writes nothing"),
