@@ -77,10 +77,10 @@ class WagerService:
         await self.repository.catch_up(filter_, 0, self.observe)
 
     async def _commit(self, cb: CoupBook, coup: str, events: list[wagerbook.AnyBookEvent], msg_id: str,
-                      causation: str, command: str) -> None:
+                      causation: str, command: str, expected: int | None = None, guard: str | None = None) -> None:
         ack = await self.repository.commit(cb, subjects.event(cb.table, cb.shoe, coup, "wager"), events,
                                            msg_id=msg_id, table=cb.table, shoe=cb.shoe, coup=coup,
-                                           causation=causation, command=command)
+                                           causation=causation, command=command, expected=expected, guard=guard)
         if ack.duplicate:
             # Written before (a retry, or an instance since stopped): the record
             # stands, not this decision, which may have been taken on a book
@@ -120,6 +120,9 @@ class WagerService:
         return cb
 
     async def reload(self, cmd: WagerCommand | BookCommand) -> None:
+        if isinstance(cmd, OpenBook) and (held := self.books.get(cmd.coup)) is not None and held.book.status == "new":
+            del self.books[cmd.coup]  # not opened here: read from the stream, where another may have opened it,
+            self.books.pop(cmd.previous, None)  # and the last book read again
         await self.rebuild(cmd.table, cmd.coup)
 
     async def handle(self, cmd: WagerCommand | BookCommand) -> Reply:
@@ -129,9 +132,13 @@ class WagerService:
             case OpenBook():
                 if cmd.coup in self.books and self._book(cmd).book.status != "new":
                     return Reply(True, coup=cmd.coup)
-                seated = await self._seated_after(cmd.table, cmd.previous)
+                seated, after = await self._seated_after(cmd.table, cmd.previous)
                 cb = self.books[cmd.coup] = CoupBook(table=cmd.table, shoe=cmd.shoe, ruleset=cmd.ruleset)
-                await self._decide(cb, cmd, wagerbook.OpenBook(cmd.coup, cmd.ruleset, seated), f"{cmd.coup}:open-book")
+                # Guarded on every book of the table from the last coup's last message on: a sit or a
+                # leave another instance recorded there meanwhile (a table moving between instances)
+                # fails the append, and the last book is read again (``reload``).
+                await self._decide(cb, cmd, wagerbook.OpenBook(cmd.coup, cmd.ruleset, seated), f"{cmd.coup}:open-book",
+                                   expected=after, guard=subjects.aggregate_filter("wager", cmd.table))
                 return Reply(True, coup=cmd.coup)
             case PlaceWager():
                 cb = self._book(cmd)
@@ -161,18 +168,21 @@ class WagerService:
                 return Reply(True, coup=cmd.coup)
         raise RuleViolation("protocol", f"unknown wager command {type(cmd).__name__}")
 
-    async def _seated_after(self, table: str, coup: str) -> tuple[tuple[int, str], ...]:
-        """Who sits where as the table's coup ``coup`` left it: its book's seating
-        (held, or read from its own subject), none for a table's first coup."""
+    async def _seated_after(self, table: str, coup: str) -> tuple[tuple[tuple[int, str], ...], int]:
+        """Who sits where as the table's coup ``coup`` left it, and the stream
+        sequence of its book's last message: its book held, or read from its
+        own subject; none and 0 for a table's first coup."""
         if not coup:
-            return ()
+            return (), 0
         held = self.books.get(coup)
         if held is None or held.table != table:
             stored = await self.store.read(subjects.event(table, "*", coup, "wager"))
-            return wagerbook.book_of(e.data for m in stored for e in m.batch.events).seated
-        return held.book.seated
+            return (wagerbook.book_of(e.data for m in stored for e in m.batch.events).seated,
+                    max((m.seq for m in stored), default=0))
+        return held.book.seated, held.last_seq
 
-    async def _decide(self, cb: CoupBook, cmd: WagerCommand | BookCommand, command: wagerbook.AnyBookCommand, msg_id: str) -> None:
+    async def _decide(self, cb: CoupBook, cmd: WagerCommand | BookCommand, command: wagerbook.AnyBookCommand,
+                      msg_id: str, expected: int | None = None, guard: str | None = None) -> None:
         events = wagerbook.decide(self.rules(cb.ruleset), cb.book, command)
-        await self._commit(cb, cmd.coup, events, msg_id, cmd.id, digest(cmd))
+        await self._commit(cb, cmd.coup, events, msg_id, cmd.id, digest(cmd), expected, guard)
 

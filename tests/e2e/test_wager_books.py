@@ -5,18 +5,21 @@ back from the stream; a book held is read back from its own subject."""
 
 from __future__ import annotations
 
+import nats
 import pytest
 from services.wager.service import WagerService
 
 from casino.cli.run import default_tables
 from casino.cli.simulator import Simulator
 from casino.protocol import commands
-from casino.protocol.service import Peer
+from casino.protocol.service import Peer, decide
 from casino.rules import wagerbook
 from casino.store import subjects
 from casino.store.eventstore import InMemoryEventStore
+from casino.store.jetstream import JetStreamEventStore
 from tests.e2e.casino import Casino
 from tests.e2e.test_bounded_start import catch_ups_of
+from tests.natsfixture import provisioned
 
 pytestmark = pytest.mark.anyio
 TABLES = default_tables(2, ["baccarat-000-methods", "blackjack-002-hole-card"])
@@ -87,3 +90,34 @@ async def test_a_book_held_is_read_back_from_its_own_subject_and_one_not_held_fr
     await restarted.reload(over)
     assert reads == [subjects.event(table, "*", coup, "wager")]
     assert restarted.books[coup].book == held.books[coup].book
+
+
+async def test_a_book_opens_with_the_seating_another_instance_left_the_last_one_with(nats_url: str) -> None:
+    """Two wager instances, as while a table moves from one to the other: one
+    holds the last coup's book when the other records a leave in it; the first
+    then opens the next coup's book. The opening is guarded on the table's
+    books, fails on the leave it has not seen, reads the last book again and
+    opens with the seating as it is."""
+    await provisioned(nats_url)
+    nc = await nats.connect(nats_url)
+    try:
+        holding, other = WagerService(JetStreamEventStore(nc)), WagerService(JetStreamEventStore(nc))
+        table, shoe, ruleset = "W1", "W1-shoe-1", "baccarat-000-methods"
+
+        async def ask(service: WagerService, command: commands.Command) -> commands.Reply:
+            return await decide(command, service.handle, service.reload, table)
+
+        first, second = f"{table}-000001", f"{table}-000002"
+        assert (await ask(holding, commands.OpenBook(id="o1", table=table, coup=first, shoe=shoe, ruleset=ruleset))).ok
+        for seat, player in ((5, "P1"), (9, "P2")):
+            assert (await ask(holding, commands.Sit(id=f"s{seat}", table=table, coup=first, seat=seat, player=player))).ok
+        assert (await ask(other, commands.Leave(id="l9", table=table, coup=first, seat=9))).ok
+        assert holding.books[first].book.seated == ((5, "P1"), (9, "P2"))  # it has not seen the leave
+        opened = await ask(holding, commands.OpenBook(id="o2", table=table, coup=second, shoe=shoe, ruleset=ruleset,
+                                                      previous=first))
+        assert opened.ok, opened
+        stored = await JetStreamEventStore(nc).read(subjects.event(table, "*", second, "wager"))
+        [book_opened] = [e.data for m in stored for e in m.batch.events if isinstance(e.data, wagerbook.BookOpened)]
+        assert book_opened.seated == ((5, "P1"),)
+    finally:
+        await nc.close()
