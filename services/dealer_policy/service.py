@@ -5,6 +5,7 @@ applies the tableau or the blackjack flow, and records the result."""
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -82,7 +83,7 @@ class DealerPolicyService:
         self.tables: dict[str, TableCoup] = {}
         self.folding = TableLocks()
         self.metrics: Metrics | None = None
-        self.resuming: set[asyncio.Future[None]] = set()
+        self.resuming: dict[str, asyncio.Future[None]] = {}  # the tables being resumed
 
     # ---- state ----------------------------------------------------------
 
@@ -265,6 +266,10 @@ class DealerPolicyService:
 
     async def _handle(self, t: TableCoup, cmd: commands.CoupCommand) -> commands.Reply:
         if isinstance(cmd, commands.Status):
+            if t.state is not None and self.waiting(t).kind in ("card", "pass"):
+                # The dealer's own step, left half-taken (its instance stopped, or the table moved
+                # between instances as it stepped): taken now, beside the answer.
+                self._resume_later([t.name])
             return self._reply(t)
         if isinstance(cmd, commands.OpenCoup):
             if t.state is not None and not t.finished:
@@ -452,9 +457,17 @@ class DealerPolicyService:
         of first: any step a coup was left in the middle of (its owner stopped
         or killed) is finished, beside the commands that come meanwhile (each
         table's in turn)."""
-        task = asyncio.ensure_future(self.resume(within(self.config, parts)))
-        self.resuming.add(task)
-        task.add_done_callback(self.resuming.discard)
+        self._resume_later(within(self.config, parts))
+
+    def _resume_later(self, names: Iterable[str]) -> None:
+        """Resume the tables ``names`` in the background, each once at a time."""
+        for name in names:
+            if name not in self.resuming:
+                self.resuming[name] = task = asyncio.ensure_future(self.resume([name]))
+                task.add_done_callback(functools.partial(self._resumed, name))
+
+    def _resumed(self, name: str, _: asyncio.Future[None]) -> None:
+        del self.resuming[name]
 
     def let_go(self, parts: set[int]) -> None:
         """Hold the tables of partitions ``parts`` no more (services.ownership):

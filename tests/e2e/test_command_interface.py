@@ -4,10 +4,14 @@ rebuild from the stream after a restart and carry on."""
 
 from __future__ import annotations
 
+import asyncio
+
 import nats
 import pytest
 
 from casino.protocol import commands
+from casino.protocol.service import Peer
+from casino.rules.blackjack import messages as blackjack_messages
 from casino.store import subjects
 from tests.e2e.casino import SUPERVISOR, Casino, order_of
 from tests.e2e.test_golden_coups import TABLES
@@ -180,3 +184,39 @@ async def test_the_next_coups_round_starts_as_the_last_ends_and_its_opening_asks
         await casino.settled(second)
         report = verify_history(await casino.store.read(f"{subjects.EVENTS}.>"))
     assert report.findings == [] and report.coups == 2, report
+
+
+async def test_a_dealers_step_left_half_taken_is_taken_once_a_status_finds_it(nats_url: str) -> None:
+    """A player's hit is recorded before its card is drawn; with the shoe away
+    the draw fails and the coup waits on the dealer's own step, which no
+    player's command will take (a table that moved between instances as it
+    stepped is left the same way). A terminal's look at the table (a status)
+    has the dealer-policy take it as soon as the shoe answers."""
+    async with Casino(nats_url, TABLES, SHOES) as casino:
+        coup = (await casino.ask("BJ002", "coup", commands.OpenCoup)).coup
+        for seat in (1, 3, 5):
+            await casino.ask("BJ002", "wager", commands.PlaceWager, coup=coup, seat=seat, bet="box", amount=2000)
+        waiting = (await casino.ask("BJ002", "coup", commands.CloseBetting, coup=coup)).waiting
+        assert waiting is not None and (waiting.kind, waiting.seat) == ("decision", 1)
+        dealer = casino.service("dealer-policy").service
+        patient, dealer.peer = dealer.peer, Peer(casino.nc, timeout=1, attempts=2)  # the shoe asked briefly
+        await casino.stop("shoe")
+        hit = await casino.ask("BJ002", "coup", commands.Decide, coup=coup, seat=1, hand=0, action="hit")
+        assert not hit.ok  # recorded, and its card not drawn
+        status = await casino.ask("BJ002", "coup", commands.Status)
+        assert status.waiting is not None and status.waiting.kind == "card"
+        dealt = await cards_dealt(casino, coup)
+        dealer.peer = patient
+        await casino.start("shoe")
+        for _ in range(100):
+            status = await casino.ask("BJ002", "coup", commands.Status)
+            if status.waiting is not None and status.waiting.kind != "card":
+                break
+            await asyncio.sleep(0.1)
+        assert status.waiting is not None and status.waiting.kind != "card", status
+        assert await cards_dealt(casino, coup) == dealt + 1  # the hit's card
+
+
+async def cards_dealt(casino: Casino, coup: str) -> int:
+    stored = await casino.store.read(subjects.coup_filter(coup))
+    return sum(isinstance(e.data, blackjack_messages.CardDealt) for m in stored for e in m.batch.events)
