@@ -477,10 +477,13 @@ class DealerPolicyService:
             del self.tables[name]
 
     async def resume(self, names: Iterable[str]) -> None:
-        """Finish every step a coup of the tables ``names`` was in the middle of."""
+        """Finish every step a coup of the tables ``names`` was in the middle
+        of, each table folded afresh from the record: what another instance
+        wrote as the table moved may have taken the step already."""
         for name in names:
             async with self.folding(name):
                 try:
+                    self.tables.pop(name, None)
                     t = await self._held(name)
                     if t.state is not None:
                         await self._resume(t)
@@ -492,6 +495,9 @@ class DealerPolicyService:
 
     async def _resume(self, t: TableCoup) -> None:
         assert t.state is not None
+        if t.finished:  # its round's end asked again (the shoe answers one ended already as done)
+            self._ask_end_round(t)
+            return
         await self.peer.must(subjects.command(t.name, "shoe"),
                              commands.StartRound(f"{t.coup}:start", t.name, t.coup, t.config.ruleset))
         if t.state.phase == "betting":
