@@ -79,13 +79,19 @@ async def test_out_of_turn_and_second_answers_are_refused_and_a_retry_is_applied
         assert (busy.ok, busy.clause) == (False, "coup")
 
 
+async def first_decision(casino: Casino) -> tuple[str, commands.Waiting]:
+    """A blackjack coup with boxes 1, 3 and 5, dealt up to its first decision (box 1's)."""
+    coup = (await casino.ask("BJ002", "coup", commands.OpenCoup)).coup
+    for seat in (1, 3, 5):
+        await casino.ask("BJ002", "wager", commands.PlaceWager, coup=coup, seat=seat, bet="box", amount=2000)
+    waiting = (await casino.ask("BJ002", "coup", commands.CloseBetting, coup=coup)).waiting
+    assert waiting is not None and (waiting.kind, waiting.seat) == ("decision", 1)
+    return coup, waiting
+
+
 async def test_a_decision_out_of_turn_is_refused_naming_the_clause(nats_url: str) -> None:
     async with Casino(nats_url, TABLES, SHOES) as casino:
-        coup = (await casino.ask("BJ002", "coup", commands.OpenCoup)).coup
-        for seat in (1, 3, 5):
-            await casino.ask("BJ002", "wager", commands.PlaceWager, coup=coup, seat=seat, bet="box", amount=2000)
-        waiting = (await casino.ask("BJ002", "coup", commands.CloseBetting, coup=coup)).waiting
-        assert waiting is not None and (waiting.kind, waiting.seat) == ("decision", 1)
+        coup, waiting = await first_decision(casino)
         assert waiting.cards == ("TS", "8H") and waiting.dealer == ("6D",) and "split" not in waiting.options
         reply = await casino.ask("BJ002", "coup", commands.Decide, coup=coup, seat=3, hand=0, action="hit")
         assert (reply.ok, reply.clause) == (False, "002 (5)")
@@ -193,11 +199,7 @@ async def test_a_dealers_step_left_half_taken_is_taken_once_a_status_finds_it(na
     stepped is left the same way). A terminal's look at the table (a status)
     has the dealer-policy take it as soon as the shoe answers."""
     async with Casino(nats_url, TABLES, SHOES) as casino:
-        coup = (await casino.ask("BJ002", "coup", commands.OpenCoup)).coup
-        for seat in (1, 3, 5):
-            await casino.ask("BJ002", "wager", commands.PlaceWager, coup=coup, seat=seat, bet="box", amount=2000)
-        waiting = (await casino.ask("BJ002", "coup", commands.CloseBetting, coup=coup)).waiting
-        assert waiting is not None and (waiting.kind, waiting.seat) == ("decision", 1)
+        coup, _ = await first_decision(casino)
         dealer = casino.service("dealer-policy").service
         patient, dealer.peer = dealer.peer, Peer(casino.nc, timeout=1, attempts=2)  # the shoe asked briefly
         await casino.stop("shoe")
