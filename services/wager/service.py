@@ -121,8 +121,7 @@ class WagerService:
 
     async def reload(self, cmd: WagerCommand | BookCommand) -> None:
         if isinstance(cmd, OpenBook) and (held := self.books.get(cmd.coup)) is not None and held.book.status == "new":
-            del self.books[cmd.coup]  # not opened here: read from the stream, where another may have opened it,
-            self.books.pop(cmd.previous, None)  # and the last book read again
+            del self.books[cmd.coup]  # not opened here: read from the stream, where another may have opened it
         await self.rebuild(cmd.table, cmd.coup)
 
     async def handle(self, cmd: WagerCommand | BookCommand) -> Reply:
@@ -132,13 +131,18 @@ class WagerService:
             case OpenBook():
                 if cmd.coup in self.books and self._book(cmd).book.status != "new":
                     return Reply(True, coup=cmd.coup)
-                seated, after = await self._seated_after(cmd.table, cmd.previous)
+                # Guarded on every book of the table from their last message on: a sit or a leave
+                # another instance records in the last book meanwhile (a table moving between
+                # instances) fails the append, and the book is opened again on the record (``reload``).
+                books = subjects.aggregate_filter("wager", cmd.table)
+                last = await self.store.last(books)
+                if last is not None and subjects.tokens(last.subject)[2] == cmd.coup:  # opened already: as recorded
+                    await self.rebuild(cmd.table, cmd.coup)
+                    return Reply(True, coup=cmd.coup)
+                seated = await self._seated_after(cmd.table, cmd.previous, last.seq if last is not None else 0)
                 cb = self.books[cmd.coup] = CoupBook(table=cmd.table, shoe=cmd.shoe, ruleset=cmd.ruleset)
-                # Guarded on every book of the table from the last coup's last message on: a sit or a
-                # leave another instance recorded there meanwhile (a table moving between instances)
-                # fails the append, and the last book is read again (``reload``).
                 await self._decide(cb, cmd, wagerbook.OpenBook(cmd.coup, cmd.ruleset, seated), f"{cmd.coup}:open-book",
-                                   expected=after, guard=subjects.aggregate_filter("wager", cmd.table))
+                                   expected=last.seq if last is not None else 0, guard=books)
                 return Reply(True, coup=cmd.coup)
             case PlaceWager():
                 cb = self._book(cmd)
@@ -168,18 +172,17 @@ class WagerService:
                 return Reply(True, coup=cmd.coup)
         raise RuleViolation("protocol", f"unknown wager command {type(cmd).__name__}")
 
-    async def _seated_after(self, table: str, coup: str) -> tuple[tuple[tuple[int, str], ...], int]:
-        """Who sits where as the table's coup ``coup`` left it, and the stream
-        sequence of its book's last message: its book held, or read from its
-        own subject; none and 0 for a table's first coup."""
+    async def _seated_after(self, table: str, coup: str, last: int) -> tuple[tuple[int, str], ...]:
+        """Who sits where as the table's coup ``coup`` left it: its book held,
+        where that holds the table's ``last`` wager message, else read from its
+        own subject; none for a table's first coup."""
         if not coup:
-            return (), 0
+            return ()
         held = self.books.get(coup)
-        if held is None or held.table != table:
+        if held is None or held.table != table or held.last_seq != last:
             stored = await self.store.read(subjects.event(table, "*", coup, "wager"))
-            return (wagerbook.book_of(e.data for m in stored for e in m.batch.events).seated,
-                    max((m.seq for m in stored), default=0))
-        return held.book.seated, held.last_seq
+            return wagerbook.book_of(e.data for m in stored for e in m.batch.events).seated
+        return held.book.seated
 
     async def _decide(self, cb: CoupBook, cmd: WagerCommand | BookCommand, command: wagerbook.AnyBookCommand,
                       msg_id: str, expected: int | None = None, guard: str | None = None) -> None:
