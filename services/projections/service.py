@@ -109,10 +109,11 @@ class Projections:
             gauge.clear()
         log.info("projections: %s stands by", self.instance)
 
-    async def _unsubscribe(self) -> None:
+    async def _unsubscribe(self, drain: bool = False) -> None:
+        """No more deliveries; ``drain``: those already come handled first."""
         if self.subscription is not None:
             with contextlib.suppress(nats.errors.Error):
-                await self.subscription.unsubscribe()
+                await (self.subscription.drain() if drain else self.subscription.unsubscribe())
             self.subscription = None
             if self.name in self.durables:
                 self.durables.remove(self.name)
@@ -121,7 +122,7 @@ class Projections:
         """The last checkpoint, once the consumer has stopped; the lease given up."""
         assert self.kv is not None
         self.closed = True
-        await self._unsubscribe()
+        await self._unsubscribe(drain=True)
         if self.wrote and self.written == self.projector.seq:  # not ahead of the keys
             await self._save()
         await self.kv.release()

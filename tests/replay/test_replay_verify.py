@@ -8,8 +8,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import nats
@@ -422,15 +423,21 @@ async def test_an_undecodable_event_fails_the_verification_of_a_whole_store(
 def recorded_reads(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int, int]]:
     """(filter, after, messages read) of each read of the store from now on."""
     reads: list[tuple[str, int, int]] = []
-    read = JetStreamEventStore.read
+    scan_raw = JetStreamEventStore.scan_raw
 
-    async def recording(self: JetStreamEventStore, filter_: str, after: int = 0,
-                        limit: int | None = None) -> list[Stored]:
-        out = await read(self, filter_, after, limit)
-        reads.append((filter_, after, len(out)))
-        return out
+    async def recording(self: JetStreamEventStore, filter_: str, each: Callable[..., object], after: int = 0,
+                        limit: int | None = None) -> None:
+        count = 0
 
-    monkeypatch.setattr(JetStreamEventStore, "read", recording)
+        def counted(*message: Any) -> None:
+            nonlocal count
+            count += 1
+            each(*message)
+
+        await scan_raw(self, filter_, counted, after, limit)
+        reads.append((filter_, after, count))
+
+    monkeypatch.setattr(JetStreamEventStore, "scan_raw", recording)
     return reads
 
 

@@ -21,8 +21,8 @@ from casino.rules import settlement, shoe
 from casino.rules.baccarat import messages as baccarat_messages
 from casino.rules.blackjack import messages as blackjack_messages
 from casino.store import subjects
-from casino.store.envelope import Batch, CoupConfigured
-from casino.store.eventstore import EventStore, Stored
+from casino.store.envelope import Batch, CoupConfigured, decode
+from casino.store.eventstore import UNREADABLE, EventStore, Stored
 
 BUCKETS = {"table_status": "casino_table_status", "shoe_stats": "casino_shoe_stats", "takings": "casino_takings"}
 META = "casino_projections"
@@ -206,15 +206,34 @@ class Projector:
         return {(b, k): self.value(b, k) for b in BUCKETS for k in getattr(self, b)}
 
 
+async def _raw_page(store: EventStore, after: int) -> list[tuple[int, str, bytes]]:
+    """The next ``FOLD_PAGE`` messages after ``after``, as stored: sequence, subject, data."""
+    raw: list[tuple[int, str, bytes]] = []
+    await store.scan_raw(f"{subjects.EVENTS}.>", lambda seq, subject, _, data: raw.append((seq, subject, data)),
+                         after, FOLD_PAGE)
+    return raw
+
+
 async def fold_stream(projector: Projector, store: EventStore,
                       folded: Callable[[set[tuple[str, str]]], Awaitable[None]]) -> None:
     """Fold the store from the projector's sequence to its end, ``FOLD_PAGE``
     messages at a time, handing ``folded`` the (bucket, key) pairs each page
-    changed: a first fold of a long history holds one page, not the history."""
+    changed: a first fold of a long history holds one page, not the history.
+    A message that is no batch of ours (a stray, filed as a dead letter by
+    the consumers that meet it) is passed over, as the consumers pass it."""
     while True:
-        page = await store.read(f"{subjects.EVENTS}.>", after=projector.seq, limit=FOLD_PAGE)
-        await folded(projector.fold(page))
-        if len(page) < FOLD_PAGE:
+        raw = await _raw_page(store, projector.seq)
+        page = []
+        for seq, subject, data in raw:
+            try:
+                page.append(Stored(seq, subject, decode(data)))
+            except UNREADABLE as exc:
+                log.warning("%s seq %d is no batch of ours (%s): passed over", subject, seq, exc)
+        changed = projector.fold(page)
+        if raw:
+            projector.seq = max(projector.seq, raw[-1][0])
+        await folded(changed)
+        if len(raw) < FOLD_PAGE:
             return
 
 
