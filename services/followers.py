@@ -13,6 +13,7 @@ faststream declares the consumers for the AsyncAPI documents.
 (faststream's pull subscribers either wait to fill a batch or handle the
 messages of one fetch concurrently: docs/architecture.md.)"""
 
+import abc
 import asyncio
 import contextlib
 import json
@@ -20,7 +21,7 @@ import logging
 import os
 import random
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import nats
 from faststream.middlewares import AckPolicy
@@ -149,7 +150,7 @@ async def ensure_settlement_consumer(nc: Client) -> None:
     await js.add_consumer(STREAM, config)
 
 
-class Sole:
+class Sole(abc.ABC):
     """The deliveries of a consumer a service's instances share (a queue group
     on its deliver subject), taken by one instance at a time: the owner of
     partition ``SOLE`` in the owners' bucket (``services.ownership``). The
@@ -161,7 +162,8 @@ class Sole:
     (docs/architecture.md); faststream declares the consumer for the AsyncAPI
     document."""
 
-    deliver = queue = ""  # the consumer's deliver subject and queue group
+    deliver: ClassVar[str]  # the consumer's deliver subject
+    queue: ClassVar[str]  # and its queue group
 
     def __init__(self) -> None:
         self.nc: Client | None = None
@@ -185,8 +187,9 @@ class Sole:
                 await self.subscription.unsubscribe()
             self.subscription = None
 
+    @abc.abstractmethod
     async def on_event(self, msg: Msg) -> None:
-        raise NotImplementedError
+        """Handle one delivery, and acknowledge it once handled."""
 
 
 class SettlementConsumer(Sole):

@@ -81,8 +81,6 @@ class Projections:
         checkpoint and the stream since, then the consumer from where that
         fold ended; whether this instance writes."""
         assert self.kv is not None
-        if self.subscription is not None:
-            return True
         if not await self.kv.writing(self.instance, time.time()):
             return False
         await self._take_over()

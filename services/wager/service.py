@@ -139,10 +139,11 @@ class WagerService:
                 if last is not None and subjects.tokens(last.subject)[2] == cmd.coup:  # opened already: as recorded
                     await self.rebuild(cmd.table, cmd.coup)
                     return Reply(True, coup=cmd.coup)
-                seated = await self._seated_after(cmd.table, cmd.previous, last.seq if last is not None else 0)
+                after = last.seq if last is not None else 0
+                seated = await self._seated_after(cmd.table, cmd.previous, after)
                 cb = self.books[cmd.coup] = CoupBook(table=cmd.table, shoe=cmd.shoe, ruleset=cmd.ruleset)
                 await self._decide(cb, cmd, wagerbook.OpenBook(cmd.coup, cmd.ruleset, seated), f"{cmd.coup}:open-book",
-                                   expected=last.seq if last is not None else 0, guard=books)
+                                   expected=after, guard=books)
                 return Reply(True, coup=cmd.coup)
             case PlaceWager():
                 cb = self._book(cmd)
