@@ -316,10 +316,9 @@ class DealerPolicyService:
         # The id names the command: another instance opening this number for another
         # command must lose the race, not be taken for a duplicate of it.
         await self._commit(t, events, f"{coup}:open:{cmd.id}", cmd.id, commands.digest(cmd))
-        try:
-            await self._book_open(t)
-        except RuleViolation as exc:  # opened; its book follows as soon as the wager service answers
-            log.warning("table %s: coup %s opened, its book not yet: %s", t.name, t.coup, exc.reason)
+        # Answered once its book is open, so that an opening answered takes wagers. Opened and its book
+        # not yet, the refusal says so: the same command asked again is answered once the book is open.
+        await self._book_open(t)
 
     async def _record_ruleset(self, t: TableCoup) -> str:
         """The digest of the table's ruleset, its full content recorded at the
@@ -361,8 +360,8 @@ class DealerPolicyService:
         try:
             await asyncio.wait_for(asyncio.shield(self._book(t)), BOOK_WAIT)
         except TimeoutError:
-            raise RuleViolation("wager book", f"coup {t.coup}'s wager book is not open yet: the wager service has "
-                                              "not answered (it is asked until it does); try again") from None
+            raise RuleViolation(commands.WAGER_SERVICE, f"coup {t.coup} is open and its wager book not yet: the wager "
+                                "service has not answered (it is asked until it does); ask again") from None
 
     async def _ask_until_answered(self, subject: str, command: commands.OpenBook) -> None:
         while True:

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import termios
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -27,8 +28,12 @@ TABLES = ("BAC000-1", "BAC001-1", "BJ002-1", "BJ003-1")
 
 
 def served(url: str) -> tuple[int, bytes]:
-    with urllib.request.urlopen(url, timeout=5) as r:
-        return r.status, r.read()
+    """The status and body served (a 503, not ready yet, is an answer too)."""
+    try:
+        with urllib.request.urlopen(url, timeout=5) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
 
 
 def test_the_console_redraws_in_place_one_line_a_table_and_every_service_serves_its_metrics(tmp_path: Path) -> None:

@@ -335,23 +335,32 @@ def test_a_draw_by_the_dealers_rule_is_one_step_asked_again_the_same() -> None:
 async def test_a_coup_opened_while_the_wager_service_is_away_gets_its_book_once_it_is_back(nats_url: str) -> None:
     """Away for longer than the dealer-policy asks a peer (about 20 s), the
     book is still asked for until the wager service answers, with nothing
-    restarted: the coup then takes wagers and closes on them."""
+    restarted. The opening is answered only once the book is open (before,
+    it was answered at once and the terminal's wagers were refused for want
+    of a book): until then it is refused for the terminal to ask again, and
+    asked again it answers the coup it opened, which then takes wagers and
+    closes on them."""
     from tests.e2e.casino import Casino
 
     tables = {"BAC000-1": TableConfig("baccarat-000-methods")}
     async with Casino(nats_url, tables) as casino:
         await casino.stop("wager")
-        opened = await casino.ask("BAC000-1", "coup", commands.OpenCoup, procedure="method_a")
-        assert opened.ok, opened  # opened, its book to follow
+        opening = commands.OpenCoup(id="open-while-away", table="BAC000-1", procedure="method_a")
+        first = await casino.peer.ask(subjects.command("BAC000-1", "coup"), opening)
+        assert (first.ok, first.clause) == (False, commands.WAGER_SERVICE), first
+        assert "BAC000-1-000001 is open and its wager book not yet" in first.reason
         await asyncio.sleep(30.0)
         await casino.start("wager")
-        for _ in range(60):  # the book is asked for again within a few seconds
-            placed = await casino.ask("BAC000-1", "wager", commands.PlaceWager, coup=opened.coup, seat=1,
-                                      bet="banker", amount=5000)
-            if placed.ok:
+        for _ in range(20):  # the book is asked for again within a few seconds
+            opened = await casino.peer.ask(subjects.command("BAC000-1", "coup"), opening)
+            if opened.ok or opened.clause not in commands.ASK_AGAIN:
                 break
             await asyncio.sleep(0.5)
-        assert placed.ok, placed
+        assert opened.ok and opened.coup == "BAC000-1-000001", opened
+        assert opened.waiting is not None and opened.waiting.kind == "close_betting"
+        placed = await casino.ask("BAC000-1", "wager", commands.PlaceWager, coup=opened.coup, seat=1,
+                                  bet="banker", amount=5000)
+        assert placed.ok, placed  # at once: the opening answered, its book takes wagers
         closed = await casino.ask("BAC000-1", "coup", commands.CloseBetting, coup=opened.coup)
         assert closed.ok, closed
         await casino.settled(opened.coup, timeout=30)

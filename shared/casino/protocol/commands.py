@@ -298,6 +298,14 @@ class Reply(msgspec.Struct, frozen=True, omit_defaults=True):
     wagers: tuple[Wager, ...] = ()
 
 
+WAGER_SERVICE = "wager service"
+# Refusals a terminal meets with the same command (the same id) asked again a
+# moment later: a service or the event store away, another writer winning the
+# race, too many commands waiting, a coup opened whose wager book is not open
+# yet. Asked again, a command recorded already is answered as recorded.
+ASK_AGAIN = frozenset({"internal", "concurrency", "event store", "rate limit", WAGER_SERVICE})
+
+
 def refused(reason: str, clause: str) -> Reply:
     return Reply(False, reason=reason, clause=clause)
 

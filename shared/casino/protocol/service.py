@@ -15,7 +15,7 @@ from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeout
 from nats.js.errors import APIError
 
-from casino.protocol.commands import Command, Reply, encoder, refused, reply_decoder
+from casino.protocol.commands import ASK_AGAIN, Command, Reply, encoder, refused, reply_decoder
 from casino.rules.errors import RuleViolation
 from casino.rules.ruleset import RulesetError
 from casino.store.envelope import AnyEvent, Batch, Envelope, type_of, version_of
@@ -102,8 +102,8 @@ async def decide(command: Any, handler: Callable[[Any], Awaitable[Reply]],
         try:  # a failure of the handler or of the reload is answered, never left unanswered
             try:
                 return await handler(command)
-            except RuleViolation as exc:
-                if reload is None or reloaded:
+            except RuleViolation as exc:  # answered on state reloaded, unless it is not the state that refuses
+                if reload is None or reloaded or exc.clause in ASK_AGAIN:
                     return refused(exc.reason, exc.clause)
             except Conflict as exc:
                 log.warning("%s %s: concurrency conflict (%s); reloading", type(command).__name__, command.id, exc)
