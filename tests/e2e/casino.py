@@ -79,6 +79,21 @@ class Casino:
     async def ask(self, table: str, service: str, command: type[commands.Command], **fields: object) -> commands.Reply:
         return await self._send(subjects.command(table, service), table, command, fields)
 
+    async def patiently(self, table: str, service: str, command: type[commands.Command],
+                        **fields: object) -> commands.Reply:
+        """As a terminal asks: the same command asked again (for a minute at most) while
+        the refusal is one to ask again (``commands.ASK_AGAIN``: a service away, say)."""
+        return await self.again(service, command(id=f"t-{next(_ids)}", table=table, **fields))  # type: ignore[call-arg]
+
+    async def again(self, service: str, cmd: commands.Command) -> commands.Reply:
+        """``cmd`` asked, and asked again as ``patiently`` says."""
+        for _ in range(60):
+            reply = await self.peer.ask(subjects.command(cmd.table, service), cmd)
+            if reply.ok or reply.clause not in commands.ASK_AGAIN:
+                break
+            await asyncio.sleep(1.0)
+        return reply
+
     async def supervise(self, table: str, command: type[commands.Command], **fields: object) -> commands.Reply:
         """What a supervisor directs (a change of procedure, a forfeit), on supervisor SUPERVISOR's own subject."""
         return await self._send(subjects.supervise(table, SUPERVISOR), table, command, fields)

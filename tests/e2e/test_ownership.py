@@ -82,10 +82,12 @@ def _tables(count: int) -> dict[str, TableConfig]:
 
 async def _deal(casino: Casino, tables: list[str]) -> None:
     for table in tables:
-        reply = await casino.ask(table, "coup", commands.OpenCoup)
+        reply = await casino.patiently(table, "coup", commands.OpenCoup)
         assert reply.ok, reply
-        await casino.ask(table, "wager", commands.PlaceWager, coup=reply.coup, seat=1, bet="banker", amount=100)
-        reply = await casino.ask(table, "coup", commands.CloseBetting, coup=reply.coup)
+        placed = await casino.patiently(table, "wager", commands.PlaceWager, coup=reply.coup, seat=1, bet="banker",
+                                        amount=5000)
+        assert placed.ok, placed
+        reply = await casino.patiently(table, "coup", commands.CloseBetting, coup=reply.coup)
         assert reply.ok and reply.waiting is not None and reply.waiting.kind == "finished", reply
 
 

@@ -351,11 +351,7 @@ async def test_a_coup_opened_while_the_wager_service_is_away_gets_its_book_once_
         assert "BAC000-1-000001 is open and its wager book not yet" in first.reason
         await asyncio.sleep(30.0)
         await casino.start("wager")
-        for _ in range(20):  # the book is asked for again within a few seconds
-            opened = await casino.peer.ask(subjects.command("BAC000-1", "coup"), opening)
-            if opened.ok or opened.clause not in commands.ASK_AGAIN:
-                break
-            await asyncio.sleep(0.5)
+        opened = await casino.again("coup", opening)  # the book is asked for again within a few seconds
         assert opened.ok and opened.coup == "BAC000-1-000001", opened
         assert opened.waiting is not None and opened.waiting.kind == "close_betting"
         placed = await casino.ask("BAC000-1", "wager", commands.PlaceWager, coup=opened.coup, seat=1,
