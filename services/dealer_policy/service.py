@@ -272,11 +272,14 @@ class DealerPolicyService:
                 self._resume_later([t.name])
             return self._reply(t)
         if isinstance(cmd, commands.OpenCoup):
-            if t.state is not None and not t.finished:
-                if t.recorded(cmd):  # a retry: the first attempt may have stopped before the book opened
-                    if t.state.phase == "betting":
-                        await self._book_open(t)
-                    return self._reply(t)
+            if t.state is not None and t.recorded(cmd):
+                # A retry (the first attempt may have been answered before the book opened): answered
+                # with the coup it opened, even once another terminal has dealt that coup to its end,
+                # never by opening another.
+                if t.state.phase == "betting":
+                    await self._book_open(t)
+                return self._reply(t)
+            if not t.finished:
                 raise RuleViolation("coup", f"coup {t.coup} is still being dealt")
             await self._open(t, cmd)
             return self._reply(t)

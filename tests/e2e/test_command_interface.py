@@ -79,6 +79,24 @@ async def test_out_of_turn_and_second_answers_are_refused_and_a_retry_is_applied
         assert (busy.ok, busy.clause) == (False, "coup")
 
 
+async def test_an_opening_asked_again_is_answered_with_the_coup_it_opened_even_once_that_coup_is_dealt(
+        nats_url: str) -> None:
+    """A terminal asks its opening again (refused for a moment, or its answer lost) while another
+    terminal deals the coup it opened to its end: answered with that coup, never by opening the next."""
+    async with Casino(nats_url, TABLES, SHOES) as casino:
+        opening = commands.OpenCoup(id="terminal-open-1", table="BAC000")
+        first = await casino.peer.ask(subjects.command("BAC000", "coup"), opening)
+        assert first.ok and first.coup == "BAC000-000001", first
+        await casino.ask("BAC000", "wager", commands.PlaceWager, coup=first.coup, seat=2, bet="banker", amount=5000)
+        dealt = await casino.ask("BAC000", "coup", commands.CloseBetting, coup=first.coup)  # the other terminal
+        assert dealt.waiting is not None and dealt.waiting.kind == "finished", dealt
+        before = await count(casino)
+        again = await casino.peer.ask(subjects.command("BAC000", "coup"), opening)
+        assert (again.ok, again.coup) == (True, first.coup) and again.waiting == dealt.waiting, again
+        assert await count(casino) == before  # nothing opened
+        assert (await casino.ask("BAC000", "coup", commands.OpenCoup)).coup == "BAC000-000002"
+
+
 async def first_decision(casino: Casino) -> tuple[str, commands.Waiting]:
     """A blackjack coup with boxes 1, 3 and 5, dealt up to its first decision (box 1's)."""
     coup = (await casino.ask("BJ002", "coup", commands.OpenCoup)).coup
