@@ -111,7 +111,7 @@ class ShoeService:
             t = self.tables[table] = self.tables[table].anew()
             history, t.shuffles = await self._since_last_round_ended(table)
             for msg in history:
-                await self._observe(msg.subject, msg.seq, msg.batch)
+                await self._observe_into(t, msg.subject, msg.seq, msg.batch)
 
     async def _since_last_round_ended(self, table: str) -> tuple[list[Stored], int]:
         """The table's shoe events from the shoe in play back to the shoe where
@@ -170,11 +170,20 @@ class ShoeService:
         """Catch up with what other instances appended since our last event."""
         await self._catch_up(cmd.table)
 
-    async def _catch_up(self, table: str) -> None:
-        t = self.tables.get(table)
+    async def _catch_up(self, table: str, t: TableShoe | None = None) -> None:
+        """Fold what was appended since into ``t``, a command's table (held by the
+        command even where the table was let go meanwhile: the command goes on
+        on it), else into the table held."""
+        t = self.tables.get(table) if t is None else t
         if t is None:
             return
-        await self.repository.catch_up(subjects.aggregate_filter("shoe", table), t.last_seq, self.observe)
+        held = t
+
+        async def into(subject: str, seq: int, batch: Batch) -> None:
+            async with self.folding(table):
+                await self._observe_into(held, subject, seq, batch)
+
+        await self.repository.catch_up(subjects.aggregate_filter("shoe", table), t.last_seq, into)
 
     async def table(self, table: str, ruleset: str) -> TableShoe:
         """The table's shoe, folded from the stream the first time it is asked for."""
@@ -194,19 +203,20 @@ class ShoeService:
         ack = await self.repository.commit(t, subject, events, msg_id=msg_id, table=table, shoe=shoe, coup=coup,
                                            causation=causation, expected=expected, guard=guard)
         if ack.duplicate:  # written before: the record stands, read back, not this decision
-            await self._catch_up(table)
+            await self._catch_up(table, t)
         else:
             count_recorded(self.metrics, table, list(events))
 
     async def observe(self, subject: str, seq: int, batch: Batch) -> None:
         """Follow the stream: apply what another instance appended."""
-        async with self.folding(subjects.tokens(subject)[0]):
-            await self._observe(subject, seq, batch)
+        table = subjects.tokens(subject)[0]
+        async with self.folding(table):
+            if (t := self.tables.get(table)) is not None:
+                await self._observe_into(t, subject, seq, batch)
 
-    async def _observe(self, subject: str, seq: int, batch: Batch) -> None:
+    async def _observe_into(self, t: TableShoe, subject: str, seq: int, batch: Batch) -> None:
         table, shoe, _, _ = subjects.tokens(subject)
-        t = self.tables.get(table)
-        if t is None or _before(table, shoe, t.state.shoe_id) or not self.repository.take(t, seq, batch):
+        if _before(table, shoe, t.state.shoe_id) or not self.repository.take(t, seq, batch):
             return
         if any(isinstance(env.data, dealing_shoe.ShoeShuffled) for env in batch.events) and t.state.shoe_id:
             t.order = await self.secrets.get(table, t.state.shoe_id)

@@ -84,8 +84,12 @@ class WagerService:
         if ack.duplicate:
             # Written before (a retry, or an instance since stopped): the record
             # stands, not this decision, which may have been taken on a book
-            # read before the record moved on.
-            await self.rebuild(cb.table, coup)
+            # read before the record moved on. It is read into the book this
+            # command holds, even where the book was let go meanwhile.
+            async def into(subject: str, seq: int, batch: Batch) -> None:
+                self.repository.take(cb, seq, batch)
+
+            await self.repository.catch_up(subjects.event(cb.table, cb.shoe, coup, "wager"), cb.last_seq, into)
         else:
             count_recorded(self.metrics, cb.table, list(events))
         if any(isinstance(e, wagerbook.BookOpened) for e in events):

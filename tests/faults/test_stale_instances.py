@@ -13,6 +13,7 @@ from bench.history import deal
 from services.shoe.service import MemorySecrets, ShoeService, secure_shuffle
 from services.wager.service import WagerService
 
+from casino.nats.partitions import PARTITIONS
 from casino.protocol import commands
 from casino.rules import shoe as dealing_shoe
 from casino.rules import wagerbook
@@ -143,3 +144,60 @@ async def test_two_instances_starting_the_next_shoe_write_it_once(tmp_path: Path
     assert sum(isinstance(e, dealing_shoe.ShoeShuffled) for e in await shoe_events(store, TABLE, subjects.shoe_id(TABLE, 2))) == 1
     await first.reload(commands.StartRound(id="catch-up", table=TABLE, coup=f"{TABLE}-{n + 1:06d}", ruleset=ruleset))
     assert behind.tables[TABLE].state == first.tables[TABLE].state
+
+
+def letting_go(store: InMemoryEventStore, instance: ShoeService | WagerService) -> None:
+    """From now on ``instance`` lets every table go as each append is made (a
+    partition moving meanwhile); ten appends at most (an instance that goes on
+    appending fails the test, not hangs it)."""
+    append, appends = store.append, iter(range(10))
+
+    async def let_go(subject: str, batch: Batch, *, expected: int, msg_id: str, guard: str | None = None) -> Appended:
+        if next(appends, None) is None:
+            raise AssertionError("the command goes on appending what it finds written")
+        instance.let_go(set(range(PARTITIONS)))
+        return await append(subject, batch, expected=expected, msg_id=msg_id, guard=guard)
+
+    store.append = let_go  # type: ignore[method-assign]
+
+
+async def test_a_draw_whose_table_is_let_go_as_it_finds_its_cards_written_answers_them(tmp_path: Path) -> None:
+    """A draw asked again of an instance that had not seen it written (the
+    other instance wrote it and its answer was lost), while this instance
+    lets the table go (its partition moves): the append finds the cards
+    written, and they are read back into the table the command holds, and
+    answered. Before, they were read into the table held, which was gone,
+    and the draw went on writing the same cards forever."""
+    ruleset, store, secrets = one_deck(tmp_path), InMemoryEventStore(), MemorySecrets()
+    first, other = ShoeService(store, secrets, secure_shuffle), ShoeService(store, secrets, secure_shuffle)
+    await deal(first, 1, 1, TABLE, ruleset)
+    coup = f"{TABLE}-000002"
+    assert (await first.handle(commands.StartRound(id=f"{coup}:start", table=TABLE, coup=coup, ruleset=ruleset))).ok
+    draw = commands.DrawCard(id=f"{coup}:draw", table=TABLE, coup=coup, ruleset=ruleset, index=0, count=4, tableau=True)
+    await other.handle(draw)
+    written = await other.handle(draw)  # as recorded
+    letting_go(store, first)
+    again = await first.handle(draw)
+    assert (again.cards, again.positions) == (written.cards, written.positions)
+    stored = await store.read(subjects.event(TABLE, written.shoe, coup, "shoe"))
+    drawn = [e.data.card for m in stored for e in m.batch.events if isinstance(e.data, dealing_shoe.CardDrawn)]
+    assert tuple(drawn) == written.cards  # written once
+
+
+async def test_a_close_whose_book_is_let_go_as_it_finds_the_close_written_answers_the_recorded_wagers() -> None:
+    """The close asked again of an instance that had not seen a wager or the
+    close written by another, while it lets the book go (its partition
+    moves): answered with the wagers the book closed on, read into the book
+    the command holds."""
+    store = InMemoryEventStore()
+    first, other = WagerService(store), WagerService(store)
+    open_book = commands.OpenBook(id=f"{COUP}:open-book", table=TABLE, coup=COUP, shoe=SHOE, ruleset=RULESET)
+    close_book = commands.CloseBook(id=f"{COUP}:close-book", table=TABLE, coup=COUP)
+    assert (await first.handle(open_book)).ok
+    await other.reload(open_book)
+    wager = commands.PlaceWager(id="w1", table=TABLE, coup=COUP, seat=1, bet="banker", amount=5000)
+    assert (await other.handle(wager)).ok
+    closed = await other.handle(close_book)
+    letting_go(store, first)
+    again = await first.handle(close_book)
+    assert again.wagers == closed.wagers and len(again.wagers) == 1
