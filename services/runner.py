@@ -77,7 +77,9 @@ COMMANDS: dict[str, list[tuple[str, str, Any, str]]] = {
 }
 _EVENTS = "casino.ev.{table}.{shoe}.{coup}"
 _REPLIES = ("_INBOX.{requester}.>", commands.Reply, "Every command's reply, to the requester's inbox: done, or refused "
-            "with the clause that refuses it.")
+            "with the clause that refuses it. A refusal for one of the clauses "
+            f"{', '.join(sorted(commands.ASK_AGAIN))} is for the terminal to ask the same command (the same id) "
+            "again a moment later; every other refusal stands.")
 # What each service sends: its replies, the events it appends (each message
 # one batch: the events of one decision), and the commands it asks of others.
 _SENDS: dict[str, list[tuple[str, Any, str]]] = {
