@@ -174,15 +174,16 @@ class ShoeService:
         """Fold what was appended since into ``t``, a command's table (held by the
         command even where the table was let go meanwhile: the command goes on
         on it), else into the table held."""
-        held = self.tables.get(table) if t is None else t
-        if held is None:
+        t = self.tables.get(table) if t is None else t
+        if t is None:
             return
+        held = t
 
         async def into(subject: str, seq: int, batch: Batch) -> None:
             async with self.folding(table):
                 await self._observe_into(held, subject, seq, batch)
 
-        await self.repository.catch_up(subjects.aggregate_filter("shoe", table), held.last_seq, into)
+        await self.repository.catch_up(subjects.aggregate_filter("shoe", table), t.last_seq, into)
 
     async def table(self, table: str, ruleset: str) -> TableShoe:
         """The table's shoe, folded from the stream the first time it is asked for."""

@@ -87,7 +87,12 @@ class Casino:
 
     async def again(self, service: str, cmd: commands.Command) -> commands.Reply:
         """``cmd`` asked, and asked again as ``patiently`` says."""
-        return await self.peer.patiently(subjects.command(cmd.table, service), cmd, pause=1.0)
+        for _ in range(60):
+            reply = await self.peer.ask(subjects.command(cmd.table, service), cmd)
+            if reply.ok or reply.clause not in commands.ASK_AGAIN:
+                break
+            await asyncio.sleep(1.0)
+        return reply
 
     async def supervise(self, table: str, command: type[commands.Command], **fields: object) -> commands.Reply:
         """What a supervisor directs (a change of procedure, a forfeit), on supervisor SUPERVISOR's own subject."""

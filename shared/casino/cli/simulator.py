@@ -128,7 +128,11 @@ class SimulatedTable:
         # Command ids are unique everywhere (the seed only steers the players' choices).
         cmd = command(id=f"sim-{self.name}-{uuid.uuid4().hex}", table=self.name, **fields)
         asked = time.perf_counter()
-        reply = await peer.patiently(subject, cmd)  # the service could not finish (a broker or peer away): asked again
+        for _ in range(60):
+            reply = await peer.ask(subject, cmd)
+            if reply.ok or reply.clause not in commands.ASK_AGAIN:
+                break
+            await asyncio.sleep(0.5)  # the service could not finish (a broker or peer away): the same command again
         if self.reply_times is not None:  # until answered, retries included: as the terminal waits
             self.reply_times.setdefault(command.__name__, []).append(time.perf_counter() - asked)
         return reply

@@ -139,17 +139,6 @@ class Peer:
                 await asyncio.sleep(min(1.0, 0.05 * 2**attempt))
         raise RuntimeError(f"no answer from {subject} after {self.attempts} attempts")
 
-    async def patiently(self, subject: str, command: Command, pause: float = 0.5, times: int = 60) -> Reply:
-        """As a terminal asks: ``ask``, and the same command asked again (``times``
-        in all, ``pause`` seconds apart) while the refusal is one to ask again
-        (``commands.ASK_AGAIN``: a service away, say)."""
-        for _ in range(times - 1):
-            reply = await self.ask(subject, command)
-            if reply.ok or reply.clause not in ASK_AGAIN:
-                return reply
-            await asyncio.sleep(pause)
-        return await self.ask(subject, command)
-
     async def must(self, subject: str, command: Command) -> Reply:
         """Ask, and turn a refusal into a ``RuleViolation`` for our own caller."""
         reply = await self.ask(subject, command)
