@@ -365,7 +365,7 @@ def test_casino_verify_file_reads_no_server_and_fails_on_a_difference(exported: 
     good.write_bytes(_file(header, seals).getvalue())
     bad.write_bytes(_file(msgspec.structs.replace(header, seals=len(seals) - 1), seals[1:]).getvalue())
     verify = [sys.executable, "-m", "casino.cli.main", "verify", "--nats", "nats://127.0.0.1:1", "--file"]
-    ok = subprocess.run([*verify, str(good)], capture_output=True, text=True, timeout=60)
+    ok = subprocess.run([*verify, str(good), "--expect", seals[-1].hash], capture_output=True, text=True, timeout=60)
     assert ok.returncode == 0 and f"and {len(seals)} ended shoes: every one follows the rules" in ok.stdout, ok
     refused = subprocess.run([*verify, str(bad)], capture_output=True, text=True, timeout=60)
     assert refused.returncode == 1 and "chained to" in refused.stderr, refused
@@ -470,17 +470,22 @@ def test_an_export_is_anchored_to_the_last_seal_the_casino_holds(
         capsys: pytest.CaptureFixture[str]) -> None:
     """A chain proves only that it is a chain: re-sealed and re-chained with a
     shoe left out it verifies, so verify prints the last seal's hash, and
-    refuses a file whose chain does not end at the hash it is given."""
-    from casino.cli.replay import verify_file
+    refuses a file whose chain does not end at the hash it is given. Without
+    a hash to end at, a consistent file, the casino's or re-chained, is said
+    to be not proven, with an exit status of its own: a regulator's script
+    tells it from a proof (0) and from a difference (1)."""
+    from casino.cli.replay import UNANCHORED, verify_file
 
     header, seals = exported
     good, cut = tmp_path / "T-1.export", tmp_path / "T-1-cut.export"
     good.write_bytes(_file(header, seals).getvalue())
     cut.write_bytes(_export(header, _rechained([archive.open_seal(s) for s in seals[:-1]])))
-    assert verify_file(str(good)) == 0 and f"to {seals[-1].hash}" in capsys.readouterr().out
     assert verify_file(str(good), seals[-1].hash) == 0 and "(as expected)" in capsys.readouterr().out
-    assert verify_file(str(cut)) == 0  # a shorter chain is still a chain
-    capsys.readouterr()
+    for unanchored in (good, cut):  # a shorter chain is still a chain
+        assert verify_file(str(unanchored)) == UNANCHORED != 0
+        out = capsys.readouterr().out
+        assert "every one follows the rules" in out and "not proven to be the casino's record" in out, out
+        assert "(as expected)" not in out
     assert verify_file(str(cut), seals[-1].hash) == 1
     assert f"not at {seals[-1].hash}" in capsys.readouterr().err
 

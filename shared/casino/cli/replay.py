@@ -49,7 +49,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
     verify.add_argument("--file", help="an export file (casino export), verified with no server at all")
     verify.add_argument("--expect", metavar="HASH",
                         help="with --file: the hash of the table's last seal as the casino's archive holds it "
-                             "(`casino export` prints it); a file whose chain does not end there is refused")
+                             "(`casino export` prints it); a file whose chain does not end there is refused. "
+                             "Without it a consistent file exits 3: not proven to be the casino's")
     verify.add_argument("--sealed", action="store_true",
                         help="the archive's sealed shoes (of --table, or of every table): the chain and every shoe")
     verify.add_argument("--shares", type=int, default=1,
@@ -208,10 +209,19 @@ async def export(seals_: SealStore, args: argparse.Namespace) -> int:
     return 0
 
 
+# `casino verify --file` without --expect: the file is consistent (its chain
+# holds, every shoe and coup follows the rules) but nothing shows it is the
+# casino's, since anyone can re-seal and re-chain a record: an exit status of
+# its own, so that a regulator's script tells it from a proof.
+UNANCHORED = 3
+
+
 def verify_file(path: str, expect: str | None = None) -> int:
     """An export file verified; its chain's last hash printed, to be compared
     with the casino's archive (or given as ``expect``, which it must equal):
-    without an anchor, a chain proves only that it is a chain."""
+    without an anchor, a chain proves only that it is a chain. Exit 0 only
+    for a file anchored to ``expect`` and following the rules; 1 for a file
+    refused or a difference; ``UNANCHORED`` for a consistent file with no anchor."""
     try:
         with open(path, "rb") as source:
             header, report = verify_export(source, expect)
@@ -219,9 +229,15 @@ def verify_file(path: str, expect: str | None = None) -> int:
         print(escaped(f"casino: {path}: {exc}", keep_newlines=False), file=sys.stderr)
         return 1
     print(escaped(f"table {header.table}: the chain of its sealed shoes holds, from {header.previous} to "
-                  f"{header.last}" + (" (as expected)" if expect else " (compare it with the casino's archive: "
-                                                                        "--expect HASH)"), keep_newlines=False))
-    return _print_report(report)
+                  f"{header.last}" + (" (as expected)" if expect else ""), keep_newlines=False))
+    status = _print_report(report)
+    if status or expect:
+        return status
+    print(escaped(f"not proven to be the casino's record: the file is consistent, but anyone can seal and chain "
+                  f"shoes anew; compare {header.last} with the last seal of table {header.table} in the casino's "
+                  f"archive, or verify again with --expect HASH (exit {UNANCHORED}: consistent, not anchored)",
+                  keep_newlines=False))
+    return UNANCHORED
 
 
 async def rebuild_projections(store: EventStore, nc: Client) -> int:
