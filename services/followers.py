@@ -169,12 +169,26 @@ class Sole(abc.ABC):
         self.nc: Client | None = None
         self.subscription: Any = None
 
+    metrics: Metrics
+
     async def take(self, nc: Client, parts: set[int]) -> None:
         """Take the deliveries if ``parts`` holds ``SOLE``."""
         if SOLE in parts and self.subscription is None:
             self.nc = nc
-            self.subscription = await nc.subscribe(self.deliver, queue=self.queue, cb=self.on_event)
+            self.metrics.deliveries_refused.labels(self.queue)  # at zero until the first
+            self.subscription = await nc.subscribe(self.deliver, queue=self.queue, cb=self._delivered)
             log.info("%s: this instance takes the deliveries", self.queue)
+
+    async def _delivered(self, msg: Msg) -> None:
+        """A delivery of the consumer's own (its ack subject names it), handled;
+        anything else published on the deliver subject dropped and counted:
+        only the server writes there."""
+        if not (msg.reply or "").startswith(f"$JS.ACK.{STREAM}.{self.queue}."):
+            self.metrics.deliveries_refused.labels(self.queue).inc()
+            log.warning("%s: a message on its deliver subject that its consumer did not deliver (reply %r): dropped",
+                        self.queue, (msg.reply or "")[:200])
+            return
+        await self.on_event(msg)
 
     async def release(self, parts: set[int]) -> None:
         """Let the deliveries go if ``parts`` holds ``SOLE``."""

@@ -7,6 +7,7 @@ filed as a dead letter); the consumers' lag as metrics."""
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, NamedTuple
 
@@ -19,6 +20,7 @@ from pydantic import PlainValidator, WithJsonSchema
 
 from casino.metrics import Metrics
 from casino.nats import partitions
+from casino.nats.permissions import answerable
 from casino.protocol import commands
 from casino.protocol.service import Malformed, TableLocks, decide, read_command
 from casino.store import envelope, subjects
@@ -26,8 +28,8 @@ from casino.store.following import Delivery
 from casino.store.jetstream import MAX_DELIVERIES, STREAM, dead_letter
 
 log = logging.getLogger("casino")
-# Where a command is answered: an inbox (nats-py's ``_INBOX.<user>.…``), or a
-# reply subject the server made for a request from another account.
+# Where a command is answered on a server with no users (the tests' own): any
+# inbox, or a reply subject the server made for a request from another account.
 REPLY_PREFIXES = ("_INBOX.", "_R_.")
 
 
@@ -61,35 +63,74 @@ async def undecoded(msg: NatsMessage) -> Received:
     return Received(msg, msg.body)
 
 
+class Rate:
+    """At most ``burst`` at once, refilled at ``per_second``: how often one
+    source may ask at one table."""
+
+    def __init__(self, per_second: float, burst: int) -> None:
+        self.per_second, self.burst = per_second, burst
+        self.tokens: dict[str, tuple[float, float]] = {}  # source -> (tokens left, when counted)
+
+    def take(self, source: str) -> bool:
+        now = time.monotonic()
+        left, at = self.tokens.get(source, (float(self.burst), now))
+        left = min(float(self.burst), left + (now - at) * self.per_second)
+        if left < 1.0:
+            self.tokens[source] = (left, now)
+            return False
+        self.tokens[source] = (left - 1.0, now)
+        return True
+
+
 class CommandGate:
     """Each table's commands one at a time, whatever their kind (TableLocks),
-    up to ``workers`` tables at once. A table with ``per_table`` commands
-    waiting already is answered at once with a refusal: one terminal flooding
-    its own table neither queues without bound nor holds a worker another
-    table needs."""
+    up to ``workers`` tables at once. A table with ``per_table`` of its own
+    terminal's commands waiting already is answered at once with a refusal:
+    one terminal flooding its own table neither queues without bound nor
+    holds a worker another table needs. A supervisor's commands at a table
+    wait in a lane of their own (``per_supervisor`` waiting at most, and
+    ``SUPERVISOR_RATE`` a second), so that one supervisor's credential,
+    stolen or stuck, takes nothing of the terminal's share: the terminal's
+    commands are decided in turn with at most a few of the supervisor's."""
 
-    def __init__(self, metrics: Metrics, workers: int = 16, per_table: int = 8) -> None:
+    SUPERVISOR_RATE = 4.0  # a supervisor's commands a second at one table (a forfeit or a change: a few a coup)
+
+    def __init__(self, metrics: Metrics, workers: int = 16, per_table: int = 8, per_supervisor: int = 2) -> None:
         self.metrics = metrics
         self.slots = asyncio.Semaphore(workers)
-        self.per_table = per_table
+        self.per_table, self.per_supervisor = per_table, per_supervisor
         self.locks = TableLocks()
-        self.waiting: dict[str, int] = {}
+        self.waiting: dict[tuple[str, str], int] = {}
+        self.rate = Rate(self.SUPERVISOR_RATE, per_supervisor * 2)
+
+    def _refusal(self, table: str, supervisor: str) -> commands.Reply | None:
+        """A refusal for a command that may not wait at ``table`` now (``supervisor``: whose lane, "" the table's)."""
+        lane = (table, supervisor)
+        if not supervisor:
+            if self.waiting.get(lane, 0) >= self.per_table:
+                return commands.refused(f"table {table} has {self.per_table} commands waiting already: ask again "
+                                        "once they are answered", "rate limit")
+            return None
+        if self.waiting.get(lane, 0) >= self.per_supervisor or not self.rate.take(f"{table}.{supervisor}"):
+            return commands.refused(f"supervisor {supervisor} has asked at table {table} more than "
+                                    f"{self.per_supervisor} at once or {self.SUPERVISOR_RATE:.0f} a second: ask "
+                                    "again in a moment", "rate limit")
+        return None
 
     async def answer(self, table: str, command: Any, handle: Callable[[Any], Awaitable[commands.Reply]],
-                     reload: Callable[[Any], Awaitable[None]]) -> commands.Reply:
-        if self.waiting.get(table, 0) >= self.per_table:
-            reply = commands.refused(f"table {table} has {self.per_table} commands waiting already: ask again once "
-                              "they are answered", "rate limit")
-        else:
-            self.waiting[table] = self.waiting.get(table, 0) + 1
+                     reload: Callable[[Any], Awaitable[None]], supervisor: str = "") -> commands.Reply:
+        lane = (table, supervisor)
+        reply = self._refusal(table, supervisor)
+        if reply is None:
+            self.waiting[lane] = self.waiting.get(lane, 0) + 1
             try:
                 async with self.locks(table), self.slots:
                     with self.metrics.commands.labels(self.metrics.service).time():
                         reply = await decide(command, handle, reload, table)
             finally:
-                self.waiting[table] -= 1
-                if not self.waiting[table]:
-                    del self.waiting[table]
+                self.waiting[lane] -= 1
+                if not self.waiting[lane]:
+                    del self.waiting[lane]
         if not reply.ok:
             self.metrics.refused.labels(self.metrics.service, reply.clause).inc()
         return reply
@@ -117,8 +158,9 @@ class Commands:
     IN_HAND = 64
 
     def __init__(self, kinds: dict[str, tuple[str, msgspec.json.Decoder[Any]]], gate: CommandGate,
-                 service: Callable[[], Any], metrics: Metrics) -> None:
+                 service: Callable[[], Any], metrics: Metrics, *, secured: bool = True) -> None:
         self.kinds, self.gate, self.service, self.metrics = kinds, gate, service, metrics
+        self.secured = secured  # connected as a user of the permission model (else a server with no users)
         self.subscriptions: dict[int, list[Any]] = {}
         self.in_hand = asyncio.Semaphore(self.IN_HAND)
         self.answering: set[asyncio.Task[None]] = set()
@@ -152,19 +194,21 @@ class Commands:
         task.add_done_callback(lambda _: self.in_hand.release())
 
     async def answer(self, msg: Any) -> None:
-        """Answer one request, to the requester's inbox or across the
-        terminals' account boundary on the subject the server made: never where
-        a request says (an event or secret subject, the JetStream API). A
-        request asking otherwise is not handled."""
-        if not msg.reply or not msg.reply.startswith(REPLY_PREFIXES):
+        """Answer one request, to the requester's own inbox or across the
+        account boundary on the subject the server made: never where a
+        request says (an event or secret subject, the JetStream API, another
+        user's inbox where a consumer delivers: ``permissions.answerable``).
+        A request asking otherwise is not handled."""
+        reply_to = msg.reply or ""
+        if not (answerable(reply_to, msg.subject) if self.secured else reply_to.startswith(REPLY_PREFIXES)):
             log.warning("%s: a request on %s with the reply subject %r is not answered", self.metrics.service,
-                        msg.subject, (msg.reply or "")[:200])
+                        msg.subject, reply_to[:200])
             self.metrics.refused.labels(self.metrics.service, "reply subject").inc()
             return
         reply = await self.reply_for(msg.subject, msg.data)
         assert self.nc is not None
         with contextlib.suppress(nats.errors.Error):  # the requester asks again
-            await self.nc.publish(msg.reply, commands.encoder.encode(reply))
+            await self.nc.publish(reply_to, commands.encoder.encode(reply))
 
     async def reply_for(self, subject: str, data: bytes) -> commands.Reply:
         """The reply to the command ``data`` that came on ``subject``
@@ -173,9 +217,10 @@ class Commands:
         table, kind = tokens[2], tokens[3]
         _, decoder = self.kinds[kind]
         command = read_command(data, decoder)
-        if kind == "supervise":
+        supervisor = tokens[4] if kind == "supervise" else ""
+        if supervisor:
             if not isinstance(command, Malformed):
-                command = msgspec.structs.replace(command, supervisor=tokens[4])
+                command = msgspec.structs.replace(command, supervisor=supervisor)
         elif isinstance(command, commands.SUPERVISED):
             return commands.refused(f"{type(command).__name__} is directed by a supervisor, on the supervisor's own "
                                     f"credential ({subjects.supervise(table, '<supervisor>')}), never by a "
@@ -183,7 +228,7 @@ class Commands:
         elif getattr(command, "supervisor", ""):  # a name no supervisor's subject gave: nobody's
             command = msgspec.structs.replace(command, supervisor="")
         running = self.service()
-        return await self.gate.answer(table, command, running.handle, running.reload)
+        return await self.gate.answer(table, command, running.handle, running.reload, supervisor)
 
 
 def documented_commands(broker: NatsBroker, kind: str, queue: str, accepted: Any, description: str) -> None:

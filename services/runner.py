@@ -129,7 +129,8 @@ class Running:
         self.projections: Projections | None = None
         # The commands of the tables this instance owns (shoe, wager, dealer-policy).
         self.commands = Commands({token: (queue, DECODERS[token]) for token, queue, _, _ in COMMANDS.get(kind, [])},
-                                 self.gate, lambda: self.service, self.metrics) if kind in COMMANDS else None
+                                 self.gate, lambda: self.service, self.metrics,
+                                 secured=natsclient.inbox_prefix(servers) != "_INBOX") if kind in COMMANDS else None
         self.ownership: Ownership | None = None
         # Settlement's and the archiver's deliveries, taken by one instance at a time.
         self.sole: followers.Sole | None = None

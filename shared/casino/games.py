@@ -268,6 +268,13 @@ class Blackjack(Game):
 
     def opening(self, rules: Any, config: TableConfig, coup: str, procedure: str, carry: Carry,
                 shoe: str, supervisor: str = "") -> Any:
+        # Blackjack is dealt one way (002 (4), 003 7.3): no method or style to deal by, nor for a supervisor to
+        # direct (000 8.2 and 001 8.5 are baccarat's); asked for, refused rather than ignored.
+        if procedure or supervisor:
+            asked = f"{procedure} directed by {supervisor}" if procedure and supervisor else procedure or (
+                f"a coup directed by {supervisor}")
+            raise RuleViolation("002 (4)" if rules.hole_card else "003 7.3",
+                                f"{asked}: a blackjack table is dealt one way, with no method or style to choose")
         return blackjack_messages.OpenCoup(coup)
 
     def close_betting(self, wagers: tuple[Wager, ...]) -> Any:

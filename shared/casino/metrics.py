@@ -50,6 +50,9 @@ class Metrics:
                                  ["consumer"], registry=r)
         self.dead_letters = Counter("casino_dead_letters_total", "Events a consumer filed as dead letters.",
                                     ["consumer"], registry=r)
+        self.deliveries_refused = Counter(
+            "casino_deliveries_refused_total", "Messages on a consumer's deliver subject that its consumer did not "
+            "deliver (no ack subject of its own): dropped.", ["consumer"], registry=r)
         self.read_back = Counter("casino_coups_read_back_total",
                                  "Coups read back from the stream because they were not followed whole as they passed "
                                  "(after a restart, a redelivery, or deliveries shared with another instance).",

@@ -13,6 +13,7 @@ import msgspec
 import pytest
 from services import runner
 
+from casino.nats import permissions
 from casino.nats.partitions import partition
 from casino.protocol import commands
 
@@ -95,3 +96,29 @@ async def test_a_request_whose_reply_would_go_anywhere_but_an_inbox_is_not_handl
     assert handled.commands == []
     assert running.metrics.registry.get_sample_value(
         "casino_commands_refused_total", {"service": "dealer-policy", "clause": "reply subject"}) == 3
+
+
+async def test_a_service_with_a_user_answers_only_where_the_requester_may_receive_it() -> None:
+    """A service connected as its user (the permission model in force)
+    answers a request across the account boundary (the subject the server
+    made) or on the inbox of a user that may send that request; never on
+    another user's inbox, where a consumer delivers: a reply aimed at
+    settlement's or the archiver's deliveries is not answered."""
+    class Request:
+        def __init__(self, subject: str, reply: str) -> None:
+            self.subject, self.reply, self.data = subject, reply, commands.encoder.encode(ASKED[-1][2])
+
+    shoe = runner.Running("shoe", "nats://shoe:secret@127.0.0.1:4222")
+    shoe.service = handled = Handled()
+    assert shoe.commands is not None
+    draw = f"casino.cmd.T1.shoe.{partition('T1')}"
+    for subject, reply_to in ((draw, "_INBOX.settlement.events"), (draw, "_INBOX.archiver.events"),
+                              (draw, "_INBOX.supervisor-SUP-1.x"), (draw, "_INBOX.floor.x"),
+                              (f"casino.cmd.T1.coup.{partition('T1')}", "_INBOX.admin.x")):
+        await shoe.commands.answer(Request(subject, reply_to))
+    assert handled.commands == []
+    assert shoe.metrics.registry.get_sample_value(
+        "casino_commands_refused_total", {"service": "shoe", "clause": "reply subject"}) == 5
+    assert permissions.answerable("_INBOX.dealer-policy.abc.1", draw)  # the dealer-policy asks the shoe
+    assert permissions.answerable("_INBOX.admin.abc.1", f"casino.cmd.-.shoe.{partition('-')}")  # a ping
+    assert permissions.answerable("_R_.abc.def", f"casino.cmd.T1.coup.{partition('T1')}")  # a terminal's

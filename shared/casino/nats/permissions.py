@@ -7,9 +7,13 @@ Accounts. ``CASINO`` holds the event store and every service; each table's
 terminal has an account of its own (``TERMINAL_<table>``, with limits on its
 connections and subscriptions), which imports only its own table's two
 command subjects of those the casino exports (``casino.cmd.<table>.coup`` and
-``.wager``). A request crossing the boundary is answered on a reply subject
-the server makes (``_R_.…``), never on one the terminal chose, so no
-terminal can make a service publish into a stream or the JetStream API.
+``.wager``); so has each supervisor (``SUPERVISOR_<name>``, importing only
+``casino.cmd.*.supervise.<name>``). A request crossing the boundary is
+answered on a reply subject the server makes (``_R_.…``), never on one the
+terminal or supervisor chose, so none can make a service publish into a
+stream, the JetStream API or another user's inbox. Within the casino's
+account a service answers only the inbox of a user that may send the
+request (``answerable``): no reply lands on a consumer's deliveries.
 
 Every user receives only its own replies: nats-py's inbox prefix is
 ``_INBOX.<user>`` (``casino.nats.client.connect``) and each user may subscribe
@@ -34,6 +38,7 @@ import msgspec
 from casino.nats import partitions
 from casino.nats.server import write_private
 from casino.readmodels.projections import BUCKETS, META
+from casino.store.subjects import matches
 
 CASINO = "CASINO"
 TERMINAL_ACCOUNT = "TERMINAL_"  # each table's terminal in an account of its own: TERMINAL_<table>
@@ -41,6 +46,8 @@ TERMINAL_ACCOUNT = "TERMINAL_"  # each table's terminal in an account of its own
 # connection and one subscription for its replies): one terminal cannot use
 # up the server's connections or subscriptions, nor another table's.
 TERMINAL_LIMITS = {"max_connections": 4, "max_subscriptions": 16}
+SUPERVISOR_ACCOUNT = "SUPERVISOR_"  # each supervisor in an account of its own: SUPERVISOR_<name>
+SUPERVISOR_LIMITS = dict(TERMINAL_LIMITS)  # a supervisor's tablet, as bounded as a table's terminal
 STREAM, SECRETS, DLQ, ARCHIVE = "CASINO", "CASINO_SHOE_SECRETS", "CASINO_DLQ", "CASINO_ARCHIVE"
 SETTLEMENT_DURABLE = "settlement"
 ARCHIVER_DURABLE = "archiver"
@@ -49,8 +56,9 @@ KV_STREAMS = tuple(f"KV_{bucket}" for bucket in (*BUCKETS.values(), META, OWNERS
 ARCHIVE_KV = f"KV_{META}"  # where the archiver reads the read models' checkpoint
 RESPONDERS = ("shoe", "wager", "dealer-policy")  # they answer requests
 SERVICES = ("shoe", "wager", "dealer-policy", "settlement", "projections", "archiver")
-# The command subjects the casino exports to the terminals' account.
+# The command subjects the casino exports to the terminals' accounts, and to the supervisors'.
 EXPORTED = ("casino.cmd.*.coup", "casino.cmd.*.wager")
+SUPERVISED = "casino.cmd.*.supervise.*"
 
 
 class User(msgspec.Struct, frozen=True):
@@ -171,7 +179,7 @@ def permissions(tables: Iterable[str], supervisors: Iterable[str] = ()) -> dict[
     }
     for name in supervisors:
         users[f"supervisor-{name}"] = User(
-            CASINO, (_cmd(f"supervise.{name}"),), (),
+            f"{SUPERVISOR_ACCOUNT}{name}", (f"casino.cmd.*.supervise.{name}",), (),
             f"supervisor {name}: directs what only a supervisor may (a shoe forfeited, 000 8.20; a change of "
             "procedure, 000 8.2, 001 8.5) at any table, on "
             "a subject of their own, which names them in the record; nothing else")
@@ -206,25 +214,56 @@ def _nats_permissions(user: str, u: User) -> dict[str, object]:
 
 
 def accounts(users: dict[str, User], password: dict[str, str]) -> dict[str, object]:
-    """The casino's account with its users and exports, and each terminal's
-    account, importing its own table's two command subjects, within its limits."""
+    """The casino's account with its users and exports, each terminal's
+    account, importing its own table's two command subjects, and each
+    supervisor's, importing its own supervisor's subject, within their limits."""
     def members(account: str) -> list[dict[str, object]]:
         return [{"user": name, "password": password[name], "permissions": _nats_permissions(name, u)}
                 for name, u in users.items() if u.account == account]
 
-    terminals = sorted({u.account for u in users.values() if u.account != CASINO})
+    others = sorted({u.account for u in users.values() if u.account != CASINO})
+    terminals = [a for a in others if a.startswith(TERMINAL_ACCOUNT)]
+    supervisors = [a for a in others if a.startswith(SUPERVISOR_ACCOUNT)]
     # The account holds its declared streams and no other (their names are the
     # administrator's only grant besides), and a bounded number of consumers.
     casino: dict[str, object] = {"jetstream": {"max_streams": len(DECLARED_STREAMS)}, "users": members(CASINO),
                                  "mappings": partitions.mappings()}
-    if terminals:
-        casino["exports"] = [{"service": s, "accounts": terminals} for s in EXPORTED]
+    exports = [{"service": s, "accounts": terminals} for s in EXPORTED if terminals]
+    if supervisors:
+        exports.append({"service": SUPERVISED, "accounts": supervisors})
+    if exports:
+        casino["exports"] = exports
     out: dict[str, object] = {CASINO: casino}
     for account in terminals:
         table = account.removeprefix(TERMINAL_ACCOUNT)
         out[account] = {"users": members(account), "limits": dict(TERMINAL_LIMITS), "imports": [
             {"service": {"account": CASINO, "subject": s.replace("*", table)}} for s in EXPORTED]}
+    for account in supervisors:
+        name = account.removeprefix(SUPERVISOR_ACCOUNT)
+        out[account] = {"users": members(account), "limits": dict(SUPERVISOR_LIMITS), "imports": [
+            {"service": {"account": CASINO, "subject": SUPERVISED.removesuffix("*") + name}}]}
     return out
+
+
+# The casino's own users, whose rights name no table or supervisor: who may
+# ask a service what, within the casino's account.
+_CASINO_USERS = {name: u for name, u in permissions(()).items() if u.account == CASINO}
+
+
+def answerable(reply: str, subject: str) -> bool:
+    """Whether a request that came on ``subject`` (as delivered, in its
+    partition) may be answered on ``reply``: a reply subject the server made
+    for a request from another account (a terminal's, a supervisor's), or the
+    inbox of a user of the casino's account that may publish the request
+    itself. Never anywhere else: not an event, secret or JetStream subject,
+    and not another user's inbox, where a consumer delivers (a reply aimed at
+    ``_INBOX.settlement.…`` would land among settlement's deliveries)."""
+    if reply.startswith("_R_."):
+        return True
+    if not reply.startswith("_INBOX."):
+        return False
+    user = _CASINO_USERS.get(reply.split(".", 2)[1])
+    return user is not None and any(matches(allowed, subject) for allowed in user.publish)
 
 
 def passwords(users: Iterable[str]) -> dict[str, str]:

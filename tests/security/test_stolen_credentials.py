@@ -1,0 +1,153 @@
+"""One credential in an attacker's hands, on a real nats-server with the
+permission model applied: whatever it writes or floods, no table and no
+service stalls for longer than the attack lasts, and nothing but the
+server writes where a consumer delivers."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from pathlib import Path
+
+import nats
+import pytest
+from nats.aio.client import Client
+from services.followers import ARCHIVER_DELIVERY, SETTLEMENT_DELIVERY
+
+from casino.nats import permissions as natsauth
+from casino.protocol import commands
+from casino.store import subjects
+from tests.security.secured import TABLES, secured_casino
+
+pytestmark = pytest.mark.anyio
+SUPERVISOR = natsauth.SIMULATED_SUPERVISORS[0]
+BACCARAT, BLACKJACK = "BAC000-1", "BJ002-1"
+
+
+async def ask(nc: Client, subject: str, command: commands.Command, timeout: float = 5) -> commands.Reply:
+    return commands.reply_decoder.decode((await nc.request(subject, commands.encoder.encode(command),
+                                                           timeout=timeout)).data)
+
+
+async def test_only_their_consumers_deliveries_reach_settlement_and_the_archiver(tmp_path: Path) -> None:
+    """Every user, its own credential in hand, aims at the deliver subjects of
+    settlement's and the archiver's consumers all it can: a publication, the
+    reply of every request it may send (a ping, a shoe's or a book's command,
+    a supervisor's direction, a terminal's command), the server's own answer
+    to a JetStream request and to an append (the server publishes those on
+    whatever reply subject the request names). No service answers there, and
+    settlement and the archiver take nothing that their consumer did not
+    deliver: each is dropped and counted, nothing is filed or settled of it,
+    and the casino deals and settles on."""
+    async with secured_casino(tmp_path) as casino:
+        status = commands.encoder.encode(commands.Status(id="s-1", table=BACCARAT))
+        asked = [subjects.command(table, kind) for table in (BACCARAT, "-") for kind in ("coup", "wager", "shoe", "book")]
+        asked += [subjects.supervise(BACCARAT, SUPERVISOR), "$JS.API.STREAM.INFO.CASINO", "$JS.API.DIRECT.GET.CASINO",
+                  "$JS.API.STREAM.INFO.KV_casino_table_status"]
+        for user in natsauth.permissions(TABLES, natsauth.SIMULATED_SUPERVISORS):
+            nc = await casino.connect(user)
+            for target in (SETTLEMENT_DELIVERY, ARCHIVER_DELIVERY):
+                with contextlib.suppress(nats.errors.Error):
+                    await nc.publish(target, status)
+                    for subject in asked:
+                        await nc.publish(subject, status if subject.startswith("casino.cmd") else b'{"seq": 1}',
+                                         reply=target)
+            with contextlib.suppress(nats.errors.Error):
+                await nc.flush()
+            await nc.close()
+        await asyncio.sleep(1.0)  # time for any answer to arrive
+
+        def sample(kind: str, name: str, labels: dict[str, str]) -> float:
+            running = next(r for r in casino.running if r.kind == kind)
+            return running.metrics.registry.get_sample_value(name, labels) or 0.0
+
+        for kind in ("settlement", "archiver"):
+            assert sample(kind, "casino_deliveries_refused_total", {"consumer": kind}) > 0, kind
+            assert sample(kind, "casino_dead_letters_total", {"consumer": kind}) == 0, kind
+        assert sum(sample(kind, "casino_commands_refused_total", {"service": kind, "clause": "reply subject"})
+                   for kind in ("shoe", "wager", "dealer-policy")) > 0  # asked to answer there, and did not
+        await casino.deal(2)  # dealt and settled through the consumers as ever
+
+
+async def terminal_deals(nc: Client, table: str, until: float) -> tuple[int, list[str]]:
+    """The table's terminal dealing Method A coups until ``until`` (whatever
+    coup is open, a supervisor's included): how many it dealt to their end,
+    and the clauses of the refusals it met that ask again."""
+    def at(kind: str) -> str:
+        return subjects.command(table, kind)
+
+    dealt, asked_again, n = 0, [], 0
+    while time.monotonic() < until:
+        n += 1
+        status = await ask(nc, at("coup"), commands.Status(id=f"st-{n}", table=table))
+        if status.waiting is None or status.waiting.kind in ("open", "finished"):
+            status = await ask(nc, at("coup"), commands.OpenCoup(id=f"op-{n}", table=table))
+            if not status.ok:
+                if status.clause in commands.ASK_AGAIN:
+                    asked_again.append(status.clause)
+                continue  # another opened the next coup first: dealt as it stands
+        if status.waiting is None or status.waiting.kind != "close_betting":
+            continue
+        placed = await ask(nc, at("wager"), commands.PlaceWager(id=f"w-{n}", table=table, coup=status.coup, seat=1,
+                                                                 bet="banker", amount=5000))
+        closed = await ask(nc, at("coup"), commands.CloseBetting(id=f"c-{n}", table=table, coup=status.coup))
+        for reply in (placed, closed):
+            if not reply.ok and reply.clause in commands.ASK_AGAIN:
+                asked_again.append(reply.clause)
+        dealt += closed.ok and closed.waiting is not None and closed.waiting.kind == "finished"
+    return dealt, asked_again
+
+
+async def test_a_supervisors_credential_flooding_a_table_takes_nothing_of_its_terminals_share(tmp_path: Path) -> None:
+    """24 openings in flight at once from one supervisor's credential, asked
+    again as fast as they are answered: the supervisor is held to a lane of
+    its own (a few a second, refused beyond as ``rate limit``), and the
+    table's own terminal deals meanwhile without one refusal to ask again.
+    The supervisor's account holds four connections, like a terminal's."""
+    async with secured_casino(tmp_path) as casino:
+        supervisor = await casino.connect(f"supervisor-{SUPERVISOR}")
+        terminal = await casino.connect(f"terminal-{BACCARAT}")
+        until = time.monotonic() + 8.0
+        replies: list[commands.Reply] = []
+
+        async def flood(k: int) -> None:
+            n = 0
+            while time.monotonic() < until:
+                n += 1
+                with contextlib.suppress(nats.errors.TimeoutError):
+                    replies.append(await ask(supervisor, subjects.supervise(BACCARAT, SUPERVISOR), commands.OpenCoup(
+                        id=f"flood-{k}-{n}", table=BACCARAT, procedure="method_a")))
+
+        flooding = [asyncio.create_task(flood(k)) for k in range(24)]
+        dealt, asked_again = await terminal_deals(terminal, BACCARAT, until)
+        await asyncio.gather(*flooding)
+        refused = [r for r in replies if not r.ok and r.clause == "rate limit"]
+        assert len(refused) > len(replies) / 2 and "supervisor SUP-SIM" in refused[0].reason, len(replies)
+        assert asked_again == [] and dealt >= 3, (dealt, asked_again)
+        held = [await casino.connect(f"supervisor-{SUPERVISOR}") for _ in range(natsauth.SUPERVISOR_LIMITS[
+            "max_connections"] - 1)]
+        with pytest.raises(nats.errors.Error, match="maximum account active connections exceeded"):
+            await casino.connect(f"supervisor-{SUPERVISOR}", max_reconnect_attempts=0, allow_reconnect=False)
+        for nc in (supervisor, terminal, *held):
+            await nc.close()
+
+
+async def test_what_a_supervisor_cannot_direct_at_a_table_is_refused_and_writes_nothing(tmp_path: Path) -> None:
+    """A baccarat method directed at a blackjack table is refused naming the
+    blackjack rule (it was taken and ignored), as a supervisor's opening
+    there with nothing to direct is; the table then deals as ever."""
+    async with secured_casino(tmp_path) as casino:
+        supervisor = await casino.connect(f"supervisor-{SUPERVISOR}")
+        compliance = await casino.connect("compliance")
+        before = (await compliance.jetstream().stream_info("CASINO")).state.messages
+        for n, procedure in enumerate(("method_b", "style_a", "")):
+            refused = await ask(supervisor, subjects.supervise(BLACKJACK, SUPERVISOR), commands.OpenCoup(
+                id=f"d-{n}", table=BLACKJACK, procedure=procedure))
+            assert (refused.ok, refused.clause) == (False, "002 (4)"), refused
+            assert "dealt one way" in refused.reason
+        assert (await compliance.jetstream().stream_info("CASINO")).state.messages == before
+        terminal = await casino.connect(f"terminal-{BLACKJACK}")
+        assert (await ask(terminal, subjects.command(BLACKJACK, "coup"), commands.OpenCoup(id="o", table=BLACKJACK))).ok
+        for nc in (supervisor, compliance, terminal):
+            await nc.close()
