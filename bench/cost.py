@@ -16,10 +16,9 @@ import statistics
 import time
 from typing import Any
 
-import msgspec
 from nats.aio.client import Client
 from nats.js.errors import KeyNotFoundError
-from services.ownership import Assignment
+from services.ownership import read_assignment
 from services.runner import KINDS
 
 from bench.load import Meter, casino, process_ids, stop_players
@@ -70,8 +69,8 @@ async def spread(nc: Client, replicas: int, within: float = 120.0) -> None:
         loads = []
         for kind in KINDS:
             with contextlib.suppress(KeyNotFoundError):
-                a = msgspec.json.decode((await kv.get(kind)).value or b"{}", type=Assignment)
-                loads.append([a.owners.count(m) for m in a.members] if "" not in a.owners else [])
+                a = read_assignment((await kv.get(kind)).value)
+                loads.append([a.owners.count(m) for m in set(a.owners)] if "" not in a.owners else [])
         if len(loads) == len(KINDS) and all(len(x) == replicas and max(x) - min(x) <= 1 for x in loads):
             return
         if time.monotonic() > deadline:

@@ -16,6 +16,7 @@ from nats.js.api import ConsumerConfig, DeliverPolicy
 
 from casino.audit.verify import verify_coup
 from casino.metrics import Metrics
+from casino.nats.permissions import LIVE
 from casino.protocol.service import log
 from casino.readmodels.projections import KvProjections, Projector, fold_stream
 from casino.rules.settlement import CoupSettled
@@ -26,20 +27,24 @@ from casino.store.eventstore import EventStore, Stored
 from casino.store.following import Following
 from services.followers import ACK_EVERY, Acks, claim, events_subscriber, own_consumer
 from services.messaging import decoded, delivery, documented
+from services.ownership import Lease, buckets
+
+WRITER = "projections.writer"  # the key of the read models' writer's lease, in the live bucket
 
 CHECKPOINT_EVERY = 1.0  # seconds between the projections' checkpoints, at most
 
 
 class Projections:
     """The read models, kept current by one instance at a time: the holder of
-    the writer's lease (``KvProjections.writing``). It takes them up from the
+    the writer's lease (``services.ownership.Lease``: it lasts as long as the
+    server keeps it, a lapse after its last renewal). It takes them up from the
     last checkpoint and the stream since (from the first event if there is
     no checkpoint), then follows a durable consumer of its own that starts
     where that fold ended, writing the keys changed, and a checkpoint at most
     every ``CHECKPOINT_EVERY`` seconds and on stopping: a restart reads only
     what came since. The other instances stand by, folding nothing: every
     ``CHECKPOINT_EVERY`` seconds each asks for the lease, and the one that
-    gets it (its holder stopped, or gone ten seconds) takes over the same
+    gets it (its holder stopped, or gone a lapse) takes over the same
     way. A writer that finds the lease gone to another lets its consumer go
     and stands by."""
 
@@ -50,6 +55,7 @@ class Projections:
         self.subscription: Any = None
         self.closed = False
         self.instance = f"projections-{secrets.token_hex(8)}"  # who holds the writer's lease
+        self.lease: Lease | None = None
         self.projector = Projector()
         self.kv: KvProjections | None = None
         self.store: EventStore | None = None
@@ -73,6 +79,8 @@ class Projections:
         """Bind the buckets; the read models, where this instance gets the lease."""
         self.store = store
         self.kv = await KvProjections(self.broker.connection.jetstream()).open()
+        (live,) = await buckets(self.broker.connection, LIVE)
+        self.lease = Lease(live, WRITER, self.instance)
         await self.lead_if_free()
         return self.projector
 
@@ -80,8 +88,8 @@ class Projections:
         """Become the writer if the lease is free: the read models from the
         checkpoint and the stream since, then the consumer from where that
         fold ended; whether this instance writes."""
-        assert self.kv is not None
-        if not await self.kv.writing(self.instance, time.time()):
+        assert self.lease is not None
+        if not await self.lease.hold():
             return False
         await self._take_over()
         if not self.wrote:  # the lease went to another during the fold
@@ -123,7 +131,8 @@ class Projections:
         await self._unsubscribe(drain=True)
         if self.wrote and self.written == self.projector.seq:  # not ahead of the keys
             await self._save()
-        await self.kv.release()
+        if self.lease is not None:
+            await self.lease.release()
 
     async def _save(self) -> None:
         assert self.kv is not None
@@ -136,7 +145,7 @@ class Projections:
         saves a checkpoint once the stream has gone quiet (the archiver removes
         nothing from the live stream that the checkpoint does not cover), or
         stands by if the lease has gone to another; a standby asks for the lease."""
-        assert self.kv is not None
+        assert self.kv is not None and self.lease is not None
         while not self.closed:  # besides its cancellation, which Python 3.11 may lose in a request answered
             await asyncio.sleep(CHECKPOINT_EVERY)
             if self.closed:
@@ -144,7 +153,7 @@ class Projections:
             try:
                 if self.subscription is None:
                     await self.lead_if_free()
-                elif not self.wrote or not await self.kv.writing(self.instance, time.time()):
+                elif not self.wrote or not await self.lease.hold():
                     await self.stand_by()
                 elif self.written == self.projector.seq > self.saved:
                     await self._save()
@@ -154,8 +163,8 @@ class Projections:
     async def _write(self, changed: set[tuple[str, str]]) -> bool:
         """The keys changed, where this instance is the writer (every key, at
         the first write after taking over)."""
-        assert self.kv is not None
-        writer = await self.kv.writing(self.instance, time.time())
+        assert self.kv is not None and self.lease is not None
+        writer = await self.lease.hold()
         if writer:
             await self.kv.put(self.projector, changed if self.wrote else set(self.projector.everything()))
             self.written = self.projector.seq

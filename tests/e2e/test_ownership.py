@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import string
+from datetime import UTC, datetime, timedelta
 
 import nats
 import pytest
 from services import followers, ownership, runner
-from services.ownership import LAPSE, Assignment, rebalance
+from services.ownership import LAPSE, Assignment, lapsed, read_assignment, rebalance
 
 from casino.config.tables import TableConfig
 from casino.nats.partitions import PARTITIONS, partition
@@ -24,35 +25,35 @@ pytestmark = pytest.mark.anyio
 
 
 def loads(a: Assignment) -> dict[str, int]:
-    return {m: a.owners.count(m) for m in a.members}
+    return {m: a.owners.count(m) for m in set(a.owners)}
 
 
 def test_one_instance_owns_every_partition_and_more_share_them_evenly() -> None:
-    a = rebalance(Assignment(), "a", 100.0)
+    a = rebalance(Assignment(), ["a"])
     assert a.owners == ["a"] * PARTITIONS
-    b = rebalance(a, "b", 100.0)
+    b = rebalance(a, ["a", "b"])
     assert loads(b) == {"a": PARTITIONS // 2, "b": PARTITIONS // 2}
-    c = rebalance(b, "c", 100.0)
+    c = rebalance(b, ["a", "b", "c"])
     assert sorted(loads(c).values()) == [5, 5, 6]
     # Only what the newcomer takes moves.
     assert sum(x != y for x, y in zip(b.owners, c.owners, strict=True)) == c.owners.count("c")
 
 
-def test_a_lapsed_instances_partitions_go_to_the_live_and_one_leaving_hands_its_on() -> None:
-    a = rebalance(rebalance(Assignment(), "a", 100.0), "b", 100.0)
-    renewed_by_b = rebalance(a, "b", 100.0 + LAPSE - 1)  # a's membership has not run out yet
-    assert loads(renewed_by_b) == loads(a)
-    after = rebalance(renewed_by_b, "b", 100.0 + LAPSE + 0.5)  # a not renewed since 100
-    assert after.owners == ["b"] * PARTITIONS and set(after.members) == {"b"}
-    left = rebalance(a, "a", 101.0, leaving=True)
-    assert left.owners == ["b"] * PARTITIONS and set(left.members) == {"b"}
-    assert rebalance(Assignment(), "a", 100.0, leaving=True).owners == [""] * PARTITIONS
+def test_a_lapsed_or_leaving_instances_partitions_go_to_the_live_and_a_forged_assignment_is_undone() -> None:
+    a = rebalance(rebalance(Assignment(), ["a"]), ["a", "b"])
+    assert rebalance(a, ["a", "b"]) == a  # nothing to write
+    assert rebalance(a, ["b"]).owners == ["b"] * PARTITIONS  # a lapsed, or left
+    assert rebalance(Assignment(), []).owners == [""] * PARTITIONS
+    ghost = Assignment(["ghost"] * PARTITIONS)  # every partition to an instance the server does not hold
+    assert loads(rebalance(ghost, ["a", "b"])) == {"a": PARTITIONS // 2, "b": PARTITIONS // 2}
+    for junk in (b"\x00\xff not json", b'{"owners": ["a"]}', b'{"owners": 7}', b'{"members": {"x": 1e12}}'):
+        assert read_assignment(junk) == Assignment()  # no assignment: written anew, never fatal
 
 
-def test_a_membership_is_written_again_only_every_third_of_its_lapse() -> None:
-    a = rebalance(Assignment(), "a", 100.0)
-    assert rebalance(a, "a", 100.0 + LAPSE / 4) == a  # nothing to write
-    assert rebalance(a, "a", 100.0 + LAPSE / 2).members["a"] == 100.0 + LAPSE / 2 + LAPSE
+def test_a_membership_lapses_by_the_servers_clock() -> None:
+    written = datetime(2026, 12, 4, 12, 0, 0, tzinfo=UTC)
+    assert not lapsed(written, written + timedelta(seconds=LAPSE - 0.5))
+    assert lapsed(written, written + timedelta(seconds=LAPSE + 0.5))
 
 
 async def test_the_server_maps_each_tables_commands_to_the_partition_the_services_compute(nats_url: str) -> None:

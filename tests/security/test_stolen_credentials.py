@@ -8,15 +8,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+import msgspec
 import nats
 import pytest
 from nats.aio.client import Client
+from services import ownership, runner
 from services.followers import ARCHIVER_DELIVERY, SETTLEMENT_DELIVERY
 
 from casino.nats import permissions as natsauth
 from casino.protocol import commands
+from casino.readmodels.projections import KvProjections
 from casino.store import subjects
 from tests.security.secured import TABLES, secured_casino
 
@@ -150,4 +154,82 @@ async def test_what_a_supervisor_cannot_direct_at_a_table_is_refused_and_writes_
         terminal = await casino.connect(f"terminal-{BLACKJACK}")
         assert (await ask(terminal, subjects.command(BLACKJACK, "coup"), commands.OpenCoup(id="o", table=BLACKJACK))).ok
         for nc in (supervisor, compliance, terminal):
+            await nc.close()
+
+
+async def answered(terminal: Client, table: str, kind: str) -> bool:
+    """Whether the instance that owns ``table`` at the ``kind`` service answers (a refusal is an answer)."""
+    command: commands.Command = commands.Status(id="st", table=table) if kind == "coup" else commands.PlaceWager(
+        id="w", table=table, coup=f"{table}-999999", seat=1, bet="banker", amount=5000)
+    try:
+        await ask(terminal, subjects.command(table, kind), command, timeout=1)
+    except (nats.errors.TimeoutError, nats.errors.NoRespondersError):
+        return False
+    return True
+
+
+async def outage(check: Callable[[], Awaitable[bool]], within: float = 30.0) -> float:
+    """Seconds from now to the last moment ``check`` failed, once it has held
+    for a lapse and a tick in a row (0 where it never failed); failing past ``within``."""
+    started = last_failed = time.monotonic()
+    failed = False
+    while time.monotonic() - last_failed < ownership.LAPSE + ownership.TICK + 1:
+        if not await check():
+            failed, last_failed = True, time.monotonic()
+        assert last_failed - started < within, f"still out after {within:.0f} s"
+        await asyncio.sleep(0.2)
+    return last_failed - started if failed else 0.0
+
+
+async def test_no_write_to_the_owners_or_the_live_bucket_stalls_the_floor_past_a_lapse(tmp_path: Path) -> None:
+    """Each service's own credential writes what it may into the buckets that
+    say who owns which tables and who is live: members that never run out by
+    their own say (the year 33658), an assignment to nobody, bytes that are
+    no assignment, members that never were, the projections' writer's lease
+    for an instance that does not exist. Each heals by itself within 30 s
+    (a lapse and a tick at most, by the server's clock), and a new instance
+    starts whatever the bucket holds."""
+    async with secured_casino(tmp_path) as casino:
+        terminals = {t: await casino.connect(f"terminal-{t}") for t in TABLES}
+        users = {user: await casino.connect(user) for user in ("wager", "dealer-policy", "settlement", "projections")}
+        owners = {u: await nc.jetstream().key_value(natsauth.OWNERS) for u, nc in users.items() if u != "projections"}
+        live = {u: await nc.jetstream().key_value(natsauth.LIVE) for u, nc in users.items()}
+        floor = await casino.connect("floor")
+        read_models = await KvProjections(floor.jetstream()).open()
+        took: dict[str, float] = {}
+
+        def every_table(kind: str) -> Callable[[], Awaitable[bool]]:
+            async def answering() -> bool:
+                return all([await answered(nc, t, kind) for t, nc in terminals.items()])
+            return answering
+
+        async def read_models_follow() -> bool:
+            return await read_models.seq() >= (await floor.jetstream().stream_info("CASINO")).state.last_seq
+
+        ghosts = [f"ghost-{k}" for k in range(15)]
+        forever = {"members": {g: 1e12 for g in ghosts}, "owners": [ghosts[k % 15] for k in range(16)]}
+        await owners["wager"].put("wager", msgspec.json.encode(forever))
+        for ghost in ghosts:  # members that never were, each written once
+            await live["dealer-policy"].put(f"dealer-policy.{ghost}", b"")
+        await owners["settlement"].put("settlement", msgspec.json.encode({"owners": ["ghost"] * 16}))
+        attacks = {"wager: members that never lapse by their own say": every_table("wager"),
+                   "dealer-policy: 15 members that never were": every_table("coup")}
+        # A coup dealt and settled meanwhile, through settlement's assignment to nobody.
+        *results, _ = await asyncio.gather(*(outage(check) for check in attacks.values()), casino.deal(1))
+        took.update(zip(attacks, results, strict=True))
+        await live["projections"].put("projections.writer", b"ghost")
+        await asyncio.sleep(ownership.TICK + 0.5)  # the writer finds its lease gone at its next renewal
+        stalled, _ = await asyncio.gather(outage(read_models_follow), casino.deal(1))  # and the coups go unfollowed
+        took["projections: the writer's lease for nobody"] = ownership.TICK + 0.5 + stalled
+        await owners["wager"].put("wager", b"\x00\xff junk")
+        extra = await runner.start("wager", casino.url("wager"), tables=casino.tables)  # starts whatever it holds
+        took["wager: bytes that are no assignment"] = await outage(every_table("wager"))
+        await extra.stop()
+        await casino.deal(1)
+        print(f"out of service after each write, in seconds: {took}")
+        # The writes did stall what they could, for a lapse: the tables of members that never were, the read models.
+        assert took["dealer-policy: 15 members that never were"] > 0
+        assert stalled > 0
+        assert all(t < 30 for t in took.values()), took
+        for nc in (floor, *terminals.values(), *users.values()):
             await nc.close()

@@ -52,7 +52,10 @@ STREAM, SECRETS, DLQ, ARCHIVE = "CASINO", "CASINO_SHOE_SECRETS", "CASINO_DLQ", "
 SETTLEMENT_DURABLE = "settlement"
 ARCHIVER_DURABLE = "archiver"
 OWNERS = "casino_owners"  # which instance of each service owns which partition of the tables (services.ownership)
-KV_STREAMS = tuple(f"KV_{bucket}" for bucket in (*BUCKETS.values(), META, OWNERS))
+# Who is live, for as long as the server says: each instance's membership and the projections' writer's
+# lease, every entry removed by the server a lapse after it was written (services.ownership).
+LIVE = "casino_live"
+KV_STREAMS = tuple(f"KV_{bucket}" for bucket in (*BUCKETS.values(), META, OWNERS, LIVE))
 ARCHIVE_KV = f"KV_{META}"  # where the archiver reads the read models' checkpoint
 RESPONDERS = ("shoe", "wager", "dealer-policy")  # they answer requests
 SERVICES = ("shoe", "wager", "dealer-policy", "settlement", "projections", "archiver")
@@ -85,7 +88,7 @@ def _events(aggregate: str) -> str:
 # from a sequence, or the last on a subject), and the stream's information.
 READ = ("$JS.API.STREAM.INFO.CASINO", "$JS.API.DIRECT.GET.CASINO", "$JS.API.DIRECT.GET.CASINO.>")
 # Reading the read models (key-value buckets) the same way.
-READ_MODELS = tuple(s for kv in KV_STREAMS if kv != f"KV_{OWNERS}" for s in (
+READ_MODELS = tuple(s for kv in KV_STREAMS if kv not in (f"KV_{OWNERS}", f"KV_{LIVE}") for s in (
     f"$JS.API.STREAM.INFO.{kv}", f"$JS.API.DIRECT.GET.{kv}", f"$JS.API.DIRECT.GET.{kv}.>"))
 # Reading the archive of sealed shoes the same way.
 READ_ARCHIVE = (f"$JS.API.STREAM.INFO.{ARCHIVE}", f"$JS.API.DIRECT.GET.{ARCHIVE}", f"$JS.API.DIRECT.GET.{ARCHIVE}.>")
@@ -103,10 +106,19 @@ def own_consumers(service: str) -> tuple[str, ...]:
         f"$JS.API.CONSUMER.INFO.CASINO.{service}-{k}", f"$JS.ACK.CASINO.{service}-{k}.>")), "casino.dlq.>")
 
 
+def living(service: str) -> tuple[str, ...]:
+    """Writing ``service``'s entries of the live bucket (its instances'
+    memberships, its leases), and reading the bucket: which entries it holds
+    and when the server wrote them is no secret."""
+    return (f"$KV.{LIVE}.{service}.*", f"$JS.API.STREAM.INFO.KV_{LIVE}", f"$JS.API.DIRECT.GET.KV_{LIVE}",
+            f"$JS.API.DIRECT.GET.KV_{LIVE}.$KV.{LIVE}.{service}.>")
+
+
 def owning(service: str) -> tuple[str, ...]:
-    """Reading and writing ``service``'s key of the owners' bucket, and no other service's."""
+    """Reading and writing ``service``'s key of the owners' bucket, and no
+    other service's; its instances' memberships in the live bucket."""
     return (f"$KV.{OWNERS}.{service}", f"$JS.API.STREAM.INFO.KV_{OWNERS}",
-            f"$JS.API.DIRECT.GET.KV_{OWNERS}.$KV.{OWNERS}.{service}")
+            f"$JS.API.DIRECT.GET.KV_{OWNERS}.$KV.{OWNERS}.{service}", *living(service))
 
 
 def _cmd(kind: str) -> str:
@@ -161,8 +173,10 @@ def permissions(tables: Iterable[str], supervisors: Iterable[str] = ()) -> dict[
                               "opens and closes wager books", responds=True),
         "settlement": User(CASINO, (_events("settle"), *READ, "casino.dlq.>", *SETTLES, *owning("settlement")), (),
                            "records each coup's payouts, from its own durable consumer (one instance at a time)"),
-        "projections": User(CASINO, (*READ, *own_consumers("projections"), *READ_MODELS, *kv_write), (),
-                            "alone writes the read models and their checkpoint, from a consumer of its own"),
+        "projections": User(CASINO, (*READ, *own_consumers("projections"), *READ_MODELS, *kv_write,
+                                     *living("projections")), (),
+                            "alone writes the read models and their checkpoint, from a consumer of its own "
+                            "(one instance at a time: the holder of the writer's lease)"),
         "archiver": User(CASINO, ("casino.archive.>", *READ, *READ_ARCHIVE, *REMOVE, f"$JS.API.CONSUMER.LIST.{STREAM}",
                                   f"$JS.API.STREAM.INFO.{ARCHIVE_KV}", f"$JS.API.DIRECT.GET.{ARCHIVE_KV}.>", *ARCHIVES,
                                   "casino.dlq.archiver", *owning("archiver")),

@@ -5,9 +5,10 @@ creates a stream or a bucket (casino.nats.permissions gives none the right)."""
 from __future__ import annotations
 
 from nats.aio.client import Client
+from nats.js.api import KeyValueConfig, StorageType
 from nats.js.errors import BucketNotFoundError
 
-from casino.nats.permissions import OWNERS
+from casino.nats.permissions import LIVE, OWNERS
 from casino.readmodels.projections import KvProjections
 from casino.store.jetstream import ensure_streams, require_declared, secrets_config, stream_config
 
@@ -18,10 +19,24 @@ async def provision(nc: Client, replicas: int = 1) -> None:
     js = nc.jetstream()
     await ensure_streams(js, replicas)
     await KvProjections.create(js, replicas)
-    try:
-        await js.key_value(OWNERS)
-    except BucketNotFoundError:  # which instance of each service owns which tables (services.ownership)
-        await js.create_key_value(bucket=OWNERS, history=1, direct=True, replicas=replicas)
+    for bucket in (OWNERS, LIVE):
+        try:
+            await js.key_value(bucket)
+        except BucketNotFoundError:  # which instance of each service owns which tables, and who is live
+            await js.create_key_value(live_config(replicas) if bucket == LIVE else KeyValueConfig(
+                bucket=OWNERS, history=1, direct=True, replicas=replicas))
+
+
+# The live bucket's entries (memberships, leases) last as long as the server keeps them: LAPSE
+# seconds after each was written (services.ownership), in memory (nothing in it outlives a restart
+# by more than a lapse), in a bounded room (a flood of entries is refused, and lapses with it).
+LIVE_LAPSE = 6.0
+LIVE_BYTES = 1 << 20
+
+
+def live_config(replicas: int = 1) -> KeyValueConfig:
+    return KeyValueConfig(bucket=LIVE, history=1, ttl=LIVE_LAPSE, storage=StorageType.MEMORY, max_bytes=LIVE_BYTES,
+                          direct=True, replicas=replicas)
 
 
 async def require_provisioned(nc: Client, secrets: bool = False) -> None:

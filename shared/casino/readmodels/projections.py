@@ -9,7 +9,6 @@ table's and shoe in play's figures) from which a restart folds on, and
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import zlib
 from collections.abc import Awaitable, Callable, Iterable
@@ -237,8 +236,6 @@ async def fold_stream(projector: Projector, store: EventStore,
             return
 
 
-WRITER = "writer"  # the key of the read models' writer's lease, in the META bucket
-WRITER_FOR = 10.0  # seconds a writer's lease lasts unless renewed
 CHECKPOINTED = "checkpointed"  # the key of the stream sequence the checkpoint covers, in the META bucket
 
 
@@ -252,7 +249,10 @@ async def checkpointed(js: Any) -> int:
         entry = await (await js.key_value(META)).get(CHECKPOINTED)
     except KeyNotFoundError:
         return 0
-    return int(entry.value or b"0")
+    try:
+        return int(entry.value or b"0")
+    except ValueError:  # not written by the projections: nothing is covered until they write it again
+        return 0
 
 
 class KvProjections:
@@ -261,51 +261,6 @@ class KvProjections:
     def __init__(self, js: Any) -> None:
         self.js = js
         self.kv: dict[str, Any] = {}
-        self.lease = 0  # the revision of the writer's lease this instance holds, 0 for none
-        self.renew_at = 0.0
-
-    async def writing(self, name: str, now: float) -> bool:
-        """Whether the instance ``name`` is the one that writes the read models
-        now: it holds the writer's lease (renewed here, at most every third of
-        its length), or takes it where nobody holds it or its holder's has run
-        out. Every instance folds every event; one writes. Two writing, each
-        key would be written in either order and the read models would now
-        and then go back. A lease is taken or renewed by the revision it was
-        read at, so two instances never both take it."""
-        from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError
-
-        if self.lease and now < self.renew_at:
-            return True
-        meta = self.kv[META]
-        mine = f"{name} {now + WRITER_FOR:.3f}".encode()
-        try:
-            if self.lease:  # renewing: nobody has taken it meanwhile
-                self.lease = await meta.update(WRITER, mine, last=self.lease)
-            else:
-                try:
-                    entry = await meta.get(WRITER)
-                except KeyNotFoundError:
-                    self.lease = await meta.create(WRITER, mine)
-                else:
-                    holder, until = (entry.value or b"- 0").decode().split()
-                    if holder != name and float(until) > now:
-                        return False
-                    self.lease = await meta.update(WRITER, mine, last=entry.revision)
-        except KeyWrongLastSequenceError:  # another instance took it first
-            self.lease = 0
-            return False
-        self.renew_at = now + WRITER_FOR / 3
-        return True
-
-    async def release(self) -> None:
-        """Give the writer's lease up (on stopping): the instance that comes
-        next writes at once, not after the lease has run out."""
-        from nats.js.errors import KeyWrongLastSequenceError
-
-        if self.lease:
-            with contextlib.suppress(KeyWrongLastSequenceError):  # taken already
-                await self.kv[META].update(WRITER, b"- 0", last=self.lease)
-            self.lease = 0
 
     async def open(self) -> KvProjections:
         """Bind the buckets, which the administrator created (``create``)."""
