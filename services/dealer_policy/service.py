@@ -22,7 +22,7 @@ from casino.protocol.service import Clock, Peer, TableLocks, log, utc_now
 from casino.rules.errors import RuleViolation
 from casino.rules.ruleset import Ruleset, RulesetError
 from casino.store import subjects
-from casino.store.envelope import AnyEvent, Batch, CoupConfigured, RulesetRecorded
+from casino.store.envelope import OPENINGS_KEPT, AnyEvent, Batch, CoupConfigured, RulesetRecorded
 from casino.store.eventstore import EventStore, latest_at_table
 from services.repository import Held, Repository
 
@@ -40,6 +40,7 @@ class Staged(msgspec.Struct):
     # What the table was before the first staged step (the coup before, where the step opens the
     # next), to undo them if they cannot be recorded: then caught up and decided again.
     before: tuple[Any, ...] | None = None
+    opening: str = ""  # the command id of the opening staged, if the steps open a coup
 
 
 class TableCoup(Held, kw_only=True):
@@ -62,6 +63,9 @@ class TableCoup(Held, kw_only=True):
     staked: set[str] = msgspec.field(default_factory=set)
     carried: Carry = Carry()
     ruleset_recorded: str = ""  # the digest of the ruleset last seen recorded at the table
+    # The digests of the command ids that opened the coup and the table's coups before it, the latest first
+    # (CoupConfigured.opened_before, and the coup's own).
+    openings: tuple[str, ...] = ()
     staged: Staged = msgspec.field(default_factory=Staged)
     # The finished coup's round ending at the shoe, asked after the terminal has the result.
     ending: asyncio.Future[Any] | None = None
@@ -133,6 +137,7 @@ class DealerPolicyService:
         if isinstance(event, CoupConfigured):
             t.number = event.coup_number
             t.state = games.named(event.game).new()
+            t.openings = (commands.id_digest(causation), *event.opened_before)[:OPENINGS_KEPT]
         elif t.state is not None:
             t.state = t.game.evolve(t.state, event)
         if (extra := t.game.extra(event, t.name, t.coup, causation)) is not None:
@@ -174,14 +179,14 @@ class DealerPolicyService:
         open a coup or write to a finished one (guarded on the whole table)."""
         if t.staged.before is None:
             t.staged.before = (None if t.state is None else t.game.copy(t.state), t.applied, t.extras, t.number,
-                               t.last_seq, t.ending, t.staked, t.carried, t.coup, t.shoe)
+                               t.last_seq, t.ending, t.staked, t.carried, t.coup, t.shoe, t.openings)
             t.staged.table_wide = t.finished
 
     def _unstage(self, t: TableCoup) -> None:
         """Undo the decisions not recorded: nothing happened that is not in the stream."""
         if t.staged.before is not None:
             (t.state, t.applied, t.extras, t.number, t.last_seq, t.ending, t.staked, t.carried, t.coup,
-             t.shoe) = t.staged.before
+             t.shoe, t.openings) = t.staged.before
         t.staged = Staged()
 
     async def _flush(self, t: TableCoup) -> None:
@@ -207,6 +212,13 @@ class DealerPolicyService:
         except BaseException:
             self._unstage(t)
             raise
+        if ack.duplicate and t.staged.opening:
+            # The stream holds an opening by this command already (its message id is the table's and the
+            # command's): this one did not open a coup.
+            opening = t.staged.opening
+            self._unstage(t)
+            raise RuleViolation("command id", f"command id {opening} opened a coup of table {t.name} already "
+                                "(one of its earlier coups): a new coup takes a new command id")
         t.staged = Staged()
         if not ack.duplicate:
             procedure = t.game.procedure(t.state) if t.state is not None else ""
@@ -279,6 +291,9 @@ class DealerPolicyService:
                 if t.state.phase == "betting":
                     await self._book_open(t)
                 return self._reply(t)
+            if (earlier := self._opened_earlier(t, cmd.id)) is not None:
+                raise RuleViolation("command id", f"command id {cmd.id} opened coup {earlier} already, and "
+                                    f"{t.coup} has opened since: a new coup takes a new command id")
             if not t.finished:
                 raise RuleViolation("coup", f"coup {t.coup} is still being dealt")
             await self._open(t, cmd)
@@ -291,6 +306,17 @@ class DealerPolicyService:
             await self._command(t, cmd)
         await self.advance(t)  # and the dealer's own steps are finished either way
         return self._reply(t)
+
+    @staticmethod
+    def _opened_earlier(t: TableCoup, command_id: str) -> str | None:
+        """The coup before the latest that ``command_id`` opened, among those
+        the latest coup's record names (an opening is applied once, asked
+        again whenever); None if it opened none of them."""
+        digest_ = commands.id_digest(command_id)
+        for back, opened in enumerate(t.openings[1:], start=1):
+            if opened == digest_:
+                return f"{t.name}-{t.number - back:06d}"
+        return None
 
     async def _open(self, t: TableCoup, cmd: commands.OpenCoup) -> None:
         if forged := [a for a in cmd.approvals if a not in t.config.approvals]:
@@ -311,14 +337,17 @@ class DealerPolicyService:
             subjects.command(t.name, "shoe"), commands.StartRound(f"{coup}:start", t.name, coup, t.config.ruleset))
         opening = t.game.opening(t.rules, t.config, coup, cmd.procedure, carry, start.shoe, cmd.supervisor)
         recorded = await self._record_ruleset(t)
-        events: list[AnyEvent] = [CoupConfigured(t.name, t.game.name, t.config.ruleset, recorded, number)]
+        events: list[AnyEvent] = [CoupConfigured(t.name, t.game.name, t.config.ruleset, recorded, number,
+                                                 t.openings[:OPENINGS_KEPT])]
         events += t.game.decide(t.rules, t.game.new(), opening)  # refused here: nothing has changed
         self._keep(t)  # the coup before, put back if the opening is not recorded
         self._next_coup(t)
         t.coup, t.shoe = coup, start.shoe
-        # The id names the command: another instance opening this number for another
-        # command must lose the race, not be taken for a duplicate of it.
-        await self._commit(t, events, f"{coup}:open:{cmd.id}", cmd.id, commands.digest(cmd))
+        # The id names the table and the command, not the coup: another instance opening this number for
+        # another command loses the race (the guard), and this command written once opens no other coup.
+        self._stage(t, events, commands.opening_id(t.name, cmd.id), cmd.id, commands.digest(cmd))
+        t.staged.opening = cmd.id
+        await self._flush(t)
         # Answered once its book is open, so that an opening answered takes wagers. Opened and its book
         # not yet, the refusal says so: the same command asked again is answered once the book is open.
         await self._book_open(t)

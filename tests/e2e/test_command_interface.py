@@ -9,10 +9,13 @@ import asyncio
 import nats
 import pytest
 
+from casino.audit.audits import verify_history
+from casino.config.tables import TableConfig
 from casino.protocol import commands
 from casino.protocol.service import Peer
 from casino.rules.blackjack import messages as blackjack_messages
 from casino.store import subjects
+from casino.store.envelope import OPENINGS_KEPT
 from tests.e2e.casino import SUPERVISOR, Casino, order_of
 from tests.e2e.test_golden_coups import TABLES
 from tests.rules.stacking import baccarat, blackjack, burn_cards, order
@@ -94,6 +97,48 @@ async def test_an_opening_asked_again_is_answered_with_the_coup_it_opened_even_o
         assert (again.ok, again.coup) == (True, first.coup) and again.waiting == dealt.waiting, again
         assert await casino.store.read(subjects.event("BAC000", "*", "BAC000-000002", "coup")) == []  # none opened
         assert (await casino.ask("BAC000", "coup", commands.OpenCoup)).coup == "BAC000-000002"
+
+
+async def deal_method_a(casino: Casino, table: str, opening: commands.OpenCoup | None = None) -> str:
+    """One Method A coup dealt to its end (opened by ``opening`` where given): its id."""
+    reply = await (casino.peer.ask(subjects.command(table, "coup"), opening) if opening is not None
+                   else casino.ask(table, "coup", commands.OpenCoup))
+    assert reply.ok, reply
+    await casino.ask(table, "wager", commands.PlaceWager, coup=reply.coup, seat=2, bet="banker", amount=5000)
+    dealt = await casino.ask(table, "coup", commands.CloseBetting, coup=reply.coup)
+    assert dealt.waiting is not None and dealt.waiting.kind == "finished", dealt
+    return reply.coup
+
+
+async def test_an_opening_asked_again_once_later_coups_have_opened_is_refused_naming_the_coup_it_opened(
+        nats_url: str) -> None:
+    """A command id is applied once, whenever it is asked again: an opening
+    asked after later coups have opened is refused naming the coup it opened
+    and writes nothing, from the table's record (each coup's record names
+    the openings before it), after a restart too; beyond the openings a
+    record names, the stream itself refuses to write it twice (its message id
+    is the table's and the command's) within its duplicate window."""
+    table = "BAC-1"
+    async with Casino(nats_url, {table: TableConfig("baccarat-000-methods")}) as casino:
+        opening = commands.OpenCoup(id="terminal-open-A", table=table)
+        assert await deal_method_a(casino, table, opening) == f"{table}-000001"
+        await deal_method_a(casino, table)
+        before = await count(casino)
+        for restarted in (False, True):
+            if restarted:  # nothing held in memory: the refusal comes from the record
+                await casino.stop("dealer-policy")
+                await casino.start("dealer-policy")
+            again = await casino.peer.ask(subjects.command(table, "coup"), opening)
+            assert (again.ok, again.clause) == (False, "command id") and f"{table}-000001" in again.reason, again
+        assert await count(casino) == before  # nothing written, no coup opened
+        for _ in range(OPENINGS_KEPT):
+            await deal_method_a(casino, table)
+        again = await casino.peer.ask(subjects.command(table, "coup"), opening)
+        assert (again.ok, again.clause) == (False, "command id") and "opened a coup" in again.reason, again
+        assert (await casino.ask(table, "coup", commands.OpenCoup)).coup == f"{table}-{OPENINGS_KEPT + 3:06d}"
+        history = await casino.store.read(subjects.table_filter(table))
+    report = verify_history(history)
+    assert report.findings == [] and report.coups == OPENINGS_KEPT + 2, report
 
 
 async def first_decision(casino: Casino) -> tuple[str, commands.Waiting]:

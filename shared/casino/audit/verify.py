@@ -21,12 +21,13 @@ import msgspec
 from casino import games
 from casino.config import rulesets
 from casino.games import payouts_of
+from casino.protocol.commands import id_digest
 from casino.rules import settlement, shoe, wagerbook
 from casino.rules.errors import RuleViolation
 from casino.rules.ruleset import Ruleset
 from casino.rules.wagers import Wager
 from casino.store import subjects
-from casino.store.envelope import ADDED_SINCE, AnyEvent, CoupConfigured, RulesetRecorded
+from casino.store.envelope import ADDED_SINCE, OPENINGS_KEPT, AnyEvent, CoupConfigured, RulesetRecorded
 from casino.store.eventstore import Stored
 
 
@@ -63,10 +64,11 @@ def verify_coup(stored: list[Stored], recorded: Mapping[str, Ruleset] | None = N
     return sorted(findings, key=lambda f: f.seq)
 
 
-# What each table's latest verified coup left to the next: its number, and
-# the seat and the player holding the shoe into the next coup (000 8.18) and
-# the procedure in force (000 8.2, 001 8.5), by table.
-Carried = dict[str, tuple[int, int | None, str, str]]
+# What each table's latest verified coup left to the next: its number, the
+# seat and the player holding the shoe into the next coup (000 8.18), the
+# procedure in force (000 8.2, 001 8.5), and the openings the next coup's
+# record must name (its own and those before it), by table.
+Carried = dict[str, tuple[int, int | None, str, str, tuple[str, ...]]]
 
 
 def _holding(seat: int | None, player: str) -> str:
@@ -84,18 +86,30 @@ def carried_over(stored: list[Stored], carried: Carried) -> list[Finding]:
     this coup; a coup whose previous coup was not verified before it (the
     first of a window or of a file) is checked against nothing."""
     msgs = sorted(stored, key=lambda m: m.seq)
-    events = [(m.seq, e.data) for m in msgs if subjects.tokens(m.subject)[3] == "coup" for e in m.batch.events]
-    configured = next((e for _, e in events if isinstance(e, CoupConfigured)), None)
-    if configured is None:
+    envelopes = [(m.seq, e) for m in msgs if subjects.tokens(m.subject)[3] == "coup" for e in m.batch.events]
+    events = [(seq, e.data) for seq, e in envelopes]
+    configured_at = next(((seq, e) for seq, e in envelopes if isinstance(e.data, CoupConfigured)), None)
+    if configured_at is None:
         return []
+    configured_seq, configured_envelope = configured_at
+    configured = configured_envelope.data
+    assert isinstance(configured, CoupConfigured)
     game = games.named(configured.game)
     state: Any = game.new()
     findings = []
+    opened_by = id_digest(configured_envelope.causation)
+    if opened_by in configured.opened_before:  # a command applied twice
+        findings.append(Finding(configured_envelope.coup, configured_seq, f"the coup was opened by command "
+                                f"{configured_envelope.causation}, which had opened an earlier coup of the table"))
     opening = next(((seq, e) for seq, e in events if not isinstance(e, CoupConfigured)), None)
     before = carried.get(configured.table)
+    if before is not None and before[0] == configured.coup_number - 1 and configured.opened_before and \
+            configured.opened_before != before[4][:len(configured.opened_before)]:
+        findings.append(Finding(configured_envelope.coup, configured_seq, "the coup's record does not name the "
+                                "openings of the coups before it as their records do"))
     if opening is not None and before is not None and before[0] == configured.coup_number - 1:
         seq, opened = opening
-        coup = msgs[0].batch.events[0].coup
+        coup = configured_envelope.coup
         seat, player = getattr(opened, "shoe_holder", None), getattr(opened, "shoe_holder_player", "")
         if seat != before[1] or (player and before[2] and player != before[2]):
             findings.append(Finding(coup, seq, f"the coup opened with the shoe held by {_holding(seat, player)}, "
@@ -110,7 +124,8 @@ def carried_over(stored: list[Stored], carried: Carried) -> list[Finding]:
         if not isinstance(e, CoupConfigured):
             state = game.evolve(state, e)
     left = game.carry(state, "", games.Carry())
-    carried[configured.table] = (configured.coup_number, left.holder, left.holder_player, left.procedure)
+    carried[configured.table] = (configured.coup_number, left.holder, left.holder_player, left.procedure,
+                                 (opened_by, *configured.opened_before)[:OPENINGS_KEPT])
     return findings
 
 

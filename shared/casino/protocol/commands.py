@@ -52,6 +52,19 @@ def reused(command: Command, recorded: str) -> RuleViolation | None:
     return None
 
 
+def id_digest(command_id: str) -> str:
+    """A command id in short, as a coup's record names the openings before it
+    (``CoupConfigured.opened_before``): 48 bits, against a few dozen ids of one table."""
+    return hashlib.sha256(command_id.encode()).hexdigest()[:12]
+
+
+def opening_id(table: str, command_id: str) -> str:
+    """The message id of the write that opens a coup: of the table and the
+    command, whatever coup it opens, so that the stream itself refuses to
+    write a second opening for the same command (within its duplicate window)."""
+    return f"{table}:open:{command_id}"
+
+
 def write_id(coup: str, command_id: str) -> str:
     """The message id of the write a terminal's command causes in a coup: a
     terminal's command ids are its own, and the stream deduplicates message

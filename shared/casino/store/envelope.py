@@ -16,13 +16,21 @@ from casino.rules.blackjack import messages as blackjack_messages
 
 
 class CoupConfigured(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="coup.configured"):
-    """The table, game and ruleset a coup is dealt under, recorded when it opens."""
+    """The table, game and ruleset a coup is dealt under, recorded when it
+    opens. ``opened_before``: the digests of the command ids that opened the
+    table's coups before this one, the latest first (``OPENINGS_KEPT`` at
+    most; ``casino.protocol.commands.id_digest``), so that an opening asked
+    again after later coups opened is known for what it is (applied once)."""
 
     table: str
     game: str
     ruleset: str
     ruleset_digest: str
     coup_number: int
+    opened_before: tuple[str, ...] = ()
+
+
+OPENINGS_KEPT = 32  # the openings a coup's record names, its own and the table's before it
 
 
 class RulesetRecorded(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="ruleset.recorded"):
@@ -46,13 +54,15 @@ AnyEvent = (
 
 # The schema version of each event type now written; a type not listed is at 1.
 VERSIONS: dict[str, int] = {"shoe.shuffled": 2, "baccarat.card_dealt": 2, "shoe.card_burned": 2,
-                            "blackjack.decision_taken": 2, "baccarat.holder_assigned": 2, "baccarat.coup_opened": 3}
+                            "blackjack.decision_taken": 2, "baccarat.holder_assigned": 2, "baccarat.coup_opened": 3,
+                            "coup.configured": 2}
 # The fields that came with a version of their event type: a record of an
 # earlier version holds them empty (its upcaster gives them so), and is
 # verified without them (casino.audit.verify).
 ADDED_SINCE: dict[str, tuple[str, ...]] = {
     "baccarat.card_dealt": ("clause",), "shoe.card_burned": ("clause",), "blackjack.decision_taken": ("clause",),
-    "baccarat.holder_assigned": ("player",), "baccarat.coup_opened": ("shoe_holder_player", "in_force", "supervisor")}
+    "baccarat.holder_assigned": ("player",), "baccarat.coup_opened": ("shoe_holder_player", "in_force", "supervisor"),
+    "coup.configured": ("opened_before",)}
 
 
 def version_of(event_type: str) -> int:

@@ -26,7 +26,13 @@ def _empty(*fields: str) -> Upcaster:
     return lambda data: {**data, **dict.fromkeys(fields, "")}
 
 
+def _coup_configured_1_to_2(data: dict[str, Any]) -> dict[str, Any]:
+    # Version 1 named no earlier openings: an opening asked again was known only in the latest coup.
+    return {**data, "opened_before": []}
+
+
 UPCASTERS: dict[tuple[str, int], Upcaster] = {
+    ("coup.configured", 1): _coup_configured_1_to_2,
     ("shoe.shuffled", 1): _shoe_shuffled_1_to_2,
     ("baccarat.card_dealt", 1): _empty("clause"),
     ("shoe.card_burned", 1): _empty("clause"),
