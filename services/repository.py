@@ -13,8 +13,8 @@ import msgspec
 
 from casino.protocol.commands import Command, reused
 from casino.protocol.service import Clock, Recorder, log, utc_now
-from casino.store.envelope import AnyEvent, Batch, decode
-from casino.store.eventstore import UNREADABLE, Appended, EventStore
+from casino.store.envelope import AnyEvent, Batch
+from casino.store.eventstore import Appended, EventStore, Stored, read_stored
 
 
 class Held(msgspec.Struct):
@@ -64,22 +64,23 @@ class Repository(Generic[H]):
         return True
 
     async def catch_up(self, filter_: str, after: int, observe: Observe,
-                       unreadable: Callable[[str, int], None] | None = None) -> None:
+                       unreadable: Callable[[Stored], None] | None = None) -> None:
         """Hand ``observe`` everything on ``filter_`` after sequence ``after``:
         what other instances appended since this one last looked. A message
         that is no batch of ours (settlement's consumer files it as a dead
-        letter) is handed to ``unreadable``, and passed over."""
-        stored: list[tuple[int, str, bytes]] = []
-        await self.store.scan_raw(filter_, lambda seq, subject, _, data: stored.append((seq, subject, data)), after)
-        for seq, subject, data in stored:
-            try:
-                batch = decode(data)
-            except UNREADABLE as exc:
-                log.warning("%s seq %d is no batch of ours (%s): passed over", subject, seq, exc)
+        letter) is handed to ``unreadable``, else to ``observe`` with nothing
+        in it: passed over, and counted by the aggregate's guard (left out, the
+        guard would expect less than the stream holds for ever)."""
+        stored: list[Stored] = []
+        await self.store.scan_raw(filter_, lambda seq, subject, headers, data: stored.append(
+            read_stored(seq, subject, data, headers.get("Nats-Msg-Id", ""))), after)
+        for m in stored:
+            if m.unreadable:
+                log.warning("%s seq %d is no batch of ours (%s): passed over", m.subject, m.seq, m.unreadable)
                 if unreadable is not None:
-                    unreadable(subject, seq)
-                continue
-            await observe(subject, seq, batch)
+                    unreadable(m)
+                    continue
+            await observe(m.subject, m.seq, m.batch)
 
     async def commit(self, held: H, subject: str, events: Sequence[AnyEvent], *, msg_id: str, table: str,
                      shoe: str, coup: str, causation: str, command: str = "", expected: int | None = None,

@@ -12,6 +12,7 @@ from typing import Any
 import msgspec
 
 from casino import games
+from casino.audit import verify
 from casino.config import rulesets
 from casino.config.tables import TableConfig
 from casino.games import Carry, Coup, Game
@@ -21,9 +22,10 @@ from casino.protocol import commands
 from casino.protocol.service import Clock, Peer, TableLocks, log, utc_now
 from casino.rules.errors import RuleViolation
 from casino.rules.ruleset import Ruleset, RulesetError
+from casino.rules.shoe import CardDrawn
 from casino.store import subjects
-from casino.store.envelope import OPENINGS_KEPT, AnyEvent, Batch, CoupConfigured, RulesetRecorded
-from casino.store.eventstore import EventStore, latest_at_table
+from casino.store.envelope import OPENINGS_KEPT, AnyEvent, Batch, CoupConfigured, CoupHeld, RulesetRecorded
+from casino.store.eventstore import EventStore, Stored, latest_at_table
 from services.repository import Held, Repository
 
 BOOK_WAIT = 3.0  # seconds a command waits for the coup's wager book to open (under a terminal's patience)
@@ -66,6 +68,12 @@ class TableCoup(Held, kw_only=True):
     # The digests of the command ids that opened the coup and the table's coups before it, the latest first
     # (CoupConfigured.opened_before, and the coup's own).
     openings: tuple[str, ...] = ()
+    # Why the coup is held for compliance ("" where it is not: docs/clauses.md), and whether its
+    # coup.held is recorded.
+    dealt_under: str = ""  # the digest of the ruleset the coup is dealt under (its coup.configured)
+    held: str = ""
+    held_seq: int = 0  # the message it is held for
+    held_recorded: bool = False
     staged: Staged = msgspec.field(default_factory=Staged)
     # The finished coup's round ending at the shoe, asked after the terminal has the result.
     ending: asyncio.Future[Any] | None = None
@@ -75,7 +83,8 @@ class TableCoup(Held, kw_only=True):
 
     @property
     def finished(self) -> bool:
-        return self.state is None or self.state.phase == "finished"
+        """Whether the coup is over: dealt to its end, or held for compliance."""
+        return self.state is None or self.state.phase == "finished" or bool(self.held)
 
 
 class DealerPolicyService:
@@ -119,7 +128,10 @@ class DealerPolicyService:
         if latest is not None:
             _, shoe, coup, _ = subjects.tokens(latest.subject)
             for msg in await self.store.read(subjects.event(name, shoe, coup, "coup")):
-                self._observe_into(t, msg.subject, msg.seq, msg.batch)
+                self._observe_into(t, msg)
+            if not t.coup:  # the latest is a stray under a coup of no number of ours: the table's coups, whole
+                for msg in await self.store.read(subjects.aggregate_filter("coup", name)):
+                    self._observe_into(t, msg)
         self.tables[name] = t
 
     @staticmethod
@@ -127,17 +139,28 @@ class DealerPolicyService:
         """What the coup leaves to the next (the shoe holder, the style in force)."""
         return t.carried if t.state is None else t.game.carry(t.state, t.shoe, t.carried)
 
+    @staticmethod
+    def _carry_from(t: TableCoup) -> Carry:
+        """What the coup leaves to the next; a held coup's as far as it can be
+        followed, else what it was opened with."""
+        try:
+            return DealerPolicyService._carry(t)
+        except Exception:  # a coup held for what cannot be followed
+            return t.carried
+
     def _next_coup(self, t: TableCoup) -> None:
-        t.carried = self._carry(t)
+        t.carried = self._carry_from(t)
         t.state, t.applied, t.last_seq, t.ending = None, {}, 0, None
-        t.extras, t.staked = {}, set()
+        t.extras, t.staked, t.held, t.held_seq, t.held_recorded = {}, set(), "", 0, False
 
     @staticmethod
     def _fold(t: TableCoup, event: AnyEvent, causation: str) -> None:
         if isinstance(event, CoupConfigured):
-            t.number = event.coup_number
+            t.number, t.dealt_under = event.coup_number, event.ruleset_digest
             t.state = games.named(event.game).new()
             t.openings = (commands.id_digest(causation), *event.opened_before)[:OPENINGS_KEPT]
+        elif isinstance(event, CoupHeld):
+            t.held, t.held_recorded = event.reason, True
         elif t.state is not None:
             t.state = t.game.evolve(t.state, event)
         if (extra := t.game.extra(event, t.name, t.coup, causation)) is not None:
@@ -157,12 +180,13 @@ class DealerPolicyService:
             return
         await self.repository.catch_up(subjects.aggregate_filter("coup", cmd.table), t.seen, self.observe, self.skip)
 
-    def skip(self, subject: str, seq: int) -> None:
-        """A message on a coup subject that is no batch of ours (filed as a dead
-        letter): nothing to fold, but looked at, so that the table's guard
-        expects what the stream holds."""
-        if (t := self.tables.get(subjects.tokens(subject)[0])) is not None:
-            t.seen = max(t.seen, seq)
+    def skip(self, m: Stored) -> None:
+        """A message on a coup subject that is no batch this code can read
+        (filed as a dead letter): nothing to fold, but looked at, so that the
+        table's guard expects what the stream holds; written as ours under the
+        coup being dealt, it holds that coup."""
+        if (t := self.tables.get(subjects.tokens(m.subject)[0])) is not None:
+            self._observe_into(t, m)
 
     def _stage(self, t: TableCoup, events: list[AnyEvent], msg_id: str, causation: str, command: str = "") -> None:
         """Take a decision now (the coup moves on) and record it with the next
@@ -179,14 +203,15 @@ class DealerPolicyService:
         open a coup or write to a finished one (guarded on the whole table)."""
         if t.staged.before is None:
             t.staged.before = (None if t.state is None else t.game.copy(t.state), t.applied, t.extras, t.number,
-                               t.last_seq, t.ending, t.staked, t.carried, t.coup, t.shoe, t.openings)
+                               t.last_seq, t.ending, t.staked, t.carried, t.coup, t.shoe, t.openings, t.held,
+                               t.held_seq, t.held_recorded)
             t.staged.table_wide = t.finished
 
     def _unstage(self, t: TableCoup) -> None:
         """Undo the decisions not recorded: nothing happened that is not in the stream."""
         if t.staged.before is not None:
             (t.state, t.applied, t.extras, t.number, t.last_seq, t.ending, t.staked, t.carried, t.coup,
-             t.shoe, t.openings) = t.staged.before
+             t.shoe, t.openings, t.held, t.held_seq, t.held_recorded) = t.staged.before
         t.staged = Staged()
 
     async def _flush(self, t: TableCoup) -> None:
@@ -239,17 +264,78 @@ class DealerPolicyService:
     def _observe(self, subject: str, seq: int, batch: Batch) -> None:
         t = self.tables.get(subjects.tokens(subject)[0])
         if t is not None:
-            self._observe_into(t, subject, seq, batch)
+            self._observe_into(t, Stored(seq, subject, batch, "-"))
 
-    def _observe_into(self, t: TableCoup, subject: str, seq: int, batch: Batch) -> None:
-        _, shoe, coup, _ = subjects.tokens(subject)
-        t.seen = max(t.seen, seq)  # looked at, even a stray under an earlier coup: the table's guard counts it
-        if coup < t.coup or (seq <= t.last_seq and coup == t.coup):
+    def _observe_into(self, t: TableCoup, m: Stored) -> None:
+        """Fold one message of the table's coups, as the record holds it. A
+        message under a coup of no number of ours, or of one no opening opened,
+        is a stray, passed over; one the coup being dealt cannot take (no batch
+        this code can read, written with a message id as ours are; events its
+        rules do not give) holds the coup for compliance: nothing more is
+        folded into it. Each is looked at: the table's guard expects it."""
+        _, shoe, coup, _ = subjects.tokens(m.subject)
+        t.seen = max(t.seen, m.seq)  # looked at, even a stray under an earlier coup: the table's guard counts it
+        number = subjects.coup_number(coup)
+        if number is None or subjects.table_of_coup(coup) != t.name:
+            log.warning("%s seq %d is under no coup of table %s: passed over", m.subject, m.seq, t.name)
+            return
+        if coup < t.coup or (m.seq <= t.last_seq and coup == t.coup):
             return
         if coup != t.coup:
+            if not any(isinstance(e.data, CoupConfigured) for e in m.batch.events):
+                log.warning("%s seq %d is under a coup no opening opened: passed over", m.subject, m.seq)
+                return
             self._next_coup(t)
-            t.coup, t.shoe = coup, shoe
-        self.repository.take(t, seq, batch)
+            t.coup, t.shoe, t.number = coup, shoe, number
+        if t.held and not m.batch.events:
+            t.last_seq = max(t.last_seq, m.seq)
+        elif t.held:
+            try:  # a coup held, and whose coup.held is recorded since
+                for env in m.batch.events:
+                    if isinstance(env.data, CoupHeld):
+                        self._fold(t, env.data, env.causation)
+            finally:
+                t.last_seq = max(t.last_seq, m.seq)
+        elif m.unreadable:
+            t.last_seq = max(t.last_seq, m.seq)  # on the coup's subject: its guard expects it
+            if m.msg_id and not t.finished:
+                self._hold(t, m.seq, f"message seq {m.seq} of its record cannot be read ({m.unreadable})")
+        elif differs := self._not_followed(t, m.batch):
+            t.last_seq = max(t.last_seq, m.seq)
+            why = f"message seq {m.seq} of its record cannot be followed ({differs[:300]})"
+            if t.finished:  # its result stands: the table goes on, and verification reports the message
+                log.error("table %s: coup %s: %s: passed over", t.name, t.coup, why)
+            else:
+                self._hold(t, m.seq, why)
+        else:
+            self.repository.take(t, m.seq, m.batch)
+
+    @staticmethod
+    def _not_followed(t: TableCoup, batch: Batch) -> str:
+        """Why a recorded batch cannot be taken into the coup as it stands ("" where it can): a
+        second opening, no opening first, or decisions that are not what the coup's rules give
+        from its state (each decided again, as verification decides it: ``verify.redecided``;
+        where the coup was dealt under a ruleset other than the table's now, taken as recorded)."""
+        opening = [e for e in batch.events if isinstance(e.data, CoupConfigured)]
+        if opening and t.state is not None:
+            return "a second coup.configured in one coup"
+        if t.state is None and not opening:
+            return "the coup's record does not begin with its coup.configured"
+        rest = [e for e in batch.events if not isinstance(e.data, CoupConfigured | CoupHeld)]
+        digest_ = opening[0].data.ruleset_digest if opening and isinstance(opening[0].data, CoupConfigured) \
+            else t.dealt_under
+        if not rest or digest_ != rulesets.digest_of(t.rules):
+            return ""
+        try:
+            _, differs = verify.redecided(t.game, t.rules, t.game.new() if opening else t.game.copy(t.state), rest)
+        except Exception as exc:  # events no rules give, nor follow
+            return f"{type(exc).__name__}: {exc}"
+        return differs
+
+    @staticmethod
+    def _hold(t: TableCoup, seq: int, why: str) -> None:
+        t.held, t.held_seq = why, seq
+        log.error("table %s: coup %s is held for compliance: %s", t.name, t.coup or "?", why)
 
     # ---- deciding -------------------------------------------------------
 
@@ -259,6 +345,8 @@ class DealerPolicyService:
         return t.game.decide(t.rules, t.state, command)
 
     def waiting(self, t: TableCoup) -> commands.Waiting:
+        if t.held:
+            return commands.Waiting("held")
         return commands.Waiting("open") if t.state is None else t.game.waiting(t.rules, t.state)
 
     def _reply(self, t: TableCoup) -> commands.Reply:
@@ -298,6 +386,9 @@ class DealerPolicyService:
                 raise RuleViolation("coup", f"coup {t.coup} is still being dealt")
             await self._open(t, cmd)
             return self._reply(t)
+        if cmd.coup == t.coup and t.held:
+            raise RuleViolation(commands.HELD, f"coup {t.coup} is held for compliance, nothing more is dealt in it: {t.held}; "
+                                "the table goes on with its next coup")
         if cmd.coup != t.coup or t.state is None:
             raise RuleViolation("coup", f"coup {cmd.coup} is not the coup being dealt at {cmd.table}")
         if isinstance(cmd, commands.CloseBetting) and t.state.phase == "betting":
@@ -319,20 +410,24 @@ class DealerPolicyService:
         return None
 
     async def _open(self, t: TableCoup, cmd: commands.OpenCoup) -> None:
-        if forged := [a for a in cmd.approvals if a not in t.config.approvals]:
+        if forged := [a for a in cmd.approvals if not a.held_by(t.config.approvals)]:
             # An approval is the casino's (its tables file), never a terminal's say-so.
             raise RuleViolation("approvals", f"{forged[0].what} approved by {forged[0].by} {forged[0].reference} is "
                                              f"not among table {t.name}'s approvals in the casino's configuration")
         number = t.number + 1
         coup = f"{t.name}-{number:06d}"
-        carry = self._carry(t)
+        carry = self._carry_from(t)
         # Refused before the shoe is asked anything, so that a refused opening writes nothing (the style
         # in force on a card shoe, 001 8.5, is checked once the round names the shoe it is dealt from).
         t.game.decide(t.rules, t.game.new(), t.game.opening(t.rules, t.config, coup, cmd.procedure, carry, "",
                                                             cmd.supervisor))
         # The last coup's round ends at the shoe before the next starts: most often the shoe started
         # this coup's round as it ended the last (docs/clauses.md, "The next round"), else it starts it now.
-        ended = await self._end_round(t) if t.state is not None else None
+        ended = None
+        if t.held:
+            await self._end_held(t)
+        elif t.state is not None:
+            ended = await self._end_round(t)
         start = ended if ended is not None and ended.coup == coup else await self.peer.must(
             subjects.command(t.name, "shoe"), commands.StartRound(f"{coup}:start", t.name, coup, t.config.ruleset))
         opening = t.game.opening(t.rules, t.config, coup, cmd.procedure, carry, start.shoe, cmd.supervisor)
@@ -352,6 +447,26 @@ class DealerPolicyService:
         # not yet, the refusal says so: the same command asked again is answered once the book is open.
         await self._book_open(t)
 
+    async def _end_held(self, t: TableCoup) -> None:
+        """A held coup recorded as held (``coup.held``), and its round ended at
+        the shoe with the cards the shoe drew for it, in the order drawn (a
+        house rule: docs/clauses.md, "A coup held for compliance"), so that
+        the table goes on with its next coup. A round the shoe is not dealing
+        (never started, or ended) has nothing to end."""
+        if not t.held_recorded:
+            ack = await self.repository.recorder.record(
+                subjects.event(t.name, t.shoe, t.coup, "coup"), [CoupHeld(t.name, t.coup, t.held_seq, t.held)],
+                expected=t.last_seq, msg_id=f"{t.coup}:held", table=t.name, shoe=t.shoe, coup=t.coup,
+                causation=f"{t.coup}:held")
+            t.held_recorded = True
+            t.last_seq, t.seen = max(t.last_seq, ack.seq), max(t.seen, ack.seq)
+        drawn = [e.data for m in await self.store.read(subjects.event(t.name, "*", t.coup, "shoe"))
+                 for e in m.batch.events if isinstance(e.data, CardDrawn) and e.data.coup_id == t.coup]
+        reply = await self.peer.ask(subjects.command(t.name, "shoe"), commands.EndRound(
+            f"{t.coup}:end", t.name, t.coup, t.config.ruleset, tuple(c.card for c in drawn)))
+        if not reply.ok:
+            log.info("table %s: held coup %s has no round to end at the shoe (%s)", t.name, t.coup, reply.reason)
+
     async def _record_ruleset(self, t: TableCoup) -> str:
         """The digest of the table's ruleset, its full content recorded at the
         table first if the table's last recorded ruleset is not this one (the
@@ -363,7 +478,7 @@ class DealerPolicyService:
             return digest_
         subject = subjects.event(t.name, "", "", "ruleset")
         last = await self.store.last(subject)
-        latest = last.batch.events[-1].data if last is not None else None
+        latest = last.batch.events[-1].data if last is not None and last.batch.events else None
         if not (isinstance(latest, RulesetRecorded) and latest.digest == digest_):
             after = last.seq if last is not None else 0
             await self.repository.recorder.record(
@@ -526,6 +641,8 @@ class DealerPolicyService:
 
     async def _resume(self, t: TableCoup) -> None:
         assert t.state is not None
+        if t.held:  # nothing is dealt in it; the next opening ends its round
+            return
         if t.finished:  # its round's end asked again (the shoe answers one ended already as done)
             self._ask_end_round(t)
             return

@@ -22,7 +22,7 @@ from casino.rules.errors import RuleViolation
 from casino.rules.ruleset import BaccaratRules, BlackjackRules, ShoeRules
 from casino.store import subjects
 from casino.store.envelope import Batch
-from casino.store.eventstore import UNREADABLE, EventStore, Stored, latest_at_table
+from casino.store.eventstore import EventStore, Stored, latest_at_table
 from services.repository import Held, Repository
 
 Order = tuple[tuple[Card, ...], str]
@@ -119,13 +119,11 @@ class ShoeService:
         shuffles came before them. A shuffle starts the shoe afresh but for
         the round being dealt (003 7.9: it goes on from the new shoe), and a
         round's end leaves none: nothing before it decides anything."""
-        try:
-            latest = await latest_at_table(self.store, table, "shoe")
-        except UNREADABLE:  # the latest is a stray message that is no batch of ours
-            found: int | None = 0
-        else:
-            if latest is None:
-                return [], 0
+        latest = await latest_at_table(self.store, table, "shoe")
+        if latest is None:
+            return [], 0
+        found: int | None = 0
+        if not latest.unreadable:  # else a stray message that is no batch of ours
             found = subjects.shoe_number(table, subjects.tokens(latest.subject)[1])
             if found is None:  # not a shoe this service named: the whole history
                 return await self.store.read(subjects.aggregate_filter("shoe", table)), 0
@@ -160,10 +158,7 @@ class ShoeService:
         return found
 
     async def _shuffled(self, table: str, number: int) -> bool:
-        try:
-            first = await self.store.first(subjects.event(table, subjects.shoe_id(table, number), "*", "shoe"))
-        except UNREADABLE:
-            return False
+        first = await self.store.first(subjects.event(table, subjects.shoe_id(table, number), "*", "shoe"))
         return first is None or any(isinstance(env.data, dealing_shoe.ShoeShuffled) for env in first.batch.events)
 
     async def reload(self, cmd: ShoeCommand) -> None:

@@ -447,7 +447,7 @@ def forged(change: str, header: archive.Header, seals: list[archive.Sealed]) -> 
 
 
 @pytest.mark.parametrize("change", ["empty", "no seal", "inflates to 272 MiB", "a record of 2**63 bytes",
-                                    "a header nested deep", "a batch nested deep",
+                                    "a header nested deep",
                                     "the first shoe dropped, the chain re-linked", "a coup's settlement cut out",
                                     "a coup cut out whole", "the table relabelled"])
 def test_a_malformed_or_forged_export_is_refused_in_one_line(
@@ -463,6 +463,23 @@ def test_a_malformed_or_forged_export_is_refused_in_one_line(
     assert out == "" and err.startswith(f"casino: {path}: ") and err.count("\n") == 1, (out, err)
     if change == "inflates to 272 MiB":  # stopped at the bound, not inflated whole and found unreadable
         assert "inflates past 256 MiB" in err, err
+
+
+def test_a_sealed_message_that_cannot_be_read_is_a_finding_never_a_crash(
+        exported: tuple[archive.Header, list[archive.Sealed]], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A seal keeps a message as stored, one that cannot be read included (the
+    archiver seals around it): verifying the file names it as a finding,
+    exit 1, whatever it holds (a batch nested a hundred thousand deep)."""
+    from casino.cli.replay import verify_file
+
+    header, seals = exported
+    path = tmp_path / "deep.export"
+    path.write_bytes(forged("a batch nested deep", header, seals))
+    assert verify_file(str(path)) == 1
+    out, err = capsys.readouterr()
+    first = archive.open_seal(seals[0]).messages[0]
+    assert f"event seq {first.seq}: message seq {first.seq} cannot be read" in out and err == "", (out, err)
 
 
 def test_an_export_is_anchored_to_the_last_seal_the_casino_holds(

@@ -408,16 +408,23 @@ async def test_events_under_no_table_fail_the_verification_of_a_whole_store(
             await _verified(url, 2)
 
 
-async def test_an_undecodable_event_fails_the_verification_of_a_whole_store(
+async def test_an_undecodable_event_is_a_finding_naming_its_coup_and_every_other_coup_verifies(
         recorded: list[Stored], tmp_path: Path) -> None:
+    """A message that cannot be read, in a whole store verified in one or
+    several processes: a finding under its coup (never a traceback naming no
+    coup), and every coup verified as before."""
+    whole = verify_history(recorded)
+    coup = subjects.tokens(recorded[-1].subject)[2]
     with nats_server(tmp_path) as url:
         await _a_store_holding(recorded, url)
         nc = await nats.connect(url)
-        await nc.jetstream().publish(recorded[-1].subject, b'{"events": [{"type": "coup.garbled"}]}', stream=STREAM)
+        await nc.jetstream().publish(recorded[-1].subject, b'{"events": [{"type": "coup.garbled"}]}', stream=STREAM,
+                                     headers={"Nats-Msg-Id": "garbled"})
         await nc.close()
         for workers in (1, 2):
-            with pytest.raises(msgspec.ValidationError):
-                await _verified(url, workers)
+            report = await _verified(url, workers)
+            assert [(f.coup, "cannot be read" in f.what) for f in report.findings] == [(coup, True)], report.findings
+            assert report.coups == whole.coups
 
 
 def recorded_reads(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int, int]]:

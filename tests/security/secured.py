@@ -112,8 +112,10 @@ async def secured_casino(tmp: Path, tables: dict[str, TableConfig] = TABLES, ser
             await casino.start_services()
         yield casino
     finally:
-        await casino.stop_services()
-        server.stop()
+        try:
+            await casino.stop_services()
+        finally:
+            server.stop()
 
 
 class Spy:

@@ -19,12 +19,13 @@ from nats.aio.client import Client
 from casino.audit.audits import Report, verify_history
 from casino.audit.verify import Carried
 from casino.protocol.commands import Token
+from casino.rules.settlement import CoupSettled
 from casino.rules.shoe import RoundEnded, ShoeEnded
 from casino.rules.text import Text
 from casino.store import envelope, subjects
 from casino.store.archive import Kept, SealStore
-from casino.store.envelope import CoupConfigured
-from casino.store.eventstore import Appended, Stored
+from casino.store.envelope import CoupConfigured, CoupHeld
+from casino.store.eventstore import Appended, Stored, read_stored
 from casino.store.jetstream import JetStreamEventStore
 
 FORMAT = "casino.seal/1"
@@ -57,7 +58,7 @@ class Seal(msgspec.Struct, frozen=True):
     messages: tuple[Message, ...]
 
     def stored(self) -> list[Stored]:
-        return [Stored(m.seq, m.subject, envelope.decode(m.batch), m.msg_id) for m in self.messages]
+        return [read_stored(m.seq, m.subject, m.batch, m.msg_id) for m in self.messages]
 
 
 class Sealed(msgspec.Struct, frozen=True):
@@ -77,7 +78,7 @@ class ArchiveError(Exception):
 
 def seal(table: str, shoe: str, previous: str, stored: Iterable[Stored]) -> Sealed:
     """Seal a shoe's messages (``stored``, the shoe's and its coups', each once, in any order)."""
-    messages = tuple(Message(m.seq, m.subject, m.msg_id, envelope.encode(m.batch))
+    messages = tuple(Message(m.seq, m.subject, m.msg_id, m.raw if m.unreadable else envelope.encode(m.batch))
                      for m in sorted(stored, key=lambda m: m.seq))
     data = zlib.compress(_encoder.encode(Seal(FORMAT, table, shoe, previous, messages)), 9)
     return Sealed(data, hashlib.sha256(data).hexdigest())
@@ -127,11 +128,26 @@ def chained(seals: Iterable[Sealed], previous: str = GENESIS) -> Iterator[Seal]:
 
 def sealable(stored: list[Stored]) -> bool:
     """Whether a shoe's messages may be sealed: the shoe has ended (its order
-    revealed) and every coup opened from it is settled."""
+    revealed) and every coup opened from it is settled or held for
+    compliance (whose wagers stay unsettled for compliance to rule on)."""
     events = [e.data for m in stored for e in m.batch.events]
     if not any(isinstance(e, ShoeEnded) for e in events):
         return False
-    return _coups(stored, "coup") <= _coups(stored, "settle")
+    return not unsettled(stored)
+
+
+def unsettled(stored: list[Stored]) -> set[str]:
+    """The coups opened among ``stored`` (a readable ``coup.configured``)
+    neither settled nor held for compliance. A message under a coup subject
+    where no coup opened (a stray) is no coup: it is sealed as it is stored."""
+    opened, done = set(), set()
+    for m in stored:
+        for e in m.batch.events:
+            if isinstance(e.data, CoupConfigured):
+                opened.add(subjects.tokens(m.subject)[2])
+            elif isinstance(e.data, CoupSettled | CoupHeld):
+                done.add(subjects.tokens(m.subject)[2])
+    return opened - done
 
 
 def _coups(stored: list[Stored], aggregate: str) -> set[str]:
@@ -253,9 +269,9 @@ def _whole(opened: Seal, stored: list[Stored]) -> set[str]:
     if not any(isinstance(e.data, ShoeEnded) for m in stored if subjects.tokens(m.subject)[1] == opened.shoe
                for e in m.batch.events):
         raise ArchiveError(f"the seal of shoe {opened.shoe} does not hold the shoe's end: not an ended shoe")
-    if unsettled := _coups(stored, "coup") - _coups(stored, "settle"):
-        raise ArchiveError(f"the seal of shoe {opened.shoe} holds coups {', '.join(sorted(unsettled)[:5])} with no "
-                           "settlement: a sealed shoe's coups are all settled (cut from the seal?)")
+    if left := unsettled(stored):
+        raise ArchiveError(f"the seal of shoe {opened.shoe} holds coups {', '.join(sorted(left)[:5])} with no "
+                           "settlement: a sealed shoe's coups are all settled or held (cut from the seal?)")
     return _coups(stored, "coup")
 
 

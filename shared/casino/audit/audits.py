@@ -19,6 +19,7 @@ from casino.audit.verify import (
     Finding,
     carried_over,
     recorded_rulesets,
+    unreadable,
     verify_coup,
     verify_shoe,
     verify_shoes,
@@ -115,6 +116,7 @@ class _Verifying:
 
     def take(self, m: Stored) -> None:
         self.read += m.seq <= self.last_seq
+        self.findings += between_coups([m])
         if m.subject.endswith(".ruleset"):
             found, findings = recorded_rulesets([m])
             self.rulesets.update(found)
@@ -172,14 +174,25 @@ def verify_all(stored: list[Stored], shoe_events: list[Stored], carried: Carried
     and every ended shoe in ``shoe_events``."""
     recorded, findings = recorded_rulesets(stored)
     report = _verify_coups(by_coup(stored), None, recorded, carried)
-    report.findings += findings
+    report.findings += findings + between_coups({m.seq: m for m in [*stored, *shoe_events]}.values())
     ended = {e.data.shoe_id for m in shoe_events for e in m.batch.events if isinstance(e.data, ShoeEnded)}
     return Report(report.coups, len(ended), report.findings + verify_shoes(shoe_events))
 
 
+def between_coups(stored: Iterable[Stored]) -> list[Finding]:
+    """A message that cannot be read filed under no coup (a shoe's between
+    coups, a table's ruleset): a finding under the shoe or the table, as a
+    coup's are under the coup (``verify.unreadable``)."""
+    return [f for m in stored if m.unreadable and subjects.tokens(m.subject)[2] == subjects.NO_COUP
+            for f in unreadable(subjects.tokens(m.subject)[1], [m])]
+
+
 def _in_play(msgs: list[Stored]) -> bool:
-    """The latest coup of a table, not yet finished: not verified until it is."""
-    return not any(e.type.endswith("cards_picked_up") for m in msgs for e in m.batch.events)
+    """The latest coup of a table, not yet finished: not verified until it is.
+    A coup held for compliance, or whose record holds a message that cannot
+    be read, is verified as it stands: its findings are not for later."""
+    return not any(m.unreadable for m in msgs) and not any(
+        e.type.endswith("cards_picked_up") or e.type == "coup.held" for m in msgs for e in m.batch.events)
 
 
 async def verify_window(store: EventStore, table: str, bounds: Bounds) -> Report | None:

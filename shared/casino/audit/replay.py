@@ -17,7 +17,8 @@ from casino.rules import settlement, shoe, wagerbook
 from casino.rules.baccarat import messages as baccarat_messages
 from casino.rules.blackjack import messages as blackjack_messages
 from casino.rules.wagers import Wager
-from casino.store.envelope import CoupConfigured, RulesetRecorded
+from casino.store import subjects
+from casino.store.envelope import CoupConfigured, CoupHeld, RulesetRecorded
 from casino.store.eventstore import Stored
 
 SCHEMA = "casino.replay.coup/1"
@@ -84,17 +85,28 @@ class CoupReplay(msgspec.Struct):
     settled: bool = False
     clauses: list[str] = []
     steps: list[Step] = []
+    held: str = ""
+    unreadable: list[str] = []
 
 
 def replay_coup(stored: list[Stored]) -> CoupReplay:
-    """The replay of the coup whose events (from every service) are ``stored``."""
-    envs = [(m.seq, e) for m in sorted(stored, key=lambda m: m.seq) for e in m.batch.events]
+    """The replay of the coup whose events (from every service) are ``stored``;
+    a message of it that cannot be read is said to be there, with why and
+    what it holds, never passed over in silence."""
+    ordered = sorted(stored, key=lambda m: m.seq)
+    envs = [(m.seq, e) for m in ordered for e in m.batch.events]
     configured = next((e.data for _, e in envs if isinstance(e.data, CoupConfigured)), None)
+    unreadable = [f"seq {m.seq}: {m.unreadable}" + ("" if m.msg_id else "; written by no service of ours "
+                                                    "(no message id)") + f"; as stored: {m.raw[:160]!r}"
+                  for m in ordered if m.unreadable]
     if configured is None:
-        raise LookupError("no such coup in the store")
+        if not unreadable:
+            raise LookupError("no such coup in the store")
+        table, shoe_, coup, _ = subjects.tokens(ordered[0].subject)
+        return CoupReplay(SCHEMA, table, coup, shoe_, "", "", "", unreadable=unreadable)
     first = next(e for _, e in envs if isinstance(e.data, CoupConfigured))
     r = CoupReplay(SCHEMA, configured.table, first.coup, first.shoe, configured.game, configured.ruleset,
-                   configured.ruleset_digest)
+                   configured.ruleset_digest, unreadable=unreadable)
     handlers: dict[str, str] = {}
     for seq, env in envs:
         e = env.data
@@ -157,6 +169,7 @@ _COLLECT: dict[type, Callable[[CoupReplay, int, Any, dict[str, str]], None]] = {
     baccarat_messages.CardsPickedUp: lambda r, seq, e, h: setattr(r, "pickup", list(e.cards)),
     blackjack_messages.CardsPickedUp: lambda r, seq, e, h: setattr(r, "pickup", list(e.cards)),
     settlement.CoupSettled: _settled,
+    CoupHeld: lambda r, seq, e, h: setattr(r, "held", e.reason),
 }
 
 
@@ -247,6 +260,7 @@ _DESCRIBE: dict[type, Callable[[Any], str]] = {
                                       + (" (a back bet)" if e.wager.back else "")),
     wagerbook.WagerCancelled: lambda e: f"wager cancelled: seat {e.seat} {e.bet}" + (f" by {e.player}" if e.player else ""),
     RulesetRecorded: lambda e: f"ruleset {e.name} recorded at table {e.table} in full (digest {e.digest})",
+    CoupHeld: lambda e: f"held for compliance: {e.reason}",
     wagerbook.PlayerSeated: lambda e: f"{e.player} sits at seat {e.seat}",
     wagerbook.PlayerLeft: lambda e: f"{e.player} leaves seat {e.seat}",
     wagerbook.BookClosed: lambda e: "book closed with " + str(len(e.wagers)) + " wagers",
@@ -291,6 +305,10 @@ def render_text(r: CoupReplay) -> str:
             f"seat {p.seat} {p.bet}{f' hand {p.hand}' if p.bet == 'box' else ''} staked {p.stake} returned {p.returned}"
             for p in r.payouts))
     out.append("Pick-up:  " + " ".join(r.pickup))
+    for line in r.unreadable:
+        out.append(f"CANNOT BE READ: {line}")
+    if r.held:
+        out.append(f"HELD FOR COMPLIANCE: {r.held}")
     out.append("Settled" if r.settled else "NOT SETTLED")
     return "\n".join(out)
 

@@ -13,7 +13,7 @@ shuffle, and every card burned or drawn must be that order's card.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -27,7 +27,15 @@ from casino.rules.errors import RuleViolation
 from casino.rules.ruleset import Ruleset
 from casino.rules.wagers import Wager
 from casino.store import subjects
-from casino.store.envelope import ADDED_SINCE, OPENINGS_KEPT, AnyEvent, CoupConfigured, RulesetRecorded
+from casino.store.envelope import (
+    ADDED_SINCE,
+    OPENINGS_KEPT,
+    AnyEvent,
+    CoupConfigured,
+    CoupHeld,
+    Envelope,
+    RulesetRecorded,
+)
 from casino.store.eventstore import Stored
 
 
@@ -45,11 +53,35 @@ def verify_coup(stored: list[Stored], recorded: Mapping[str, Ruleset] | None = N
     recorded content where ``recorded`` (by digest) holds it, else the file of
     that name, which must still have that digest."""
     msgs = sorted(stored, key=lambda m: m.seq)
+    coup = subjects.tokens(msgs[0].subject)[2] if msgs else ""
+    strays = unreadable(coup, msgs)
+    if any(m.unreadable and m.msg_id for m in msgs):  # written as ours write, and not understood: the coup neither
+        return strays
     everything: list[AnyEvent] = [e.data for m in msgs for e in m.batch.events]
+    if held := [(m.seq, e.data) for m in msgs for e in m.batch.events if isinstance(e.data, CoupHeld)]:
+        return strays + [Finding(coup, seq, f"the coup was held for compliance by the dealer-policy: {e.reason}")
+                         for seq, e in held if isinstance(e, CoupHeld)]
     configured = next((e for e in everything if isinstance(e, CoupConfigured)), None)
-    coup = msgs[0].batch.events[0].coup if msgs else ""
     if configured is None:
-        return [Finding(coup, msgs[0].seq if msgs else 0, "the coup has no coup.configured event")]
+        return strays + [Finding(coup, msgs[0].seq if msgs else 0, "the coup has no coup.configured event")]
+    try:
+        return strays + _verified(coup, msgs, everything, configured, recorded)
+    except Exception as exc:  # events the rules cannot follow at all (not a refusal: a record no dealer wrote)
+        return strays + [Finding(coup, msgs[-1].seq, f"the coup's events cannot be followed: {type(exc).__name__}: "
+                                                     f"{str(exc)[:200]}")]
+
+
+def unreadable(coup: str, msgs: list[Stored]) -> list[Finding]:
+    """Every message among ``msgs`` that is no record this code can read: one
+    written with a message id as the services write (the coup cannot be
+    understood), or a stray no service wrote (the server's answer to a
+    request aimed at the coup's subject, say), under the coup all the same."""
+    return [Finding(coup, m.seq, f"message seq {m.seq} cannot be read ({m.unreadable})" + (
+        "" if m.msg_id else ": written by no service of ours (no message id)")) for m in msgs if m.unreadable]
+
+
+def _verified(coup: str, msgs: list[Stored], everything: list[AnyEvent], configured: CoupConfigured,
+              recorded: Mapping[str, Ruleset] | None) -> list[Finding]:
     rules = (recorded or {}).get(configured.ruleset_digest)  # its digest checked as it was read
     if rules is None:
         rules = rulesets.load(configured.ruleset)
@@ -120,10 +152,14 @@ def carried_over(stored: list[Stored], carried: Carried) -> list[Finding]:
             findings.append(Finding(coup, seq, f"the coup opened with {in_force} in force, but the coup before was "
                                                f"dealt by {before[3]} "
                                                f"({'000 8.2' if in_force.startswith('method') else '001 8.5'})"))
-    for _, e in events:
-        if not isinstance(e, CoupConfigured):
-            state = game.evolve(state, e)
-    left = game.carry(state, "", games.Carry())
+    try:
+        for _, e in events:
+            if not isinstance(e, CoupConfigured):
+                state = game.evolve(state, e)
+        left = game.carry(state, "", games.Carry())
+    except Exception:  # a coup its rules cannot follow (held, or not a dealer's record): the next checked against nothing
+        carried.pop(configured.table, None)
+        return findings
     carried[configured.table] = (configured.coup_number, left.holder, left.holder_player, left.procedure,
                                  (opened_by, *configured.opened_before)[:OPENINGS_KEPT])
     return findings
@@ -150,33 +186,43 @@ def _redecide(coup: str, rules: Ruleset, msgs: list[Stored]) -> list[Finding]:
     """Each recorded batch holds one decision or several consecutive ones (the
     dealer's own steps are recorded together): from the first event not yet
     explained, the command it implies is decided again and must give exactly
-    the events recorded from there."""
+    the events recorded from there (``redecided``)."""
     game = games.of(rules)
     state: Any = game.new()
     for m in msgs:
-        envelopes = [e for e in m.batch.events if type(e.data) is not CoupConfigured]
-        recorded = [e.data for e in envelopes]
-        i = 0
-        while i < len(recorded):
-            command = game.command_of.get(type(recorded[i]))
-            if command is None:
-                return [Finding(coup, m.seq, f"{type(recorded[i]).__name__} is not caused by any command")]
-            try:
-                given, state = game.step(rules, state, command(recorded[i]))
-            except RuleViolation as exc:
-                return [Finding(coup, m.seq, f"the rules refuse the recorded {type(recorded[i]).__name__}: {exc}")]
-            given = [_as_recorded(g, e) for g, e in zip(given, envelopes[i:], strict=False)] + given[len(envelopes) - i:]
-            got = recorded[i:i + len(given)]
-            if given != got or not given:
-                j = next((j for j, (g, r) in enumerate(zip(given, got, strict=False)) if g != r),
-                         min(len(given), len(got)))
-                want = given[j] if j < len(given) else "nothing"
-                have = got[j] if j < len(got) else "nothing"
-                return [Finding(coup, m.seq, f"event {i + j} of the batch: recorded {have!r}, the rules give {want!r}")]
-            i += len(given)
+        state, differs = redecided(game, rules, state, [e for e in m.batch.events if type(e.data) is not CoupConfigured])
+        if differs:
+            return [Finding(coup, m.seq, differs)]
     if state.phase != "finished":
         return [Finding(coup, msgs[-1].seq if msgs else 0, f"the coup is not finished (phase {state.phase})")]
     return []
+
+
+def redecided(game: games.Game, rules: Ruleset, state: Any, envelopes: Sequence[Envelope]) -> tuple[Any, str]:
+    """The coup's state after one recorded batch's events (``envelopes``, its
+    ``coup.configured`` left out), each decision in it decided again through
+    the rules from ``state``; and, where the rules do not give exactly the
+    events recorded, what differs ("" where they do). The verification of
+    every coup, and the dealer-policy's reading of a coup it takes up."""
+    recorded = [e.data for e in envelopes]
+    i = 0
+    while i < len(recorded):
+        command = game.command_of.get(type(recorded[i]))
+        if command is None:
+            return state, f"{type(recorded[i]).__name__} is not caused by any command"
+        try:
+            given, state = game.step(rules, state, command(recorded[i]))
+        except RuleViolation as exc:
+            return state, f"the rules refuse the recorded {type(recorded[i]).__name__}: {exc}"
+        given = [_as_recorded(g, e) for g, e in zip(given, envelopes[i:], strict=False)] + given[len(envelopes) - i:]
+        got = recorded[i:i + len(given)]
+        if given != got or not given:
+            j = next((j for j, (g, r) in enumerate(zip(given, got, strict=False)) if g != r), min(len(given), len(got)))
+            want = given[j] if j < len(given) else "nothing"
+            have = got[j] if j < len(got) else "nothing"
+            return state, f"event {i + j} of the batch: recorded {have!r}, the rules give {want!r}"
+        i += len(given)
+    return state, ""
 
 
 def _as_recorded(given: Any, recorded: Any) -> Any:

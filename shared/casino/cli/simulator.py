@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import random
 import time
 import uuid
@@ -26,8 +27,10 @@ from casino.rules.blackjack.strategy import basic_strategy
 from casino.rules.ruleset import BaccaratRules, Ruleset
 from casino.rules.settlement import CoupSettled
 from casino.store import envelope, subjects
+from casino.store.eventstore import UNREADABLE
 from casino.store.jetstream import JetStreamEventStore
 
+log = logging.getLogger("casino")
 SUPERVISOR = SIMULATED_SUPERVISORS[0]  # the floor supervisor the simulated tables' forfeits are directed by (000 8.20)
 
 
@@ -85,7 +88,7 @@ async def until_finished(reply: commands.Reply,
                          respond: Callable[[commands.Waiting], Awaitable[commands.Reply]]) -> commands.Reply:
     """What a table terminal does once betting is closed: answer what the coup
     waits for (``respond``) until it is finished or a command is refused."""
-    while reply.ok and reply.waiting is not None and reply.waiting.kind not in ("finished", "open"):
+    while reply.ok and reply.waiting is not None and reply.waiting.kind not in ("finished", "open", "held"):
         reply = await respond(reply.waiting)
     return reply
 
@@ -233,6 +236,10 @@ class SimulatedTable:
             closing = time.perf_counter()
             reply = await self.ask("coup", commands.CloseBetting, coup=coup)
         reply = await until_finished(reply, lambda waiting: self._respond(coup, waiting))
+        if (reply.waiting is not None and reply.waiting.kind == "held") or reply.clause == commands.HELD:
+            log.warning("%s %s: held for compliance, the table goes on with its next coup: %s", self.name, coup,
+                        reply.reason or "held")
+            return  # nothing more is dealt in it, nor settled
         if not reply.ok:
             raise Refused(f"{self.name} {coup}: {reply.clause}: {reply.reason}")
         self.last = reply
@@ -386,7 +393,10 @@ class Simulator:
             del self.waiting[coup]
 
     async def _on_event(self, msg: Msg) -> None:
-        batch = envelope.decode(msg.data)
+        try:
+            batch = envelope.decode(msg.data)
+        except UNREADABLE:  # a message that is no batch of ours: nothing to show or wait for
+            return
         if self.console:
             self.console.on_batch(msg.subject, batch)
         for env in batch.events:

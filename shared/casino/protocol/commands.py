@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from casino.rules.baccarat.messages import Approval
+from casino.rules.baccarat import messages as baccarat_messages
 from casino.rules.cards import Card
 from casino.rules.errors import RuleViolation
 from casino.rules.text import Name, Text
@@ -74,6 +74,19 @@ def write_id(coup: str, command_id: str) -> str:
 
 
 # ---- to the dealer-policy service (casino.cmd.<table>.coup) -----------------
+
+
+class Approval(msgspec.Struct, frozen=True, gc=False, forbid_unknown_fields=True):
+    """An approval as a command names one (it must be among the table's in
+    the casino's configuration): a name, an approver, a printable reference."""
+
+    what: Name
+    by: baccarat_messages.Approver
+    reference: Text = ""
+
+    def held_by(self, approvals: tuple[baccarat_messages.Approval, ...]) -> bool:
+        """Whether ``approvals`` (the table's configuration) hold this one."""
+        return any((a.what, a.by, a.reference) == (self.what, self.by, self.reference) for a in approvals)
 
 
 class OpenCoup(Command, frozen=True, tag="table.open_coup"):
@@ -280,7 +293,8 @@ ShoeCommand = StartRound | DrawCard | EndRound
 class Waiting(msgspec.Struct, frozen=True):
     """What a coup waits for next: ``open`` (no coup), ``close_betting``,
     ``answer`` (from ``seat``, about ``offer``), ``expose`` (``seat``'s ``hand``),
-    ``decision`` (``seat``, blackjack ``box_hand``), or ``finished``. For a
+    ``decision`` (``seat``, blackjack ``box_hand``), ``finished``, or ``held``
+    (held for compliance: nothing more is dealt in it; the next coup opens). For a
     decision it shows the hand's ``cards``, the dealer's face-up ``dealer`` cards
     and the actions the rules allow now (``options``). At baccarat,
     ``shoe_holder`` is the seat holding the shoe (once the coup is finished,
@@ -312,6 +326,9 @@ class Reply(msgspec.Struct, frozen=True, omit_defaults=True):
 
 
 WAGER_SERVICE = "wager service"
+# The refusal of a command to a coup held for compliance (its record holds a message the dealer-policy
+# cannot read or follow): nothing more is dealt in it, and the table goes on with its next coup.
+HELD = "held for compliance"
 # Refusals a terminal meets with the same command (the same id) asked again a
 # moment later: a service or the event store away, another writer winning the
 # race, too many commands waiting, a coup opened whose wager book is not open

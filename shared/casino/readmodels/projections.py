@@ -20,7 +20,7 @@ from casino.rules import settlement, shoe
 from casino.rules.baccarat import messages as baccarat_messages
 from casino.rules.blackjack import messages as blackjack_messages
 from casino.store import subjects
-from casino.store.envelope import Batch, CoupConfigured, decode
+from casino.store.envelope import Batch, CoupConfigured, CoupHeld, decode
 from casino.store.eventstore import UNREADABLE, EventStore, Stored
 
 BUCKETS = {"table_status": "casino_table_status", "shoe_stats": "casino_shoe_stats", "takings": "casino_takings"}
@@ -149,6 +149,8 @@ class Projector:
             case blackjack_messages.CoupResulted():
                 s.phase = "finished"
                 s.last_result = f"dealer {'blackjack' if e.dealer_blackjack else e.dealer_total}"
+            case CoupHeld():
+                s.phase = "held"
             case _:
                 return False
         return True

@@ -47,9 +47,23 @@ class RulesetRecorded(msgspec.Struct, frozen=True, gc=False, tag_field="type", t
     content: str
 
 
+class CoupHeld(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="coup.held"):
+    """A coup held for compliance: its record holds a message, at stream
+    sequence ``seq``, that the dealer-policy cannot read or follow (``reason``):
+    written by whoever held a writer's credential, or by a fault. Nothing more
+    is dealt in it, its wagers stay unsettled for compliance to rule on (a
+    house rule where the regulations are silent: docs/clauses.md, "A coup
+    held for compliance"), and the table goes on with its next coup."""
+
+    table: str
+    coup: str
+    seq: int
+    reason: str
+
+
 AnyEvent = (
     shoe.AnyShoeEvent | baccarat_messages.AnyBaccaratEvent | blackjack_messages.AnyBlackjackEvent | wagerbook.AnyBookEvent
-    | settlement.CoupSettled | CoupConfigured | RulesetRecorded
+    | settlement.CoupSettled | CoupConfigured | RulesetRecorded | CoupHeld
 )
 
 # The schema version of each event type now written; a type not listed is at 1.

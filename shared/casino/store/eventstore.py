@@ -33,10 +33,27 @@ class Appended(msgspec.Struct, frozen=True, gc=False):
 
 
 class Stored(msgspec.Struct, frozen=True, gc=False):
+    """A stored message as read. One that is no batch this code can read (a
+    stray: bytes, the server's answer to a request aimed at an event
+    subject, a record of a newer schema, or a batch whose events do not
+    decode) is handed on all the same, never raised: its batch empty, why in
+    ``unreadable``, its bytes as stored in ``raw`` (a seal keeps them)."""
+
     seq: int
     subject: str
     batch: Batch
     msg_id: str = ""
+    unreadable: str = ""
+    raw: bytes = b""
+
+
+def read_stored(seq: int, subject: str, data: bytes, msg_id: str = "") -> Stored:
+    """The stored message ``data`` as read: every reader copes with what the
+    record holds, which cannot be edited (``Stored``)."""
+    try:
+        return Stored(seq, subject, decode(data), msg_id)
+    except UNREADABLE as exc:
+        return Stored(seq, subject, Batch(()), msg_id, f"{type(exc).__name__}: {exc}"[:300], data)
 
 
 class EventStore(Protocol):
@@ -80,6 +97,8 @@ async def latest_at_table(store: EventStore, table: str, aggregate: str) -> Stor
         between = await store.last(subjects.event(table, "*", subjects.NO_COUP, "shoe"))
     except UNREADABLE:  # a stray message that is no batch of ours (until the archiver files it): the whole table
         between = None
+    if between is not None and between.unreadable:
+        between = None
     number = None if between is None else subjects.shoe_number(table, subjects.tokens(between.subject)[1])
     if number is not None:
         while await store.last(subjects.event(table, subjects.shoe_id(table, number + 1), "*", "shoe")) is not None:
@@ -112,7 +131,7 @@ class InMemoryEventStore:
 
     async def read(self, filter_: str, after: int = 0, limit: int | None = None) -> list[Stored]:
         ids = {seq: msg_id for msg_id, seq in self.ids.items()}
-        return [Stored(seq, subj, decode(data), ids.get(seq, "")) for seq, subj, data in self.messages
+        return [read_stored(seq, subj, data, ids.get(seq, "")) for seq, subj, data in self.messages
                 if seq > after and matches(filter_, subj)][:limit]
 
     async def scan(self, filter_: str, each: Callable[[Stored], object]) -> None:
@@ -134,5 +153,5 @@ class InMemoryEventStore:
     def _found(self, filter_: str, messages: Iterable[tuple[int, str, bytes]]) -> Stored | None:
         for seq, subj, data in messages:
             if matches(filter_, subj):
-                return Stored(seq, subj, decode(data), next((i for i, s in self.ids.items() if s == seq), ""))
+                return read_stored(seq, subj, data, next((i for i, s in self.ids.items() if s == seq), ""))
         return None

@@ -18,8 +18,8 @@ from nats.js.api import (
 )
 from nats.js.errors import APIError, BadRequestError, NotFoundError
 
-from casino.store.envelope import Batch, decode, encode
-from casino.store.eventstore import Appended, Conflict, Stored
+from casino.store.envelope import Batch, encode
+from casino.store.eventstore import Appended, Conflict, Stored, read_stored
 from casino.store.subjects import ARCHIVE, EVENTS, NO_COUP, SECRETS, tokens
 
 STREAM = "CASINO"
@@ -197,7 +197,7 @@ class JetStreamEventStore:
         moment old; every append is guarded at the leader, so such a read
         costs a retry, never a wrong record."""
         def stored(seq: int, subject: str, headers: dict[str, str], data: bytes) -> None:
-            each(Stored(seq, subject, decode(data), headers.get("Nats-Msg-Id", "")))
+            each(read_stored(seq, subject, data, headers.get("Nats-Msg-Id", "")))
 
         await self.scan_raw(filter_, stored, after, limit)
 
@@ -314,4 +314,4 @@ class JetStreamEventStore:
 
 
 def _stored(m: RawStreamMsg) -> Stored:
-    return Stored(m.seq or 0, m.subject or "", decode(m.data or b""), (m.headers or {}).get("Nats-Msg-Id", ""))
+    return read_stored(m.seq or 0, m.subject or "", m.data or b"", (m.headers or {}).get("Nats-Msg-Id", ""))

@@ -7,7 +7,6 @@ from typing import Literal
 import msgspec
 
 from casino.rules.cards import Card
-from casino.rules.text import Name, Text
 from casino.rules.wagers import Wager
 
 Hand = Literal["player", "banker"]
@@ -16,11 +15,13 @@ Approver = Literal["inspector", "casino_supervisor"]
 
 
 class Approval(msgspec.Struct, frozen=True, gc=False):
-    """A prior approval: what was approved, by whom, and their reference."""
+    """A prior approval: what was approved, by whom, and their reference. As
+    recorded, its text is read whatever it holds (shown escaped): the rule
+    for what a terminal may write is the command's (``casino.protocol.commands``)."""
 
-    what: Name
+    what: str
     by: Approver
-    reference: Text = ""
+    reference: str = ""
 
 
 # ---- commands -------------------------------------------------------------
