@@ -254,7 +254,9 @@ class Running:
         the rest (the broker stops after this, and its connection with it)."""
         for task in self.tasks:
             task.cancel()
-        if self.ownership is not None and await self.ownership.leave():
+        if self.ownership is not None and not self.nc.is_connected:  # nothing to hand on: the others' lapse will
+            await self.ownership.stop()
+        elif self.ownership is not None and await self.ownership.leave():
             await asyncio.sleep(1.5 * TICK)  # answering until the instances that take the tables over do
         if self.commands is not None:
             await self.commands.stop()
@@ -321,6 +323,16 @@ def _tls() -> ssl.SSLContext | None:
     return ssl.create_default_context(cafile=ca) if ca else None
 
 
+STOP_WITHIN = 6.0  # seconds a service's process takes to stop at most, whatever the broker is doing
+
+
+def _exit_now(kind: str, why: str) -> None:
+    """End the process at once (the broker away: nothing left to hand on or write)."""
+    log.warning("%s: %s: ending now", kind, why)
+    logging.shutdown()
+    os._exit(0)
+
+
 def main(kind: str) -> None:
     """Run one service until SIGINT or SIGTERM."""
     parser = argparse.ArgumentParser(prog=f"python -m services.{kind.replace('-', '_')}")
@@ -336,11 +348,31 @@ def main(kind: str) -> None:
     async def run() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
+
+        def asked() -> None:
+            if stop.is_set():  # asked twice: at once
+                _exit_now(kind, "asked to stop again")
+            stop.set()
+
         for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        running = await start(kind, args.nats, tables=tables, http_port=args.http_port, http_host=args.http_host)
+            loop.add_signal_handler(sig, asked)
+        starting = asyncio.ensure_future(
+            start(kind, args.nats, tables=tables, http_port=args.http_port, http_host=args.http_host))
+        waiting = asyncio.ensure_future(stop.wait())
+        await asyncio.wait({starting, waiting}, return_when=asyncio.FIRST_COMPLETED)
+        if not starting.done():  # still connecting (the broker away): nothing taken, nothing to hand on
+            _exit_now(kind, "asked to stop while starting")
+        running = starting.result()
         log.info("%s ready", kind)
-        await stop.wait()
+        await waiting
+        if not running.nc.is_connected:  # the broker away: nothing can be handed on or written
+            _exit_now(kind, "asked to stop with the broker away")
+        # A stop hands the tables on and finishes the work in hand; whatever the broker is doing, the
+        # process ends within STOP_WITHIN (a rollout waits for it; a terminal asks again meanwhile).
+        deadline = threading.Timer(STOP_WITHIN, _exit_now, (kind, f"not stopped within {STOP_WITHIN:.0f} s"))
+        deadline.daemon = True
+        deadline.start()
         await running.stop()
+        deadline.cancel()
 
     uvloop.run(run())  # libuv's loop: less CPU per message than asyncio's own

@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Coroutine
 from pathlib import Path
@@ -98,9 +99,9 @@ async def _simulate(url: str, terminal_urls: dict[str, str], supervisor_url: str
     """The floor's console on ``url``; each simulated table commands through
     its own terminal's user, as a table on a casino floor does."""
     console = Console(list(tables))
-    nc = await natsclient.connect(url)
-    terminals = {table: await natsclient.connect(u) for table, u in terminal_urls.items()}
-    supervisor = await natsclient.connect(supervisor_url)  # the floor supervisor's own credential
+    nc = await natsclient.connect(url, **_quietly())
+    terminals = {table: await natsclient.connect(u, **_quietly()) for table, u in terminal_urls.items()}
+    supervisor = await natsclient.connect(supervisor_url, **_quietly())  # the floor supervisor's own credential
     # A second run continues the same store: show where each table stands.
     await _projections_caught_up(nc)
     kv = await KvProjections(nc.jetstream()).open()
@@ -130,12 +131,65 @@ async def _simulate(url: str, terminal_urls: dict[str, str], supervisor_url: str
             console.draw()  # the tables as they end, in place
         else:
             print(console.render(), flush=True)
-        for terminal in (*terminals.values(), supervisor):
-            await terminal.close()
-        await nc.close()
+        for connection in (*terminals.values(), supervisor, nc):
+            with contextlib.suppress(Exception):  # a connection its server dropped closes as it can
+                await connection.close()
+
+
+def _quietly() -> dict[str, Any]:
+    """A connection that waits out its server's absence in silence (every
+    request is asked again: the simulated terminals are patient; the
+    launcher says when the server exited and is started again), never with
+    a trace."""
+    async def ignored(exc: Exception) -> None:
+        return None
+
+    return {"error_cb": ignored, "max_reconnect_attempts": -1}
 
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)  # Ctrl-C, and a polite kill
+# Seconds a stop takes at most: the services in order (each gives up waiting on a broker that is away),
+# then the server. Every process ends within 10 s, whatever the broker is doing.
+SERVICES_STOP_WITHIN = 7.0
+SERVER_STOP_WITHIN = 2.0
+
+
+class Watched:
+    """The embedded nats-server, started again on the same store (and port)
+    whenever it exits while the casino runs: the services and the tables
+    reconnect, and deal on from the store."""
+
+    def __init__(self, server: NatsServer) -> None:
+        self.server = server
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._watch, name="nats-server-watch", daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def _watch(self) -> None:
+        while not self.stopping.wait(0.5):
+            process = self.server.process
+            if process is None or process.poll() is None:
+                continue
+            print(f"nats-server exited (status {process.returncode}): started again on the same store",
+                  file=sys.stderr, flush=True)
+            try:
+                self.server.start()
+            except Exception as exc:  # asked again at the next turn
+                if not self.stopping.is_set():
+                    print(f"nats-server could not be started again ({exc}): trying again", file=sys.stderr, flush=True)
+
+    def stop(self) -> None:
+        """No more restarts; the server stopped (one being started again, too)."""
+        self.stopping.set()
+        deadline = time.monotonic() + SERVER_STOP_WITHIN
+        while self.thread.is_alive() and time.monotonic() < deadline:
+            process = self.server.process
+            if process is not None and process.poll() is None:
+                process.terminate()  # a start under way fails on it, and the watch ends
+            self.thread.join(0.1)
+        self.server.stop(SERVER_STOP_WITHIN)
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -182,13 +236,14 @@ async def _projections_caught_up(nc: Client, timeout: float = 10) -> None:
         await asyncio.sleep(0.1)
 
 
-def _read_models_caught_up(url: str) -> None:
-    """Until the projections have read every event (10 s at most); a store
-    not answering, or a second Ctrl-C, stops waiting."""
+def _read_models_caught_up(url: str, within: float) -> None:
+    """Until the projections have read every event (``within`` seconds at
+    most); a store not answering, or a second Ctrl-C, stops waiting."""
     async def caught_up() -> None:
-        nc = await natsclient.connect(url, max_reconnect_attempts=0)
+        nc = await natsclient.connect(url, **{**_quietly(), "connect_timeout": 1, "max_reconnect_attempts": 0,
+                                              "allow_reconnect": False})
         try:
-            await _projections_caught_up(nc)
+            await asyncio.wait_for(_projections_caught_up(nc, within), within)
         finally:
             await nc.close()
 
@@ -225,19 +280,24 @@ def start_services(var: Path, tables_file: Path, url_of: Callable[[str], str], r
     return procs, targets
 
 
-def stop_services(procs: Processes, url: str) -> None:
-    """Each service stopped in ``STOP_ORDER``, the read models once they have caught up (read through ``url``)."""
+def stop_services(procs: Processes, url: str, within: float = SERVICES_STOP_WITHIN) -> None:
+    """Each service stopped in ``STOP_ORDER``, the read models once they have
+    caught up (read through ``url``), all of it within ``within`` seconds: one
+    still running then is killed."""
+    deadline = time.monotonic() + within
     for service in (s for s in STOP_ORDER if s in procs):
         if service == "projections" and any(p.poll() is None for p in procs[service]):
-            _read_models_caught_up(url)
+            _read_models_caught_up(url, max(0.1, min(3.0, deadline - time.monotonic() - 1.0)))
         for p in procs[service]:
             p.terminate()
         for p in procs[service]:
             try:
-                p.wait(10)
+                p.wait(max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 p.kill()
-                print(f"the {service} service did not stop within 10 s: killed", file=sys.stderr, flush=True)
+                p.wait()
+                print(f"the {service} service did not stop within {within:.0f} s: killed", file=sys.stderr,
+                      flush=True)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -256,6 +316,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"nats-server reads the store in {var / 'nats'} back before it listens: a long history takes "
               f"a while, after a crash minutes (docs/operations.md: Sizing the nats-server)", flush=True)
     server.start()
+    watched = Watched(server)
+    watched.start()
 
     def url(user: str) -> str:
         return natsauth.with_credentials(server.url, user, pw[user])
@@ -290,7 +352,7 @@ def run(args: argparse.Namespace) -> int:
         stop_services(procs, url("floor"))
         if prometheus is not None:
             prometheus.stop()
-        server.stop()
+        watched.stop()
         url_file.unlink(missing_ok=True)
 
 

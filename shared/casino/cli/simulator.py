@@ -132,7 +132,10 @@ class SimulatedTable:
         cmd = command(id=f"sim-{self.name}-{uuid.uuid4().hex}", table=self.name, **fields)
         asked = time.perf_counter()
         for _ in range(60):
-            reply = await peer.ask(subject, cmd)
+            try:
+                reply = await peer.ask(subject, cmd)
+            except RuntimeError as exc:  # nobody answered (the broker away, restarting): as a terminal, again
+                reply = commands.refused(str(exc), "internal")
             if reply.ok or reply.clause not in commands.ASK_AGAIN:
                 break
             await asyncio.sleep(0.5)  # the service could not finish (a broker or peer away): the same command again

@@ -28,14 +28,15 @@ async def provision(nc: Client, replicas: int = 1) -> None:
 
 
 # The live bucket's entries (memberships, leases) last as long as the server keeps them: LAPSE
-# seconds after each was written (services.ownership), in memory (nothing in it outlives a restart
-# by more than a lapse), in a bounded room (a flood of entries is refused, and lapses with it).
+# seconds after each was written (services.ownership), in a bounded room (a flood of entries is
+# refused, and lapses with it). On file: a bucket in memory is gone with its server, and nobody but
+# the administrator may make it again.
 LIVE_LAPSE = 6.0
 LIVE_BYTES = 1 << 20
 
 
 def live_config(replicas: int = 1) -> KeyValueConfig:
-    return KeyValueConfig(bucket=LIVE, history=1, ttl=LIVE_LAPSE, storage=StorageType.MEMORY, max_bytes=LIVE_BYTES,
+    return KeyValueConfig(bucket=LIVE, history=1, ttl=LIVE_LAPSE, storage=StorageType.FILE, max_bytes=LIVE_BYTES,
                           direct=True, replicas=replicas)
 
 

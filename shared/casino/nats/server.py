@@ -131,8 +131,8 @@ class NatsServer:
         self.kill()  # not left running behind a failed start
         raise TimeoutError(f"nats-server did not listen on {self.port}")
 
-    def stop(self) -> None:
-        stop_process(self.process)
+    def stop(self, within: float = 10) -> None:
+        stop_process(self.process, within)
 
     def kill(self) -> None:
         if self.process and self.process.poll() is None:

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 import msgspec
 from nats.aio.client import Client
+from nats.errors import Error as NatsError
 from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeout
 from nats.js.errors import APIError
@@ -135,7 +136,8 @@ class Peer:
             try:
                 msg = await self.nc.request(subject, payload, timeout=self.timeout)
                 return reply_decoder.decode(msg.data)
-            except (TimeoutError, NatsTimeout, NoRespondersError):
+            except (TimeoutError, NatsTimeout, NoRespondersError, NatsError, ConnectionError):
+                # no answer yet, or the connection away (the broker restarting): asked again
                 await asyncio.sleep(min(1.0, 0.05 * 2**attempt))
         raise RuntimeError(f"no answer from {subject} after {self.attempts} attempts")
 
