@@ -255,9 +255,14 @@ class Lease:
         self.live, self.key, self.holder = live, key, holder
         self.revision = 0  # of the lease as this holder last wrote it; 0 for not held
         self.renewed = 0.0
+        self.renewing = asyncio.Lock()  # one renewal at a time: two from one reading, one would lose to the other
 
     async def hold(self) -> bool:
         """Whether ``holder`` holds the lease now (taken or renewed here)."""
+        async with self.renewing:
+            return await self._hold()
+
+    async def _hold(self) -> bool:
         from nats.js.errors import KeyWrongLastSequenceError
 
         if self.revision and time.monotonic() - self.renewed < TICK:
@@ -277,10 +282,11 @@ class Lease:
         """Give the lease up (on stopping): the next holder takes it at once, not after it has run out."""
         from nats.js.errors import APIError, KeyWrongLastSequenceError
 
-        if self.revision:
-            with contextlib.suppress(KeyWrongLastSequenceError, APIError):  # taken already (a wrong last sequence)
-                await self.live.delete(self.key, last=self.revision)
-            self.revision = 0
+        async with self.renewing:
+            if self.revision:
+                with contextlib.suppress(KeyWrongLastSequenceError, APIError):  # taken already (a wrong last sequence)
+                    await self.live.delete(self.key, last=self.revision)
+                self.revision = 0
 
 
 async def buckets(nc: Client, *names: str) -> list[KeyValue]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import random
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from casino.readmodels.projections import KvProjections, Projector
 from casino.rules import settlement, shoe
 from casino.rules.baccarat import messages as baccarat_messages
 from casino.rules.blackjack import messages as blackjack_messages
+from casino.rules.cards import full_set
 from casino.store import envelope, subjects
 from casino.store.eventstore import Stored
 from casino.store.jetstream import STREAM, JetStreamEventStore, ensure_streams
@@ -60,8 +62,19 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recorded]:
     tables = default_tables(4, ["baccarat-000-methods", "baccarat-001-styles",
                                 small_shoe(tmp_path_factory.mktemp("rulesets")), "blackjack-003-no-hole-card"])
 
+    shuffles: dict[str, int] = {}
+
+    def seeded(table: str, decks: int) -> tuple[tuple[str, ...], str]:
+        """Each table's shoes shuffled the same at every run: the deal is the same, not one that may or may not
+        hold the case a test looks for (a Method C holder keeping the shoe into the next coup)."""
+        shuffles[table] = n = shuffles.get(table, 0) + 1
+        cards = list(full_set(decks))
+        random.Random(f"{table}-{n}").shuffle(cards)
+        return tuple(cards), f"salt-{table}-{n}"
+
     async def deal(url: str) -> Recorded:
-        running = [await runner.start(kind, url, tables=tables) for kind in (*runner.KINDS, "projections")]
+        running = [await runner.start(kind, url, tables=tables, shuffle=seeded)
+                   for kind in (*runner.KINDS, "projections")]
         nc = await nats.connect(url)
         try:
             await Simulator(nc, tables, seed=11).run(12)
