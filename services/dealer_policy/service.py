@@ -68,9 +68,9 @@ class TableCoup(Held, kw_only=True):
     # The digests of the command ids that opened the coup and the table's coups before it, the latest first
     # (CoupConfigured.opened_before, and the coup's own).
     openings: tuple[str, ...] = ()
+    dealt_under: str = ""  # the digest of the ruleset the coup is dealt under (its coup.configured)
     # Why the coup is held for compliance ("" where it is not: docs/clauses.md), and whether its
     # coup.held is recorded.
-    dealt_under: str = ""  # the digest of the ruleset the coup is dealt under (its coup.configured)
     held: str = ""
     held_seq: int = 0  # the message it is held for
     held_recorded: bool = False
@@ -264,7 +264,7 @@ class DealerPolicyService:
     def _observe(self, subject: str, seq: int, batch: Batch) -> None:
         t = self.tables.get(subjects.tokens(subject)[0])
         if t is not None:
-            self._observe_into(t, Stored(seq, subject, batch, "-"))
+            self._observe_into(t, Stored(seq, subject, batch))
 
     def _observe_into(self, t: TableCoup, m: Stored) -> None:
         """Fold one message of the table's coups, as the record holds it. A
@@ -387,8 +387,8 @@ class DealerPolicyService:
             await self._open(t, cmd)
             return self._reply(t)
         if cmd.coup == t.coup and t.held:
-            raise RuleViolation(commands.HELD, f"coup {t.coup} is held for compliance, nothing more is dealt in it: {t.held}; "
-                                "the table goes on with its next coup")
+            raise RuleViolation(commands.HELD, f"coup {t.coup} is held for compliance, nothing more is dealt in it: "
+                                f"{t.held}; the table goes on with its next coup")
         if cmd.coup != t.coup or t.state is None:
             raise RuleViolation("coup", f"coup {cmd.coup} is not the coup being dealt at {cmd.table}")
         if isinstance(cmd, commands.CloseBetting) and t.state.phase == "betting":

@@ -92,9 +92,8 @@ async def test_no_user_but_the_shoe_service_can_read_or_copy_the_secret_orders(t
     async with secured_casino(tmp_path) as casino:
         await casino.deal(1)
         assert await casino.orders()
-        for user in NOT_SHOE:
-            if natsauth.permissions(TABLES)[user].account != natsauth.CASINO:
-                continue
+
+        async def attempts(user: str) -> None:
             nc = await casino.connect(user)
             js = nc.jetstream(timeout=1)
             for attempt in (
@@ -113,6 +112,9 @@ async def test_no_user_but_the_shoe_service_can_read_or_copy_the_secret_orders(t
             assert await denied(nc, f"$JS.API.STREAM.UPDATE.{STREAM}", {
                 "name": STREAM, "subjects": ["casino.ev.>"], "sources": [{"name": SECRETS_STREAM}]}), user
             await nc.close()
+
+        await asyncio.gather(*(attempts(user) for user in NOT_SHOE
+                               if natsauth.permissions(TABLES)[user].account == natsauth.CASINO))
         admin = await casino.connect("admin")
         info = await admin.jetstream().stream_info(STREAM)
         assert not info.config.sources and not info.config.mirror
@@ -396,17 +398,19 @@ async def test_no_user_can_exhaust_the_servers_consumers_and_a_service_restarted
     its own and deals on."""
     async with secured_casino(tmp_path) as casino:
         await casino.deal(1)
-        for user in ("projections",):
-            nc = await casino.connect(user)
-            js = nc.jetstream(timeout=0.5)
-            names = [f"{service}-{k}" for service in SERVICE_CONSUMERS for k in range(followers.SLOTS + 2)]
-            names += [f"x{k}" for k in range(40)]
-            for name in names:
-                with contextlib.suppress(nats.errors.Error, nats.js.errors.Error):
-                    await js.add_consumer(STREAM, ConsumerConfig(name=name, durable_name=name,
-                                                                 filter_subject="casino.ev.>",
-                                                                 inactive_threshold=3600.0))
-            await nc.close()
+        nc = await casino.connect("projections")
+        js = nc.jetstream(timeout=0.5)
+        names = [f"{service}-{k}" for service in SERVICE_CONSUMERS for k in range(followers.SLOTS + 2)]
+        names += [f"x{k}" for k in range(40)]
+
+        async def create(name: str) -> None:
+            with contextlib.suppress(nats.errors.Error, nats.js.errors.Error):
+                await js.add_consumer(STREAM, ConsumerConfig(name=name, durable_name=name,
+                                                             filter_subject="casino.ev.>",
+                                                             inactive_threshold=3600.0))
+
+        await asyncio.gather(*(create(name) for name in names))  # all at once, as a flood would come
+        await nc.close()
         admin = await casino.connect("admin")
         info = await admin.jetstream().stream_info(STREAM)
         # the services' own (one an instance) and the projections' names, settlement's and the archiver's
