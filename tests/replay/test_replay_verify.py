@@ -590,3 +590,31 @@ def test_a_coup_named_as_the_dealer_policy_names_it_gives_its_table_to_read_it_f
     assert subjects.coup_filter("BAC000-1-000042", subjects.table_of_coup("BAC000-1-000042")) == \
         "casino.ev.BAC000-1.*.BAC000-1-000042.>"
     assert [subjects.table_of_coup(c) for c in ("c1", "T-x", "-000001")] == ["*", "*", "*"]
+
+
+def test_verify_holds_each_coup_to_the_openings_before_it_and_no_command_to_two_openings(
+        recorded: list[Stored]) -> None:
+    """Each coup's coup.configured names the openings of the coups before it
+    (digests of their command ids): one that leaves an opening out, or a coup
+    opened by a command that had opened an earlier coup, is a finding."""
+    table = next(e.data.table for m in recorded for e in m.batch.events if isinstance(e.data, envelope.CoupConfigured)
+                 and e.data.coup_number == 3)
+    history = [m for m in recorded if subjects.tokens(m.subject)[0] == table]
+    third = f"{table}-000003"
+
+    def rewritten(change: object) -> list[Stored]:
+        return [Stored(m.seq, m.subject, envelope.Batch(tuple(
+            msgspec.structs.replace(e, data=change(e)) if isinstance(e.data, envelope.CoupConfigured)  # type: ignore[operator]
+            and e.data.coup_number == 3 else e for e in m.batch.events)), m.msg_id) for m in history]
+
+    assert verify_history(history).findings == []
+    left_out = verify_history(rewritten(lambda e: msgspec.structs.replace(e.data, opened_before=e.data.opened_before[1:])))
+    # The coup altered, and the next, whose record no longer follows from the altered one.
+    assert [(f.coup, "does not name the openings" in f.what) for f in left_out.findings] == [
+        (third, True), (f"{table}-000004", True)], left_out
+    opened_by = next(e.causation for m in history for e in m.batch.events if isinstance(e.data, envelope.CoupConfigured)
+                     and e.data.coup_number == 1)
+    twice = verify_history([Stored(m.seq, m.subject, envelope.Batch(tuple(
+        msgspec.structs.replace(e, causation=opened_by) if isinstance(e.data, envelope.CoupConfigured)
+        and e.data.coup_number == 3 else e for e in m.batch.events)), m.msg_id) for m in history])
+    assert any(f.coup == third and f"opened by command {opened_by}" in f.what for f in twice.findings), twice
