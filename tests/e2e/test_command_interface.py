@@ -14,6 +14,7 @@ from casino.config.tables import TableConfig
 from casino.protocol import commands
 from casino.protocol.service import Peer
 from casino.rules.blackjack import messages as blackjack_messages
+from casino.rules.shoe import RoundEnded
 from casino.store import subjects
 from casino.store.envelope import OPENINGS_KEPT
 from tests.e2e.casino import SUPERVISOR, Casino, order_of
@@ -122,7 +123,9 @@ async def test_an_opening_asked_again_once_later_coups_have_opened_is_refused_na
     async with Casino(nats_url, {table: TableConfig("baccarat-000-methods")}) as casino:
         opening = commands.OpenCoup(id="terminal-open-A", table=table)
         assert await deal_method_a(casino, table, opening) == f"{table}-000001"
-        await deal_method_a(casino, table)
+        second = await deal_method_a(casino, table)
+        await casino.settled(second)  # and its round's end at the shoe, asked as the terminal is answered:
+        await casino.recorded(second, RoundEnded)  # all the second coup causes is recorded
         before = await count(casino)
         for restarted in (False, True):
             if restarted:  # nothing held in memory: the refusal comes from the record
@@ -131,6 +134,7 @@ async def test_an_opening_asked_again_once_later_coups_have_opened_is_refused_na
             again = await casino.peer.ask(subjects.command(table, "coup"), opening)
             assert (again.ok, again.clause) == (False, "command id") and f"{table}-000001" in again.reason, again
         assert await count(casino) == before  # nothing written, no coup opened
+        assert await casino.store.read(subjects.coup_filter(f"{table}-000003", table)) == []
         for _ in range(OPENINGS_KEPT):
             await deal_method_a(casino, table)
         again = await casino.peer.ask(subjects.command(table, "coup"), opening)
