@@ -93,9 +93,12 @@ class CommandGate:
     stolen or stuck, takes nothing of the terminal's share: the terminal's
     commands are decided in turn with at most a few of the supervisor's."""
 
-    SUPERVISOR_RATE = 4.0  # a supervisor's commands a second at one table (a forfeit or a change: a few a coup)
+    # A supervisor's commands a second at one table: a forfeit or a change of procedure is a few a coup, but a
+    # simulated floor deals a coup every few milliseconds, and a refusal there is asked again (a late opening
+    # opens the coup after the one its terminal looked at).
+    SUPERVISOR_RATE = 20.0
 
-    def __init__(self, metrics: Metrics, workers: int = 16, per_table: int = 8, per_supervisor: int = 2) -> None:
+    def __init__(self, metrics: Metrics, workers: int = 16, per_table: int = 8, per_supervisor: int = 4) -> None:
         self.metrics = metrics
         self.slots = asyncio.Semaphore(workers)
         self.per_table, self.per_supervisor = per_table, per_supervisor
