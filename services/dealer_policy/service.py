@@ -382,6 +382,10 @@ class DealerPolicyService:
             if (earlier := self._opened_earlier(t, cmd.id)) is not None:
                 raise RuleViolation("command id", f"command id {cmd.id} opened coup {earlier} already, and "
                                     f"{t.coup} has opened since: a new coup takes a new command id")
+            if cmd.number and cmd.number != t.number + 1:
+                raise RuleViolation("coup", f"command id {cmd.id} opens coup number {cmd.number}, and the table's "
+                                    f"next is {t.number + 1} ({t.coup or 'no coup'} the latest): a new coup "
+                                    "takes a new command id")
             if not t.finished:
                 raise RuleViolation("coup", f"coup {t.coup} is still being dealt")
             await self._open(t, cmd)

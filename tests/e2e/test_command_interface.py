@@ -118,12 +118,16 @@ async def test_an_opening_asked_again_once_later_coups_have_opened_is_refused_na
     and writes nothing, from the table's record (each coup's record names
     the openings before it), after a restart too; beyond the openings a
     record names, the stream itself refuses to write it twice (its message id
-    is the table's and the command's) within its duplicate window."""
+    is the table's and the command's) within its duplicate window; an
+    opening that names the number of the coup it opens is refused whenever
+    the table is past that number, before anything is written."""
     table = "BAC-1"
     async with Casino(nats_url, {table: TableConfig("baccarat-000-methods")}) as casino:
         opening = commands.OpenCoup(id="terminal-open-A", table=table)
         assert await deal_method_a(casino, table, opening) == f"{table}-000001"
-        second = await deal_method_a(casino, table)
+        numbered = commands.OpenCoup(id="terminal-open-B", table=table, number=2)
+        second = await deal_method_a(casino, table, numbered)
+        assert second == f"{table}-000002"
         await casino.settled(second)  # and its round's end at the shoe, asked as the terminal is answered:
         await casino.recorded(second, RoundEnded)  # all the second coup causes is recorded
         before = await count(casino)
@@ -139,6 +143,13 @@ async def test_an_opening_asked_again_once_later_coups_have_opened_is_refused_na
             await deal_method_a(casino, table)
         again = await casino.peer.ask(subjects.command(table, "coup"), opening)
         assert (again.ok, again.clause) == (False, "command id") and "opened a coup" in again.reason, again
+        before = await count(casino)
+        again = await casino.peer.ask(subjects.command(table, "coup"), numbered)  # named: refused whenever
+        assert (again.ok, again.clause) == (False, "coup") and "opens coup number 2" in again.reason, again
+        ahead = await casino.peer.ask(subjects.command(table, "coup"), commands.OpenCoup(
+            id="terminal-open-C", table=table, number=OPENINGS_KEPT + 9))
+        assert (ahead.ok, ahead.clause) == (False, "coup") and f"next is {OPENINGS_KEPT + 3}" in ahead.reason, ahead
+        assert await count(casino) == before
         assert (await casino.ask(table, "coup", commands.OpenCoup)).coup == f"{table}-{OPENINGS_KEPT + 3:06d}"
         history = await casino.store.read(subjects.table_filter(table))
     report = verify_history(history)

@@ -96,11 +96,17 @@ class OpenCoup(Command, frozen=True, tag="table.open_coup"):
     procedure than the one in force is the casino's choice (000 8.2, 001 8.5):
     taken only on a supervisor's own subject (``subjects.supervise``), where
     ``supervisor`` is the name that subject gives; from a table's terminal it
-    is always empty, whatever the terminal wrote."""
+    is always empty, whatever the terminal wrote. ``number``: the number of
+    the coup it opens (the last coup the terminal saw, and one), or 0 for
+    whichever is next; an opening that names it is applied once however late
+    it is asked again (the table past that number, it is refused), one that
+    does not, once among the openings the table's record names
+    (``OPENINGS_KEPT``) and the stream's duplicate window."""
 
     procedure: Name = ""
     approvals: tuple[Approval, ...] = ()
     supervisor: Text = ""
+    number: Annotated[int, msgspec.Meta(ge=0, le=999_999)] = 0
 
 
 class CloseBetting(Command, frozen=True, tag="table.close_betting"):
