@@ -96,9 +96,8 @@ async def test_casino_run_deals_every_coup_to_settlement_and_a_second_run_contin
     rebuilt = cli("projections", "rebuild")
     assert "equal to the live ones" in rebuilt.stdout, rebuilt.stdout
     exported = cli("export", "--table", "BJ002-1", str(tmp_path / "BJ002-1.export"))  # no shoe has ended yet
-    assert exported.returncode == 0 and "0 sealed shoes of table BJ002-1" in exported.stdout, exported
-    from_file = cli("verify", "--file", str(tmp_path / "BJ002-1.export"))  # nothing in it to verify: refused
-    assert from_file.returncode == 1 and "the file holds no sealed shoe" in from_file.stderr, from_file
+    assert exported.returncode == 2 and "no sealed shoe of table BJ002-1" in exported.stderr, exported
+    assert not (tmp_path / "BJ002-1.export").exists()
 
 
 async def test_a_paced_table_opens_a_coup_every_so_many_seconds() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import AsyncIterator, Callable
 from datetime import datetime
+from typing import Protocol
 
 import msgspec
 
@@ -237,3 +238,54 @@ class AsRead:
             self.opened_in.pop(coup, None)
             self.gone.add(coup)
             self.coup(self.held.pop(coup))
+
+
+class Absent(Exception):
+    """What a person asked for is not in the record: its message says what is
+    there instead (the tables, a table's coups and shoes, the times they span),
+    so that a typo never reads as an empty answer."""
+
+
+class Tables(Protocol):
+    async def tables(self) -> list[str]: ...
+
+
+class Record(EventStore, Tables, Protocol):
+    """An event store that can name its tables (the live stream, or it with the archive)."""
+
+
+async def tables_held(store: Tables) -> str:
+    """The tables the record holds, as a refusal names them."""
+    tables = await store.tables()
+    return f"the record holds tables {', '.join(tables)}" if tables else "the record holds no table yet"
+
+
+async def known_table(store: Tables, table: str) -> None:
+    """Refused (``Absent``) unless the record holds events of ``table``."""
+    if table not in await store.tables():
+        raise Absent(f"no table {table} in the record: {await tables_held(store)}")
+
+
+async def coups_held(store: EventStore, table: str) -> str:
+    """The run of the table's coups, their numbers and when the first and
+    the latest opened: a few gets, whatever the table's history."""
+    latest = await latest_at_table(store, table, "coup")
+    number = subjects.coup_number(subjects.tokens(latest.subject)[2]) if latest is not None else None
+    if number is None:
+        return f"table {table} has no coup yet"
+    first, last = await opened_at(store, table, 1), await opened_at(store, table, number)
+    return (f"table {table}'s coups run from 1 (opened {_when(first)}) to {number} (opened {_when(last)}), "
+            f"{coup_id(table, '1')} to {coup_id(table, str(number))}")
+
+
+async def shoes_held(store: EventStore, table: str) -> str:
+    """The run of the table's shoes, for a shoe asked for that is not there."""
+    latest = await latest_at_table(store, table, "shoe")
+    number = subjects.shoe_number(table, subjects.tokens(latest.subject)[1]) if latest is not None else None
+    if number is None:
+        return f"table {table} has no numbered shoe yet"
+    return f"table {table}'s shoes run from {subjects.shoe_id(table, 1)} to {subjects.shoe_id(table, number)}"
+
+
+def _when(t: datetime | None) -> str:
+    return "at a time not recorded" if t is None else f"{t:%Y-%m-%d %H:%M:%S} UTC"

@@ -7,11 +7,15 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
+import nats.errors
+
+from casino.audit.history import Absent
 from casino.config import rulesets
 from casino.rules.parsheet import par_sheet
 from casino.rules.ruleset import RulesetError
+from casino.rules.text import escaped
 
 
 def _print_sheet(sheet: dict[str, Any]) -> None:
@@ -31,23 +35,37 @@ def _print_sheet(sheet: dict[str, Any]) -> None:
         print(f"{up:<5}" + "".join(f"{dist[c]:10.6f}" for c in cols))
 
 
+class Parser(argparse.ArgumentParser):
+    """A mistake in the arguments said in one line, with where to read more."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         status = _main(argv)
         sys.stdout.flush()  # here, not at exit, where a closed pipe could no longer be told apart
         return status
-    except FileNotFoundError as exc:  # no store where `make run` leaves it, a ruleset file not there
-        print(f"casino: {exc}", file=sys.stderr)
+    except (FileNotFoundError, Absent) as exc:  # a file, a store, a table or a coup that is not there
+        print(escaped(f"casino: {exc}", keep_newlines=False), file=sys.stderr)
         return 2
     except BrokenPipeError:
         # The reader stopped reading (``casino replay coup ... | head``): it has
         # what it asked for. Nothing more is written, and no traceback.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141  # as a shell reports a command ended by a closed pipe
+    except (nats.errors.Error, TimeoutError) as exc:  # the broker away or refusing mid-way
+        print(escaped(f"casino: the event store stopped answering: {exc or type(exc).__name__}",
+                      keep_newlines=False), file=sys.stderr)
+        return 1
+    except OSError as exc:  # a file that cannot be written or read
+        print(escaped(f"casino: {exc}", keep_newlines=False), file=sys.stderr)
+        return 1
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    parser = argparse.ArgumentParser(prog="casino", description="The coup engine's command line.")
+    parser = Parser(prog="casino", description="The coup engine's command line.")
     sub = parser.add_subparsers(dest="command", required=True)
     ps = sub.add_parser("par-sheet", help="game mathematics of a ruleset, by exact enumeration")
     ps.add_argument("ruleset", help=f"a ruleset file or a built-in name: {', '.join(rulesets.available())}")

@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import re
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import msgspec
@@ -13,7 +15,19 @@ from nats.aio.client import Client
 
 from casino.audit.archive import ArchiveError, export_table, history, verify_archived, verify_export, write_export
 from casino.audit.audits import Report, verify_all, verify_store, verify_table, verify_window
-from casino.audit.history import Bounds, by_coup, coup_id, listing_line, table_listing
+from casino.audit.history import (
+    Absent,
+    Bounds,
+    Record,
+    by_coup,
+    coup_id,
+    coups_held,
+    known_table,
+    listing_line,
+    shoes_held,
+    table_listing,
+    tables_held,
+)
 from casino.audit.parallel import cores
 from casino.audit.replay import CoupReplay, render_text, replay_coup
 from casino.cli import store as storeaccess
@@ -21,7 +35,7 @@ from casino.readmodels.projections import KvProjections, Projector, fold_stream
 from casino.rules.text import escaped
 from casino.store import subjects
 from casino.store.archive import SealStore
-from casino.store.eventstore import EventStore
+from casino.store.eventstore import Stored
 from casino.store.jetstream import STREAM
 
 
@@ -29,21 +43,21 @@ def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
     replay = sub.add_parser("replay", help="reconstruct coups from the event store")
     which = replay.add_subparsers(dest="what", required=True)
     coup = which.add_parser("coup", help="one coup, as a compliance officer reads it")
-    coup.add_argument("table")
-    coup.add_argument("coup", help="the coup id (BAC000-1-000042) or its number (42)")
+    coup.add_argument("table", type=name("table"))
+    coup.add_argument("coup", type=name("coup"), help="the coup id (BAC000-1-000042) or its number (42)")
     coup.add_argument("--json", action="store_true", help="the stable JSON schema casino.replay.coup/1")
     coup.add_argument("--svg", metavar="FILE", help="also draw the layout at the end of the coup")
     table = which.add_parser("table", help="list a table's coups")
-    table.add_argument("table")
+    table.add_argument("table", type=name("table"))
     _window_arguments(table)
     shoe = which.add_parser("shoe", help="list the coups dealt from one shoe")
-    shoe.add_argument("shoe", help="the shoe id, e.g. BAC000-1-shoe-3")
+    shoe.add_argument("shoe", type=name("shoe"), help="the shoe id, e.g. BAC000-1-shoe-3")
     verify = sub.add_parser("verify", help="check every selected coup and ended shoe against the rules")
-    verify.add_argument("--table", help="one table; with the options below (alone: at every table), "
+    verify.add_argument("--table", type=name("table"), help="one table; with the options below (alone: at every table), "
                                         "its coups in that window and the shoes they were dealt from")
     _window_arguments(verify)
-    verify.add_argument("--coup")
-    verify.add_argument("--shoe")
+    verify.add_argument("--coup", type=name("coup"))
+    verify.add_argument("--shoe", type=name("shoe"))
     verify.add_argument("--workers", type=int, default=cores(),
                         help="processes verifying a whole store, its tables shared among them (default: the cores)")
     verify.add_argument("--file", help="an export file (casino export), verified with no server at all")
@@ -58,7 +72,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
     verify.add_argument("--share", type=int, default=int(os.environ.get("JOB_COMPLETION_INDEX", "0")),
                         help="which share, from 0 (default: $JOB_COMPLETION_INDEX, as a Kubernetes indexed Job sets it)")
     export = sub.add_parser("export", help="write a table's sealed shoes, chained, to one file for a regulator")
-    export.add_argument("--table", required=True)
+    export.add_argument("--table", type=name("table"), required=True)
     export.add_argument("--since", type=datetime.fromisoformat, help="shoes ended at or after (ISO time, UTC)")
     export.add_argument("--until", type=datetime.fromisoformat, help="shoes ended before (ISO time, UTC)")
     export.add_argument("file")
@@ -69,6 +83,22 @@ def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
     floor.add_argument("--svg", metavar="FILE", required=True)
     for p in (coup, table, shoe, verify, export, rebuild, floor):
         storeaccess.add_arguments(p)
+
+
+def name(kind: str) -> Callable[[str], str]:
+    """An argument that names a table, a coup or a shoe: letters, digits,
+    '_' and '-' as the record names them (no wildcard reads many)."""
+
+    def checked(value: str) -> str:
+        if not NAME.fullmatch(value):
+            raise argparse.ArgumentTypeError(escaped(f"{value!r} is no {kind}'s name: a {kind} is named in letters, "
+                                                     "digits, '_' and '-'", keep_newlines=False))
+        return value
+
+    return checked
+
+
+NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 def _window_arguments(parser: argparse.ArgumentParser) -> None:
@@ -111,13 +141,13 @@ async def _run(args: argparse.Namespace) -> int:
         return await list_coups(store, args)
 
 
-async def show_coup(store: EventStore, args: argparse.Namespace) -> int:
+async def show_coup(store: Record, args: argparse.Namespace) -> int:
     stored = await store.read(subjects.coup_filter(coup_id(args.table, args.coup), args.table))
     try:
         r = replay_coup(stored)
     except LookupError:
-        print(f"casino: no coup {args.coup} at table {args.table}", file=sys.stderr)
-        return 2
+        await known_table(store, args.table)
+        raise Absent(f"no coup {args.coup} at table {args.table}: {await coups_held(store, args.table)}") from None
     print(coup_text(r, args.json))
     if args.svg:
         from casino.audit.picture import render_svg
@@ -134,33 +164,49 @@ def coup_text(r: CoupReplay, as_json: bool = False) -> str:
     return escaped(msgspec.json.format(msgspec.json.encode(r)).decode() if as_json else render_text(r))
 
 
-async def list_coups(store: EventStore, args: argparse.Namespace) -> int:
+async def list_coups(store: Record, args: argparse.Namespace) -> int:
     if args.what == "shoe":
         table = subjects.table_of_shoe(args.shoe)
         lines = {}
-        for coup in sorted(by_coup(await store.read(subjects.shoe_filter(table, args.shoe)))):
+        for coup in sorted(by_coup(await _shoe_records(store, args.shoe))):
             if (line := listing_line(await store.read(subjects.coup_filter(coup, table)), Bounds())) is not None:
                 lines[coup] = line
         listing = [lines[coup] for coup in sorted(lines)]
     else:
+        await known_table(store, args.table)
         listing = await table_listing(store, args.table, _bounds(args))
+        if not listing:
+            raise Absent(("no coup in that window: " if _bounds(args).any() else "")
+                         + await coups_held(store, args.table))
     print(f"{'coup':<18} {'opened (UTC)':<20} {'dealt by':<12} {'result':<34} settled")
     for line in listing:
         print(escaped(line, keep_newlines=False))
     return 0
 
 
+async def _shoe_records(store: Record, shoe: str) -> list[Stored]:
+    """The records filed under ``shoe``: refused (``Absent``) if there are none."""
+    table = subjects.table_of_shoe(shoe)
+    if records := await store.read(subjects.shoe_filter(table, shoe)):
+        return records
+    await known_table(store, table)
+    raise Absent(f"no shoe {shoe}: {await shoes_held(store, table)}")
+
+
 def _utc(t: datetime) -> datetime:
     return t if t.tzinfo else t.replace(tzinfo=UTC)
 
 
-async def verify(store: EventStore, nc: Client, args: argparse.Namespace) -> int:
+async def verify(store: Record, nc: Client, args: argparse.Namespace) -> int:
     if args.sealed:
         if not 0 <= args.share < args.shares:
             print(f"casino: share {args.share} of {args.shares}: a share is 0 to {args.shares - 1}", file=sys.stderr)
             return 2
         seals = SealStore(nc)
         tables = [args.table] if args.table else await seals.tables()
+        if not set(tables) <= set(await seals.tables()) or not tables:
+            raise Absent(f"no sealed shoe of table {args.table} in the archive" if args.table
+                         else "the archive holds no sealed shoe yet")
         try:
             report = Report.of([await verify_archived(seals, t, args.share, args.shares) for t in tables])
         except ArchiveError as exc:
@@ -169,14 +215,19 @@ async def verify(store: EventStore, nc: Client, args: argparse.Namespace) -> int
         print(f"share {args.share} of {args.shares} of the sealed shoes of {len(tables)} tables")
         return _print_report(report)
     if args.coup:
-        stored = await store.read(subjects.coup_filter(args.coup, subjects.table_of_coup(args.coup)))
+        table = subjects.table_of_coup(args.coup)
+        if not (stored := await store.read(subjects.coup_filter(args.coup, table))):
+            raise Absent(f"no coup {args.coup}: " + (await coups_held(store, table) if table in await store.tables()
+                                                     else await tables_held(store)))
         report = verify_all(stored, [])
     elif args.shoe:
         table = subjects.table_of_shoe(args.shoe)
-        shoes = await store.read(subjects.shoe_filter(table, args.shoe))
+        shoes = await _shoe_records(store, args.shoe)
         stored = [m for c in sorted(by_coup(shoes)) for m in await store.read(subjects.coup_filter(c, table))]
         report = verify_all(stored, shoes)
     elif (window := _bounds(args)).any():  # the window at the table, or at every table at once
+        if args.table:
+            await known_table(store, args.table)
         tables = [args.table] if args.table else await history(nc).tables()
         windows = await asyncio.gather(*(verify_window(store, table, window) for table in tables))
         if unnumbered := [table for table, window in zip(tables, windows, strict=True) if window is None]:
@@ -184,10 +235,16 @@ async def verify(store: EventStore, nc: Client, args: argparse.Namespace) -> int
                   file=sys.stderr)
             return 2
         report = Report.of(w for w in windows if w is not None)
+        if not report.coups:
+            raise Absent("no coup in that window: " + "; ".join([await coups_held(store, t) for t in tables])
+                         if tables else await tables_held(store))
     elif args.table:
+        await known_table(store, args.table)
         report, _ = await verify_table(store, args.table, 0)
     else:
         report = await verify_store(nc, args.workers)
+    if not report.coups and not report.findings:
+        raise Absent(await coups_held(store, args.table) if args.table else await tables_held(store))
     return _print_report(report)
 
 
@@ -201,7 +258,15 @@ def _print_report(report: Report) -> int:
 
 async def export(seals_: SealStore, args: argparse.Namespace) -> int:
     since, until = (_utc(t) if t else None for t in (args.since, args.until))
+    if args.table not in (sealed := await seals_.tables()):
+        raise Absent(f"no sealed shoe of table {args.table} in the archive (a shoe is sealed once it has ended and "
+                     "its coups are settled): " + (f"it holds the shoes of {', '.join(sealed)}" if sealed
+                                                   else "it holds none yet"))
     header, seals = await export_table(seals_, args.table, since, until)
+    if not seals:
+        kept = await seals_.seals(args.table)
+        raise Absent(f"no sealed shoe of table {args.table} ended in that window: its {len(kept)} sealed shoes "
+                     f"ended from {kept[0].ended} to {kept[-1].ended}")
     with open(args.file, "wb") as out:
         write_export(out, header, seals)
     print(f"{len(seals)} sealed shoes of table {args.table} written to {args.file}, chained from {header.previous} "
@@ -240,7 +305,7 @@ def verify_file(path: str, expect: str | None = None) -> int:
     return UNANCHORED
 
 
-async def rebuild_projections(store: EventStore, nc: Client) -> int:
+async def rebuild_projections(store: Record, nc: Client) -> int:
     """Rebuild the read models from the first event, a page at a time, compare
     them with the live ones (once the live projector has caught up with the
     stream), and store the rebuilt ones. An ended shoe's figures are final:

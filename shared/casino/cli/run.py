@@ -141,10 +141,7 @@ def _quietly() -> dict[str, Any]:
     request is asked again: the simulated terminals are patient; the
     launcher says when the server exited and is started again), never with
     a trace."""
-    async def ignored(exc: Exception) -> None:
-        return None
-
-    return {"error_cb": ignored, "max_reconnect_attempts": -1}
+    return {"error_cb": natsclient.unheard, "max_reconnect_attempts": -1}
 
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)  # Ctrl-C, and a polite kill

@@ -10,15 +10,17 @@ import json
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
+import nats.errors
 from nats.aio.client import Client
 
 from casino.audit.archive import history
+from casino.audit.history import Absent, Record
 from casino.nats import client as natsclient
 from casino.nats import permissions as natsauth
 from casino.nats.server import NatsServer
-from casino.store.eventstore import EventStore
-from casino.store.jetstream import JetStreamEventStore
+from casino.store.jetstream import STREAM, JetStreamEventStore
 
 URL_FILE = "nats.url"
 
@@ -31,7 +33,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 @contextlib.asynccontextmanager
 async def open_store(args: argparse.Namespace, user: str = "compliance", archived: bool = False,
-                     ) -> AsyncIterator[tuple[EventStore, Client]]:
+                     ) -> AsyncIterator[tuple[Record, Client]]:
     """The event store the arguments name, and its connection: under
     ``--var``, as ``user`` (compliance reads; the projections alone write the
     read models); with ``archived``, the whole history, live and sealed."""
@@ -54,16 +56,34 @@ async def open_store(args: argparse.Namespace, user: str = "compliance", archive
                 url = candidate
         if url is None:
             store_dir = var / "nats"
-            if not store_dir.exists():
-                raise FileNotFoundError(f"no event store under {store_dir}: run `make run` first, or give --nats")
+            if not (store_dir / "jetstream").is_dir():
+                raise Absent(f"no event store under {store_dir}: run `make run` first, or give --nats")
             config = var / natsauth.CONFIG_FILE
-            server = NatsServer(store_dir, config=config if config.exists() else None,
-                                log_file=var / "nats-replay.log").start()
+            if missing := [str(f) for f in (config, auth) if not f.exists()]:
+                raise Absent(f"the store under {store_dir} is missing {' and '.join(missing)} beside it (its "
+                             "accounts and users): copy them with the store")
+            server = NatsServer(store_dir, config=config, log_file=var / "nats-replay.log").start()
             url = as_compliance(server.url)
-    nc = await natsclient.connect(url)
     try:
-        yield (history(nc) if archived else JetStreamEventStore(nc)), nc
+        try:
+            nc = await natsclient.connect(url, connect_timeout=3, max_reconnect_attempts=3, reconnect_time_wait=1,
+                                          error_cb=natsclient.unheard)
+        except (nats.errors.Error, OSError) as exc:
+            raise Absent(f"no event store answers at {shown(url)}: {exc or type(exc).__name__}") from None
+        try:
+            await nc.jetstream().stream_info(STREAM)
+        except nats.errors.Error as exc:
+            raise Absent(f"no event store at {shown(url)} for user {user}: {exc or type(exc).__name__}") from None
+        try:
+            yield (history(nc) if archived else JetStreamEventStore(nc)), nc
+        finally:
+            await nc.close()
     finally:
-        await nc.close()
         if server:
             server.stop()
+
+
+def shown(url: str) -> str:
+    """A NATS URL as a message shows it: without its password."""
+    parts = urlsplit(url)
+    return parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()

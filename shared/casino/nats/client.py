@@ -26,3 +26,10 @@ async def connect(servers: str | list[str] = "nats://localhost:4222", **options:
     if "tls" not in options and (ca := os.environ.get("CASINO_NATS_CA")):
         options["tls"] = ssl.create_default_context(cafile=ca)
     return await nats.connect(servers, **options)
+
+
+async def unheard(exc: Exception) -> None:
+    """An ``error_cb`` that prints nothing: for a connection whose failures
+    its user is told of otherwise (the command line's one-line refusals,
+    the launcher's own account of its server), never as nats-py's traces."""
+    return None

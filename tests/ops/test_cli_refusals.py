@@ -1,0 +1,142 @@
+"""Every `casino` command against the mistakes a person makes: an unknown
+table, coup or shoe, a window with nothing in it, a store that is not one or
+was copied without its configuration, a file that is not an export, a
+server that is down. Each is refused in one line that says what is there
+instead, with a non-zero exit, within seconds: never a traceback, a hang,
+or an empty answer that reads as a pass."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import nats
+import pytest
+
+from casino.audit import archive
+from casino.nats.server import NatsServer, free_port
+from tests.archive.test_archiver import Casino, tables
+from tests.natsfixture import nats_server
+
+HANG = 60  # seconds: far beyond what any refusal takes, on a busy machine too
+
+
+class Store:
+    """A store where two one-deck blackjack tables and a baccarat table dealt
+    six coups each, the blackjack tables' first shoes sealed into the archive."""
+
+    def __init__(self, url: str, tmp: Path) -> None:
+        self.url, self.tmp = url, tmp
+
+    def casino(self, *args: str, store: bool = True) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "casino.cli.main", *args, *(("--nats", self.url) if store else ())],
+                              capture_output=True, text=True, timeout=HANG, cwd=self.tmp)
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
+    import anyio
+
+    tmp = tmp_path_factory.mktemp("refusals")
+
+    async def deal(url: str) -> None:
+        casino = Casino(url, tables(tmp))
+        await casino.start()
+        nc = await nats.connect(url)
+        try:
+            await casino.deal(nc, 6)
+            await casino.archived(nc, 1)
+        finally:
+            await nc.close()
+            await casino.stop()
+
+    with nats_server(tmp_path_factory.mktemp("nats")) as url:
+        anyio.run(deal, url)
+        yield Store(url, tmp)
+
+
+def refused(done: subprocess.CompletedProcess[str], status: int, *said: str) -> str:
+    """The one line a refusal prints, checked to say each of ``said``."""
+    lines = done.stderr.splitlines()
+    assert done.returncode == status and len(lines) == 1 and "Traceback" not in done.stderr, done
+    assert all(s in lines[0] for s in said), lines[0]
+    return lines[0]
+
+
+WHERE_THE_COUPS_ARE = "table BAC-1's coups run from 1 (opened "
+NO_TIME = ("--since", "2001-01-01", "--until", "2001-01-02")
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (("verify", "--table", "NOPE"), ["no table NOPE in the record", "tables BAC-1, T-1, T-2"]),
+    (("verify", "--table", "BAC-1", *NO_TIME), ["no coup in that window", WHERE_THE_COUPS_ARE, "to 6 (opened"]),
+    (("verify", *NO_TIME), ["no coup in that window", WHERE_THE_COUPS_ARE, "table T-2's coups run from 1"]),
+    (("verify", "--coup", "BAC-1-000999"), ["no coup BAC-1-000999", WHERE_THE_COUPS_ARE]),
+    (("verify", "--shoe", "T-1-shoe-999"), ["no shoe T-1-shoe-999", "table T-1's shoes run from T-1-shoe-1 to"]),
+    (("verify", "--sealed", "--table", "BAC-1"), ["no sealed shoe of table BAC-1 in the archive"]),
+    (("replay", "table", "NOPE"), ["no table NOPE in the record", "tables BAC-1, T-1, T-2"]),
+    (("replay", "table", "BAC-1", "--from", "40"), ["no coup in that window", WHERE_THE_COUPS_ARE]),
+    (("replay", "coup", "BAC-1", "999"), ["no coup 999 at table BAC-1", WHERE_THE_COUPS_ARE]),
+    (("replay", "coup", "NOPE", "1"), ["no table NOPE in the record"]),
+    (("replay", "shoe", "BAC000-1-shoe-999"), ["no table BAC000-1 in the record", "tables BAC-1, T-1, T-2"]),
+    (("replay", "shoe", "BAC-1-shoe-999"), ["no shoe BAC-1-shoe-999", "shoes run from BAC-1-shoe-1 to BAC-1-shoe-1"]),
+    (("export", "--table", "NOPE", "out.export"), ["no sealed shoe of table NOPE", "shoes of T-1, T-2"]),
+    (("export", "--table", "BAC-1", "out.export"), ["no sealed shoe of table BAC-1", "shoes of T-1, T-2"]),
+    (("export", "--table", "T-1", "--until", "2001-01-01", "out.export"),
+     ["no sealed shoe of table T-1 ended in that window", "sealed shoes ended from"]),
+], ids=lambda v: " ".join(v) if isinstance(v, tuple) else "")
+def test_a_name_or_window_that_is_not_in_the_record_is_refused_naming_what_is(
+        store: Store, args: tuple[str, ...], said: list[str]) -> None:
+    refused(store.casino(*args), 2, *said)
+    assert not (store.tmp / "out.export").exists()  # a refused export writes no file
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (("replay", "table", "BAC-1.>"), ["'BAC-1.>' is no table's name"]),
+    (("verify", "--coup", "*"), ["'*' is no coup's name"]),
+    (("verify", "--since", "yesterday"), ["argument --since", "'yesterday'"]),
+    (("replay", "coup", "BAC-1"), ["the following arguments are required: coup"]),
+    (("frobnicate",), ["invalid choice: 'frobnicate'"]),
+    (("par-sheet", "no-such-ruleset"), ["no-such-ruleset"]),
+], ids=lambda v: " ".join(v) if isinstance(v, tuple) else "")
+def test_arguments_a_command_cannot_take_are_refused_in_one_line(
+        store: Store, args: tuple[str, ...], said: list[str]) -> None:
+    refused(store.casino(*args, store=args[0] in ("replay", "verify")), 2, *said)
+
+
+def test_what_is_in_the_record_is_still_answered(store: Store) -> None:
+    verified = store.casino("verify", "--table", "BAC-1")
+    assert verified.returncode == 0 and "verified 6 coups" in verified.stdout, verified
+    listed = store.casino("replay", "shoe", "T-1-shoe-1")
+    assert listed.returncode == 0 and "T-1-000001" in listed.stdout, listed
+
+
+def test_a_file_that_is_not_an_export_is_refused_in_one_line(store: Store, tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("not an export\n")
+    with open(tmp_path / "empty.export", "wb") as out:  # a well-formed file of no shoe
+        archive.write_export(out, archive.Header("T-1", archive.GENESIS, archive.GENESIS, 0), [])
+    for path in (tmp_path / "notes.txt", tmp_path, tmp_path / "missing.export"):
+        refused(store.casino("verify", "--file", str(path), store=False), 1, str(path))
+    refused(store.casino("verify", "--file", str(tmp_path / "empty.export"), store=False), 1,
+            "the file holds no sealed shoe")
+
+
+def test_a_store_that_is_not_one_or_lacks_its_configuration_is_named(store: Store, tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    refused(store.casino("verify", "--var", str(empty), store=False), 2, f"no event store under {empty / 'nats'}")
+    copied = tmp_path / "copied"
+    (copied / "nats" / "jetstream").mkdir(parents=True)  # the store copied alone
+    refused(store.casino("replay", "table", "BAC-1", "--var", str(copied), store=False), 2,
+            "is missing", str(copied / "nats.conf"), str(copied / "nats-auth.json"), "copy them with the store")
+
+
+def test_a_server_that_is_down_or_holds_no_store_is_named(store: Store, tmp_path: Path) -> None:
+    down = f"nats://someone:secret@127.0.0.1:{free_port()}"
+    line = refused(store.casino("verify", "--nats", down, store=False), 2, "no event store answers at",
+                   "nats://127.0.0.1:")
+    assert "secret" not in line  # a password in the URL is never printed
+    with NatsServer(tmp_path / "bare") as bare:  # JetStream, no stream
+        refused(store.casino("export", "--table", "T-1", "x", "--nats", bare.url, store=False), 2, "no event store at")
