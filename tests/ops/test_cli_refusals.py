@@ -99,11 +99,14 @@ def test_a_name_or_window_that_is_not_in_the_record_is_refused_naming_what_is(
     (("verify", "--since", "yesterday"), ["argument --since", "'yesterday'"]),
     (("replay", "coup", "BAC-1"), ["the following arguments are required: coup"]),
     (("frobnicate",), ["invalid choice: 'frobnicate'"]),
-    (("par-sheet", "no-such-ruleset"), ["no-such-ruleset"]),
+    (("par-sheet", "no-such-ruleset"), ["no ruleset 'no-such-ruleset'", "built in: baccarat-000-methods"]),
+    (("run", "--rulesets", "baccarat-000-methods,nope", "--var", "never"), ["no ruleset 'nope'"]),
+    (("run", "--tables", "0", "--var", "never"), ["argument --tables: '0' is not a whole number of 1 or more"]),
 ], ids=lambda v: " ".join(v) if isinstance(v, tuple) else "")
 def test_arguments_a_command_cannot_take_are_refused_in_one_line(
         store: Store, args: tuple[str, ...], said: list[str]) -> None:
     refused(store.casino(*args, store=args[0] in ("replay", "verify")), 2, *said)
+    assert not (store.tmp / "never").exists()  # a casino refused starts nothing and writes nothing
 
 
 def test_what_is_in_the_record_is_still_answered(store: Store) -> None:

@@ -47,7 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         status = _main(argv)
         sys.stdout.flush()  # here, not at exit, where a closed pipe could no longer be told apart
         return status
-    except (FileNotFoundError, Absent) as exc:  # a file, a store, a table or a coup that is not there
+    except (FileNotFoundError, Absent, RulesetError) as exc:  # a file, a store, a ruleset, a table or a coup not there
         print(escaped(f"casino: {exc}", keep_newlines=False), file=sys.stderr)
         return 2
     except BrokenPipeError:
@@ -86,11 +86,7 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.command == "rulesets":
         print("\n".join(rulesets.available()))
         return 0
-    try:
-        rules = rulesets.load(args.ruleset)
-    except RulesetError as exc:
-        print(f"casino: {exc}", file=sys.stderr)
-        return 2
+    rules = rulesets.load(args.ruleset)
     sheet = par_sheet(rules)
     if args.json:
         print(json.dumps(sheet, indent=2))

@@ -25,6 +25,7 @@ from casino.cli.console import Console, where_tables_stand
 from casino.cli.observe import ALERT_RULES, Prometheus
 from casino.cli.simulator import SUPERVISOR, Simulator
 from casino.cli.store import URL_FILE
+from casino.config import rulesets
 from casino.config.tables import TableConfig, dump_tables
 from casino.nats import client as natsclient
 from casino.nats import permissions as natsauth
@@ -57,16 +58,27 @@ def default_tables(count: int, names: list[str]) -> dict[str, TableConfig]:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--coups", type=int, default=None, help="deal N coups per table, then exit 0 (default: forever)")
-    p.add_argument("--tables", type=int, default=4, help="number of tables (default 4, one per ruleset)")
+    p.add_argument("--coups", type=at_least(1), default=None,
+                   help="deal N coups per table, then exit 0 (default: forever)")
+    p.add_argument("--tables", type=at_least(1), default=4, help="number of tables (default 4, one per ruleset)")
     p.add_argument("--rulesets", default=",".join(SHORT), help="comma-separated rulesets the tables deal, in turn")
     p.add_argument("--seed", type=int, default=None, help="seed for the simulated players (not the shuffle)")
-    p.add_argument("--port", type=int, default=4222, help="NATS port; a free one if taken (default 4222)")
+    p.add_argument("--port", type=at_least(0), default=4222, help="NATS port; a free one if taken (default 4222)")
     p.add_argument("--var", default="var", help="data directory (default ./var)")
-    p.add_argument("--replicas", type=int, default=1,
+    p.add_argument("--replicas", type=at_least(1), default=1,
                    help="instances of every service, each a process of its own (default 1)")
     p.add_argument("--observe", action="store_true",
                    help="also run a Prometheus scraping every service, with the alert rules loaded (make tools installs it)")
+
+
+def at_least(least: int) -> Callable[[str], int]:
+    """A whole number of at least ``least``, as an argument."""
+    def checked(value: str) -> int:
+        if not value.isdigit() or int(value) < least:
+            raise argparse.ArgumentTypeError(f"{value!r} is not a whole number of {least} or more")
+        return int(value)
+
+    return checked
 
 
 async def _provision(url: str) -> None:
@@ -301,9 +313,12 @@ def run(args: argparse.Namespace) -> int:
     # Ctrl-C (SIGINT) and a polite kill (SIGTERM) both stop everything in order.
     for sig in STOP_SIGNALS:
         signal.signal(sig, _interrupt)
+    names = [r.strip() for r in args.rulesets.split(",") if r.strip()]
+    for name in names:  # a ruleset that cannot be read is refused before anything starts
+        rulesets.load(name)
     var = Path(args.var)
     (var / "logs").mkdir(parents=True, exist_ok=True)
-    tables = default_tables(args.tables, [r.strip() for r in args.rulesets.split(",") if r.strip()])
+    tables = default_tables(args.tables, names)
     tables_file = var / "tables.toml"
     tables_file.write_text(dump_tables(tables), encoding="utf-8")
     pw = natsauth.local_auth(var, tables)  # every service its own user; no anonymous access
