@@ -312,3 +312,55 @@ def render_text(r: CoupReplay) -> str:
     out.append("Settled" if r.settled else "NOT SETTLED")
     return "\n".join(out)
 
+
+
+ORDER_LINE = 26  # the revealed order's cards on a line: half a deck
+
+
+def render_shoe(stored: list[Stored], sealed: str = "") -> list[str]:
+    """A shoe as `casino replay shoe` prints it, from its own events (its
+    cards numbered from 1, as a person counts them from the top): its
+    decks and cut card, the commitment published at its shuffle, every burn,
+    the cut card reached, and once it has ended (sealed or not) the order
+    and salt it revealed and whether they hash to the commitment; ``sealed``
+    is its seal's hash in the archive, if it is sealed. A message that cannot
+    be read is named, never raised."""
+    out: list[str] = []
+    shuffled: shoe.ShoeShuffled | None = None
+    drawn, rounds = 0, 0
+    for m in stored:
+        if m.unreadable:
+            out.append(f"CANNOT BE READ: event seq {m.seq}: {m.unreadable}")
+            continue
+        for e in m.batch.events:
+            d, at = e.data, f"{e.at:%Y-%m-%d %H:%M:%S} UTC"
+            if isinstance(d, shoe.ShoeShuffled):
+                shuffled = d
+                cut = "no cut card" if d.cut_index is None else f"the cut card before card {d.cut_index + 1}"
+                burns = f"{d.burns_due} to burn" + (", as many as the first card's value" if d.burn_by_value else "")
+                out += [f"Shuffled {at}: {d.decks} deck{'s' if d.decks != 1 else ''}, {d.cards} cards, {cut}, {burns}",
+                        f"Commitment {d.commitment} (sha256 of the salt and the order, both revealed at its end)"]
+            elif isinstance(d, shoe.CardBurned):
+                out.append(f"Burned card {d.position + 1}, {d.card}, face {'up' if d.face_up else 'down'} "
+                           f"({d.clause or 'no clause recorded'})")
+            elif isinstance(d, shoe.CutCardReached):
+                out.append(f"Cut card reached before card {d.position + 1}"
+                           + (" as the first card of a round" if d.first_of_round else "") + f" ({d.clause})")
+            elif isinstance(d, shoe.ReshuffleRequired):
+                out.append(f"Reshuffle required {d.when.replace('_', ' ')} ({d.clause})")
+            elif isinstance(d, shoe.RoundStarted):
+                rounds += 1
+            elif isinstance(d, shoe.CardDrawn):
+                drawn += 1
+            elif isinstance(d, shoe.ShoeEnded):
+                held = shuffled is not None and shoe.commitment(d.order, d.salt) == shuffled.commitment
+                out.append(f"Ended {at}: {drawn} cards drawn in {rounds} rounds; order revealed, salt {d.salt}: "
+                           + ("it hashes to the commitment" if held else "IT DOES NOT HASH TO THE COMMITMENT"))
+                out += [f"  {i + 1:>4}: {' '.join(d.order[i:i + ORDER_LINE])}" for i in range(0, len(d.order), ORDER_LINE)]
+    if not any(line.startswith("Ended ") for line in out):
+        out.append(f"In play: {drawn} cards drawn in {rounds} rounds; its order stays the shoe service's until it ends")
+    if shuffled is None:
+        out.insert(0, "NO SHUFFLE RECORDED: nothing to hold its cards to")
+    if sealed:
+        out.append(f"Sealed in the archive: seal hash {sealed}")
+    return out

@@ -13,7 +13,15 @@ from datetime import UTC, datetime
 import msgspec
 from nats.aio.client import Client
 
-from casino.audit.archive import ArchiveError, export_table, history, verify_archived, verify_export, write_export
+from casino.audit.archive import (
+    ArchiveError,
+    WithArchive,
+    export_table,
+    history,
+    verify_archived,
+    verify_export,
+    write_export,
+)
 from casino.audit.audits import Report, verify_all, verify_store, verify_table, verify_window
 from casino.audit.history import (
     Absent,
@@ -29,7 +37,7 @@ from casino.audit.history import (
     tables_held,
 )
 from casino.audit.parallel import cores
-from casino.audit.replay import CoupReplay, render_text, replay_coup
+from casino.audit.replay import CoupReplay, render_shoe, render_text, replay_coup
 from casino.cli import store as storeaccess
 from casino.readmodels.projections import KvProjections, Projector, fold_stream
 from casino.rules.text import escaped
@@ -167,8 +175,13 @@ def coup_text(r: CoupReplay, as_json: bool = False) -> str:
 async def list_coups(store: Record, args: argparse.Namespace) -> int:
     if args.what == "shoe":
         table = subjects.table_of_shoe(args.shoe)
+        records = await _shoe_records(store, args.shoe)
+        kept = await store.seals.get(table, args.shoe) if isinstance(store, WithArchive) else None
+        print(escaped("\n".join([f"Shoe {args.shoe} at table {table}", *render_shoe(
+            [m for m in records if subjects.tokens(m.subject)[3] == "shoe"], kept.hash if kept else ""), "",
+            "Coups dealt from it:"])))
         lines = {}
-        for coup in sorted(by_coup(await _shoe_records(store, args.shoe))):
+        for coup in sorted(by_coup(records)):
             if (line := listing_line(await store.read(subjects.coup_filter(coup, table)), Bounds())) is not None:
                 lines[coup] = line
         listing = [lines[coup] for coup in sorted(lines)]

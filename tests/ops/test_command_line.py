@@ -112,8 +112,27 @@ def test_arguments_a_command_cannot_take_are_refused_in_one_line(
 def test_what_is_in_the_record_is_still_answered(store: Store) -> None:
     verified = store.casino("verify", "--table", "BAC-1")
     assert verified.returncode == 0 and "verified 6 coups" in verified.stdout, verified
-    listed = store.casino("replay", "shoe", "T-1-shoe-1")
-    assert listed.returncode == 0 and "T-1-000001" in listed.stdout, listed
+
+
+def test_replay_shoe_shows_the_shoe_its_order_once_it_has_ended_and_its_coups(store: Store) -> None:
+    """A sealed shoe: its decks and cut card, the commitment, its burns, the
+    order and salt revealed at its end checked against the commitment, its
+    seal; a shoe in play: the same but its order, which stays secret."""
+    ended = store.casino("replay", "shoe", "T-1-shoe-1")
+    assert ended.returncode == 0, ended
+    text = ended.stdout
+    assert "Shoe T-1-shoe-1 at table T-1" in text and "Shuffled " in text and ": 1 deck, 52 cards, the cut card " in text
+    assert "Commitment " in text and "Burned card 1, " in text, text
+    assert "order revealed, salt " in text and "it hashes to the commitment" in text, text
+    order = [card for line in text.splitlines() if line.startswith(("     1:", "    27:"))
+             for card in line.split(":", 1)[1].split()]
+    assert len(order) == 52 and len(set(order)) == 52, order  # a whole deck, each card once
+    assert "Sealed in the archive: seal hash " in text and "Coups dealt from it:" in text
+    assert text.split("Coups dealt from it:")[1].splitlines()[2].startswith("T-1-000001"), text
+    playing = store.casino("replay", "shoe", "BAC-1-shoe-1")
+    assert playing.returncode == 0 and "8 decks, 416 cards" in playing.stdout, playing
+    assert "In play: " in playing.stdout and "order revealed" not in playing.stdout, playing.stdout
+    assert "BAC-1-000006" in playing.stdout.splitlines()[-1]
 
 
 def test_a_file_that_is_not_an_export_is_refused_in_one_line(store: Store, tmp_path: Path) -> None:
