@@ -98,7 +98,7 @@ def audit_rates(files: list[bytes], runs: int) -> dict[str, Any]:
     def decode() -> int:
         coups = 0
         for f in files:
-            _, seals = archive.read_export(io.BytesIO(f))
+            _, seals, _ = archive.read_export(io.BytesIO(f))
             opened = [archive.open_seal(s) for s in seals]
             coups += len({subjects.tokens(m.subject)[2] for s in opened for m in s.stored()
                           if m.subject.endswith(".coup")})

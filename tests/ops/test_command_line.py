@@ -1,9 +1,11 @@
-"""Every `casino` command against the mistakes a person makes: an unknown
-table, coup or shoe, a window with nothing in it, a store that is not one or
-was copied without its configuration, a file that is not an export, a
-server that is down. Each is refused in one line that says what is there
-instead, with a non-zero exit, within seconds: never a traceback, a hang,
-or an empty answer that reads as a pass."""
+"""The `casino` command as a person uses it on a real store. Every command
+against the mistakes a person makes (an unknown table, coup or shoe, a
+window with nothing in it, a store that is not one or was copied without its
+configuration, a file that is not an export, a server that is down): each is
+refused in one line that says what is there instead, with a non-zero exit,
+within seconds, never a traceback, a hang, or an empty answer that reads as
+a pass. And what it shows: a shoe, sealed or in play; an export that takes
+the shoe in play, marked as not sealed."""
 
 from __future__ import annotations
 
@@ -12,11 +14,14 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import msgspec
 import nats
 import pytest
 
 from casino.audit import archive
 from casino.nats.server import NatsServer, free_port
+from casino.rules.shoe import CardDrawn
+from casino.store.eventstore import Stored
 from tests.archive.test_archiver import Casino, tables
 from tests.natsfixture import nats_server
 
@@ -82,8 +87,9 @@ NO_TIME = ("--since", "2001-01-01", "--until", "2001-01-02")
     (("replay", "coup", "NOPE", "1"), ["no table NOPE in the record"]),
     (("replay", "shoe", "BAC000-1-shoe-999"), ["no table BAC000-1 in the record", "tables BAC-1, T-1, T-2"]),
     (("replay", "shoe", "BAC-1-shoe-999"), ["no shoe BAC-1-shoe-999", "shoes run from BAC-1-shoe-1 to BAC-1-shoe-1"]),
-    (("export", "--table", "NOPE", "out.export"), ["no sealed shoe of table NOPE", "shoes of T-1, T-2"]),
-    (("export", "--table", "BAC-1", "out.export"), ["no sealed shoe of table BAC-1", "shoes of T-1, T-2"]),
+    (("export", "--table", "NOPE", "out.export"), ["no table NOPE in the record", "tables BAC-1, T-1, T-2"]),
+    (("export", "--table", "BAC-1", "--until", "2030-01-01", "out.export"),
+     ["no sealed shoe of table BAC-1 ended in that window", "none of its shoes is sealed yet"]),
     (("export", "--table", "T-1", "--until", "2001-01-01", "out.export"),
      ["no sealed shoe of table T-1 ended in that window", "sealed shoes ended from"]),
 ], ids=lambda v: " ".join(v) if isinstance(v, tuple) else "")
@@ -142,7 +148,7 @@ def test_a_file_that_is_not_an_export_is_refused_in_one_line(store: Store, tmp_p
     for path in (tmp_path / "notes.txt", tmp_path, tmp_path / "missing.export"):
         refused(store.casino("verify", "--file", str(path), store=False), 1, str(path))
     refused(store.casino("verify", "--file", str(tmp_path / "empty.export"), store=False), 1,
-            "the file holds no sealed shoe")
+            "the file holds no shoe")
 
 
 def test_a_store_that_is_not_one_or_lacks_its_configuration_is_named(store: Store, tmp_path: Path) -> None:
@@ -162,3 +168,41 @@ def test_a_server_that_is_down_or_holds_no_store_is_named(store: Store, tmp_path
     assert "secret" not in line  # a password in the URL is never printed
     with NatsServer(tmp_path / "bare") as bare:  # JetStream, no stream
         refused(store.casino("export", "--table", "T-1", "x", "--nats", bare.url, store=False), 2, "no event store at")
+
+
+def test_an_export_takes_the_shoe_in_play_marked_as_not_sealed_and_proven_by_nothing(
+        store: Store, tmp_path: Path) -> None:
+    """A dispute does not wait for the shoe to end: without --until, the
+    table's shoes not sealed yet follow its sealed ones in the file, marked
+    as not sealed; verification decides their coups again, finds a change
+    in them, and never calls them proven (exit 3, with --expect too)."""
+    playing, both, sealed = (tmp_path / f"{name}.export" for name in ("playing", "both", "sealed"))
+    exported = store.casino("export", "--table", "BAC-1", str(playing))
+    assert exported.returncode == 0 and "marked as not sealed, BAC-1-shoe-1" in exported.stdout, exported
+    checked = store.casino("verify", "--file", str(playing), "--expect", archive.GENESIS, store=False)
+    assert checked.returncode == 3 and "verified 6 coups" in checked.stdout, checked
+    assert "not sealed: BAC-1-shoe-1" in checked.stdout and "not proven" not in checked.stdout  # anchored, but
+    exported = store.casino("export", "--table", "T-1", str(both))
+    last = exported.stdout.split("--expect ")[1].split(")")[0]
+    assert exported.returncode == 0 and "marked as not sealed" in exported.stdout, exported
+    checked = store.casino("verify", "--file", str(both), "--expect", last, store=False)
+    assert checked.returncode == 3 and "every one follows the rules" in checked.stdout, checked
+    assert store.casino("export", "--table", "T-1", "--until", "2100-01-01", str(sealed)).returncode == 0
+    checked = store.casino("verify", "--file", str(sealed), "--expect", last, store=False)
+    assert checked.returncode == 0 and "not sealed" not in checked.stdout, checked  # the chain alone: proven
+
+    with open(playing, "rb") as source:
+        header, seals, unsealed = archive.read_export(source)
+    opened = archive.open_seal(unsealed[0])
+    changed = [m for m in opened.stored()]
+    i = next(i for i, m in enumerate(changed) if any(isinstance(e.data, CardDrawn) for e in m.batch.events))
+    m = changed[i]
+    drawn = next(e for e in m.batch.events if isinstance(e.data, CardDrawn))
+    other = "AS" if drawn.data.card != "AS" else "KD"
+    events = tuple(msgspec.structs.replace(e, data=msgspec.structs.replace(e.data, card=other)) if e is drawn else e
+                   for e in m.batch.events)
+    changed[i] = Stored(m.seq, m.subject, msgspec.structs.replace(m.batch, events=events), m.msg_id)
+    with open(playing, "wb") as out:
+        archive.write_export(out, header, seals, [archive.seal("BAC-1", opened.shoe, "", changed)])
+    checked = store.casino("verify", "--file", str(playing), store=False)
+    assert checked.returncode == 1 and "differences" in checked.stdout, checked

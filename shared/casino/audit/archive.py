@@ -24,7 +24,7 @@ from casino.rules.shoe import RoundEnded, ShoeEnded
 from casino.rules.text import Text
 from casino.store import envelope, subjects
 from casino.store.archive import Kept, SealStore
-from casino.store.envelope import CoupConfigured, CoupHeld
+from casino.store.envelope import CoupConfigured, CoupHeld, RulesetRecorded
 from casino.store.eventstore import Appended, Stored, read_stored
 from casino.store.jetstream import JetStreamEventStore
 
@@ -208,6 +208,41 @@ async def export_table(seals: SealStore, table: str, since: datetime | None = No
     return header, chosen_seals
 
 
+async def in_play(live: JetStreamEventStore, table: str, sealed: set[str]) -> list[Sealed]:
+    """The table's shoes the live stream holds that are not sealed yet (the
+    shoe in play, and one ended but waiting for its coups' settlement or its
+    seal), each with the rulesets its coups name, as a seal chained to
+    nothing (``previous`` empty): what a dispute needs before the shoe ends.
+    No chain proves them until the archiver seals them."""
+    shoes = {subjects.tokens(s)[1] for s in await live.subjects(subjects.table_filter(table))} - sealed
+    numbered = sorted((n, shoe) for shoe in shoes if (n := subjects.shoe_number(table, shoe)) is not None)
+    recorded = await live.read(subjects.event(table, "", "", "ruleset"))
+    out = []
+    for _, shoe in numbered:
+        own = await live.read(subjects.shoe_filter(table, shoe))
+        rulesets = [m for m in recorded if any(isinstance(e.data, RulesetRecorded) and e.data.digest in
+                                               dealt_under(own) for e in m.batch.events)]
+        out.append(seal(table, shoe, "", [*own, *rulesets]))
+    return out
+
+
+def verify_in_play(unsealed: Iterable[Sealed], table: str) -> Report:
+    """Shoes exported before their seal: each of the table and marked as not
+    sealed; their coups decided again as far as they are dealt (a coup still
+    being dealt is left out, as everywhere) and an ended shoe held to its
+    commitment. Nothing here is proven by the chain."""
+    reports = []
+    for sealed in unsealed:
+        opened = open_seal(sealed)
+        if opened.previous or opened.table != table:
+            raise ArchiveError(f"the shoe {opened.shoe} after the seals is not table {table}'s shoe in play")
+        stored = opened.stored()
+        if stray := next((m.subject for m in stored if subjects.tokens(m.subject)[0] != table), None):
+            raise ArchiveError(f"the shoe in play {opened.shoe} of table {table} holds {stray}: not the table's")
+        reports.append(verify_history(stored))
+    return Report.of(reports)
+
+
 def verify_export(source: BinaryIO, expect: str | None = None) -> tuple[Header, Report]:
     """An export file verified with no server: the chain of its seals, then
     every ended shoe's commitment and every coup decided again. Anyone can
@@ -217,16 +252,18 @@ def verify_export(source: BinaryIO, expect: str | None = None) -> tuple[Header, 
     the file that is not what it should be is refused (ArchiveError), never
     a crash."""
     try:
-        header, seals = read_export(source)
-        if not seals:
-            raise ArchiveError("the file holds no sealed shoe")
-        if seals[-1].hash != header.last:
+        header, seals, unsealed = read_export(source)
+        if not seals and not unsealed:
+            raise ArchiveError("the file holds no shoe")
+        end = seals[-1].hash if seals else header.previous
+        if end != header.last:
             raise ArchiveError(f"the file's last seal is not {header.last}, the one its header names: cut short or "
                                "replaced")
-        if expect is not None and seals[-1].hash != expect:
-            raise ArchiveError(f"the file's chain ends at {seals[-1].hash}, not at {expect}: not the casino's "
+        if expect is not None and end != expect:
+            raise ArchiveError(f"the file's chain ends at {end}, not at {expect}: not the casino's "
                                "archive as expected")
-        return header, verify_seals(seals, header.previous, header.table)
+        return header, Report.of([verify_seals(seals, header.previous, header.table),
+                                  verify_in_play(unsealed, header.table)])
     except ArchiveError:
         raise
     except Exception as exc:  # whatever malformed input makes of a decoder: refused, with what it was
@@ -314,18 +351,21 @@ class Header(msgspec.Struct, frozen=True):
     seals: Annotated[int, msgspec.Meta(ge=0)]
     since: Text = ""
     until: Text = ""
+    # The shoes not sealed yet whose messages follow the seals (``in_play``), each marked as not
+    # sealed: outside the chain, proven by no hash until the archiver seals them.
+    in_play: tuple[Token, ...] = ()
 
 
-def write_export(out: BinaryIO, header: Header, seals: Iterable[Sealed]) -> None:
+def write_export(out: BinaryIO, header: Header, seals: Iterable[Sealed], unsealed: Iterable[Sealed] = ()) -> None:
     out.write(FILE_MAGIC)
     _write_record(out, msgspec.json.encode(header))
-    for sealed in seals:
+    for sealed in (*seals, *unsealed):
         _write_record(out, sealed.data)
 
 
-def read_export(source: BinaryIO) -> tuple[Header, list[Sealed]]:
-    """The header and the seals of an export file (each seal's hash computed:
-    the chain says whether they are the table's)."""
+def read_export(source: BinaryIO) -> tuple[Header, list[Sealed], list[Sealed]]:
+    """The header, the seals and the shoes not sealed of an export file (each
+    seal's hash computed: the chain says whether they are the table's)."""
     if source.read(len(FILE_MAGIC)) != FILE_MAGIC:
         raise ArchiveError("not a casino export file (it does not begin with casino.export/1)")
     try:
@@ -335,9 +375,10 @@ def read_export(source: BinaryIO) -> tuple[Header, list[Sealed]]:
     seals = []
     while (data := _read_record(source, MOST_SEAL_BYTES)) is not None:
         seals.append(Sealed(data, hashlib.sha256(data).hexdigest()))
-    if len(seals) != header.seals:
-        raise ArchiveError(f"the file holds {len(seals)} seals, its header says {header.seals}")
-    return header, seals
+    if len(seals) != header.seals + len(header.in_play):
+        raise ArchiveError(f"the file holds {len(seals)} shoes, its header says {header.seals} sealed and "
+                           f"{len(header.in_play)} not")
+    return header, seals[:header.seals], seals[header.seals:]
 
 
 def _write_record(out: BinaryIO, data: bytes) -> None:

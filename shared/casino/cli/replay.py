@@ -13,11 +13,13 @@ from datetime import UTC, datetime
 import msgspec
 from nats.aio.client import Client
 
+from casino.audit import archive
 from casino.audit.archive import (
     ArchiveError,
     WithArchive,
     export_table,
     history,
+    in_play,
     verify_archived,
     verify_export,
     write_export,
@@ -44,7 +46,7 @@ from casino.rules.text import escaped
 from casino.store import subjects
 from casino.store.archive import SealStore
 from casino.store.eventstore import Stored
-from casino.store.jetstream import STREAM
+from casino.store.jetstream import STREAM, JetStreamEventStore
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -139,7 +141,7 @@ async def _run(args: argparse.Namespace) -> int:
         if args.command == "verify":
             return await verify(store, nc, args)
         if args.command == "export":
-            return await export(SealStore(nc), args)
+            return await export(store, nc, args)
         if args.command == "projections" and args.what == "floor":
             return await draw_floor(nc, args.svg)
         if args.command == "projections":
@@ -269,21 +271,28 @@ def _print_report(report: Report) -> int:
     return 1 if report.findings else 0
 
 
-async def export(seals_: SealStore, args: argparse.Namespace) -> int:
+async def export(store: Record, nc: Client, args: argparse.Namespace) -> int:
+    """The table's sealed shoes that ended in the window, chained; and without
+    ``--until``, its shoes not sealed yet (the one in play, for a dispute that
+    cannot wait for its end), each marked as not sealed, after the chain."""
+    await known_table(store, args.table)
+    seals_ = SealStore(nc)
     since, until = (_utc(t) if t else None for t in (args.since, args.until))
-    if args.table not in (sealed := await seals_.tables()):
-        raise Absent(f"no sealed shoe of table {args.table} in the archive (a shoe is sealed once it has ended and "
-                     "its coups are settled): " + (f"it holds the shoes of {', '.join(sealed)}" if sealed
-                                                   else "it holds none yet"))
     header, seals = await export_table(seals_, args.table, since, until)
-    if not seals:
-        kept = await seals_.seals(args.table)
-        raise Absent(f"no sealed shoe of table {args.table} ended in that window: its {len(kept)} sealed shoes "
-                     f"ended from {kept[0].ended} to {kept[-1].ended}")
+    kept = await seals_.seals(args.table)
+    unsealed = [] if until else await in_play(JetStreamEventStore(nc), args.table, {k.shoe for k in kept})
+    if not seals and not unsealed:
+        raise Absent(f"no sealed shoe of table {args.table} ended in that window: " + (
+            f"its {len(kept)} sealed shoes ended from {kept[0].ended} to {kept[-1].ended}" if kept else
+            "none of its shoes is sealed yet (without --until, the shoe in play is exported, marked as not sealed)"))
+    header = msgspec.structs.replace(header, in_play=tuple(archive.open_seal(u).shoe for u in unsealed))
     with open(args.file, "wb") as out:
-        write_export(out, header, seals)
+        write_export(out, header, seals, unsealed)
     print(f"{len(seals)} sealed shoes of table {args.table} written to {args.file}, chained from {header.previous} "
           f"to {header.last} (verify it with --expect {header.last})")
+    if unsealed:
+        print(f"and after them, marked as not sealed, {', '.join(header.in_play)}: their coups as far as they are "
+              "dealt, proven by no seal until the archiver seals them")
     return 0
 
 
@@ -299,7 +308,8 @@ def verify_file(path: str, expect: str | None = None) -> int:
     with the casino's archive (or given as ``expect``, which it must equal):
     without an anchor, a chain proves only that it is a chain. Exit 0 only
     for a file anchored to ``expect`` and following the rules; 1 for a file
-    refused or a difference; ``UNANCHORED`` for a consistent file with no anchor."""
+    refused or a difference; ``UNANCHORED`` for a consistent file with no
+    anchor, or holding shoes not sealed yet (which no anchor proves)."""
     try:
         with open(path, "rb") as source:
             header, report = verify_export(source, expect)
@@ -308,14 +318,18 @@ def verify_file(path: str, expect: str | None = None) -> int:
         return 1
     print(escaped(f"table {header.table}: the chain of its sealed shoes holds, from {header.previous} to "
                   f"{header.last}" + (" (as expected)" if expect else ""), keep_newlines=False))
-    status = _print_report(report)
-    if status or expect:
+    if status := _print_report(report):
         return status
-    print(escaped(f"not proven to be the casino's record: the file is consistent, but anyone can seal and chain "
-                  f"shoes anew; compare {header.last} with the last seal of table {header.table} in the casino's "
-                  f"archive, or verify again with --expect HASH (exit {UNANCHORED}: consistent, not anchored)",
-                  keep_newlines=False))
-    return UNANCHORED
+    if header.in_play:
+        print(escaped(f"not sealed: {', '.join(header.in_play)}, exported before the archiver sealed them: their "
+                      f"coups follow the rules as far as they are dealt, but no seal or chain proves them the "
+                      f"casino's record (exit {UNANCHORED})", keep_newlines=False))
+    if not expect:
+        print(escaped(f"not proven to be the casino's record: the file is consistent, but anyone can seal and "
+                      f"chain shoes anew; compare {header.last} with the last seal of table {header.table} in the "
+                      f"casino's archive, or verify again with --expect HASH (exit {UNANCHORED}: consistent, not "
+                      "anchored)", keep_newlines=False))
+    return UNANCHORED if header.in_play or not expect else 0
 
 
 async def rebuild_projections(store: Record, nc: Client) -> int:
