@@ -75,7 +75,7 @@ class Casino:
 
         async def done() -> bool:
             await archiver.service.sweep()
-            return all([await _sealed_and_removed(nc, t, shoes) for t in ("T-1", "T-2")])
+            return all([await sealed_and_removed(nc, t, shoes) for t in ("T-1", "T-2")])
 
         await until(done)
 
@@ -168,7 +168,7 @@ async def test_ended_shoes_are_sealed_removed_and_read_as_ever_while_the_tables_
             audited
 
 
-async def _sealed_and_removed(nc: nats.NATS, table: str, at_least: int) -> bool:
+async def sealed_and_removed(nc: nats.NATS, table: str, at_least: int) -> bool:
     sealed = await sealed_shoes(nc, table)
     return len(sealed) >= at_least and not set(sealed) & await live_shoes(nc, table)
 

@@ -19,18 +19,20 @@ import nats
 import pytest
 
 from casino.audit import archive
+from casino.cli.simulator import Simulator
 from casino.nats.server import NatsServer, free_port
 from casino.rules.shoe import CardDrawn
 from casino.store.eventstore import Stored
-from tests.archive.test_archiver import Casino, tables
+from tests.archive.test_archiver import Casino, sealed_and_removed, tables
 from tests.natsfixture import nats_server
 
 HANG = 60  # seconds: far beyond what any refusal takes, on a busy machine too
 
 
 class Store:
-    """A store where two one-deck blackjack tables and a baccarat table dealt
-    six coups each, the blackjack tables' first shoes sealed into the archive."""
+    """A store where a baccarat table dealt six coups and two one-deck
+    blackjack tables six or more, until a shoe of each is sealed into the
+    archive and gone from the live stream."""
 
     def __init__(self, url: str, tmp: Path) -> None:
         self.url, self.tmp = url, tmp
@@ -52,6 +54,14 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
         nc = await nats.connect(url)
         try:
             await casino.deal(nc, 6)
+            one_deck = {t: c for t, c in casino.tables.items() if t.startswith("T-")}
+            for more in range(20):  # a shoe is sealed once the next has a coup settled: deal on until it has
+                archiver = next(r for r in casino.running if r.kind == "archiver")
+                await archiver.service.sweep()
+                if all([await sealed_and_removed(nc, t, 1) for t in one_deck]):
+                    break
+                await Simulator(nc, one_deck, seed=100 + more).run(1)
+                await next(r for r in casino.running if r.kind == "dealer-policy").service.finish_rounds()
             await casino.archived(nc, 1)
         finally:
             await nc.close()
@@ -206,3 +216,11 @@ def test_an_export_takes_the_shoe_in_play_marked_as_not_sealed_and_proven_by_not
         archive.write_export(out, header, seals, [archive.seal("BAC-1", opened.shoe, "", changed)])
     checked = store.casino("verify", "--file", str(playing), store=False)
     assert checked.returncode == 1 and "differences" in checked.stdout, checked
+
+
+def test_the_read_models_are_folded_again_from_the_sealed_shoes_and_the_live_stream(store: Store) -> None:
+    """With shoes sealed and gone from the live stream, `casino projections
+    rebuild` folds the archive's shoes and the live stream together and
+    finds every read model equal to the one the live fold made."""
+    rebuilt = store.casino("projections", "rebuild")
+    assert rebuilt.returncode == 0 and "sealed shoes and live: equal to the live ones" in rebuilt.stdout, rebuilt

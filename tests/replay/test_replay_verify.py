@@ -578,8 +578,8 @@ async def test_projections_rebuilt_page_by_page_equal_the_live_ones(
         await nc.close()
         await live.stop()
     entries = len(_folded(recorded).everything())
-    assert f"rebuilt {entries} read-model entries up to stream sequence {len(recorded)}: equal to the live ones" \
-        in capsys.readouterr().out
+    assert f"rebuilt {entries} read-model entries up to stream sequence {len(recorded)}, sealed shoes and live: equal to the live " \
+        "ones" in capsys.readouterr().out
     assert max(n for _, _, n in reads) == 50
 
 

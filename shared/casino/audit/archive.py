@@ -8,8 +8,9 @@ files" gives the format)."""
 from __future__ import annotations
 
 import hashlib
+import heapq
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from datetime import datetime
 from typing import Annotated, BinaryIO
 
@@ -19,6 +20,8 @@ from nats.aio.client import Client
 from casino.audit.audits import Report, verify_history
 from casino.audit.verify import Carried
 from casino.protocol.commands import Token
+from casino.readmodels import projections
+from casino.readmodels.projections import Projector
 from casino.rules.settlement import CoupSettled
 from casino.rules.shoe import RoundEnded, ShoeEnded
 from casino.rules.text import Text
@@ -511,3 +514,71 @@ class WithArchive:
             else:
                 return kept
         return None
+
+
+# ---- the read models folded from the whole history ----------------------------
+
+
+async def fold_history(projector: Projector, nc: Client,
+                       folded: Callable[[Projector, set[tuple[str, str]]], Awaitable[None]]) -> None:
+    """The read models folded from the whole history, sealed and live, as
+    the live fold made them. Each table's sealed shoes first, from the
+    archive in stream order, into a fold of the table's own (``folded`` is
+    handed it after each shoe, so that an ended shoe's figures are written
+    and let go); then the live stream, page by page, into ``projector``,
+    which takes each table's fold, every message under a sealed shoe passed
+    over (its seal held it)."""
+    seals, sealed = SealStore(nc), {}
+    for table in await seals.tables():
+        own = Projector()
+        sealed[table] = await _fold_sealed(own, seals, table, folded)
+        projector.table_status.update(own.table_status)
+        projector.shoe_stats.update(own.shoe_stats)
+        projector.takings.update(own.takings)
+    live = JetStreamEventStore(nc)
+    after = 0
+    while True:
+        page: list[Stored] = []
+        await live.scan(f"{subjects.EVENTS}.>", page.append, after, projections.FOLD_PAGE)
+        changed: set[tuple[str, str]] = set()
+        for m in page:
+            table, shoe, _, _ = subjects.tokens(m.subject)
+            if not m.unreadable and shoe not in sealed.get(table, ()):
+                changed |= projector.apply(m.subject, m.seq, m.batch)
+        if page:
+            projector.seq = after = max(projector.seq, page[-1].seq)
+        await folded(projector, changed)
+        if len(page) < projections.FOLD_PAGE:
+            return
+
+
+async def _fold_sealed(own: Projector, seals: SealStore, table: str,
+                       folded: Callable[[Projector, set[tuple[str, str]]], Awaitable[None]]) -> set[str]:
+    """The table's sealed shoes folded into ``own`` in stream order, one
+    shoe after another: a shoe's messages interleave with the next shoe's
+    at most (a round ends, or its last coup settles, as the next shoe is
+    shuffled), so two seals are open at a time. Its sealed shoes."""
+    last = await seals.last(table)
+    top = subjects.shoe_number(table, last.shoe) if last is not None else None
+    waiting: list[tuple[int, int, Stored]] = []  # (seq, shoe number, message), the next to fold first
+    left: dict[int, int] = {}
+    shoes: set[str] = set()
+    for n in range(1, (top or 0) + 2):
+        if n <= (top or 0):
+            shoe = subjects.shoe_id(table, n)
+            kept = await seals.get(table, shoe)
+            if kept is None:
+                raise ArchiveError(f"shoe {shoe} is missing from the archive")
+            shoes.add(shoe)
+            mine = [m for m in open_seal(Sealed(kept.data, kept.hash)).stored()
+                    if subjects.tokens(m.subject)[1] == shoe and not m.unreadable]
+            left[n] = len(mine)
+            for m in mine:
+                heapq.heappush(waiting, (m.seq, n, m))
+        changed: set[tuple[str, str]] = set()
+        while waiting and (left.get(n - 1, 0) or n > (top or 0)):  # the shoe before, whole
+            _, of, m = heapq.heappop(waiting)
+            left[of] -= 1
+            changed |= own.apply(m.subject, m.seq, m.batch)
+        await folded(own, changed)
+    return shoes

@@ -18,6 +18,7 @@ from casino.audit.archive import (
     ArchiveError,
     WithArchive,
     export_table,
+    fold_history,
     history,
     in_play,
     verify_archived,
@@ -41,12 +42,12 @@ from casino.audit.history import (
 from casino.audit.parallel import cores
 from casino.audit.replay import CoupReplay, render_shoe, render_text, replay_coup
 from casino.cli import store as storeaccess
-from casino.readmodels.projections import KvProjections, Projector, fold_stream
+from casino.readmodels.projections import KvProjections, Projector
 from casino.rules.text import escaped
 from casino.store import subjects
 from casino.store.archive import SealStore
 from casino.store.eventstore import Stored
-from casino.store.jetstream import STREAM, JetStreamEventStore
+from casino.store.jetstream import JetStreamEventStore
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -333,17 +334,11 @@ def verify_file(path: str, expect: str | None = None) -> int:
 
 
 async def rebuild_projections(store: Record, nc: Client) -> int:
-    """Rebuild the read models from the first event, a page at a time, compare
-    them with the live ones (once the live projector has caught up with the
-    stream), and store the rebuilt ones. An ended shoe's figures are final:
-    compared, written and let go as its page is folded. Refused once shoes
-    have been sealed and removed from the live stream: the fold would miss them."""
-    state = (await nc.jetstream().stream_info(STREAM)).state
-    if state.num_deleted or state.first_seq > 1:
-        print("casino: the live stream no longer holds every event (sealed shoes have been removed into the "
-              "archive): the read models cannot be folded again from it; they go on from their checkpoint",
-              file=sys.stderr)
-        return 2
+    """Rebuild the read models from the whole history (the archive's sealed
+    shoes, then the live stream: ``fold_history``), compare them with the
+    live ones (once the live projector has caught up with the stream), and
+    store the rebuilt ones. An ended shoe's figures are final: compared,
+    written and let go as it is folded."""
     kv = await KvProjections(nc.jetstream()).open()
     latest = await store.last(f"{subjects.EVENTS}.>")
     end = latest.seq if latest else 0
@@ -354,9 +349,9 @@ async def rebuild_projections(store: Record, nc: Client) -> int:
     if (live_seq := await kv.seq()) < end:
         print(f"the live read models stop at stream sequence {live_seq} of {end}: "
               "the projections service is not running or still catching up")
-    projector, compared, differ = Projector(), 0, 0
+    compared, differ = 0, 0
 
-    async def compare_and_write(keys: set[tuple[str, str]], with_seq: bool) -> None:
+    async def compare_and_write(projector: Projector, keys: set[tuple[str, str]], with_seq: bool) -> None:
         nonlocal compared, differ
         rebuilt = {k: projector.value(*k) for k in keys}
         live = await kv.values(rebuilt)
@@ -366,14 +361,16 @@ async def rebuild_projections(store: Record, nc: Client) -> int:
         await kv.put(projector, set(rebuilt), with_seq=with_seq)
         compared += len(rebuilt)
 
-    async def folded(changed: set[tuple[str, str]]) -> None:
-        await compare_and_write({("shoe_stats", k) for k, st in projector.shoe_stats.items() if st.ended}, False)
+    async def folded(projector: Projector, changed: set[tuple[str, str]]) -> None:
+        await compare_and_write(projector, {("shoe_stats", k) for k, st in projector.shoe_stats.items() if st.ended},
+                                False)
         projector.forget_ended_shoes()
 
-    await fold_stream(projector, store, folded)
-    await compare_and_write(set(projector.everything()), True)
-    await kv.save(projector)  # a restart of the projections service folds on from the rebuilt state
-    print(f"rebuilt {compared} read-model entries up to stream sequence {projector.seq}: "
+    whole = Projector()
+    await fold_history(whole, nc, folded)
+    await compare_and_write(whole, set(whole.everything()), True)
+    await kv.save(whole)  # a restart of the projections service folds on from the rebuilt state
+    print(f"rebuilt {compared} read-model entries up to stream sequence {whole.seq}, sealed shoes and live: "
           + ("equal to the live ones" if not differ else f"{differ} differed from the live ones"))
     return 0
 

@@ -173,10 +173,11 @@ def permissions(tables: Iterable[str], supervisors: Iterable[str] = ()) -> dict[
                               "opens and closes wager books", responds=True),
         "settlement": User(CASINO, (_events("settle"), *READ, "casino.dlq.>", *SETTLES, *owning("settlement")), (),
                            "records each coup's payouts, from its own durable consumer (one instance at a time)"),
-        "projections": User(CASINO, (*READ, *own_consumers("projections"), *READ_MODELS, *kv_write,
+        "projections": User(CASINO, (*READ, *READ_ARCHIVE, *own_consumers("projections"), *READ_MODELS, *kv_write,
                                      *living("projections")), (),
                             "alone writes the read models and their checkpoint, from a consumer of its own "
-                            "(one instance at a time: the holder of the writer's lease)"),
+                            "(one instance at a time: the holder of the writer's lease); reads the archive to "
+                            "fold them again from the whole history (`casino projections rebuild`)"),
         "archiver": User(CASINO, ("casino.archive.>", *READ, *READ_ARCHIVE, *REMOVE, f"$JS.API.CONSUMER.LIST.{STREAM}",
                                   f"$JS.API.STREAM.INFO.{ARCHIVE_KV}", f"$JS.API.DIRECT.GET.{ARCHIVE_KV}.>", *ARCHIVES,
                                   "casino.dlq.archiver", *owning("archiver")),
