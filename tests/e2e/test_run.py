@@ -84,9 +84,12 @@ async def test_casino_run_deals_every_coup_to_settlement_and_a_second_run_contin
     shown = cli("replay", "coup", "BJ002-1", "2", "--json", "--svg", str(tmp_path / "c.svg"))
     replay = json.loads(shown.stdout)
     assert (replay["schema"], replay["coup"], replay["settled"]) == ("casino.replay.coup/1", "BJ002-1-000002", True)
+    assert replay["casino"] == "Simulated casino" and replay["record_made"] and replay["replayed"], replay
     assert (tmp_path / "c.svg").read_text().startswith("<svg")
     listed = cli("replay", "table", "BAC000-1", "--from", "2", "--to", "4")
-    assert [line.split()[0] for line in listed.stdout.splitlines()[1:]] == [f"BAC000-1-00000{n}" for n in (2, 3, 4)]
+    heading, _, *lines = listed.stdout.splitlines()
+    assert heading.startswith("Casino 'Simulated casino', record made 20") and "; replayed 20" in heading, heading
+    assert [line.split()[0] for line in lines] == [f"BAC000-1-00000{n}" for n in (2, 3, 4)]
     shoe = cli("replay", "shoe", "BAC001-1-shoe-1")
     assert "In play: " in shoe.stdout and len(shoe.stdout.split("Coups dealt from it:\n")[1].splitlines()) == 6
     one = cli("verify", "--coup", "BAC000-1-000003")

@@ -20,9 +20,11 @@ import pytest
 
 from casino.audit import archive
 from casino.cli.simulator import Simulator
+from casino.nats.provision import provision
 from casino.nats.server import NatsServer, free_port
 from casino.rules.shoe import CardDrawn
 from casino.store.eventstore import Stored
+from casino.store.jetstream import Undeclared, casino_named
 from tests.archive.test_archiver import Casino, sealed_and_removed, tables
 from tests.natsfixture import nats_server
 
@@ -224,3 +226,25 @@ def test_the_read_models_are_folded_again_from_the_sealed_shoes_and_the_live_str
     finds every read model equal to the one the live fold made."""
     rebuilt = store.casino("projections", "rebuild")
     assert rebuilt.returncode == 0 and "sealed shoes and live: equal to the live ones" in rebuilt.stdout, rebuilt
+
+
+@pytest.mark.anyio
+async def test_a_store_says_whose_record_it_is_and_is_never_named_again(store: Store, tmp_path: Path) -> None:
+    """The casino's name is recorded once, as provisioning makes the store,
+    and every replay, verification and export begins with it and the date;
+    provisioning the store again under another name is refused. A store made
+    before names were recorded says so."""
+    with NatsServer(tmp_path / "a") as a, NatsServer(tmp_path / "b") as b:
+        for server, name in ((a, "Casino A"), (b, "Casino B")):
+            nc = await nats.connect(server.url)
+            await provision(nc, casino=name)
+            await provision(nc, casino=name)  # again: nothing changes
+            with pytest.raises(Undeclared, match=f"record of casino '{name}', not of 'Casino C'"):
+                await provision(nc, casino="Casino C")
+            named = await casino_named(nc.jetstream())
+            await nc.close()
+            assert named.casino == name and named.since.startswith("20") and named.since.endswith(" UTC")
+            shown = store.casino("verify", "--nats", server.url, store=False)  # nothing in it yet
+            assert shown.stdout.startswith(f"Casino {name!r}, record made {named.since}; verified 20"), shown
+    unnamed = store.casino("replay", "table", "BAC-1")
+    assert unnamed.stdout.startswith("Casino not named (its record was made before provisioning recorded"), unnamed

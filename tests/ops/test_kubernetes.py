@@ -72,6 +72,7 @@ def test_deployments_probes_resources_security_and_replicas(overlay: str, replic
     # What casino.nats.provision creates: the streams and the read models' buckets (no service may create them).
     assert set(streams) == {"CASINO", "CASINO_SHOE_SECRETS", "CASINO_DLQ", "CASINO_ARCHIVE"}
     assert all(s["replicas"] == js_replicas and s["denyDelete"] for s in streams.values())
+    assert streams["CASINO"]["description"] not in ("", "Example casino")  # each overlay names its casino
     # The live stream lets the archiver (and by the permissions no other user) purge a sealed shoe.
     assert [name for name, s in streams.items() if not s["denyPurge"]] == ["CASINO"]
     assert all(s.get("compression") == "s2" for name, s in streams.items() if name != "CASINO_ARCHIVE")  # sealed: zlib

@@ -357,6 +357,11 @@ class Header(msgspec.Struct, frozen=True):
     # The shoes not sealed yet whose messages follow the seals (``in_play``), each marked as not
     # sealed: outside the chain, proven by no hash until the archiver seals them.
     in_play: tuple[Token, ...] = ()
+    # Whose record it is and when it was written (``casino.store.jetstream.Named``): shown, not proven
+    # (the chain's hashes, anchored with --expect, prove the seals).
+    casino: Text = ""
+    record_made: Text = ""
+    exported: Text = ""
 
 
 def write_export(out: BinaryIO, header: Header, seals: Iterable[Sealed], unsealed: Iterable[Sealed] = ()) -> None:

@@ -87,6 +87,9 @@ class CoupReplay(msgspec.Struct):
     steps: list[Step] = []
     held: str = ""
     unreadable: list[str] = []
+    casino: str = ""
+    record_made: str = ""
+    replayed: str = ""
 
 
 def replay_coup(stored: list[Stored]) -> CoupReplay:

@@ -16,6 +16,7 @@ from casino.config import rulesets
 from casino.rules.parsheet import par_sheet
 from casino.rules.ruleset import RulesetError
 from casino.rules.text import escaped
+from casino.store.jetstream import Undeclared
 
 
 def _print_sheet(sheet: dict[str, Any]) -> None:
@@ -47,7 +48,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         status = _main(argv)
         sys.stdout.flush()  # here, not at exit, where a closed pipe could no longer be told apart
         return status
-    except (FileNotFoundError, Absent, RulesetError) as exc:  # a file, a store, a ruleset, a table or a coup not there
+    except (FileNotFoundError, Absent, RulesetError, Undeclared) as exc:  # not there, or not as it should be
         print(escaped(f"casino: {exc}", keep_newlines=False), file=sys.stderr)
         return 2
     except BrokenPipeError:

@@ -47,7 +47,7 @@ from casino.rules.text import escaped
 from casino.store import subjects
 from casino.store.archive import SealStore
 from casino.store.eventstore import Stored
-from casino.store.jetstream import JetStreamEventStore
+from casino.store.jetstream import JetStreamEventStore, Named, casino_named
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -139,26 +139,32 @@ async def _run(args: argparse.Namespace) -> int:
     rebuilding = args.command == "projections" and args.what == "rebuild"
     async with storeaccess.open_store(args, "projections" if rebuilding else "compliance",
                                       archived=not rebuilding) as (store, nc):
-        if args.command == "verify":
-            return await verify(store, nc, args)
-        if args.command == "export":
-            return await export(store, nc, args)
         if args.command == "projections" and args.what == "floor":
             return await draw_floor(nc, args.svg)
         if args.command == "projections":
             return await rebuild_projections(store, nc)
+        named, now = await casino_named(nc.jetstream()), f"{datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC"
+        if args.command == "export":
+            return await export(store, nc, args, named, now)
+        if args.command == "replay" and args.what == "coup" and args.json:
+            return await show_coup(store, args, named, now)
+        print(escaped(f"{named.header()}; {'verified' if args.command == 'verify' else 'replayed'} {now}",
+                      keep_newlines=False))
+        if args.command == "verify":
+            return await verify(store, nc, args)
         if args.what == "coup":
-            return await show_coup(store, args)
+            return await show_coup(store, args, named, now)
         return await list_coups(store, args)
 
 
-async def show_coup(store: Record, args: argparse.Namespace) -> int:
+async def show_coup(store: Record, args: argparse.Namespace, named: Named, now: str) -> int:
     stored = await store.read(subjects.coup_filter(coup_id(args.table, args.coup), args.table))
     try:
         r = replay_coup(stored)
     except LookupError:
         await known_table(store, args.table)
         raise Absent(f"no coup {args.coup} at table {args.table}: {await coups_held(store, args.table)}") from None
+    r = msgspec.structs.replace(r, casino=named.casino, record_made=named.since, replayed=now)
     print(coup_text(r, args.json))
     if args.svg:
         from casino.audit.picture import render_svg
@@ -272,7 +278,7 @@ def _print_report(report: Report) -> int:
     return 1 if report.findings else 0
 
 
-async def export(store: Record, nc: Client, args: argparse.Namespace) -> int:
+async def export(store: Record, nc: Client, args: argparse.Namespace, named: Named, now: str) -> int:
     """The table's sealed shoes that ended in the window, chained; and without
     ``--until``, its shoes not sealed yet (the one in play, for a dispute that
     cannot wait for its end), each marked as not sealed, after the chain."""
@@ -286,7 +292,8 @@ async def export(store: Record, nc: Client, args: argparse.Namespace) -> int:
         raise Absent(f"no sealed shoe of table {args.table} ended in that window: " + (
             f"its {len(kept)} sealed shoes ended from {kept[0].ended} to {kept[-1].ended}" if kept else
             "none of its shoes is sealed yet (without --until, the shoe in play is exported, marked as not sealed)"))
-    header = msgspec.structs.replace(header, in_play=tuple(archive.open_seal(u).shoe for u in unsealed))
+    header = msgspec.structs.replace(header, in_play=tuple(archive.open_seal(u).shoe for u in unsealed),
+                                     casino=named.casino, record_made=named.since, exported=now)
     with open(args.file, "wb") as out:
         write_export(out, header, seals, unsealed)
     print(f"{len(seals)} sealed shoes of table {args.table} written to {args.file}, chained from {header.previous} "
@@ -317,6 +324,8 @@ def verify_file(path: str, expect: str | None = None) -> int:
     except (OSError, ArchiveError) as exc:
         print(escaped(f"casino: {path}: {exc}", keep_newlines=False), file=sys.stderr)
         return 1
+    print(escaped(f"{Named(header.casino, header.record_made).header()}; exported "
+                  f"{header.exported or 'at a time the file does not say'}", keep_newlines=False))
     print(escaped(f"table {header.table}: the chain of its sealed shoes holds, from {header.previous} to "
                   f"{header.last}" + (" (as expected)" if expect else ""), keep_newlines=False))
     if status := _print_report(report):

@@ -63,6 +63,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tables", type=at_least(1), default=4, help="number of tables (default 4, one per ruleset)")
     p.add_argument("--rulesets", default=",".join(SHORT), help="comma-separated rulesets the tables deal, in turn")
     p.add_argument("--seed", type=int, default=None, help="seed for the simulated players (not the shuffle)")
+    p.add_argument("--casino", type=named, default=SIMULATED,
+                   help=f"the casino's name, recorded with its store when the store is made (default {SIMULATED!r})")
     p.add_argument("--port", type=at_least(0), default=4222, help="NATS port; a free one if taken (default 4222)")
     p.add_argument("--var", default="var", help="data directory (default ./var)")
     p.add_argument("--replicas", type=at_least(1), default=1,
@@ -81,12 +83,25 @@ def at_least(least: int) -> Callable[[str], int]:
     return checked
 
 
-async def _provision(url: str) -> None:
+SIMULATED = "Simulated casino"
+
+
+def named(value: str) -> str:
+    """A casino's name as an argument: printable, one line, 1 to 100 characters."""
+    if not 0 < len(value) <= 100 or not value.isprintable():
+        raise argparse.ArgumentTypeError(f"{value!r} is no casino's name: 1 to 100 printable characters")
+    return value
+
+
+async def _provision(url: str, casino: str) -> None:
     """The streams and buckets, created by the administrator (the services
-    may not); a store whose streams differ from their declarations is refused."""
+    may not), the store named for ``casino``; a store whose streams differ
+    from their declarations, or another casino's, is refused."""
     nc = await natsclient.connect(url)
-    await provision(nc)
-    await nc.close()
+    try:
+        await provision(nc, casino=casino)
+    finally:
+        await nc.close()
 
 
 async def _wait_ready(url: str, timeout: float = 30.0) -> None:
@@ -340,7 +355,7 @@ def run(args: argparse.Namespace) -> int:
     procs: Processes = {}
     prometheus: Prometheus | None = None
     try:
-        _run(_provision(url("admin")))
+        _run(_provision(url("admin"), args.casino))
         procs, targets = start_services(var, tables_file, url, args.replicas)
         for name, where in targets.items():
             print(f"{name:<14} " + "  ".join(f"http://{w}/metrics" for w in where) + "  (and /healthz, /readyz)",

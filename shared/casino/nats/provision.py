@@ -13,11 +13,12 @@ from casino.readmodels.projections import KvProjections
 from casino.store.jetstream import ensure_streams, require_declared, secrets_config, stream_config
 
 
-async def provision(nc: Client, replicas: int = 1) -> None:
-    """Create what does not exist yet, as declared (idempotent); change
-    nothing that exists (a stream that differs is refused: a migration)."""
+async def provision(nc: Client, replicas: int = 1, casino: str = "") -> None:
+    """Create what does not exist yet, as declared (idempotent), the event
+    stream recording the casino's name; change nothing that exists (a stream
+    that differs, or is another casino's record, is refused: a migration)."""
     js = nc.jetstream()
-    await ensure_streams(js, replicas)
+    await ensure_streams(js, replicas, casino)
     await KvProjections.create(js, replicas)
     for bucket in (OWNERS, LIVE):
         try:

@@ -7,6 +7,7 @@ import contextlib
 import json
 from collections.abc import Callable
 
+import msgspec
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
@@ -38,16 +39,18 @@ WRONG_LAST_SEQUENCE = 10071
 COMPRESSION = StoreCompression.S2
 
 
-def stream_config(replicas: int = 1, duplicate_window_s: float = 120.0) -> StreamConfig:
+def stream_config(replicas: int = 1, duplicate_window_s: float = 120.0, casino: str = "") -> StreamConfig:
     """The one event stream: file storage, compressed, no message deleted, a
     duplicate window. A purge is allowed by the stream for the archiver alone
     to remove a shoe once its seal is stored and verified (no other user may
     ask for one: casino.nats.permissions); a stream made by an earlier release
-    denies it, and nobody changes that in place (its shoes are sealed, not removed)."""
+    denies it, and nobody changes that in place (its shoes are sealed, not removed).
+    Its description is the casino's name (``casino``), recorded once as the
+    stream is made, with the time the server made it (``casino_named``)."""
     return StreamConfig(
         name=STREAM, subjects=[f"{EVENTS}.>"], storage=StorageType.FILE, num_replicas=replicas,
         deny_delete=True, deny_purge=False, allow_direct=True, duplicate_window=duplicate_window_s,
-        compression=COMPRESSION,
+        compression=COMPRESSION, description=casino or None,
     )
 
 
@@ -81,8 +84,9 @@ async def dead_letter(js: JetStreamContext, consumer: str, subject: str, seq: in
         "Casino-Reason": reason[:1000], "Nats-Msg-Id": f"dlq:{consumer}:{seq}"})
 
 
-def declared_streams(replicas: int = 1) -> list[StreamConfig]:
-    return [stream_config(replicas), secrets_config(replicas), dlq_config(replicas), archive_config(replicas)]
+def declared_streams(replicas: int = 1, casino: str = "") -> list[StreamConfig]:
+    return [stream_config(replicas, casino=casino), secrets_config(replicas), dlq_config(replicas),
+            archive_config(replicas)]
 
 
 # What a stream's declaration fixes and a running store must hold as declared:
@@ -123,18 +127,42 @@ class Undeclared(RuntimeError):
     """A stream differs from its declaration: changing one is a migration (docs/security.md)."""
 
 
-async def ensure_streams(js: JetStreamContext, replicas: int = 1) -> None:
+async def ensure_streams(js: JetStreamContext, replicas: int = 1, casino: str = "") -> None:
     """Create the streams that do not exist, as declared (idempotent; the
     administrator's: casino.nats.provision). A stream that exists is never
     changed in place, by anyone: one that differs from its declaration is
-    refused, by name and setting."""
-    for config in declared_streams(replicas):
+    refused, by name and setting; an event stream made for another casino
+    than ``casino`` too (one made before names were recorded stays unnamed)."""
+    for config in declared_streams(replicas, casino):
         try:
             info = await js.stream_info(config.name or "")
         except NotFoundError:
             await js.add_stream(config)
             continue
         require_declared(info.config, config)
+        if casino and info.config.description and info.config.description != casino:
+            raise Undeclared(f"the stream {config.name} is the record of casino {info.config.description!r}, "
+                             f"not of {casino!r}: a casino's record is never another's")
+
+
+class Named(msgspec.Struct, frozen=True):
+    """Whose record a store is: the casino's name and when its record was
+    made, as provisioning recorded them (empty for a store made before)."""
+
+    casino: str = ""
+    since: str = ""
+
+    def header(self) -> str:
+        """The line a replay or an export begins with."""
+        return (f"Casino {self.casino!r}, record made {self.since}" if self.casino else
+                "Casino not named (its record was made before provisioning recorded a name)")
+
+
+async def casino_named(js: JetStreamContext) -> Named:
+    """The casino's name and the time its event stream was made, read from the stream's own information."""
+    info = await js.stream_info(STREAM)
+    since = f"{str(info.created)[:19].replace('T', ' ')} UTC" if info.created else ""  # as the server sent it
+    return Named(info.config.description or "", since)
 
 
 def require_declared(actual: StreamConfig, declared: StreamConfig) -> None:
