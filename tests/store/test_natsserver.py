@@ -12,6 +12,9 @@ import pytest
 
 from casino.cli import main as cli
 from casino.cli import store as storeaccess
+from casino.nats import client as natsclient
+from casino.nats import permissions as natsauth
+from casino.nats.provision import provision
 from casino.nats.server import READ_BACK_WITHIN, NatsServer
 
 pytestmark = pytest.mark.anyio
@@ -35,8 +38,12 @@ async def test_the_command_line_waits_for_make_runs_store_to_be_read_back(tmp_pa
             super().__init__(*args, **kwargs)
             waits.append(self.ready_within)
 
+    pw = natsauth.local_auth(tmp_path, ["T-1"])  # the store make run leaves, with its users beside it
+    with NatsServer(tmp_path / "nats", config=tmp_path / natsauth.CONFIG_FILE) as server:
+        nc = await natsclient.connect(natsauth.with_credentials(server.url, "admin", pw["admin"]))
+        await provision(nc)
+        await nc.close()
     monkeypatch.setattr(storeaccess, "NatsServer", Recorded)
-    (tmp_path / "nats" / "jetstream").mkdir(parents=True)  # the store make run leaves
     async with storeaccess.open_store(argparse.Namespace(nats=None, var=str(tmp_path))) as (_, nc):
         assert nc.is_connected
     assert waits == [READ_BACK_WITHIN] and READ_BACK_WITHIN >= 15 * 60

@@ -17,7 +17,7 @@ import msgspec
 
 from casino.store import subjects
 from casino.store.envelope import Batch, decode, encode
-from casino.store.subjects import matches
+from casino.store.subjects import EVENTS, NO_COUP, matches, tokens
 
 # What reading a message that is no batch of ours raises.
 UNREADABLE = (msgspec.DecodeError, msgspec.ValidationError, ValueError)
@@ -143,6 +143,10 @@ class InMemoryEventStore:
         ids = {seq: msg_id for msg_id, seq in self.ids.items()}
         for seq, subj, data in [m for m in self.messages if m[0] > after and matches(filter_, m[1])][:limit]:
             each(seq, subj, {"Nats-Msg-Id": ids.get(seq, "")}, data)
+
+    async def tables(self) -> list[str]:
+        """Every table with shoe events between coups, as the stream's store names them."""
+        return sorted({tokens(subj)[0] for _, subj, _ in self.messages if matches(f"{EVENTS}.*.*.{NO_COUP}.shoe", subj)})
 
     async def first(self, filter_: str) -> Stored | None:
         return self._found(filter_, self.messages)
