@@ -437,7 +437,7 @@ class DealerPolicyService:
         opening = t.game.opening(t.rules, t.config, coup, cmd.procedure, carry, start.shoe, cmd.supervisor)
         recorded = await self._record_ruleset(t)
         events: list[AnyEvent] = [CoupConfigured(t.name, t.game.name, t.config.ruleset, recorded, number,
-                                                 t.openings[:OPENINGS_KEPT])]
+                                                 t.openings[:OPENINGS_KEPT], t.config.currency)]
         events += t.game.decide(t.rules, t.game.new(), opening)  # refused here: nothing has changed
         self._keep(t)  # the coup before, put back if the opening is not recorded
         self._next_coup(t)

@@ -10,12 +10,14 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from casino.cli.console import Console, where_tables_stand
+from casino.cli.console import HEADER, LEGEND, WIDTH, Console, where_tables_stand
 from casino.cli.run import APPROVALS
 from casino.cli.simulator import Simulator
 from casino.config.tables import TableConfig
 from casino.readmodels.projections import KvProjections, Takings
+from casino.rules.blackjack import messages as blackjack_messages
 from casino.rules.shoe import RoundEnded
+from casino.rules.text import money
 from casino.store import subjects
 from tests.e2e.casino import Casino
 from tests.e2e.test_bounded_start import reads_of, small_shoe
@@ -49,3 +51,23 @@ async def test_a_second_run_shows_each_table_where_its_whole_history_leaves_it(n
         await where_tables_stand(seeded, casino.store, takings)
         assert seeded.render() == whole.render()
         assert reads and all(subjects.tokens(f)[1] != "*" for f in reads)  # a coup or a shoe, not the history
+
+
+def test_a_line_a_table_with_its_legend_hands_counted_from_one_and_money_in_the_tables_currency() -> None:
+    """Every line, the header and the legend fit the console's width; a
+    blackjack box's hands are numbered as people count them (3, then 3/2
+    after a split); the house's net is in the table's currency with its
+    sign always shown (+: the house won)."""
+    console = Console(["BJ-1"], {"BJ-1": "EUR"}, live=False)
+    view = console.views["BJ-1"]
+    for seat, hand, card in ((3, 0, "8H"), (3, 1, "8S"), (None, 0, "TC"), (3, 0, "2D")):
+        console._apply(view, "BJ-1-000001", blackjack_messages.CardDealt(
+            seat=seat, hand=hand, card=card, position=0, face_up=True, clause=""))
+    assert list(view.cards) == ["3", "3/2", "D"] and view.cards["3"] == ["8H", "2D"]
+    view.coup, view.house_net, view.settled = "BJ-1-000042", 123450, 7
+    line = view.line()
+    assert line.split()[:2] == ["BJ-1", "42"] and line.endswith("EUR +1,234.50"), line
+    view.house_net = -5
+    assert view.line().endswith("EUR -0.05") and money(0, "EUR", signed=True) == "EUR 0.00"
+    view.cards = {str(seat): ["TC"] * 9 for seat in range(1, 8)}  # a full layout: cut, never wrapped
+    assert max(len(view.line()), len(HEADER), len(LEGEND)) <= WIDTH

@@ -85,6 +85,11 @@ async def test_casino_run_deals_every_coup_to_settlement_and_a_second_run_contin
     replay = json.loads(shown.stdout)
     assert (replay["schema"], replay["coup"], replay["settled"]) == ("casino.replay.coup/1", "BJ002-1-000002", True)
     assert replay["casino"] == "Simulated casino" and replay["record_made"] and replay["replayed"], replay
+    # money in the table's currency, recorded with the coup; its net the house's (+: the house won)
+    assert replay["currency"] == "EUR" and replay["house_net"] == sum(p["stake"] - p["returned"]
+                                                                      for p in replay["payouts"]), replay
+    shown_text = cli("replay", "coup", "BJ002-1", "2").stdout
+    assert "House net: EUR " in shown_text and " hand 1 " in shown_text and " hand 0" not in shown_text, shown_text
     assert (tmp_path / "c.svg").read_text().startswith("<svg")
     listed = cli("replay", "table", "BAC000-1", "--from", "2", "--to", "4")
     heading, _, *lines = listed.stdout.splitlines()

@@ -84,6 +84,10 @@ def test_the_console_redraws_in_place_one_line_a_table_and_every_service_serves_
     assert len(headers) == 1, "\n".join(rows)  # one block on the screen: every redraw was in place
     block = rows[headers[0] + 1:headers[0] + 1 + len(TABLES)]
     assert [line.split()[0] for line in block] == list(TABLES), "\n".join(rows)
-    assert all(line.split()[-2] == "8" for line in block), "\n".join(rows)  # settled: every coup
+    assert all(line.split()[-3] == "8" for line in block), "\n".join(rows)  # settled: every coup
+    # the house's net in the table's currency, its sign always shown; the legend says what each column is
+    assert all(line.split()[-2] == "EUR" and re.fullmatch(r"[+-]?[\d,]+\.\d\d", line.split()[-1]) for line in block), \
+        "\n".join(rows)
+    assert "house net: + house won" in text and "a coup every" not in text  # --coups: flat out
     assert rows[headers[0] + 1 + len(TABLES)] == "every coup dealt and settled", "\n".join(rows)
     assert sum(line.startswith(TABLES) for line in rows) == len(TABLES), "\n".join(rows)

@@ -159,7 +159,8 @@ def test_verify_decides_the_shoe_holder_from_the_coup_before_not_from_the_openin
     last = max((m for m in msgs if m.subject.endswith(".coup")), key=lambda m: m.seq)
     holder = next(e.data.shoe_holder for m in coups[f"{coup[:-6]}{int(coup[-6:]) + 1:06d}"] for e in m.batch.events
                   if isinstance(e.data, baccarat_messages.CoupOpened))
-    passed = msgspec.structs.replace(last.batch.events[-1], data=baccarat_messages.ShoeGivenUp(holder, "passed", "000 8.18"))
+    passed = msgspec.structs.replace(last.batch.events[-1], type="baccarat.shoe_given_up",
+                                     data=baccarat_messages.ShoeGivenUp(holder, "passed", "000 8.18"))
     tampered = [Stored(m.seq, m.subject, envelope.Batch((*m.batch.events, passed)), m.msg_id) if m is last else m
                 for m in recorded]
     findings = verify_history(tampered).findings

@@ -191,7 +191,19 @@ def test_000_8_14_1_and_8_14_2_dealer_collects_and_turns_over_unexposed_cards() 
     rec = play_bac(R, NATURAL, "method_b", book, Scripted(returns={6}), (inspector(),))
     turned = of(rec.events, baccarat_messages.CardsTurnedOver)
     assert [(t.hand, t.positions, t.clause) for t in turned] == [("banker", (4, 6), "000 8.14.2")]
+    returned = of(rec.events, baccarat_messages.CardsReturned)  # the dealer collects them: 8.14.1
+    assert [(r.hand, r.seat, r.clause) for r in returned] == [("banker", 6, "000 8.14.1")]
     assert all(d.face_up for d in bac.fold(rec.events).cards)
+
+
+def test_000_8_9_the_marker_names_the_player_a_hands_cards_go_to() -> None:
+    """Under Method B the record names who handled each hand's cards, not only the seat."""
+    from casino.rules.wagers import Wager
+
+    book = (Wager(3, "player", 5000, "ann"), Wager(6, "banker", 5000, "bob"))
+    rec = play_bac(R, NATURAL, "method_b", book, approvals=(inspector(),))
+    assert [(h.offer, h.seat, h.player) for h in of(rec.events, baccarat_messages.HolderAssigned)] == [
+        ("player", 3, "ann"), ("banker", 6, "bob")]
 
 
 def test_000_8_14_3_announces_players_count_then_bankers() -> None:
@@ -347,7 +359,8 @@ def test_000_8_18_and_8_15_the_shoe_goes_with_the_player_who_accepted_it_not_wit
         (2, "ann", "000 8.18")]
     bob = (Wager(2, "banker", 5000, "bob"), Wager(5, "player", 5000, "cy"))
     rec = play_bac(R, NATURAL, "method_c", bob, shoe_holder=2, shoe_holder_player="ann")
-    assert [(g.seat, g.reason, g.clause) for g in of(rec.events, baccarat_messages.ShoeGivenUp)] == [(2, "left", "000 8.18")]
+    assert [(g.seat, g.reason, g.clause, g.player) for g in of(rec.events, baccarat_messages.ShoeGivenUp)] == [
+        (2, "left", "000 8.18", "ann")]  # the player who held it, who left
     assert [(o.seats, o.clause) for o in of(rec.events, baccarat_messages.OfferOrder)] == [((2, 5), "000 8.15")]
     assert of(rec.events, baccarat_messages.OfferMade)  # offered afresh, not kept
     assert not [h for h in of(rec.events, baccarat_messages.HolderAssigned) if h.clause == "000 8.18"]
@@ -423,6 +436,8 @@ def test_000_8_24_1_8_24_2_and_8_33_1_8_33_2_dealer_collects_and_turns_over_unex
     events = bac.decide(R, holding(procedure), baccarat_messages.ReturnCards(2, "banker"))
     assert [(t.hand, t.positions, t.clause) for t in of(events, baccarat_messages.CardsTurnedOver)] == [
         ("player", (0, 2), clause), ("banker", (1, 3), clause)]
+    collected = clause[:-1] + "1"  # 8.24.1, 8.33.1: the dealer collects the cards given back
+    assert [(r.seat, r.clause) for r in of(events, baccarat_messages.CardsReturned)] == [(2, collected)]
     assert all(d.face_up for d in bac.fold(events, holding(procedure)).cards)
 
 

@@ -125,6 +125,9 @@ def test_001_8_9_d_nobody_willing_leaves_the_role_to_the_rule_8_18_setting() -> 
                         Scripted(returns={2}))
     assert [(t.hand, t.clause) for t in of(returned.events, baccarat_messages.CardsTurnedOver)] == [
         ("player", "setting unfilled_role"), ("banker", "game rules")]
+    # The Banker gives the cards back to the dealer unexposed: 8.11(b), the cards are the dealer's to handle.
+    assert [(r.hand, r.seat, r.clause) for r in of(returned.events, baccarat_messages.CardsReturned)] == [
+        ("banker", 2, "001 8.11(b)")]
 
 
 def test_001_8_10_player_is_determined_the_same_way_on_players_hand() -> None:

@@ -7,7 +7,7 @@ from html import escape
 
 from casino.audit.replay import CoupReplay
 from casino.config import rulesets
-from casino.rules.text import escaped
+from casino.rules.text import escaped, money
 
 W, H = 960, 600
 SUITS = {"S": ("♠", "#111"), "C": ("♣", "#111"), "H": ("♥", "#c00"), "D": ("♦", "#c00")}
@@ -51,7 +51,7 @@ def render_svg(r: CoupReplay) -> str:
         spots[seat] = (W / 2 + 290 * math.cos(angle), 90 + 290 * math.sin(angle))
         parts.append(f'<circle cx="{x:.0f}" cy="{y:.0f}" r="26" fill="#0f4d2b" stroke="#c9a227"/>')
         parts.append(_text(x, y + 5, str(seat), 15))
-        bets = [f"{w.bet} {w.amount}" for w in r.wagers if w.seat == seat]
+        bets = [f"{w.bet} {money(w.amount, r.currency)}" for w in r.wagers if w.seat == seat]
         for k, b in enumerate(bets):
             parts.append(_text(x, y + 44 + 15 * k, b, 12, "#ffd"))
         for k, m in enumerate(holders.get(seat, [])):
@@ -64,8 +64,8 @@ def render_svg(r: CoupReplay) -> str:
         if name.startswith("seat "):  # a blackjack box: its hands in front of its seat
             _, box, _, hand = name.split()
             sx, sy = spots[int(box)]
-            x0, y0 = sx - 19 * len(cards) + 30 * int(hand), sy - 60 + 56 * int(hand)
-            label = f"hand {hand}"
+            x0, y0 = sx - 19 * len(cards) + 30 * (int(hand) - 1), sy - 60 + 56 * (int(hand) - 1)
+            label = f"hand {hand}"  # as the replay names it: counted from 1
         else:  # the dealer's cards, Player's and Banker's hands, across the middle
             x0, y0 = 250 + 250 * (g % 3), 120 + 95 * (g // 3)
             label = name
@@ -79,7 +79,7 @@ def render_svg(r: CoupReplay) -> str:
         else:
             line = f"dealer {'blackjack' if result['dealer_blackjack'] else result['dealer_total']}"
         parts.append(_text(W / 2, 330 if r.game == "baccarat" else 205, line, 18, "#ffd"))
-    net = sum(p.returned - p.stake for p in r.payouts)
-    parts.append(_text(W / 2, 355 if r.game == "baccarat" else 230, f"players {net:+d}" if r.payouts else "not settled", 14))
+    parts.append(_text(W / 2, 355 if r.game == "baccarat" else 230,
+                       f"house net {money(r.house_net, r.currency, signed=True)}" if r.settled else "not settled", 14))
     parts.append("</svg>")
     return "\n".join(parts) + "\n"

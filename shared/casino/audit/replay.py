@@ -8,6 +8,7 @@ stream order, into a ``CoupReplay`` (whose JSON is the stable schema
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextvars import ContextVar
 from datetime import datetime
 from typing import Any
 
@@ -16,6 +17,7 @@ import msgspec
 from casino.rules import settlement, shoe, wagerbook
 from casino.rules.baccarat import messages as baccarat_messages
 from casino.rules.blackjack import messages as blackjack_messages
+from casino.rules.text import money
 from casino.rules.wagers import Wager
 from casino.store import subjects
 from casino.store.envelope import CoupConfigured, CoupHeld, RulesetRecorded
@@ -90,6 +92,8 @@ class CoupReplay(msgspec.Struct):
     casino: str = ""
     record_made: str = ""
     replayed: str = ""
+    currency: str = ""
+    house_net: int = 0
 
 
 def replay_coup(stored: list[Stored]) -> CoupReplay:
@@ -109,16 +113,34 @@ def replay_coup(stored: list[Stored]) -> CoupReplay:
         return CoupReplay(SCHEMA, table, coup, shoe_, "", "", "", unreadable=unreadable)
     first = next(e for _, e in envs if isinstance(e.data, CoupConfigured))
     r = CoupReplay(SCHEMA, configured.table, first.coup, first.shoe, configured.game, configured.ruleset,
-                   configured.ruleset_digest, unreadable=unreadable)
+                   configured.ruleset_digest, unreadable=unreadable, currency=configured.currency)
     handlers: dict[str, str] = {}
-    for seq, env in envs:
-        e = env.data
-        clause = str(getattr(e, "clause", "") or "")
-        if clause and clause not in r.clauses:
-            r.clauses.append(clause)
-        r.steps.append(Step(seq, env.at, env.producer, env.type, describe(e), clause, e))
-        _collect(r, seq, e, handlers)
+    shown = CURRENCY.set(configured.currency)
+    try:
+        for seq, env in envs:
+            e = env.data
+            clause = str(getattr(e, "clause", "") or "")
+            if clause and clause not in r.clauses:
+                r.clauses.append(clause)
+            r.steps.append(Step(seq, env.at, env.producer, env.type, describe(e), clause, e))
+            _collect(r, seq, e, handlers)
+    finally:
+        CURRENCY.reset(shown)
     return r
+
+
+# The currency a replay's sentences show money in: the coup's (``coup.configured``), none for a
+# record made before it was recorded.
+CURRENCY: ContextVar[str] = ContextVar("currency", default="")
+
+
+def _money(minor: int, signed: bool = False) -> str:
+    return money(minor, CURRENCY.get(), signed)
+
+
+def _card(position: int) -> str:
+    """A shoe position as a person counts the cards from the top: from 1."""
+    return f"card {position + 1} of the shoe"
 
 
 def _who(by: int | None) -> str:
@@ -138,7 +160,8 @@ def _opening(r: CoupReplay, seq: int, e: baccarat_messages.CoupOpened, handlers:
 
 
 def _holder(r: CoupReplay, seq: int, e: baccarat_messages.HolderAssigned, handlers: dict[str, str]) -> None:
-    r.holders.append(f"{e.offer}: {_who(e.seat)}" + (f" plays {e.plays}" if e.offer == "shoe" and e.plays else ""))
+    r.holders.append(f"{e.offer}: {_who(e.seat)}" + (f" ({e.player})" if e.player else "")
+                     + (f" plays {e.plays}" if e.offer == "shoe" and e.plays else ""))
     if e.seat is not None and e.offer != "shoe":
         handlers[e.offer] = f"seat {e.seat}"
     elif e.seat is not None:
@@ -150,7 +173,7 @@ def _blackjack_card(r: CoupReplay, seq: int, e: blackjack_messages.CardDealt, ha
 
 
 def _settled(r: CoupReplay, seq: int, e: settlement.CoupSettled, handlers: dict[str, str]) -> None:
-    r.payouts, r.settled = list(e.payouts), True
+    r.payouts, r.settled, r.house_net = list(e.payouts), True, e.staked - e.returned
 
 
 _COLLECT: dict[type, Callable[[CoupReplay, int, Any, dict[str, str]], None]] = {
@@ -166,7 +189,8 @@ _COLLECT: dict[type, Callable[[CoupReplay, int, Any, dict[str, str]], None]] = {
     blackjack_messages.TotalAnnounced: lambda r, seq, e, h: r.announcements.append(
         Announcement(_seat_hand(e.seat, e.hand), e.total, e.clause, seq)),
     wagerbook.BookClosed: lambda r, seq, e, h: setattr(r, "wagers", list(e.wagers)),
-    wagerbook.ExtraPlaced: lambda r, seq, e, h: r.extras.append(f"seat {e.seat} hand {e.hand}: {e.kind} {e.amount}"),
+    wagerbook.ExtraPlaced: lambda r, seq, e, h: r.extras.append(
+        f"{_seat_hand(e.seat, e.hand)}: {e.kind} {_money(e.amount)}"),
     baccarat_messages.CoupResulted: lambda r, seq, e, h: setattr(r, "result", msgspec.to_builtins(e)),
     blackjack_messages.CoupResulted: lambda r, seq, e, h: setattr(r, "result", msgspec.to_builtins(e)),
     baccarat_messages.CardsPickedUp: lambda r, seq, e, h: setattr(r, "pickup", list(e.cards)),
@@ -198,7 +222,8 @@ def _offer_order(e: baccarat_messages.OfferOrder) -> str:
 
 
 def _seat_hand(seat: int | None, hand: int, dealer: str = "dealer") -> str:
-    return dealer if seat is None else f"seat {seat} hand {hand}"
+    """A blackjack box's hand as people count them: seat 3 hand 1, its second after a split hand 2."""
+    return dealer if seat is None else f"seat {seat} hand {hand + 1}"
 
 
 def _baccarat_result(e: baccarat_messages.CoupResulted) -> str:
@@ -208,12 +233,12 @@ def _baccarat_result(e: baccarat_messages.CoupResulted) -> str:
 
 
 def _blackjack_result(e: blackjack_messages.CoupResulted) -> str:
-    hands = "; ".join(f"seat {h.seat} hand {h.hand} {h.outcome} ({h.total})" for h in e.hands)
+    hands = "; ".join(f"{_seat_hand(h.seat, h.hand)} {h.outcome} ({h.total})" for h in e.hands)
     return f"result: dealer {'blackjack' if e.dealer_blackjack else e.dealer_total}; {hands}"
 
 
 def _betting_closed(e: baccarat_messages.BettingClosed | blackjack_messages.BettingClosed) -> str:
-    return "betting closed: " + ", ".join(f"seat {w.seat} {w.bet} {w.amount}" for w in e.wagers)
+    return "betting closed: " + ", ".join(f"seat {w.seat} {w.bet} {_money(w.amount)}" for w in e.wagers)
 
 
 def _picked_up(e: baccarat_messages.CardsPickedUp | blackjack_messages.CardsPickedUp) -> str:
@@ -233,32 +258,35 @@ _DESCRIBE: dict[type, Callable[[Any], str]] = {
     baccarat_messages.OfferAnswered: lambda e: (f"seat {e.seat} {'accepts' if e.accepted else 'refuses'} the {e.offer}"
                                  + (f" to play {e.plays}" if e.offer == "shoe" and e.accepted else "")),
     baccarat_messages.HolderAssigned: lambda e: (f"the dealer keeps the {e.offer}" if e.seat is None
-                                  else f"marker for the {e.offer} placed before seat {e.seat}"),
+                                  else f"marker for the {e.offer} placed before seat {e.seat}"
+                                  + (f" ({e.player})" if e.player else "")),
     baccarat_messages.ProcedureFellBack: lambda e: f"dealt by {e.procedure.replace('_', ' ')} instead",
-    baccarat_messages.CardDealt: lambda e: (f"{e.card} (shoe position {e.position}) to {e.hand}'s hand, "
+    baccarat_messages.CardDealt: lambda e: (f"{e.card} ({_card(e.position)}) to {e.hand}'s hand, "
                              f"{'face up' if e.face_up else 'face down'}, drawn by {_who(e.by)}"),
-    blackjack_messages.CardDealt: lambda e: (f"{e.card} (shoe position {e.position}) to {_seat_hand(e.seat, e.hand, 'the dealer')}, "
+    blackjack_messages.CardDealt: lambda e: (f"{e.card} ({_card(e.position)}) to {_seat_hand(e.seat, e.hand, 'the dealer')}, "
                              f"{'face up' if e.face_up else 'face down'}"),
     baccarat_messages.CardsPassed: lambda e: f"{e.hand}'s cards passed face down to seat {e.seat}",
     baccarat_messages.HandExposed: lambda e: f"seat {e.seat} exposes {e.hand}'s hand",
     baccarat_messages.CardsReturned: lambda e: f"seat {e.seat} returns {e.hand}'s cards unexposed",
     baccarat_messages.HandlingBreachReported: lambda e: f"cards of {e.hand}'s hand left full view at seat {e.seat}: {e.note}",
-    baccarat_messages.CardsTurnedOver: lambda e: (f"the dealer turns over {e.hand}'s cards at positions "
-                                   f"{', '.join(map(str, e.positions))}"),
+    baccarat_messages.CardsTurnedOver: lambda e: (f"the dealer turns over {e.hand}'s cards, cards "
+                                   f"{', '.join(str(p + 1) for p in e.positions)} of the shoe"),
     baccarat_messages.CountAnnounced: lambda e: f"announced: {e.hand} {e.points}",
     blackjack_messages.TotalAnnounced: lambda e: f"announced: {_seat_hand(e.seat, e.hand)} {'soft ' if e.soft else ''}{e.total}",
-    blackjack_messages.DecisionTaken: lambda e: f"seat {e.seat} hand {e.hand}: {e.action}" + (f" {e.amount}" if e.amount else ""),
-    blackjack_messages.HandCompleted: lambda e: f"seat {e.seat} hand {e.hand} complete: {e.reason.replace('_', ' ')}",
-    blackjack_messages.HoleCardTurned: lambda e: f"hole card {e.card} (position {e.position}) turned face up",
+    blackjack_messages.DecisionTaken: lambda e: (f"{_seat_hand(e.seat, e.hand)}: {e.action}"
+                                                 + (f" {_money(e.amount)}" if e.amount else "")),
+    blackjack_messages.HandCompleted: lambda e: f"{_seat_hand(e.seat, e.hand)} complete: {e.reason.replace('_', ' ')}",
+    blackjack_messages.HoleCardTurned: lambda e: f"hole card {e.card} ({_card(e.position)}) turned face up",
     baccarat_messages.CoupResulted: _baccarat_result,
     blackjack_messages.CoupResulted: _blackjack_result,
     baccarat_messages.CardsPickedUp: _picked_up,
     blackjack_messages.CardsPickedUp: _picked_up,
-    baccarat_messages.ShoeGivenUp: lambda e: (f"seat {e.seat} gives up the shoe ({e.reason.replace('_', ' ')}"
+    baccarat_messages.ShoeGivenUp: lambda e: (f"seat {e.seat}{f' ({e.player})' if e.player else ''} gives up the "
+                                              f"shoe ({e.reason.replace('_', ' ')}"
                                + (f", directed by {e.supervisor})" if e.supervisor else ")")),
     wagerbook.BookOpened: lambda e: "betting opened" + (", seated: " + ", ".join(f"seat {s} {p}" for s, p in e.seated)
                                                         if e.seated else ""),
-    wagerbook.WagerPlaced: lambda e: (f"wager: seat {e.wager.seat} {e.wager.bet} {e.wager.amount}"
+    wagerbook.WagerPlaced: lambda e: (f"wager: seat {e.wager.seat} {e.wager.bet} {_money(e.wager.amount)}"
                                       + (f" by {e.wager.player}" if e.wager.player else "")
                                       + (" (a back bet)" if e.wager.back else "")),
     wagerbook.WagerCancelled: lambda e: f"wager cancelled: seat {e.seat} {e.bet}" + (f" by {e.player}" if e.player else ""),
@@ -267,16 +295,17 @@ _DESCRIBE: dict[type, Callable[[Any], str]] = {
     wagerbook.PlayerSeated: lambda e: f"{e.player} sits at seat {e.seat}",
     wagerbook.PlayerLeft: lambda e: f"{e.player} leaves seat {e.seat}",
     wagerbook.BookClosed: lambda e: "book closed with " + str(len(e.wagers)) + " wagers",
-    wagerbook.ExtraPlaced: lambda e: f"extra wager: seat {e.seat} hand {e.hand} {e.kind} {e.amount}",
-    settlement.CoupSettled: lambda e: f"settled: staked {e.staked}, returned {e.returned}, house {e.staked - e.returned:+d}",
+    wagerbook.ExtraPlaced: lambda e: f"extra wager: {_seat_hand(e.seat, e.hand)} {e.kind} {_money(e.amount)}",
+    settlement.CoupSettled: lambda e: (f"settled: staked {_money(e.staked)}, returned {_money(e.returned)}, "
+                                       f"house net {_money(e.staked - e.returned, signed=True)}"),
     shoe.RoundStarted: lambda e: "round started at the shoe",
-    shoe.CardDrawn: lambda e: f"shoe position {e.position}: {e.card} drawn",
-    shoe.CutCardReached: lambda e: (f"cut card reached at position {e.position}"
+    shoe.CardDrawn: lambda e: f"{_card(e.position)}: {e.card} drawn",
+    shoe.CutCardReached: lambda e: (f"cut card reached before {_card(e.position)}"
                                     + (" as the first card of the round" if e.first_of_round else "")),
     shoe.ReshuffleRequired: lambda e: f"reshuffle required ({e.when.replace('_', ' ')})",
     shoe.RoundEnded: lambda e: "round ended: cards to the discard rack",
     shoe.ShoeShuffled: lambda e: f"new shoe {e.shoe_id} shuffled: {e.decks} decks, commitment {e.commitment[:16]}...",
-    shoe.CardBurned: lambda e: f"burn card {e.card} (position {e.position})",
+    shoe.CardBurned: lambda e: f"burn card {e.card} ({_card(e.position)})",
     shoe.ShoeEnded: lambda e: f"shoe {e.shoe_id} ended; order and salt revealed",
 }
 
@@ -297,16 +326,18 @@ def render_text(r: CoupReplay) -> str:
         out.append(f"{s.seq:>5}  {at}  {s.producer:<13}  {s.text:<63} {s.clause}")
     out.append("")
     if r.wagers:
-        out.append("Wagers:   " + "; ".join(f"seat {w.seat} {w.bet} {w.amount}" for w in r.wagers))
+        out.append("Wagers:   " + "; ".join(f"seat {w.seat} {w.bet} {money(w.amount, r.currency)}" for w in r.wagers))
     if r.extras:
         out.append("Extras:   " + "; ".join(r.extras))
     out.append("Cards:    " + "; ".join(
-        f"#{c.position} {c.card} to {c.to} {'up' if c.face_up else 'down'} by {c.dealt_by}"
+        f"#{c.position + 1} {c.card} to {c.to} {'up' if c.face_up else 'down'} by {c.dealt_by}"
         + (f", handled by {c.handled_by}" if c.handled_by != "dealer" else "") for c in r.cards))
     if r.payouts:
         out.append("Payouts:  " + "; ".join(
-            f"seat {p.seat} {p.bet}{f' hand {p.hand}' if p.bet == 'box' else ''} staked {p.stake} returned {p.returned}"
-            for p in r.payouts))
+            f"seat {p.seat} {p.bet}{f' hand {p.hand + 1}' if p.bet == 'box' else ''} staked "
+            f"{money(p.stake, r.currency)} returned {money(p.returned, r.currency)}" for p in r.payouts))
+        out.append(f"House net: {money(r.house_net, r.currency, signed=True)} (what was staked less what was "
+                   "returned: + the house won)")
     out.append("Pick-up:  " + " ".join(r.pickup))
     for line in r.unreadable:
         out.append(f"CANNOT BE READ: {line}")

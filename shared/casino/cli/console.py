@@ -10,7 +10,7 @@ from casino.readmodels.projections import Takings
 from casino.rules import settlement, shoe
 from casino.rules.baccarat import messages as baccarat_messages
 from casino.rules.blackjack import messages as blackjack_messages
-from casino.rules.text import escaped
+from casino.rules.text import escaped, money
 from casino.store import subjects
 from casino.store.envelope import Batch, CoupConfigured
 from casino.store.eventstore import EventStore, latest_at_table
@@ -29,6 +29,7 @@ class TableView:
     shoe: str = ""
     shoe_cards: int = 0
     position: int = 0
+    currency: str = ""
 
     def line(self) -> str:
         """One line of ``WIDTH`` columns at most: the coup and the shoe by their
@@ -36,23 +37,25 @@ class TableView:
         hands = "  ".join(f"{h}:{' '.join(cs)}" for h, cs in self.cards.items())
         if len(hands) > HANDS:
             hands = hands[:HANDS - 1] + "~"
-        pen = f"{100 * self.position / self.shoe_cards:3.0f}%" if self.shoe_cards else "  -"
-        return (f"{self.name[:10]:<10} {self.coup.rpartition('-')[2]:>6} {self.procedure[:9]:<9} {hands:<{HANDS}} "
-                f"{self.result[:12]:<12} {self.shoe.rpartition('-')[2] or '-':>4} {pen} {self.settled:>7} "
-                f"{self.house_net:>11}")
+        dealt = f"{100 * self.position / self.shoe_cards:3.0f}%" if self.shoe_cards else "  -"
+        return (f"{self.name[:10]:<10} {self.coup.rpartition('-')[2].lstrip('0'):>5} {self.procedure[:9]:<9} "
+                f"{hands:<{HANDS}} {self.result[:12]:<12} {self.shoe.rpartition('-')[2] or '-':>4} {dealt:>5} "
+                f"{self.settled:>7} {money(self.house_net, self.currency, signed=True)[:16]:>16}")
 
 
 WIDTH = 120  # columns: a line a table, never wrapped (a wrapped line would break the redraw in place)
-HANDS = 49
-HEADER = (f"{'table':<10} {'coup':>6} {'procedure':<9} {'cards':<{HANDS}} {'result':<12} {'shoe':>4} {'pen':>4} "
-          f"{'settled':>7} {'house net':>11}")
+HANDS = 44
+HEADER = (f"{'table':<10} {'coup':>5} {'procedure':<9} {'cards':<{HANDS}} {'result':<12} {'shoe':>4} {'dealt':>5} "
+          f"{'settled':>7} {'house net':>16}")
+# One line, within WIDTH: what the columns' short words mean.
+LEGEND = "cards: P player, B banker, D dealer, 3 seat 3 (3/2 its 2nd hand); dealt: share of the shoe; house net: + house won"
 
 
 class Console:
     """Folds the live event stream into one line per table."""
 
-    def __init__(self, tables: list[str], live: bool | None = None) -> None:
-        self.views = {t: TableView(t) for t in tables}
+    def __init__(self, tables: list[str], currencies: dict[str, str] | None = None, live: bool | None = None) -> None:
+        self.views = {t: TableView(t, currency=(currencies or {}).get(t, "")) for t in tables}
         self.live = sys.stdout.isatty() if live is None else live
         self._drawn = 0
 
@@ -73,7 +76,8 @@ class Console:
             case baccarat_messages.CardDealt():
                 v.cards.setdefault(e.hand[0].upper(), []).append(e.card)
             case blackjack_messages.CardDealt():
-                v.cards.setdefault("D" if e.seat is None else f"{e.seat}.{e.hand}", []).append(e.card)
+                v.cards.setdefault("D" if e.seat is None else f"{e.seat}/{e.hand + 1}" if e.hand else f"{e.seat}",
+                                   []).append(e.card)
             case baccarat_messages.CoupResulted():
                 v.result = f"{e.winner} {e.player_points}-{e.banker_points}"
             case blackjack_messages.CoupResulted():

@@ -21,7 +21,7 @@ from typing import Any
 import msgspec
 from nats.aio.client import Client
 
-from casino.cli.console import Console, where_tables_stand
+from casino.cli.console import LEGEND, Console, where_tables_stand
 from casino.cli.observe import ALERT_RULES, Prometheus
 from casino.cli.simulator import SUPERVISOR, Simulator
 from casino.cli.store import URL_FILE
@@ -53,13 +53,17 @@ def default_tables(count: int, names: list[str]) -> dict[str, TableConfig]:
     tables = {}
     for i, ruleset in zip(range(count), itertools.cycle(names), strict=False):
         name = f"{SHORT.get(ruleset, 'T')}-{i // len(names) + 1}"
-        tables[name] = TableConfig(ruleset, approvals=APPROVALS if ruleset.startswith("baccarat") else ())
+        tables[name] = TableConfig(ruleset, approvals=APPROVALS if ruleset.startswith("baccarat") else (),
+                                   currency=SIMULATED_CURRENCY)
     return tables
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--coups", type=at_least(1), default=None,
                    help="deal N coups per table, then exit 0 (default: forever)")
+    p.add_argument("--pace", type=seconds, default=None, metavar="SECONDS",
+                   help=f"open a coup at each table every SECONDS, 0 flat out (default {PACE:g}, a pace a person "
+                        "can follow; with --coups, flat out)")
     p.add_argument("--tables", type=at_least(1), default=4, help="number of tables (default 4, one per ruleset)")
     p.add_argument("--rulesets", default=",".join(SHORT), help="comma-separated rulesets the tables deal, in turn")
     p.add_argument("--seed", type=int, default=None, help="seed for the simulated players (not the shuffle)")
@@ -84,6 +88,8 @@ def at_least(least: int) -> Callable[[str], int]:
 
 
 SIMULATED = "Simulated casino"
+SIMULATED_CURRENCY = "EUR"
+PACE = 4.0  # seconds between a table's coups when nobody says: a person watching can follow each one
 
 
 def named(value: str) -> str:
@@ -91,6 +97,16 @@ def named(value: str) -> str:
     if not 0 < len(value) <= 100 or not value.isprintable():
         raise argparse.ArgumentTypeError(f"{value!r} is no casino's name: 1 to 100 printable characters")
     return value
+
+
+def seconds(value: str) -> float:
+    """A time in seconds, 0 or more, as an argument."""
+    try:
+        if (taken := float(value)) >= 0:
+            return taken
+    except ValueError:
+        pass
+    raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds, 0 or more")
 
 
 async def _provision(url: str, casino: str) -> None:
@@ -122,10 +138,10 @@ async def _wait_ready(url: str, timeout: float = 30.0) -> None:
 
 
 async def _simulate(url: str, terminal_urls: dict[str, str], supervisor_url: str, tables: dict[str, TableConfig],
-                    coups: int | None, seed: int | None) -> None:
+                    coups: int | None, seed: int | None, pace: float = 0.0) -> None:
     """The floor's console on ``url``; each simulated table commands through
     its own terminal's user, as a table on a casino floor does."""
-    console = Console(list(tables))
+    console = Console(list(tables), {t: c.currency for t, c in tables.items()})
     nc = await natsclient.connect(url, **_quietly())
     terminals = {table: await natsclient.connect(u, **_quietly()) for table, u in terminal_urls.items()}
     supervisor = await natsclient.connect(supervisor_url, **_quietly())  # the floor supervisor's own credential
@@ -148,7 +164,7 @@ async def _simulate(url: str, terminal_urls: dict[str, str], supervisor_url: str
 
     painter = asyncio.create_task(redraw())
     try:
-        await Simulator(nc, tables, seed, console, terminals=terminals, supervisor=supervisor).run(coups)
+        await Simulator(nc, tables, seed, console, terminals=terminals, supervisor=supervisor, every=pace).run(coups)
         await _projections_caught_up(nc)
     finally:
         painter.cancel()
@@ -366,10 +382,12 @@ def run(args: argparse.Namespace) -> int:
             print(f"Prometheus on {prometheus.url}, scraping every service with the alert rules of "
                   f"{ALERT_RULES.relative_to(ALERT_RULES.parents[2])} loaded; data in {prometheus.folder}", flush=True)
         _run(_wait_ready(url("admin")))
-        print(f"dealing at {', '.join(tables)}" + (f", {args.coups} coups each" if args.coups else "; Ctrl-C stops"),
-              flush=True)
+        pace = args.pace if args.pace is not None else 0.0 if args.coups else PACE
+        print(f"dealing at {', '.join(tables)}" + (f", {args.coups} coups each" if args.coups else "; Ctrl-C stops")
+              + (f", a coup every {pace:g} s a table" if pace else ", flat out"), flush=True)
+        print(LEGEND, flush=True)
         _run(_simulate(url("floor"), {t: url(f"terminal-{t}") for t in tables}, url(f"supervisor-{SUPERVISOR}"),
-                       tables, args.coups, args.seed))
+                       tables, args.coups, args.seed, pace))
         print("every coup dealt and settled", flush=True)
         return 0
     except KeyboardInterrupt:

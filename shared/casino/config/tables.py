@@ -22,6 +22,9 @@ class TableConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     ruleset: str
     procedure: str = ""
     approvals: tuple[Approval, ...] = ()
+    # The ISO 4217 code of the currency the table's money is in (its minor unit: a hundredth);
+    # XXX, "no currency", where the tables file names none.
+    currency: Annotated[str, msgspec.Meta(pattern=r"^[A-Z]{3}$")] = "XXX"
 
 
 class Tables(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -44,6 +47,8 @@ def dump_tables(tables: dict[str, TableConfig]) -> str:
         lines.append(f'ruleset = "{t.ruleset}"')
         if t.procedure:
             lines.append(f'procedure = "{t.procedure}"')
+        if t.currency != "XXX":
+            lines.append(f'currency = "{t.currency}"')
         if t.approvals:
             items = ", ".join(f'{{ what = "{a.what}", by = "{a.by}", reference = "{a.reference}" }}' for a in t.approvals)
             lines.append(f"approvals = [{items}]")

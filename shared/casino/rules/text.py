@@ -38,3 +38,11 @@ def escaped(text: str, keep_newlines: bool = True) -> str:
         return f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}"
 
     return _SHOWN.sub(shown, text)
+
+
+def money(minor: int, currency: str = "", signed: bool = False) -> str:
+    """An amount in a table's minor unit (a hundredth) as a person reads it:
+    ``EUR 1,234.50``; ``signed``, with its sign always shown (``+``/``-``),
+    for a net, which is always the house's (positive: the house won it)."""
+    sign = "-" if minor < 0 else "+" if signed and minor > 0 else ""
+    return f"{currency + ' ' if currency else ''}{sign}{abs(minor) // 100:,}.{abs(minor) % 100:02d}"

@@ -20,7 +20,9 @@ class CoupConfigured(msgspec.Struct, frozen=True, gc=False, tag_field="type", ta
     opens. ``opened_before``: the digests of the command ids that opened the
     table's coups before this one, the latest first (``OPENINGS_KEPT`` at
     most; ``casino.protocol.commands.id_digest``), so that an opening asked
-    again after later coups opened is known for what it is (applied once)."""
+    again after later coups opened is known for what it is (applied once).
+    ``currency``: the ISO 4217 code of the currency its money is in (version
+    3; a hundredth is its minor unit), as the tables file gives the table's."""
 
     table: str
     game: str
@@ -28,6 +30,7 @@ class CoupConfigured(msgspec.Struct, frozen=True, gc=False, tag_field="type", ta
     ruleset_digest: str
     coup_number: int
     opened_before: tuple[str, ...] = ()
+    currency: str = ""
 
 
 OPENINGS_KEPT = 32  # the openings a coup's record names, its own and the table's before it
@@ -68,15 +71,16 @@ AnyEvent = (
 
 # The schema version of each event type now written; a type not listed is at 1.
 VERSIONS: dict[str, int] = {"shoe.shuffled": 2, "baccarat.card_dealt": 2, "shoe.card_burned": 2,
-                            "blackjack.decision_taken": 2, "baccarat.holder_assigned": 2, "baccarat.coup_opened": 3,
-                            "coup.configured": 2}
+                            "blackjack.decision_taken": 2, "baccarat.holder_assigned": 3, "baccarat.coup_opened": 3,
+                            "coup.configured": 3, "baccarat.cards_returned": 2, "baccarat.shoe_given_up": 2}
 # The fields that came with a version of their event type: a record of an
 # earlier version holds them empty (its upcaster gives them so), and is
 # verified without them (casino.audit.verify).
 ADDED_SINCE: dict[str, tuple[str, ...]] = {
     "baccarat.card_dealt": ("clause",), "shoe.card_burned": ("clause",), "blackjack.decision_taken": ("clause",),
     "baccarat.holder_assigned": ("player",), "baccarat.coup_opened": ("shoe_holder_player", "in_force", "supervisor"),
-    "coup.configured": ("opened_before",)}
+    "coup.configured": ("opened_before", "currency"), "baccarat.cards_returned": ("clause",),
+    "baccarat.shoe_given_up": ("player",)}
 
 
 def version_of(event_type: str) -> int:

@@ -33,11 +33,16 @@ def _coup_configured_1_to_2(data: dict[str, Any]) -> dict[str, Any]:
 
 UPCASTERS: dict[tuple[str, int], Upcaster] = {
     ("coup.configured", 1): _coup_configured_1_to_2,
+    ("coup.configured", 2): _empty("currency"),
     ("shoe.shuffled", 1): _shoe_shuffled_1_to_2,
     ("baccarat.card_dealt", 1): _empty("clause"),
+    ("baccarat.cards_returned", 1): _empty("clause"),
     ("shoe.card_burned", 1): _empty("clause"),
     ("blackjack.decision_taken", 1): _empty("clause"),
     ("baccarat.holder_assigned", 1): _empty("player"),
+    # Version 3 names the player a hand's cards went to too (version 2, the shoe's holder only): as it was.
+    ("baccarat.holder_assigned", 2): lambda data: data,
+    ("baccarat.shoe_given_up", 1): _empty("player"),
     ("baccarat.coup_opened", 1): _empty("shoe_holder_player"),
     ("baccarat.coup_opened", 2): _empty("in_force", "supervisor"),
 }

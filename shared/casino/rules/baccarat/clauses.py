@@ -27,6 +27,8 @@ CLAUSES: dict[str, dict[str, str]] = {
     "deals": {_A: "000 8.1", _B: "000 8.1", _C: "000 8.19", _D: "000 8.28", _SA: "001 8.7", _SB: "001 8.11(b)"},
     "pass": {_B: "000 8.5", _SB: "001 8.11(b)"},
     "expose": {_B: "000 8.13", _C: "000 8.23", _D: "000 8.32", _SB: "001 8.11(a)"},
+    # Cards given back unexposed: the dealer collects them and places them face up (Style B: returned to the dealer).
+    "return": {_B: "000 8.14.1", _C: "000 8.24.1", _D: "000 8.33.1", _SB: "001 8.11(b)"},
     "breach": {_B: "000 8.12", _C: "000 8.22", _D: "000 8.31", _SB: "001 8.11(b)"},
     # Style B: the dealer turns over what a Banker or Player gave back unexposed, and announces (no clause of 001).
     "turn_over": {_B: "000 8.14.2", _C: "000 8.24.2", _D: "000 8.33.2", _SB: GAME_RULES},

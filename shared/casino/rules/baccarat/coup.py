@@ -286,8 +286,7 @@ def _answer(rules: BaccaratRules, s: BaccaratCoup, cmd: AnswerOffer) -> list[Any
         raise RuleViolation(clause("plays_player", s.procedure), "playing Player's Hand needs a casino supervisor's prior approval")
     events: list[AnyBaccaratEvent] = [OfferAnswered(offer, cmd.seat, cmd.accept, plays)]
     if cmd.accept:
-        events.append(HolderAssigned(offer, cmd.seat, plays, clause("holder", s.procedure),
-                                     _player_at(s, cmd.seat) if offer == "shoe" else ""))
+        events.append(HolderAssigned(offer, cmd.seat, plays, clause("holder", s.procedure), _player_at(s, cmd.seat)))
     return events
 
 
@@ -339,15 +338,15 @@ def _give_back(rules: BaccaratRules, s: BaccaratCoup, cmd: ExposeHand | ReturnCa
     _check_handler(s, cmd.seat, cmd.hand, "expose")
     if isinstance(cmd, ExposeHand):
         return [HandExposed(cmd.hand, cmd.seat, clause("expose", s.procedure))]
-    return [CardsReturned(cmd.hand, cmd.seat)]
+    return [CardsReturned(cmd.hand, cmd.seat, clause("return", s.procedure))]
 
 
 def _give_up_shoe(rules: BaccaratRules, s: BaccaratCoup, cmd: PassShoe | ForfeitShoe) -> list[AnyBaccaratEvent]:
     c = clause("forfeit", s.opened_as) if isinstance(cmd, ForfeitShoe) else "000 8.18"
     if s.shoe_holder != cmd.seat or s.shoe_given_up:
         raise RuleViolation(c, f"seat {cmd.seat} does not hold the shoe")
-    given_up = (ShoeGivenUp(cmd.seat, "forfeited", c, cmd.supervisor) if isinstance(cmd, ForfeitShoe)
-                else ShoeGivenUp(cmd.seat, "passed", c))
+    given_up = (ShoeGivenUp(cmd.seat, "forfeited", c, cmd.supervisor, s.holder_player) if isinstance(cmd, ForfeitShoe)
+                else ShoeGivenUp(cmd.seat, "passed", c, player=s.holder_player))
     if s.phase == "dealing" and not s.cards:
         return [given_up, ProcedureFellBack(rules.fallback_method, c)]
     if s.phase not in ("betting", "finished"):
@@ -422,11 +421,11 @@ def _start_offer(rules: BaccaratRules, s: BaccaratCoup, offer: Offer) -> list[An
             if not any(x.seat == s.shoe_holder for x in w):
                 # 000 8.15: the shoe is offered only to a player who has placed a wager; a holder
                 # without one gives it up, and it is offered afresh.
-                return [ShoeGivenUp(s.shoe_holder, "no_wager", "000 8.15")]
+                return [ShoeGivenUp(s.shoe_holder, "no_wager", "000 8.15", player=s.holder_player)]
             if s.holder_player and _player_at(s, s.shoe_holder) not in ("", s.holder_player):
                 # 000 8.18: the shoe is the player's who accepted it, not the seat's. He has left it and
                 # another player wagers there: given up, and offered afresh (8.15).
-                return [ShoeGivenUp(s.shoe_holder, "left", "000 8.18")]
+                return [ShoeGivenUp(s.shoe_holder, "left", "000 8.18", player=s.holder_player)]
             return [HolderAssigned("shoe", s.shoe_holder, s.holder_plays or "banker", "000 8.18", s.holder_player)]
         order = offers.method_c_shoe(table, w) if s.procedure == "method_c" else offers.method_d_shoe(table, w)
     elif s.procedure == "style_b":
@@ -462,7 +461,7 @@ def _result(rules: BaccaratRules, s: BaccaratCoup) -> list[AnyBaccaratEvent]:
         CardsPickedUp(tuple([d.card for d in s.cards])),
     ]
     if s.procedure == "method_c" and s.shoe_holder is not None and _holder_loses(rules, s, events[0]):
-        events.append(ShoeGivenUp(s.shoe_holder, "lost", "000 8.18"))
+        events.append(ShoeGivenUp(s.shoe_holder, "lost", "000 8.18", player=s.holder_player))
     return events
 
 

@@ -162,7 +162,9 @@ class HolderAssigned(BaccaratEvent, frozen=True, tag="baccarat.holder_assigned")
     seat: int | None
     plays: Hand | None
     clause: str
-    player: str = ""  # who accepted the shoe at ``seat`` (version 2; empty before, and for the cards)
+    # Who accepted the shoe or the hand's cards at ``seat`` (the shoe: version 2, the cards: version 3; empty
+    # before, and where the table records no one at the seat).
+    player: str = ""
 
 
 class ProcedureFellBack(BaccaratEvent, frozen=True, tag="baccarat.procedure_fell_back"):
@@ -194,6 +196,7 @@ class HandExposed(BaccaratEvent, frozen=True, tag="baccarat.hand_exposed"):
 class CardsReturned(BaccaratEvent, frozen=True, tag="baccarat.cards_returned"):
     hand: Hand
     seat: int
+    clause: str = ""  # 000 8.14.1, 8.24.1, 8.33.1, 001 8.11(b); empty in records from before it was cited (version 1)
 
 
 class HandlingBreachReported(BaccaratEvent, frozen=True, tag="baccarat.handling_breach_reported"):
@@ -240,6 +243,7 @@ class ShoeGivenUp(BaccaratEvent, frozen=True, tag="baccarat.shoe_given_up"):
     reason: Literal["passed", "lost", "forfeited", "no_wager", "left"]
     clause: str
     supervisor: str = ""
+    player: str = ""  # the player who held it (version 2; empty before, and where the table recorded no one)
 
 
 AnyBaccaratCommand = (
