@@ -365,6 +365,9 @@ class DealerPolicyService:
                 self._unstage(t)  # whatever could not be recorded did not happen
 
     async def _handle(self, t: TableCoup, cmd: commands.CoupCommand) -> commands.Reply:
+        if (name := getattr(cmd, "supervisor", "")) and t.config.supervisors and name not in t.config.supervisors:
+            raise RuleViolation("roster", f"{name} is not on the casino's roster of supervisors "
+                                f"({', '.join(t.config.supervisors)}): a direction is taken from a supervisor on it")
         if isinstance(cmd, commands.Status):
             if t.state is not None and self.waiting(t).kind in ("card", "pass"):
                 # The dealer's own step, left half-taken (its instance stopped, or the table moved
@@ -437,7 +440,8 @@ class DealerPolicyService:
         opening = t.game.opening(t.rules, t.config, coup, cmd.procedure, carry, start.shoe, cmd.supervisor)
         recorded = await self._record_ruleset(t)
         events: list[AnyEvent] = [CoupConfigured(t.name, t.game.name, t.config.ruleset, recorded, number,
-                                                 t.openings[:OPENINGS_KEPT], t.config.currency)]
+                                                 t.openings[:OPENINGS_KEPT], t.config.currency,
+                                                 t.config.supervisors)]
         events += t.game.decide(t.rules, t.game.new(), opening)  # refused here: nothing has changed
         self._keep(t)  # the coup before, put back if the opening is not recorded
         self._next_coup(t)

@@ -16,7 +16,7 @@ from casino.protocol.service import Peer
 from casino.rules.blackjack import messages as blackjack_messages
 from casino.rules.shoe import RoundEnded
 from casino.store import subjects
-from casino.store.envelope import OPENINGS_KEPT
+from casino.store.envelope import OPENINGS_KEPT, CoupConfigured
 from tests.e2e.casino import SUPERVISOR, Casino, order_of
 from tests.e2e.test_golden_coups import TABLES
 from tests.rules.stacking import baccarat, blackjack, burn_cards, order
@@ -299,3 +299,21 @@ async def test_a_dealers_step_left_half_taken_is_taken_once_a_status_finds_it(na
 async def cards_dealt(casino: Casino, coup: str) -> int:
     stored = await casino.store.read(subjects.coup_filter(coup))
     return sum(isinstance(e.data, blackjack_messages.CardDealt) for m in stored for e in m.batch.events)
+
+
+async def test_a_direction_from_a_supervisor_not_on_the_casinos_roster_is_refused_and_the_roster_is_recorded(
+        nats_url: str) -> None:
+    """The tables file's roster is each table's: a name not on it directs
+    nothing there (refused, clause ``roster``, nothing written), and every
+    coup records the roster it was opened under."""
+    on_roster = {"BAC-1": TableConfig("baccarat-000-methods", supervisors=(SUPERVISOR,)),
+                 "BAC-2": TableConfig("baccarat-000-methods", supervisors=("SUP-9",))}
+    async with Casino(nats_url, on_roster) as casino:
+        before = await count(casino)
+        refused = await casino.supervise("BAC-2", commands.OpenCoup, procedure="method_a")
+        assert (refused.ok, refused.clause) == (False, "roster") and "SUP-9" in refused.reason, refused
+        assert await count(casino) == before
+        opened = await casino.supervise("BAC-1", commands.OpenCoup, procedure="method_a")
+        assert opened.ok, opened
+        configured = await casino.recorded(opened.coup, CoupConfigured)
+        assert configured.supervisors == (SUPERVISOR,)

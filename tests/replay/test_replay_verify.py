@@ -619,3 +619,18 @@ def test_verify_holds_each_coup_to_the_openings_before_it_and_no_command_to_two_
         msgspec.structs.replace(e, causation=opened_by) if isinstance(e.data, envelope.CoupConfigured)
         and e.data.coup_number == 3 else e for e in m.batch.events)), m.msg_id) for m in history])
     assert any(f.coup == third and f"opened by command {opened_by}" in f.what for f in twice.findings), twice
+
+
+def test_verify_holds_every_direction_to_the_roster_recorded_with_the_coup(recorded: list[Stored]) -> None:
+    """Each coup records the casino's roster of supervisors; a direction in
+    its record from a name not on that roster is a finding."""
+    coups = by_coup(recorded)
+    directed = next(c for c, ms in sorted(coups.items()) for m in ms for e in m.batch.events
+                    if isinstance(e.data, baccarat_messages.CoupOpened) and e.data.supervisor)
+    roster = next(e.data.supervisors for m in coups[directed] for e in m.batch.events
+                  if isinstance(e.data, envelope.CoupConfigured))
+    assert roster and verify_history(recorded).findings == []
+    out = {m.seq: m for m in _tamper(coups[directed], baccarat_messages.CoupOpened,
+                                     lambda e: msgspec.structs.replace(e, supervisor="SUP-NOBODY"))[0]}
+    findings = verify_history([out.get(m.seq, m) for m in recorded]).findings
+    assert any(f.coup == directed and "SUP-NOBODY, who is not on the roster" in f.what for f in findings), findings

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import msgspec
 import pytest
 
+from casino.config.tables import TableConfig, dump_tables, load_tables
 from casino.rules.baccarat import coup as bac
 from casino.rules.baccarat import messages as baccarat_messages
 from casino.rules.errors import RuleViolation
@@ -94,6 +97,17 @@ def test_000_8_4_method_b_only_with_an_inspectors_prior_approval() -> None:
     with pytest.raises(RuleViolation):  # a supervisor is not an inspector
         opened("method_b", approvals=(supervisor("method_b"),))
     assert opened("method_b", approvals=(inspector(),)).procedure == "method_b"
+
+
+def test_000_8_4_the_approval_is_recorded_with_the_conditions_the_inspector_imposed(tmp_path: Path) -> None:
+    """"subject to any conditions imposed by, the Inspector": the coup's record
+    holds the approval whole, as the casino's configuration gives it."""
+    approval = baccarat_messages.Approval("method_b", "inspector", "INS-9", "tables BAC000-* only; 25 the least wager",
+                                          "2026-01-15")
+    assert opened("method_b", approvals=(approval,)).approvals == (approval,)
+    tables = {"BAC-1": TableConfig("baccarat-000-methods", approvals=(approval,))}
+    (tmp_path / "tables.toml").write_text(dump_tables(tables))
+    assert load_tables(tmp_path / "tables.toml")["BAC-1"].approvals == (approval,)  # the tables file keeps it all
 
 
 def test_000_8_5_cards_go_face_down_to_the_highest_wager_on_each_hand() -> None:

@@ -94,6 +94,7 @@ class CoupReplay(msgspec.Struct):
     replayed: str = ""
     currency: str = ""
     house_net: int = 0
+    supervisors: list[str] = []
 
 
 def replay_coup(stored: list[Stored]) -> CoupReplay:
@@ -113,7 +114,8 @@ def replay_coup(stored: list[Stored]) -> CoupReplay:
         return CoupReplay(SCHEMA, table, coup, shoe_, "", "", "", unreadable=unreadable)
     first = next(e for _, e in envs if isinstance(e.data, CoupConfigured))
     r = CoupReplay(SCHEMA, configured.table, first.coup, first.shoe, configured.game, configured.ruleset,
-                   configured.ruleset_digest, unreadable=unreadable, currency=configured.currency)
+                   configured.ruleset_digest, unreadable=unreadable, currency=configured.currency,
+                   supervisors=list(configured.supervisors))
     handlers: dict[str, str] = {}
     shown = CURRENCY.set(configured.currency)
     try:
@@ -156,7 +158,8 @@ def _collect(r: CoupReplay, seq: int, e: object, handlers: dict[str, str]) -> No
 
 def _opening(r: CoupReplay, seq: int, e: baccarat_messages.CoupOpened, handlers: dict[str, str]) -> None:
     r.procedure, r.procedure_clause = e.procedure, e.clause
-    r.approvals = [f"{a.what} by {a.by} ({a.reference})" for a in e.approvals]
+    r.approvals = [f"{a.what} by {a.by} ({a.reference}" + (f"; conditions: {a.conditions}" if a.conditions else "")
+                   + (f"; granted {a.granted}" if a.granted else "") + ")" for a in e.approvals]
 
 
 def _holder(r: CoupReplay, seq: int, e: baccarat_messages.HolderAssigned, handlers: dict[str, str]) -> None:
@@ -318,6 +321,8 @@ def render_text(r: CoupReplay) -> str:
         why = f" ({r.procedure_clause})" + (f"; approvals: {'; '.join(r.approvals)}" if r.approvals else "")
         out.append(f"Dealt by {r.procedure.replace('_', ' ')}{why}"
                    + (f"; fell back to {r.fell_back_to.replace('_', ' ')}" if r.fell_back_to else ""))
+    if r.supervisors:
+        out.append(f"Supervisors on the casino's roster: {', '.join(r.supervisors)}")
     out.append(f"Clauses applied: {', '.join(r.clauses)}")
     out.append("")
     out.append("  seq  time (UTC)    by             what" + " " * 60 + "clause")

@@ -134,6 +134,10 @@ def carried_over(stored: list[Stored], carried: Carried) -> list[Finding]:
         findings.append(Finding(configured_envelope.coup, configured_seq, f"the coup was opened by command "
                                 f"{configured_envelope.causation}, which had opened an earlier coup of the table"))
     opening = next(((seq, e) for seq, e in events if not isinstance(e, CoupConfigured)), None)
+    if configured.supervisors:  # the roster recorded with the coup (version 4): every direction from a name on it
+        findings += [Finding(configured_envelope.coup, seq, f"directed by {name}, who is not on the roster of "
+                                                            f"supervisors recorded with the coup")
+                     for seq, e in events if (name := getattr(e, "supervisor", "")) not in ("", *configured.supervisors)]
     before = carried.get(configured.table)
     if before is not None and before[0] == configured.coup_number - 1 and configured.opened_before and \
             configured.opened_before != before[4][:len(configured.opened_before)]:

@@ -44,8 +44,9 @@ SERVICES = ("shoe", "wager", "dealer_policy", "settlement", "projections", "arch
 STOP_ORDER = ("archiver", "dealer_policy", "wager", "shoe", "settlement", "projections")
 SHORT = {"baccarat-000-methods": "BAC000", "baccarat-001-styles": "BAC001",
          "blackjack-002-hole-card": "BJ002", "blackjack-003-no-hole-card": "BJ003"}
-APPROVALS = (Approval("method_b", "inspector", "INS-SIM"),
-             Approval("holder_plays_player", "casino_supervisor", "SUP-SIM"))
+APPROVALS = (Approval("method_b", "inspector", "INS-SIM", "at the simulated floor's baccarat tables, 2,500 the least "
+                      "wager on either hand", "2026-01-15"),
+             Approval("holder_plays_player", "casino_supervisor", "SUP-SIM", granted="2026-01-15"))
 
 
 def default_tables(count: int, names: list[str]) -> dict[str, TableConfig]:
@@ -54,7 +55,7 @@ def default_tables(count: int, names: list[str]) -> dict[str, TableConfig]:
     for i, ruleset in zip(range(count), itertools.cycle(names), strict=False):
         name = f"{SHORT.get(ruleset, 'T')}-{i // len(names) + 1}"
         tables[name] = TableConfig(ruleset, approvals=APPROVALS if ruleset.startswith("baccarat") else (),
-                                   currency=SIMULATED_CURRENCY)
+                                   currency=SIMULATED_CURRENCY, supervisors=natsauth.SIMULATED_SUPERVISORS)
     return tables
 
 

@@ -9,6 +9,7 @@ A TOML file the operator keeps (``k8s/base/config/tables.toml`` is an example)::
 
 from __future__ import annotations
 
+import json
 import tomllib
 from pathlib import Path
 from typing import Annotated
@@ -16,6 +17,8 @@ from typing import Annotated
 import msgspec
 
 from casino.rules.baccarat.messages import Approval
+
+Supervisor = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
 
 
 class TableConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -25,18 +28,23 @@ class TableConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     # The ISO 4217 code of the currency the table's money is in (its minor unit: a hundredth);
     # XXX, "no currency", where the tables file names none.
     currency: Annotated[str, msgspec.Meta(pattern=r"^[A-Z]{3}$")] = "XXX"
+    # The casino's roster of supervisors (the tables file's ``supervisors``), as each table holds it:
+    # recorded with every coup, and a direction from a name not on it is refused.
+    supervisors: tuple[Supervisor, ...] = ()
 
 
 class Tables(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     tables: dict[str, TableConfig]
     # The supervisors who may direct what only a supervisor may (casino.nats.permissions gives each a user).
-    supervisors: tuple[Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_-]{1,64}$")], ...] = ()
+    supervisors: tuple[Supervisor, ...] = ()
 
 
 def load_tables(path: str | Path) -> dict[str, TableConfig]:
-    """Read and validate a tables file; a bad file is refused naming the field."""
-    data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    return msgspec.convert(data, Tables).tables
+    """Read and validate a tables file; a bad file is refused naming the
+    field. Each table holds the casino's roster of supervisors."""
+    data = msgspec.convert(tomllib.loads(Path(path).read_text(encoding="utf-8")), Tables)
+    return {name: msgspec.structs.replace(t, supervisors=t.supervisors or data.supervisors)
+            for name, t in data.tables.items()}
 
 
 def dump_tables(tables: dict[str, TableConfig]) -> str:
@@ -49,8 +57,11 @@ def dump_tables(tables: dict[str, TableConfig]) -> str:
             lines.append(f'procedure = "{t.procedure}"')
         if t.currency != "XXX":
             lines.append(f'currency = "{t.currency}"')
+        if t.supervisors:
+            lines.append(f"supervisors = {json.dumps(list(t.supervisors))}")
         if t.approvals:
-            items = ", ".join(f'{{ what = "{a.what}", by = "{a.by}", reference = "{a.reference}" }}' for a in t.approvals)
+            items = ", ".join("{ " + ", ".join(f"{k} = {json.dumps(v)}" for k, v in msgspec.structs.asdict(a).items()
+                                               if v or k in ("what", "by")) + " }" for a in t.approvals)
             lines.append(f"approvals = [{items}]")
         lines.append("")
     return "\n".join(lines)

@@ -22,7 +22,10 @@ class CoupConfigured(msgspec.Struct, frozen=True, gc=False, tag_field="type", ta
     most; ``casino.protocol.commands.id_digest``), so that an opening asked
     again after later coups opened is known for what it is (applied once).
     ``currency``: the ISO 4217 code of the currency its money is in (version
-    3; a hundredth is its minor unit), as the tables file gives the table's."""
+    3; a hundredth is its minor unit), as the tables file gives the table's.
+    ``supervisors``: the casino's roster of supervisors when it opened
+    (version 4; empty before, and where the configuration names none): who
+    may direct at the table, and since when (the first coup naming them)."""
 
     table: str
     game: str
@@ -31,6 +34,7 @@ class CoupConfigured(msgspec.Struct, frozen=True, gc=False, tag_field="type", ta
     coup_number: int
     opened_before: tuple[str, ...] = ()
     currency: str = ""
+    supervisors: tuple[str, ...] = ()
 
 
 OPENINGS_KEPT = 32  # the openings a coup's record names, its own and the table's before it
@@ -72,7 +76,7 @@ AnyEvent = (
 # The schema version of each event type now written; a type not listed is at 1.
 VERSIONS: dict[str, int] = {"shoe.shuffled": 2, "baccarat.card_dealt": 2, "shoe.card_burned": 2,
                             "blackjack.decision_taken": 2, "baccarat.holder_assigned": 3, "baccarat.coup_opened": 3,
-                            "coup.configured": 3, "baccarat.cards_returned": 2, "baccarat.shoe_given_up": 2}
+                            "coup.configured": 4, "baccarat.cards_returned": 2, "baccarat.shoe_given_up": 2}
 # The fields that came with a version of their event type: a record of an
 # earlier version holds them empty (its upcaster gives them so), and is
 # verified without them (casino.audit.verify).

@@ -34,6 +34,7 @@ def _coup_configured_1_to_2(data: dict[str, Any]) -> dict[str, Any]:
 UPCASTERS: dict[tuple[str, int], Upcaster] = {
     ("coup.configured", 1): _coup_configured_1_to_2,
     ("coup.configured", 2): _empty("currency"),
+    ("coup.configured", 3): lambda data: {**data, "supervisors": []},  # no roster recorded before version 4
     ("shoe.shuffled", 1): _shoe_shuffled_1_to_2,
     ("baccarat.card_dealt", 1): _empty("clause"),
     ("baccarat.cards_returned", 1): _empty("clause"),

@@ -15,13 +15,18 @@ Approver = Literal["inspector", "casino_supervisor"]
 
 
 class Approval(msgspec.Struct, frozen=True, gc=False):
-    """A prior approval: what was approved, by whom, and their reference. As
-    recorded, its text is read whatever it holds (shown escaped): the rule
-    for what a terminal may write is the command's (``casino.protocol.commands``)."""
+    """A prior approval: what was approved, by whom, and their reference; the
+    conditions the approver imposed (000 8.4: "subject to any conditions
+    imposed by") and when it was granted, as the casino's configuration gives
+    them, recorded with every coup dealt under it. As recorded, its text is
+    read whatever it holds (shown escaped): the rule for what a terminal may
+    write is the command's (``casino.protocol.commands``)."""
 
     what: str
     by: Approver
     reference: str = ""
+    conditions: str = ""
+    granted: str = ""
 
 
 # ---- commands -------------------------------------------------------------
