@@ -9,6 +9,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, ClassVar, NamedTuple
 
+import msgspec
+
 from casino.config import rulesets
 from casino.config.tables import TableConfig
 from casino.protocol import commands
@@ -308,7 +310,10 @@ class Blackjack(Game):
         return state.dealer_cards if state.phase == "dealer" else None
 
     def payouts(self, rules: Any, book: wager_book.Book, result: Any) -> tuple[Payout, ...]:
-        payouts = settlement.settle_blackjack(rules, result)
+        # Each payout names the player of the box it pays (the box's wager, else who is seated there).
+        players = {w.seat: w.player for w in book.wagers if w.player and not w.back}
+        payouts = tuple(msgspec.structs.replace(p, player=players.get(p.seat) or book.seated_at(p.seat))
+                        for p in settlement.settle_blackjack(rules, result))
         for seat in {p.seat for p in payouts}:
             if sum(p.stake for p in payouts if p.seat == seat) != book.staked(seat):
                 raise RuleViolation("settlement", f"seat {seat}'s stakes differ from the wager book")

@@ -448,6 +448,21 @@ class Checker:
     def blackjack_pays(rules: dict[str, Any], ev: list[Event]) -> list[tuple[int, str, int, int, int, str]]:
         r = of(ev, "blackjack.coup_resulted")[0]
         num, den = rules["blackjack_pays"]
+        # Each payout names the player of its box: the box's own wager's, else who was seated there.
+        seated: dict[int, str] = {}
+        for e in ev:
+            if e["type"] == "wager.book_opened":
+                seated = {s: p for s, p in e.get("seated", [])}
+            elif e["type"] == "wager.player_seated":
+                seated[e["seat"]] = e["player"]
+            elif e["type"] == "wager.player_left":
+                seated.pop(e["seat"], None)
+        named = {w["seat"]: w["player"] for c in of(ev, "wager.book_closed") for w in c["wagers"]
+                 if w.get("player") and not w.get("back")}
+
+        def player(seat: int) -> str:
+            return str(named.get(seat) or seated.get(seat, ""))
+
         out = []
         for h in r["hands"]:
             stake = h["stake"]
@@ -455,9 +470,9 @@ class Checker:
                     "push": stake}.get(h["outcome"], 0)
             if h["outcome"] == "lose" and r["dealer_blackjack"] and rules["dealer_blackjack_takes"] == "original_bets":
                 back = stake - h["original"]
-            out.append((h["seat"], "box", h["hand"], stake, back, ""))
+            out.append((h["seat"], "box", h["hand"], stake, back, player(h["seat"])))
         for seat, amount in r["insurance"]:
-            out.append((seat, "insurance", 0, amount, 3 * amount if r["dealer_blackjack"] else 0, ""))
+            out.append((seat, "insurance", 0, amount, 3 * amount if r["dealer_blackjack"] else 0, player(seat)))
         return out
 
 

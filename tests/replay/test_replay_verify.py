@@ -634,3 +634,25 @@ def test_verify_holds_every_direction_to_the_roster_recorded_with_the_coup(recor
                                      lambda e: msgspec.structs.replace(e, supervisor="SUP-NOBODY"))[0]}
     findings = verify_history([out.get(m.seq, m) for m in recorded]).findings
     assert any(f.coup == directed and "SUP-NOBODY, who is not on the roster" in f.what for f in findings), findings
+
+
+def test_a_blackjack_payout_names_the_player_and_one_recorded_before_it_did_verifies(recorded: list[Stored]) -> None:
+    """Every event about a player names the player: a blackjack box's payout
+    names whoever placed its wager. A settlement of version 1 named nobody on
+    a box: it verifies as recorded; one of version 2 with a name taken out is
+    a finding."""
+    settled = [(m, e) for m in recorded for e in m.batch.events if isinstance(e.data, settlement.CoupSettled)
+               and any(p.bet == "box" for p in e.data.payouts)]
+    assert settled and all(p.player for _, e in settled for p in e.data.payouts if p.bet == "box"), settled[:1]
+    m, e = settled[0]
+
+    def with_payouts(version: int) -> list[Stored]:
+        blank = msgspec.structs.replace(e, version=version, data=msgspec.structs.replace(e.data, payouts=tuple(
+            msgspec.structs.replace(p, player="") for p in e.data.payouts)))
+        changed = Stored(m.seq, m.subject, envelope.Batch(tuple(blank if x is e else x for x in m.batch.events)),
+                         m.msg_id)
+        return [changed if x is m else x for x in recorded]
+
+    assert verify_history(with_payouts(1)).findings == []
+    coup = subjects.tokens(m.subject)[2]
+    assert [f.coup for f in verify_history(with_payouts(2)).findings] == [coup]

@@ -76,7 +76,8 @@ AnyEvent = (
 # The schema version of each event type now written; a type not listed is at 1.
 VERSIONS: dict[str, int] = {"shoe.shuffled": 2, "baccarat.card_dealt": 2, "shoe.card_burned": 2,
                             "blackjack.decision_taken": 2, "baccarat.holder_assigned": 3, "baccarat.coup_opened": 3,
-                            "coup.configured": 4, "baccarat.cards_returned": 2, "baccarat.shoe_given_up": 2}
+                            "coup.configured": 4, "baccarat.cards_returned": 2, "baccarat.shoe_given_up": 2,
+                            "settlement.coup_settled": 2}
 # The fields that came with a version of their event type: a record of an
 # earlier version holds them empty (its upcaster gives them so), and is
 # verified without them (casino.audit.verify).

@@ -44,6 +44,8 @@ UPCASTERS: dict[tuple[str, int], Upcaster] = {
     # Version 3 names the player a hand's cards went to too (version 2, the shoe's holder only): as it was.
     ("baccarat.holder_assigned", 2): lambda data: data,
     ("baccarat.shoe_given_up", 1): _empty("player"),
+    # Version 2 names the player on a blackjack payout (baccarat's named them already): as it was.
+    ("settlement.coup_settled", 1): lambda data: data,
     ("baccarat.coup_opened", 1): _empty("shoe_holder_player"),
     ("baccarat.coup_opened", 2): _empty("in_force", "supervisor"),
 }
