@@ -69,6 +69,7 @@ class TableCoup(Held, kw_only=True):
     # (CoupConfigured.opened_before, and the coup's own).
     openings: tuple[str, ...] = ()
     dealt_under: str = ""  # the digest of the ruleset the coup is dealt under (its coup.configured)
+    dealer: str = ""  # who deals the coup (its coup.configured): the one signed in at the table's terminal
     # Why the coup is held for compliance ("" where it is not: docs/clauses.md), and whether its
     # coup.held is recorded.
     held: str = ""
@@ -156,7 +157,7 @@ class DealerPolicyService:
     @staticmethod
     def _fold(t: TableCoup, event: AnyEvent, causation: str) -> None:
         if isinstance(event, CoupConfigured):
-            t.number, t.dealt_under = event.coup_number, event.ruleset_digest
+            t.number, t.dealt_under, t.dealer = event.coup_number, event.ruleset_digest, event.dealer
             t.state = games.named(event.game).new()
             t.openings = (commands.id_digest(causation), *event.opened_before)[:OPENINGS_KEPT]
         elif isinstance(event, CoupHeld):
@@ -204,14 +205,14 @@ class DealerPolicyService:
         if t.staged.before is None:
             t.staged.before = (None if t.state is None else t.game.copy(t.state), t.applied, t.extras, t.number,
                                t.last_seq, t.ending, t.staked, t.carried, t.coup, t.shoe, t.openings, t.held,
-                               t.held_seq, t.held_recorded)
+                               t.held_seq, t.held_recorded, t.dealer)
             t.staged.table_wide = t.finished
 
     def _unstage(self, t: TableCoup) -> None:
         """Undo the decisions not recorded: nothing happened that is not in the stream."""
         if t.staged.before is not None:
             (t.state, t.applied, t.extras, t.number, t.last_seq, t.ending, t.staked, t.carried, t.coup,
-             t.shoe, t.openings, t.held, t.held_seq, t.held_recorded) = t.staged.before
+             t.shoe, t.openings, t.held, t.held_seq, t.held_recorded, t.dealer) = t.staged.before
         t.staged = Staged()
 
     async def _flush(self, t: TableCoup) -> None:
@@ -441,7 +442,7 @@ class DealerPolicyService:
         recorded = await self._record_ruleset(t)
         events: list[AnyEvent] = [CoupConfigured(t.name, t.game.name, t.config.ruleset, recorded, number,
                                                  t.openings[:OPENINGS_KEPT], t.config.currency,
-                                                 t.config.supervisors)]
+                                                 t.config.supervisors, cmd.dealer or t.dealer, t.dealer)]
         events += t.game.decide(t.rules, t.game.new(), opening)  # refused here: nothing has changed
         self._keep(t)  # the coup before, put back if the opening is not recorded
         self._next_coup(t)

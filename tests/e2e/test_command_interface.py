@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
+import msgspec
 import nats
 import pytest
 
@@ -15,8 +16,9 @@ from casino.protocol import commands
 from casino.protocol.service import Peer
 from casino.rules.blackjack import messages as blackjack_messages
 from casino.rules.shoe import RoundEnded
-from casino.store import subjects
+from casino.store import envelope, subjects
 from casino.store.envelope import OPENINGS_KEPT, CoupConfigured
+from casino.store.eventstore import Stored
 from tests.e2e.casino import SUPERVISOR, Casino, order_of
 from tests.e2e.test_golden_coups import TABLES
 from tests.rules.stacking import baccarat, blackjack, burn_cards, order
@@ -317,3 +319,31 @@ async def test_a_direction_from_a_supervisor_not_on_the_casinos_roster_is_refuse
         assert opened.ok, opened
         configured = await casino.recorded(opened.coup, CoupConfigured)
         assert configured.supervisors == (SUPERVISOR,)
+
+
+async def test_every_coup_records_who_dealt_it_and_a_change_of_dealer(nats_url: str) -> None:
+    """A dealer signs in at the table's terminal, which names them with each
+    opening: the coup records who dealt it and who dealt the coup before, so
+    that a change of dealer is in the record; an opening naming nobody is
+    dealt by the dealer signed in, after a restart too; verification holds
+    each coup to the one before."""
+    table = "BAC-1"
+    async with Casino(nats_url, {table: TableConfig("baccarat-000-methods")}) as casino:
+        dealt = []
+        for n, dealer in enumerate(("D-ANN", "D-ANN", "D-BOB", ""), start=1):
+            if n == 4:
+                await casino.stop("dealer-policy")
+                await casino.start("dealer-policy")
+            coup = await deal_method_a(casino, table, commands.OpenCoup(id=f"dealt-{n}", table=table, dealer=dealer))
+            configured = await casino.recorded(coup, CoupConfigured)
+            dealt.append((configured.dealer, configured.dealer_before))
+        assert dealt == [("D-ANN", ""), ("D-ANN", "D-ANN"), ("D-BOB", "D-ANN"), ("D-BOB", "D-BOB")]
+        await casino.settled(f"{table}-000004")
+        history = await casino.store.read(subjects.table_filter(table))
+    assert verify_history(history).findings == []
+    forged = [Stored(m.seq, m.subject, envelope.Batch(tuple(
+        msgspec.structs.replace(e, data=msgspec.structs.replace(e.data, dealer_before="D-EVE"))
+        if isinstance(e.data, CoupConfigured) and e.data.coup_number == 3 else e for e in m.batch.events)), m.msg_id)
+        for m in history]
+    findings = verify_history(forged).findings
+    assert [f.coup for f in findings] == [f"{table}-000003"] and "D-EVE" in findings[0].what, findings

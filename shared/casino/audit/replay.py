@@ -95,6 +95,8 @@ class CoupReplay(msgspec.Struct):
     currency: str = ""
     house_net: int = 0
     supervisors: list[str] = []
+    dealer: str = ""
+    dealer_before: str = ""
 
 
 def replay_coup(stored: list[Stored]) -> CoupReplay:
@@ -115,7 +117,8 @@ def replay_coup(stored: list[Stored]) -> CoupReplay:
     first = next(e for _, e in envs if isinstance(e.data, CoupConfigured))
     r = CoupReplay(SCHEMA, configured.table, first.coup, first.shoe, configured.game, configured.ruleset,
                    configured.ruleset_digest, unreadable=unreadable, currency=configured.currency,
-                   supervisors=list(configured.supervisors))
+                   supervisors=list(configured.supervisors), dealer=configured.dealer,
+                   dealer_before=configured.dealer_before)
     handlers: dict[str, str] = {}
     shown = CURRENCY.set(configured.currency)
     try:
@@ -251,7 +254,9 @@ def _picked_up(e: baccarat_messages.CardsPickedUp | blackjack_messages.CardsPick
 # One line per event type, found by lookup: a replay describes every event.
 _DESCRIBE: dict[type, Callable[[Any], str]] = {
     CoupConfigured: lambda e: (f"coup {e.coup_number} of table {e.table}: {e.game} under ruleset {e.ruleset} "
-                               f"({e.ruleset_digest})"),
+                               f"({e.ruleset_digest})" + (f", dealt by {e.dealer}" if e.dealer else "")
+                               + (f", who takes over from {e.dealer_before or 'nobody signed in'}"
+                                  if e.dealer != e.dealer_before else "")),
     baccarat_messages.CoupOpened: _opened,
     blackjack_messages.CoupOpened: lambda e: "opened " + ("with a hole card" if e.hole_card else "with no hole card"),
     baccarat_messages.BettingClosed: _betting_closed,
@@ -321,6 +326,9 @@ def render_text(r: CoupReplay) -> str:
         why = f" ({r.procedure_clause})" + (f"; approvals: {'; '.join(r.approvals)}" if r.approvals else "")
         out.append(f"Dealt by {r.procedure.replace('_', ' ')}{why}"
                    + (f"; fell back to {r.fell_back_to.replace('_', ' ')}" if r.fell_back_to else ""))
+    if r.dealer or r.dealer_before:
+        out.append(f"Dealer: {r.dealer or 'nobody signed in'}" + (
+            f" (took over from {r.dealer_before or 'nobody signed in'})" if r.dealer != r.dealer_before else ""))
     if r.supervisors:
         out.append(f"Supervisors on the casino's roster: {', '.join(r.supervisors)}")
     out.append(f"Clauses applied: {', '.join(r.clauses)}")

@@ -98,9 +98,9 @@ def _verified(coup: str, msgs: list[Stored], everything: list[AnyEvent], configu
 
 # What each table's latest verified coup left to the next: its number, the
 # seat and the player holding the shoe into the next coup (000 8.18), the
-# procedure in force (000 8.2, 001 8.5), and the openings the next coup's
-# record must name (its own and those before it), by table.
-Carried = dict[str, tuple[int, int | None, str, str, tuple[str, ...]]]
+# procedure in force (000 8.2, 001 8.5), the openings the next coup's
+# record must name (its own and those before it), and who dealt it, by table.
+Carried = dict[str, tuple[int, int | None, str, str, tuple[str, ...], str]]
 
 
 def _holding(seat: int | None, player: str) -> str:
@@ -143,6 +143,11 @@ def carried_over(stored: list[Stored], carried: Carried) -> list[Finding]:
             configured.opened_before != before[4][:len(configured.opened_before)]:
         findings.append(Finding(configured_envelope.coup, configured_seq, "the coup's record does not name the "
                                 "openings of the coups before it as their records do"))
+    if before is not None and before[0] == configured.coup_number - 1 and \
+            (configured.dealer or configured.dealer_before) and configured.dealer_before != before[5]:
+        findings.append(Finding(configured_envelope.coup, configured_seq, f"the coup names "
+                                f"{configured.dealer_before or 'nobody'} as the dealer before it, but the coup before "
+                                f"was dealt by {before[5] or 'nobody signed in'}"))
     if opening is not None and before is not None and before[0] == configured.coup_number - 1:
         seq, opened = opening
         coup = configured_envelope.coup
@@ -165,7 +170,7 @@ def carried_over(stored: list[Stored], carried: Carried) -> list[Finding]:
         carried.pop(configured.table, None)
         return findings
     carried[configured.table] = (configured.coup_number, left.holder, left.holder_player, left.procedure,
-                                 (opened_by, *configured.opened_before)[:OPENINGS_KEPT])
+                                 (opened_by, *configured.opened_before)[:OPENINGS_KEPT], configured.dealer)
     return findings
 
 

@@ -31,6 +31,7 @@ from casino.store.eventstore import UNREADABLE
 from casino.store.jetstream import JetStreamEventStore
 
 log = logging.getLogger("casino")
+DEALER_STINT = 20  # coups a simulated dealer deals before the next takes over at the table
 SUPERVISOR = SIMULATED_SUPERVISORS[0]  # the floor supervisor the simulated tables' forfeits are directed by (000 8.20)
 
 
@@ -209,10 +210,15 @@ class SimulatedTable:
                 break
         return opened
 
+    @property
+    def dealer(self) -> str:
+        """Who is signed in at the table's terminal: dealers take turns, ``DEALER_STINT`` coups each."""
+        return f"{self.name}-D{self.coups // DEALER_STINT % 3 + 1}"
+
     async def _open(self, procedure: str, directed: bool) -> commands.Reply:
         if directed:
-            return await self.supervise(commands.OpenCoup, procedure=procedure)
-        return await self.ask("coup", commands.OpenCoup, procedure=procedure)
+            return await self.supervise(commands.OpenCoup, procedure=procedure, dealer=self.dealer)
+        return await self.ask("coup", commands.OpenCoup, procedure=procedure, dealer=self.dealer)
 
     async def one_coup(self) -> None:
         await self._between_coups()

@@ -101,12 +101,16 @@ class OpenCoup(Command, frozen=True, tag="table.open_coup"):
     whichever is next; an opening that names it is applied once however late
     it is asked again (the table past that number, it is refused), one that
     does not, once among the openings the table's record names
-    (``OPENINGS_KEPT``) and the stream's duplicate window."""
+    (``OPENINGS_KEPT``) and the stream's duplicate window. ``dealer``: who
+    deals the coup, as signed in at the table's terminal (empty: the dealer
+    who dealt the table's last coup deals on); recorded with the coup, and a
+    change of dealer with it."""
 
     procedure: Name = ""
     approvals: tuple[Approval, ...] = ()
     supervisor: Text = ""
     number: Annotated[int, msgspec.Meta(ge=0, le=999_999)] = 0
+    dealer: Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_-]{0,64}$")] = ""
 
 
 class CloseBetting(Command, frozen=True, tag="table.close_betting"):

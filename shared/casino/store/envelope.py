@@ -25,7 +25,10 @@ class CoupConfigured(msgspec.Struct, frozen=True, gc=False, tag_field="type", ta
     3; a hundredth is its minor unit), as the tables file gives the table's.
     ``supervisors``: the casino's roster of supervisors when it opened
     (version 4; empty before, and where the configuration names none): who
-    may direct at the table, and since when (the first coup naming them)."""
+    may direct at the table, and since when (the first coup naming them).
+    ``dealer``: who dealt it, as signed in at the table's terminal, and
+    ``dealer_before``: who dealt the table's coup before (version 5; empty
+    before, and where nobody signed in): where they differ, the dealer changed."""
 
     table: str
     game: str
@@ -35,6 +38,8 @@ class CoupConfigured(msgspec.Struct, frozen=True, gc=False, tag_field="type", ta
     opened_before: tuple[str, ...] = ()
     currency: str = ""
     supervisors: tuple[str, ...] = ()
+    dealer: str = ""
+    dealer_before: str = ""
 
 
 OPENINGS_KEPT = 32  # the openings a coup's record names, its own and the table's before it
@@ -76,7 +81,7 @@ AnyEvent = (
 # The schema version of each event type now written; a type not listed is at 1.
 VERSIONS: dict[str, int] = {"shoe.shuffled": 2, "baccarat.card_dealt": 2, "shoe.card_burned": 2,
                             "blackjack.decision_taken": 2, "baccarat.holder_assigned": 3, "baccarat.coup_opened": 3,
-                            "coup.configured": 4, "baccarat.cards_returned": 2, "baccarat.shoe_given_up": 2,
+                            "coup.configured": 5, "baccarat.cards_returned": 2, "baccarat.shoe_given_up": 2,
                             "settlement.coup_settled": 2}
 # The fields that came with a version of their event type: a record of an
 # earlier version holds them empty (its upcaster gives them so), and is

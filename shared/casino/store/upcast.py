@@ -35,6 +35,7 @@ UPCASTERS: dict[tuple[str, int], Upcaster] = {
     ("coup.configured", 1): _coup_configured_1_to_2,
     ("coup.configured", 2): _empty("currency"),
     ("coup.configured", 3): lambda data: {**data, "supervisors": []},  # no roster recorded before version 4
+    ("coup.configured", 4): _empty("dealer", "dealer_before"),
     ("shoe.shuffled", 1): _shoe_shuffled_1_to_2,
     ("baccarat.card_dealt", 1): _empty("clause"),
     ("baccarat.cards_returned", 1): _empty("clause"),
