@@ -89,7 +89,7 @@ VERSIONS: dict[str, int] = {"shoe.shuffled": 2, "baccarat.card_dealt": 2, "shoe.
 ADDED_SINCE: dict[str, tuple[str, ...]] = {
     "baccarat.card_dealt": ("clause",), "shoe.card_burned": ("clause",), "blackjack.decision_taken": ("clause",),
     "baccarat.holder_assigned": ("player",), "baccarat.coup_opened": ("shoe_holder_player", "in_force", "supervisor"),
-    "coup.configured": ("opened_before", "currency"), "baccarat.cards_returned": ("clause",),
+    "coup.configured": ("opened_before", "currency", "supervisors", "dealer", "dealer_before"), "baccarat.cards_returned": ("clause",),
     "baccarat.shoe_given_up": ("player",)}
 
 
