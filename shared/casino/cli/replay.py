@@ -265,8 +265,10 @@ async def verify(store: Record, nc: Client, args: argparse.Namespace) -> int:
         report, _ = await verify_table(store, args.table, 0)
     else:
         report = await verify_store(nc, args.workers)
-    if not report.coups and not report.findings:
-        raise Absent(await coups_held(store, args.table) if args.table else await tables_held(store))
+    if not report.coups and not report.shoes and not report.findings:
+        raise Absent(f"coup {args.coup} is still being dealt: it is verified once it is settled" if args.coup else
+                     f"shoe {args.shoe} has neither ended nor a coup settled yet" if args.shoe else
+                     await coups_held(store, args.table) if args.table else await tables_held(store))
     return _print_report(report)
 
 
