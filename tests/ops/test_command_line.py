@@ -166,7 +166,8 @@ def test_a_file_that_is_not_an_export_is_refused_in_one_line(store: Store, tmp_p
 def test_a_store_that_is_not_one_or_lacks_its_configuration_is_named(store: Store, tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
-    refused(store.casino("verify", "--var", str(empty), store=False), 2, f"no event store under {empty / 'nats'}")
+    for command in (("verify",), ("projections", "rebuild"), ("projections", "floor", "--svg", "f.svg")):
+        refused(store.casino(*command, "--var", str(empty), store=False), 2, f"no event store under {empty / 'nats'}")
     copied = tmp_path / "copied"
     (copied / "nats" / "jetstream").mkdir(parents=True)  # the store copied alone
     refused(store.casino("replay", "table", "BAC-1", "--var", str(copied), store=False), 2,
@@ -175,9 +176,10 @@ def test_a_store_that_is_not_one_or_lacks_its_configuration_is_named(store: Stor
 
 def test_a_server_that_is_down_or_holds_no_store_is_named(store: Store, tmp_path: Path) -> None:
     down = f"nats://someone:secret@127.0.0.1:{free_port()}"
-    line = refused(store.casino("verify", "--nats", down, store=False), 2, "no event store answers at",
-                   "nats://127.0.0.1:")
-    assert "secret" not in line  # a password in the URL is never printed
+    for command in (("verify",), ("replay", "table", "BAC-1"), ("projections", "rebuild")):
+        line = refused(store.casino(*command, "--nats", down, store=False), 2, "no event store answers at",
+                       "nats://127.0.0.1:")
+        assert "secret" not in line  # a password in the URL is never printed
     with NatsServer(tmp_path / "bare") as bare:  # JetStream, no stream
         refused(store.casino("export", "--table", "T-1", "x", "--nats", bare.url, store=False), 2, "no event store at")
 
