@@ -14,6 +14,7 @@ from faststream.nats import NatsBroker
 from nats.aio.msg import Msg
 from nats.js.api import ConsumerConfig, DeliverPolicy
 
+from casino.audit.archive import fold_history
 from casino.audit.verify import verify_coup
 from casino.metrics import Metrics
 from casino.nats.permissions import LIVE
@@ -175,12 +176,17 @@ class Projections:
     async def _take_over(self) -> None:
         """The read models from the last checkpoint and the live stream since
         (the archiver removes nothing the checkpoint does not cover), each page
-        of the fold written and checkpointed."""
+        of the fold written and checkpointed. With no checkpoint to take (none
+        yet, or one of another version of the fold), from the whole history:
+        the archive's sealed shoes, then the live stream (``fold_history``)."""
         assert self.kv is not None and self.store is not None
         self.projector = await self.kv.restore() or Projector()
         self.written, self.wrote, self.changed = self.projector.seq, False, set()
         self.following.forget()
-        await fold_stream(self.projector, self.store, self._folded)
+        if self.projector.seq:
+            await fold_stream(self.projector, self.store, self._folded)
+        else:
+            await fold_history(self.projector, self.broker.connection, self._folded_from)
         if not self.wrote:  # nothing to fold since the checkpoint: every key written once as the writer's
             await self._write(set())
         _gauges(self.projector, self.metrics)
@@ -190,6 +196,18 @@ class Projections:
     async def _folded(self, changed: set[tuple[str, str]]) -> None:  # each page written, then checkpointed
         if await self._write(changed):
             await self._save()
+
+    async def _folded_from(self, projector: Projector, changed: set[tuple[str, str]]) -> None:
+        """A page of the whole history folded: the live stream's as any page;
+        a table's sealed shoes, folded apart, their ended shoes' final figures
+        written (where this instance is the writer) and let go."""
+        if projector is self.projector:
+            return await self._folded(changed)
+        assert self.kv is not None and self.lease is not None
+        if await self.lease.hold():
+            await self.kv.put(projector, {("shoe_stats", k) for k, st in projector.shoe_stats.items() if st.ended},
+                              with_seq=False)
+        projector.forget_ended_shoes()
 
     async def on_event(self, msg: Msg) -> None:
         """Apply one delivery; write the keys changed once nothing more is

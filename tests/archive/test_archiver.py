@@ -31,7 +31,8 @@ from casino.audit.audits import verify_history, verify_store
 from casino.audit.replay import replay_coup
 from casino.cli.simulator import Simulator
 from casino.config.tables import TableConfig
-from casino.readmodels.projections import checkpointed
+from casino.readmodels import projections as readmodels
+from casino.readmodels.projections import KvProjections, checkpointed
 from casino.store import envelope, subjects
 from casino.store.archive import SealStore
 from casino.store.eventstore import Stored
@@ -78,6 +79,21 @@ class Casino:
             return all([await sealed_and_removed(nc, t, shoes) for t in ("T-1", "T-2")])
 
         await until(done)
+
+    async def sealing(self, nc: nats.NATS) -> None:
+        """Dealt on at the one-deck tables, a coup at a time, until a shoe of
+        each is sealed and gone from the live stream (a shoe is sealed once
+        the next has a coup settled, which a short deal may not reach)."""
+        one_deck = {t: c for t, c in self.tables.items() if t.startswith("T-")}
+        archiver = next(r for r in self.running if r.kind == "archiver")
+        dealer = next(r for r in self.running if r.kind == "dealer-policy")
+        for more in range(20):
+            await archiver.service.sweep()
+            if all([await sealed_and_removed(nc, t, 1) for t in one_deck]):
+                break
+            await Simulator(nc, one_deck, seed=100 + more).run(1)
+            await dealer.service.finish_rounds()
+        await self.archived(nc, 1)
 
     async def stop(self) -> None:
         for r in reversed(self.running):
@@ -563,3 +579,40 @@ async def test_a_stray_shoe_message_under_a_sealed_shoe_does_not_stop_the_table(
     shoes = [subjects.tokens(m.subject)[1] for m in history if subjects.tokens(m.subject)[0] == "T-1"
              for e in m.batch.events if type(e.data).__name__ == "ShoeShuffled"]
     assert len(shoes) == len(set(shoes)), shoes  # no shoe shuffled twice
+
+
+async def test_read_models_folded_with_no_checkpoint_to_take_fold_the_sealed_shoes_too(
+        nats_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A projections service that finds no checkpoint it can take (a release
+    whose fold differs, or read models lost) folds the whole history, the
+    archive's sealed shoes and then the live stream, not the live stream
+    alone: the read models come out as they were."""
+    casino = Casino(nats_url, tables(tmp_path))
+    await casino.start()
+    nc = await nats.connect(nats_url)
+    try:
+        await casino.deal(nc, 6)
+        await casino.sealing(nc)
+        kv = await KvProjections(nc.jetstream()).open()
+        last = (await JetStreamEventStore(nc).last(f"{subjects.EVENTS}.>"))
+        assert last is not None
+        await until(lambda: _at_least(kv, last.seq))
+        before = {k: v for k, v in (await kv.everything_listed()).items() if k[0] in ("takings", "table_status")}
+        projections_ = next(r for r in casino.running if r.kind == "projections")
+        await projections_.stop()
+        casino.running.remove(projections_)
+        monkeypatch.setattr(readmodels, "FOLD_VERSION", readmodels.FOLD_VERSION + 1)  # the checkpoint is not taken
+        await casino.start("projections")
+        await until(lambda: _at_least(kv, last.seq))
+        await until(lambda: _equal_to(kv, before))
+    finally:
+        await nc.close()
+        await casino.stop()
+
+
+async def _at_least(kv: KvProjections, seq: int) -> bool:
+    return await kv.seq() >= seq
+
+
+async def _equal_to(kv: KvProjections, before: dict[tuple[str, str], bytes]) -> bool:
+    return {k: v for k, v in (await kv.everything_listed()).items() if k in before} == before

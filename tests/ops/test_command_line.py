@@ -19,13 +19,12 @@ import nats
 import pytest
 
 from casino.audit import archive
-from casino.cli.simulator import Simulator
 from casino.nats.provision import provision
 from casino.nats.server import NatsServer, free_port
 from casino.rules.shoe import CardDrawn
 from casino.store.eventstore import Stored
 from casino.store.jetstream import Undeclared, casino_named
-from tests.archive.test_archiver import Casino, sealed_and_removed, tables
+from tests.archive.test_archiver import Casino, tables
 from tests.natsfixture import nats_server
 
 HANG = 60  # seconds: far beyond what any refusal takes, on a busy machine too
@@ -56,15 +55,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
         nc = await nats.connect(url)
         try:
             await casino.deal(nc, 6)
-            one_deck = {t: c for t, c in casino.tables.items() if t.startswith("T-")}
-            for more in range(20):  # a shoe is sealed once the next has a coup settled: deal on until it has
-                archiver = next(r for r in casino.running if r.kind == "archiver")
-                await archiver.service.sweep()
-                if all([await sealed_and_removed(nc, t, 1) for t in one_deck]):
-                    break
-                await Simulator(nc, one_deck, seed=100 + more).run(1)
-                await next(r for r in casino.running if r.kind == "dealer-policy").service.finish_rounds()
-            await casino.archived(nc, 1)
+            await casino.sealing(nc)
         finally:
             await nc.close()
             await casino.stop()
