@@ -6,15 +6,18 @@ from __future__ import annotations
 
 import asyncio
 
+import msgspec
 import pytest
 
 from casino.cli.run import default_tables
 from casino.cli.simulator import Simulator
 from casino.protocol import commands
-from tests.e2e.casino import Casino
+from tests.e2e.casino import SUPERVISOR, Casino
 
 pytestmark = pytest.mark.anyio
-TABLES = default_tables(2, ["baccarat-000-methods"])
+# The simulated floor's tables, with the test's own supervisor on the casino's roster beside the simulator's.
+TABLES = {name: msgspec.structs.replace(config, supervisors=(*config.supervisors, SUPERVISOR))
+          for name, config in default_tables(2, ["baccarat-000-methods"]).items()}
 
 
 async def test_a_simulator_keeps_per_coup_only_the_timings_a_table_was_asked_for(nats_url: str) -> None:

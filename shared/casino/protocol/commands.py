@@ -78,11 +78,15 @@ def write_id(coup: str, command_id: str) -> str:
 
 class Approval(msgspec.Struct, frozen=True, gc=False, forbid_unknown_fields=True):
     """An approval as a command names one (it must be among the table's in
-    the casino's configuration): a name, an approver, a printable reference."""
+    the casino's configuration): a name, an approver, a printable reference,
+    and as the configuration words them, its conditions and when it was
+    granted (the coup records the configuration's, whatever a terminal says)."""
 
     what: Name
     by: baccarat_messages.Approver
     reference: Text = ""
+    conditions: Text = ""
+    granted: Text = ""
 
     def held_by(self, approvals: tuple[baccarat_messages.Approval, ...]) -> bool:
         """Whether ``approvals`` (the table's configuration) hold this one."""
