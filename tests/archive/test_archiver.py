@@ -80,20 +80,25 @@ class Casino:
 
         await until(done)
 
-    async def sealing(self, nc: nats.NATS) -> None:
-        """Dealt on at the one-deck tables, a coup at a time, until a shoe of
-        each is sealed and gone from the live stream (a shoe is sealed once
-        the next has a coup settled, which a short deal may not reach)."""
+    async def sealing(self, nc: nats.NATS, shoes: int = 1, everywhere: bool = False) -> None:
+        """Dealt on at the one-deck tables (``everywhere``: at every table,
+        so that every table deals as many coups), a coup at a time, until
+        ``shoes`` shoes of each are sealed and gone from the live stream (a
+        shoe is sealed once the next has a coup settled, which a short deal
+        may not reach: the shuffle decides)."""
         one_deck = {t: c for t, c in self.tables.items() if t.startswith("T-")}
         archiver = next(r for r in self.running if r.kind == "archiver")
         dealer = next(r for r in self.running if r.kind == "dealer-policy")
         for more in range(20):
             await archiver.service.sweep()
-            if all([await sealed_and_removed(nc, t, 1) for t in one_deck]):
+            if all([await sealed_and_removed(nc, t, shoes) for t in one_deck]):
                 break
+            if everywhere:
+                await self.deal(nc, 1)
+                continue
             await Simulator(nc, one_deck, seed=100 + more).run(1)
             await dealer.service.finish_rounds()
-        await self.archived(nc, 1)
+        await self.archived(nc, shoes)
 
     async def stop(self) -> None:
         for r in reversed(self.running):
@@ -558,7 +563,7 @@ async def test_a_stray_shoe_message_under_a_sealed_shoe_does_not_stop_the_table(
     await casino.start()
     try:
         await casino.deal(nc, 12)
-        await casino.archived(nc, 2)
+        await casino.sealing(nc, 2, everywhere=True)
         sealed = (await SealStore(nc).seals("T-1"))[0]
         first = archive.open_seal(archive.Sealed(sealed.data, sealed.hash))
         own = [m for m in first.messages if subjects.tokens(m.subject)[1] == first.shoe]
@@ -568,7 +573,7 @@ async def test_a_stray_shoe_message_under_a_sealed_shoe_does_not_stop_the_table(
         await casino.stop()
         await casino.start()  # and from a restart
         await casino.deal(nc, 3)
-        await casino.archived(nc, 3)
+        await casino.sealing(nc, 3, everywhere=True)
     finally:
         await casino.stop()
     await nc.jetstream().purge_stream(STREAM, subject=subject)  # the stray message, to read the history as recorded
