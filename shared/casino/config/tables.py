@@ -26,8 +26,8 @@ class TableConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     procedure: str = ""
     approvals: tuple[Approval, ...] = ()
     # The ISO 4217 code of the currency the table's money is in (its minor unit: a hundredth);
-    # XXX, "no currency", where the tables file names none.
-    currency: Annotated[str, msgspec.Meta(pattern=r"^[A-Z]{3}$")] = "XXX"
+    # empty where the tables file names none (amounts are then shown without a code).
+    currency: Annotated[str, msgspec.Meta(pattern=r"^([A-Z]{3})?$")] = ""
     # The casino's roster of supervisors (the tables file's ``supervisors``), as each table holds it:
     # recorded with every coup, and a direction from a name not on it is refused.
     supervisors: tuple[Supervisor, ...] = ()
@@ -55,7 +55,7 @@ def dump_tables(tables: dict[str, TableConfig]) -> str:
         lines.append(f'ruleset = "{t.ruleset}"')
         if t.procedure:
             lines.append(f'procedure = "{t.procedure}"')
-        if t.currency != "XXX":
+        if t.currency:
             lines.append(f'currency = "{t.currency}"')
         if t.supervisors:
             lines.append(f"supervisors = {json.dumps(list(t.supervisors))}")
