@@ -315,10 +315,13 @@ async def test_kill_minus_nine_of_the_archiver_at_any_moment_loses_nothing_and_s
 
 
 async def _all_sealed(nc: nats.NATS, table: str) -> bool:
-    """Every shoe sealed but the last two (the one in play and the one before
-    it, which waits for a settled coup in the next)."""
+    """Every shoe that may be sealed is sealed and removed: what is live is the
+    shoe in play and, until that shoe has settled a coup, the one before it."""
     live = sorted(subjects.shoe_number(table, s) or 0 for s in await live_shoes(nc, table))
-    return len(live) <= 2 and len(await sealed_shoes(nc, table)) == (live[0] - 1 if live else 0)
+    if not live or len(live) > 2 or len(await sealed_shoes(nc, table)) != live[0] - 1:
+        return False
+    settled = subjects.event(table, subjects.shoe_id(table, live[0] + 1), "*", "settle")
+    return len(live) == 1 or await JetStreamEventStore(nc).first(settled) is None
 
 
 # ---- export files ----------------------------------------------------------------
