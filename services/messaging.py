@@ -115,7 +115,9 @@ class CommandGate:
                                         "once they are answered", "rate limit")
             return None
         if self.waiting.get(lane, 0) >= self.per_supervisor or not self.rate.take(f"{table}.{supervisor}"):
-            return commands.refused(f"supervisor {supervisor} has asked at table {table} more than "
+            who = f"the table's {'card-reading shoe' if supervisor == 'read' else 'shuffling machine'}" \
+                if supervisor in DEVICE_LANES else f"supervisor {supervisor}"
+            return commands.refused(f"{who} has asked at table {table} more than "
                                     f"{self.per_supervisor} at once or {self.SUPERVISOR_RATE:.0f} a second: ask "
                                     "again in a moment", "rate limit")
         return None
@@ -137,6 +139,9 @@ class CommandGate:
         if not reply.ok:
             self.metrics.refused.labels(self.metrics.service, reply.clause).inc()
         return reply
+
+
+DEVICE_LANES = ("read", "shuffler")
 
 
 class Commands:
@@ -231,7 +236,9 @@ class Commands:
         elif getattr(command, "supervisor", ""):  # a name no supervisor's subject gave: nobody's
             command = msgspec.structs.replace(command, supervisor="")
         running = self.service()
-        return await self.gate.answer(table, command, running.handle, running.reload, supervisor)
+        # A device's reports wait in a lane of their own, as a supervisor's do: none takes the terminal's share.
+        lane = supervisor or (kind if kind in DEVICE_LANES else "")
+        return await self.gate.answer(table, command, running.handle, running.reload, lane)
 
 
 def documented_commands(broker: NatsBroker, kind: str, queue: str, accepted: Any, description: str) -> None:

@@ -65,7 +65,9 @@ log = logging.getLogger("casino")
 # command types, what the subject takes).
 COMMANDS: dict[str, list[tuple[str, str, Any, str]]] = {
     "shoe": [("shoe", "shoe", commands.ShoeCommand, "The dealer-policy's requests to the shoe: start a round, draw "
-              "the cards due, end the round.")],
+              "the cards due, end the round, take a card-reading shoe's report."),
+             ("shuffler", "shoe", commands.ShuffleMade, "A card-reading table's shuffling machine: the order it made "
+              "for the table's next shoe (docs/readers.md), kept secret until that shoe ends.")],
     "wager": [("wager", "wager", commands.WagerCommand, "A terminal's wagers and seating at its table."),
               ("book", "wager", commands.BookCommand, "The dealer-policy's opening and closing of a coup's wager book.")],
     "dealer-policy": [("coup", "coup", commands.CoupCommand, "A terminal's commands to the coup: open it, close "
@@ -73,7 +75,9 @@ COMMANDS: dict[str, list[tuple[str, str, Any, str]]] = {
                       ("supervise", "coup", commands.SupervisorCommand, "What a supervisor directs (a holder's "
                        "shoe forfeited, 000 8.20; a coup opened by another procedure than the one in force, 000 8.2, "
                        "001 8.5), each supervisor on a subject of their own that only their credential may publish "
-                       "on: the event records who.")],
+                       "on: the event records who."),
+                      ("read", "coup", commands.ReaderReport, "A card-reading table's shoe: each card as it leaves "
+                       "the shoe, and the cut card (docs/readers.md).")],
 }
 _EVENTS = "casino.ev.{table}.{shoe}.{coup}"
 _REPLIES = ("_INBOX.{requester}.>", commands.Reply, "Every command's reply, to the requester's inbox: done, or refused "
@@ -99,7 +103,8 @@ _SENDS: dict[str, list[tuple[str, Any, str]]] = {
                   "MessagePack, zlib-compressed, hashed and chained to the table's previous seal (docs/replay.md).")],
 }
 DECODERS = {"shoe": commands.shoe_decoder, "wager": commands.wager_decoder, "book": commands.book_decoder,
-            "coup": commands.coup_decoder, "supervise": commands.supervise_decoder}
+            "coup": commands.coup_decoder, "supervise": commands.supervise_decoder, "read": commands.reader_decoder,
+            "shuffler": commands.shuffler_decoder}
 
 
 class Running:

@@ -24,8 +24,19 @@ from casino.rules.errors import RuleViolation
 from casino.rules.ruleset import Ruleset, RulesetError
 from casino.rules.shoe import CardDrawn
 from casino.store import subjects
-from casino.store.envelope import OPENINGS_KEPT, AnyEvent, Batch, CoupConfigured, CoupHeld, RulesetRecorded
+from casino.store.envelope import (
+    NOT_OF_THE_GAME,
+    OPENINGS_KEPT,
+    AnyEvent,
+    Batch,
+    CardIncident,
+    CoupConfigured,
+    CoupHeld,
+    CoupRuled,
+    RulesetRecorded,
+)
 from casino.store.eventstore import EventStore, Stored, latest_at_table
+from services.dealer_policy import reading
 from services.repository import Held, Repository
 
 BOOK_WAIT = 3.0  # seconds a command waits for the coup's wager book to open (under a terminal's patience)
@@ -75,6 +86,7 @@ class TableCoup(Held, kw_only=True):
     held: str = ""
     held_seq: int = 0  # the message it is held for
     held_recorded: bool = False
+    incident: CardIncident | None = None  # what a card-reading shoe's card held the coup for, awaiting a ruling
     staged: Staged = msgspec.field(default_factory=Staged)
     # The finished coup's round ending at the shoe, asked after the terminal has the result.
     ending: asyncio.Future[Any] | None = None
@@ -152,7 +164,7 @@ class DealerPolicyService:
     def _next_coup(self, t: TableCoup) -> None:
         t.carried = self._carry_from(t)
         t.state, t.applied, t.last_seq, t.ending = None, {}, 0, None
-        t.extras, t.staked, t.held, t.held_seq, t.held_recorded = {}, set(), "", 0, False
+        t.extras, t.staked, t.held, t.held_seq, t.held_recorded, t.incident = {}, set(), "", 0, False, None
 
     @staticmethod
     def _fold(t: TableCoup, event: AnyEvent, causation: str) -> None:
@@ -162,6 +174,12 @@ class DealerPolicyService:
             t.openings = (commands.id_digest(causation), *event.opened_before)[:OPENINGS_KEPT]
         elif isinstance(event, CoupHeld):
             t.held, t.held_recorded = event.reason, True
+        elif isinstance(event, CardIncident):  # held until a supervisor rules (services.dealer_policy.reading)
+            t.held, t.held_recorded, t.incident = event.what, True, event
+        elif isinstance(event, CoupRuled):
+            t.incident = None
+            if event.ruling == "go_on":
+                t.held, t.held_recorded = "", False
         elif t.state is not None:
             t.state = t.game.evolve(t.state, event)
         if (extra := t.game.extra(event, t.name, t.coup, causation)) is not None:
@@ -205,14 +223,14 @@ class DealerPolicyService:
         if t.staged.before is None:
             t.staged.before = (None if t.state is None else t.game.copy(t.state), t.applied, t.extras, t.number,
                                t.last_seq, t.ending, t.staked, t.carried, t.coup, t.shoe, t.openings, t.held,
-                               t.held_seq, t.held_recorded, t.dealer)
+                               t.held_seq, t.held_recorded, t.dealer, t.incident)
             t.staged.table_wide = t.finished
 
     def _unstage(self, t: TableCoup) -> None:
         """Undo the decisions not recorded: nothing happened that is not in the stream."""
         if t.staged.before is not None:
             (t.state, t.applied, t.extras, t.number, t.last_seq, t.ending, t.staked, t.carried, t.coup,
-             t.shoe, t.openings, t.held, t.held_seq, t.held_recorded, t.dealer) = t.staged.before
+             t.shoe, t.openings, t.held, t.held_seq, t.held_recorded, t.dealer, t.incident) = t.staged.before
         t.staged = Staged()
 
     async def _flush(self, t: TableCoup) -> None:
@@ -293,7 +311,7 @@ class DealerPolicyService:
         elif t.held:
             try:  # a coup held, and whose coup.held is recorded since
                 for env in m.batch.events:
-                    if isinstance(env.data, CoupHeld):
+                    if isinstance(env.data, CoupHeld | CoupRuled):
                         self._fold(t, env.data, env.causation)
             finally:
                 t.last_seq = max(t.last_seq, m.seq)
@@ -322,7 +340,7 @@ class DealerPolicyService:
             return "a second coup.configured in one coup"
         if t.state is None and not opening:
             return "the coup's record does not begin with its coup.configured"
-        rest = [e for e in batch.events if not isinstance(e.data, CoupConfigured | CoupHeld)]
+        rest = [e for e in batch.events if not isinstance(e.data, NOT_OF_THE_GAME)]
         digest_ = opening[0].data.ruleset_digest if opening and isinstance(opening[0].data, CoupConfigured) \
             else t.dealt_under
         if not rest or digest_ != rulesets.digest_of(t.rules):
@@ -347,13 +365,18 @@ class DealerPolicyService:
 
     def waiting(self, t: TableCoup) -> commands.Waiting:
         if t.held:
-            return commands.Waiting("held")
-        return commands.Waiting("open") if t.state is None else t.game.waiting(t.rules, t.state)
+            return commands.Waiting("held") if t.incident is None else commands.Waiting("ruling", incident=t.incident.kind)
+        if t.state is None:
+            return commands.Waiting("open")
+        waits = t.game.waiting(t.rules, t.state)
+        if waits.kind == "card" and t.config.source:  # the card-reading shoe's next card, for whom it is due
+            return msgspec.structs.replace(waits, kind="read")
+        return waits
 
     def _reply(self, t: TableCoup) -> commands.Reply:
         return commands.Reply(True, coup=t.coup, shoe=t.shoe, waiting=self.waiting(t))
 
-    async def handle(self, cmd: commands.CoupCommand) -> commands.Reply:
+    async def handle(self, cmd: commands.PolicyCommand) -> commands.Reply:
         """Decide ``cmd`` with the table's lock held throughout (the table
         folded first where it is not held yet), so that a decision is never
         taken on one coup and recorded on the next. Another instance's write
@@ -365,10 +388,16 @@ class DealerPolicyService:
             finally:
                 self._unstage(t)  # whatever could not be recorded did not happen
 
-    async def _handle(self, t: TableCoup, cmd: commands.CoupCommand) -> commands.Reply:
+    async def _handle(self, t: TableCoup, cmd: commands.PolicyCommand) -> commands.Reply:
         if (name := getattr(cmd, "supervisor", "")) and t.config.supervisors and name not in t.config.supervisors:
             raise RuleViolation("roster", f"{name} is not on the casino's roster of supervisors "
                                 f"({', '.join(t.config.supervisors)}): a direction is taken from a supervisor on it")
+        if isinstance(cmd, commands.CardRead | commands.CutCardRead):
+            await reading.report(self, t, cmd)
+            return self._reply(t)
+        if isinstance(cmd, commands.Rule):
+            await reading.rule(self, t, cmd)
+            return self._reply(t)
         if isinstance(cmd, commands.Status):
             if t.state is not None and self.waiting(t).kind in ("card", "pass"):
                 # The dealer's own step, left half-taken (its instance stopped, or the table moved
@@ -392,6 +421,8 @@ class DealerPolicyService:
                                     "takes a new command id")
             if not t.finished:
                 raise RuleViolation("coup", f"coup {t.coup} is still being dealt")
+            if t.incident is not None:
+                raise RuleViolation(commands.HELD, f"coup {t.coup} is held for a supervisor's ruling: {t.held}")
             await self._open(t, cmd)
             return self._reply(t)
         if cmd.coup == t.coup and t.held:
@@ -437,7 +468,7 @@ class DealerPolicyService:
         elif t.state is not None:
             ended = await self._end_round(t)
         start = ended if ended is not None and ended.coup == coup else await self.peer.must(
-            subjects.command(t.name, "shoe"), commands.StartRound(f"{coup}:start", t.name, coup, t.config.ruleset))
+            subjects.command(t.name, "shoe"), commands.StartRound(f"{coup}:start", t.name, coup, t.config.ruleset, t.config.source))
         opening = t.game.opening(t.rules, t.config, coup, cmd.procedure, carry, start.shoe, cmd.supervisor)
         recorded = await self._record_ruleset(t)
         events: list[AnyEvent] = [CoupConfigured(t.name, t.game.name, t.config.ruleset, recorded, number,
@@ -472,7 +503,7 @@ class DealerPolicyService:
         drawn = [e.data for m in await self.store.read(subjects.event(t.name, "*", t.coup, "shoe"))
                  for e in m.batch.events if isinstance(e.data, CardDrawn) and e.data.coup_id == t.coup]
         reply = await self.peer.ask(subjects.command(t.name, "shoe"), commands.EndRound(
-            f"{t.coup}:end", t.name, t.coup, t.config.ruleset, tuple(c.card for c in drawn)))
+            f"{t.coup}:end", t.name, t.coup, t.config.ruleset, tuple(c.card for c in drawn), source=t.config.source))
         if not reply.ok:
             log.info("table %s: held coup %s has no round to end at the shoe (%s)", t.name, t.coup, reply.reason)
 
@@ -587,7 +618,8 @@ class DealerPolicyService:
         if t.ending is not None and not _failed(t.ending):
             return
         t.ending = asyncio.ensure_future(self.peer.must(subjects.command(t.name, "shoe"), commands.EndRound(
-            f"{t.coup}:end", t.name, t.coup, t.config.ruleset, _pickup(t.state), next=f"{t.name}-{t.number + 1:06d}")))
+            f"{t.coup}:end", t.name, t.coup, t.config.ruleset, _pickup(t.state), next=f"{t.name}-{t.number + 1:06d}",
+            source=t.config.source)))
         t.ending.add_done_callback(_logged("a round's end at the shoe failed (asked again before the next coup)"))
 
     async def _end_round(self, t: TableCoup) -> commands.Reply:
@@ -656,7 +688,8 @@ class DealerPolicyService:
             self._ask_end_round(t)
             return
         await self.peer.must(subjects.command(t.name, "shoe"),
-                             commands.StartRound(f"{t.coup}:start", t.name, t.coup, t.config.ruleset))
+                             commands.StartRound(f"{t.coup}:start", t.name, t.coup, t.config.ruleset,
+                                                 t.config.source))
         if t.state.phase == "betting":
             await self._book_open(t)
         else:

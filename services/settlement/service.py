@@ -52,7 +52,7 @@ class SettlementService:
         if aggregate not in FOLLOWED:
             return None
         self.following.take(stored, at)
-        if aggregate != "coup" or not any(isinstance(e.data, games.RESULTS) for e in stored.batch.events):
+        if aggregate != "coup" or not any(games.ends_coup(e.data) for e in stored.batch.events):
             return None
         kept = self.following.pop(coup)
         # Without its book's opening the record is not whole (a consumer that passes no wager events).

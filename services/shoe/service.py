@@ -12,7 +12,7 @@ import msgspec
 from casino.config import rulesets
 from casino.metrics import Metrics, count_recorded
 from casino.nats.partitions import within
-from casino.protocol.commands import DrawCard, EndRound, Reply, ShoeCommand, StartRound
+from casino.protocol.commands import DrawCard, EndRound, Reply, ShoeCommand, ShuffleMade, StartRound, TakeRead
 from casino.protocol.service import Clock, TableLocks, log, utc_now
 from casino.rules import shoe as dealing_shoe
 from casino.rules.baccarat import tableau
@@ -24,8 +24,10 @@ from casino.store import subjects
 from casino.store.envelope import Batch
 from casino.store.eventstore import EventStore, Stored, latest_at_table
 from services.repository import Held, Repository
+from services.shoe import readers
 
 Order = tuple[tuple[Card, ...], str]
+READ = "read:"  # how the dealer-policy's TakeRead ids begin: the card-reading shoe's report id follows
 ShuffleSource = Callable[[str, int], Order]
 
 
@@ -69,6 +71,8 @@ class TableShoe(Held, kw_only=True):
     order: Order | None = None
     shuffles: int = 0
     last_round: str = ""
+    # A card-reading shoe's reports taken in the shoe in play, by the report's id: what each was recorded as.
+    reads: dict[str, list[dealing_shoe.AnyShoeEvent]] = msgspec.field(default_factory=dict)
 
     def anew(self) -> TableShoe:
         """The table's shoe before any event is folded."""
@@ -80,6 +84,9 @@ def _fold(t: TableShoe, event: dealing_shoe.AnyShoeEvent, causation: str) -> Non
     t.state = dealing_shoe.evolve(t.state, event)
     if isinstance(event, dealing_shoe.ShoeShuffled):
         t.shuffles += 1
+        t.reads = {}
+    if causation.startswith(READ):  # a card-reading shoe's report (services.shoe.readers)
+        t.reads.setdefault(causation[len(READ):], []).append(event)
     elif isinstance(event, dealing_shoe.RoundEnded):
         t.last_round = event.coup_id
 
@@ -216,24 +223,32 @@ class ShoeService:
         if any(isinstance(env.data, dealing_shoe.ShoeShuffled) for env in batch.events) and t.state.shoe_id:
             t.order = await self.secrets.get(table, t.state.shoe_id)
 
-    async def _reshuffle(self, table: str, t: TableShoe, coup: str, causation: str) -> None:
-        """End the shoe in play (revealing it) and fill a new one: shuffle and burn."""
-        if t.state.active and t.order is not None:
-            ended = dealing_shoe.decide(t.rules, t.state, dealing_shoe.EndShoe(*t.order), t.document)
+    async def _reshuffle(self, table: str, t: TableShoe, coup: str, causation: str, source: str = "") -> None:
+        """End the shoe in play (revealing it) and fill a new one: shuffle and
+        burn; at a card-reading shoe (``source``), with the order its shuffling
+        machine reported (none, shuffled by hand), its burn cards read."""
+        if t.state.active and (t.order is not None or t.state.source == "hand"):
+            reveal = dealing_shoe.EndShoe(*t.order) if t.order is not None else dealing_shoe.EndShoe((), "")
+            ended = dealing_shoe.decide(t.rules, t.state, reveal, t.document)
             await self._commit(table, t, ended, coup, f"{t.state.shoe_id}:end", causation)
         new = subjects.shoe_id(table, t.shuffles + 1)
         order = await self.secrets.get(table, new)
-        if order is None:  # two instances shuffling at once: the first order kept is the shoe's
+        if order is None and source == "recognised":
+            raise RuleViolation(readers.SHUFFLER, f"shoe {new} waits for the order the table's shuffling machine "
+                                "made: it is filled once the machine reports it")
+        if order is None and source == "hand":
+            order = ((), "")
+        elif order is None:  # two instances shuffling at once: the first order kept is the shoe's
             order = await self.secrets.put(table, new, self.shuffle(table, t.rules.decks))
-        events = dealing_shoe.fill(t.rules, t.state, new, *order, t.document)
+        events = dealing_shoe.fill(t.rules, t.state, new, *order, t.document, source)
         await self._commit(table, t, events, coup, f"{new}:shuffle", causation)
         # Only now: a shuffle that lost its race to another instance's step in
         # the shoe in play leaves the order of the shoe in play to deal from.
-        t.order = order
+        t.order = order if order[0] else None
 
     # ---- commands -------------------------------------------------------
 
-    async def handle(self, cmd: ShoeCommand) -> Reply:
+    async def handle(self, cmd: ShoeCommand | ShuffleMade) -> Reply:
         match cmd:
             case StartRound():
                 t = await self.table(cmd.table, cmd.ruleset)
@@ -245,13 +260,17 @@ class ShoeService:
                     # A stale dealer (another instance moved the table on) never deals a coup twice, and no
                     # round is started for a coup that cannot be the table's next (it would hold the shoe).
                     raise RuleViolation("shoe", wrong)
-                if not t.state.ready_for_round:
-                    await self._reshuffle(cmd.table, t, subjects.NO_COUP, cmd.id)
+                if not t.state.ready_for_round and (t.state.reshuffle or not t.state.active):
+                    await self._reshuffle(cmd.table, t, subjects.NO_COUP, cmd.id, cmd.source)
                 events = dealing_shoe.decide(t.rules, t.state, dealing_shoe.StartRound(cmd.coup), t.document)
                 await self._commit(cmd.table, t, events, cmd.coup, f"{cmd.coup}:start", cmd.id)
                 return Reply(True, coup=cmd.coup, shoe=t.state.shoe_id or "")
             case DrawCard():
                 return await self._draw(cmd)
+            case TakeRead():
+                return await readers.take(self, cmd)
+            case ShuffleMade():
+                return await readers.shuffle_made(self, cmd)
             case EndRound():
                 t = await self.table(cmd.table, cmd.ruleset)
                 ended_in = t.state.shoe_id or ""
@@ -263,7 +282,11 @@ class ShoeService:
                     if t.state.reshuffle and t.state.round is None:
                         # 002 (9), 003 7.8: the round completed, the cards are reshuffled now, not when the
                         # next coup opens (a next round asked first reshuffles as it starts, as before).
-                        await self._reshuffle(cmd.table, t, subjects.NO_COUP, cmd.id)
+                        try:
+                            await self._reshuffle(cmd.table, t, subjects.NO_COUP, cmd.id, cmd.source)
+                        except RuleViolation as exc:  # the machine's order not reported yet: the next round's
+                            if exc.clause != readers.SHUFFLER:  # start reshuffles once it is
+                                raise
                 if cmd.next is not None and t.state.round == cmd.next:
                     return Reply(True, coup=cmd.next, shoe=t.state.shoe_id or "")
                 return Reply(True, coup=cmd.coup, shoe=ended_in)

@@ -26,7 +26,7 @@ from casino.rules.errors import RuleViolation
 from casino.rules.ruleset import BaccaratRules, BlackjackRules, Ruleset
 from casino.rules.settlement import Payout
 from casino.rules.wagers import Wager
-from casino.store.envelope import AnyEvent, CoupConfigured
+from casino.store.envelope import AnyEvent, CoupConfigured, CoupRuled
 
 # The coup aggregate of any game (each game's own frozen state).
 Coup = baccarat.BaccaratCoup | blackjack.BlackjackCoup
@@ -328,6 +328,17 @@ CARD_DEALT: frozenset[type] = frozenset(DEALT_IN)
 BETTING_CLOSED: frozenset[type] = frozenset(game.betting_closed for game in GAMES.values())
 
 
+def voided(event: object) -> bool:
+    """Whether ``event`` voids its coup: a supervisor's ruling (``CoupRuled``)
+    that nothing more is dealt in it. A void coup is settled with every stake returned."""
+    return isinstance(event, CoupRuled) and event.ruling == "void"
+
+
+def ends_coup(event: object) -> bool:
+    """Whether ``event`` ends its coup for settlement: its result, or its voiding."""
+    return isinstance(event, RESULTS) or voided(event)
+
+
 def of(rules: Ruleset) -> Game:
     """The game a ruleset is for."""
     return next(game for game in GAMES.values() if isinstance(rules, game.rules_type))
@@ -350,8 +361,12 @@ def payouts_of(events: list[AnyEvent], book: wager_book.Book | None = None,
     otherwise the coup is not settled and the difference is reported.
     """
     configured = next(e for e in events if isinstance(e, CoupConfigured))
-    rules = rulesets.load(configured.ruleset) if rules is None else rules
     book = wager_book.book_of(events) if book is None else book
+    if any(voided(e) for e in events):  # void by a supervisor's ruling: every stake returned as it was staked
+        return tuple(Payout(w.seat, w.bet, w.amount, w.amount, player=w.player) for w in book.wagers) + tuple(
+            Payout(x.seat, x.kind, x.amount, x.amount, hand=x.hand, player=book.seated_at(x.seat))
+            for x in book.extras)
+    rules = rulesets.load(configured.ruleset) if rules is None else rules
     result = next(e for e in events if isinstance(e, RESULTS))
     game = of(rules)
     if not isinstance(result, game.result_type):

@@ -25,6 +25,9 @@ class Metrics:
         self.cards_dealt = Counter("casino_cards_dealt_total", "Cards dealt to hands.", ["table", "game"], registry=r)
         self.reshuffles = Counter("casino_reshuffles_total", "Reshuffles required, by reason (clause).",
                                   ["table", "reason"], registry=r)
+        self.card_incidents = Counter(
+            "casino_card_incidents_total", "Cards from a card-reading shoe a coup was held for, by kind (misdrawn, "
+            "refused): each one is for surveillance and waits for a supervisor's ruling.", ["kind"], registry=r)
         self.refused = Counter("casino_commands_refused_total", "Commands refused, by the clause that refused them.",
                                ["service", "clause"], registry=r)
         self.wagered = Counter("casino_wagered_minor_units_total", "Stakes accepted, in minor units.",

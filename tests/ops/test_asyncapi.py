@@ -52,7 +52,8 @@ def test_every_command_reply_and_event_is_described_with_its_schema() -> None:
     for doc, address, union in (("shoe", "casino.cmd.{table}.shoe", commands.ShoeCommand),
                                 ("wager", "casino.cmd.{table}.wager", commands.WagerCommand),
                                 ("wager", "casino.cmd.{table}.book", commands.BookCommand),
-                                ("dealer-policy", "casino.cmd.{table}.coup", commands.CoupCommand)):
+                                ("dealer-policy", "casino.cmd.{table}.coup", commands.CoupCommand),
+                                ("dealer-policy", "casino.cmd.{table}.read", commands.ReaderReport)):
         schema = channel(doc, address)
         assert all(f"- {tag}\n" in schema for tag in tags(union)), (doc, address)
     for doc in ("shoe", "wager", "dealer-policy"):

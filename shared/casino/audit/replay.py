@@ -20,7 +20,7 @@ from casino.rules.blackjack import messages as blackjack_messages
 from casino.rules.text import money
 from casino.rules.wagers import Wager
 from casino.store import subjects
-from casino.store.envelope import CoupConfigured, CoupHeld, RulesetRecorded
+from casino.store.envelope import CardIncident, CoupConfigured, CoupHeld, CoupRuled, RulesetRecorded
 from casino.store.eventstore import Stored
 
 SCHEMA = "casino.replay.coup/1"
@@ -307,12 +307,24 @@ _DESCRIBE: dict[type, Callable[[Any], str]] = {
     settlement.CoupSettled: lambda e: (f"settled: staked {_money(e.staked)}, returned {_money(e.returned)}, "
                                        f"house net {_money(e.staked - e.returned, signed=True)}"),
     shoe.RoundStarted: lambda e: "round started at the shoe",
-    shoe.CardDrawn: lambda e: f"{_card(e.position)}: {e.card} drawn",
+    shoe.CardDrawn: lambda e: f"{_card(e.position)}: {e.card} drawn" + (f", read by the shoe (report {e.read})"
+                                                                         if e.read else ""),
+    shoe.CardMisdrawn: lambda e: (f"{_card(e.position)}: {e.card} out of the shoe when no card was due (report "
+                                  f"{e.read}): to the discard rack"),
+    shoe.CardRefused: lambda e: f"{e.card} reported (report {e.read}) and refused: {e.why}",
+    CardIncident: lambda e: (f"held for a supervisor's ruling: {e.what}; house rule {e.setting} = "
+                             f"{e.house_rule.replace('_', ' ')}"),
+    CoupRuled: lambda e: (f"{e.supervisor} rules by {e.setting}: "
+                          + ("the card stays out, the coup is dealt on" if e.ruling == "go_on" else
+                             "the coup is void, every stake returned")),
     shoe.CutCardReached: lambda e: (f"cut card reached before {_card(e.position)}"
                                     + (" as the first card of the round" if e.first_of_round else "")),
     shoe.ReshuffleRequired: lambda e: f"reshuffle required ({e.when.replace('_', ' ')})",
     shoe.RoundEnded: lambda e: "round ended: cards to the discard rack",
-    shoe.ShoeShuffled: lambda e: f"new shoe {e.shoe_id} shuffled: {e.decks} decks, commitment {e.commitment[:16]}...",
+    shoe.ShoeShuffled: lambda e: (f"new shoe {e.shoe_id} shuffled: {e.decks} decks, "
+                                  + ("by hand: no order known, none committed to" if e.source == "hand" else
+                                     f"commitment {e.commitment[:16]}..."
+                                     + (" to the order its shuffling machine reported" if e.source else ""))),
     shoe.CardBurned: lambda e: f"burn card {e.card} ({_card(e.position)})",
     shoe.ShoeEnded: lambda e: f"shoe {e.shoe_id} ended; order and salt revealed",
 }

@@ -29,10 +29,13 @@ from casino.rules.wagers import Wager
 from casino.store import subjects
 from casino.store.envelope import (
     ADDED_SINCE,
+    NOT_OF_THE_GAME,
     OPENINGS_KEPT,
     AnyEvent,
+    CardIncident,
     CoupConfigured,
     CoupHeld,
+    CoupRuled,
     Envelope,
     RulesetRecorded,
 )
@@ -198,13 +201,59 @@ def _redecide(coup: str, rules: Ruleset, msgs: list[Stored]) -> list[Finding]:
     the events recorded from there (``redecided``)."""
     game = games.of(rules)
     state: Any = game.new()
+    readings = Readings(coup)
     for m in msgs:
-        state, differs = redecided(game, rules, state, [e for e in m.batch.events if type(e.data) is not CoupConfigured])
+        readings.look(m, game.waiting(rules, state).kind if state.phase != "new" else "")
+        state, differs = redecided(game, rules, state, [e for e in m.batch.events if not isinstance(e.data, NOT_OF_THE_GAME)])
         if differs:
             return [Finding(coup, m.seq, differs)]
+    if readings.findings or readings.void or readings.awaiting is not None:
+        return readings.findings + readings.unruled()
     if state.phase != "finished":
         return [Finding(coup, msgs[-1].seq if msgs else 0, f"the coup is not finished (phase {state.phase})")]
     return []
+
+
+class Readings:
+    """A coup's card incidents and rulings (a card-reading shoe's card the coup
+    could not take: docs/readers.md), each held to the coup as it stood: a
+    misdraw only where no card was due, each incident ruled by a supervisor
+    by the house rule it names before anything more is dealt, nothing dealt
+    in a coup once it is void."""
+
+    def __init__(self, coup: str) -> None:
+        self.coup = coup
+        self.findings: list[Finding] = []
+        self.awaiting: CardIncident | None = None
+        self.awaiting_seq = 0
+        self.void = False
+
+    def look(self, m: Stored, waits: str) -> None:
+        for env in m.batch.events:
+            e = env.data
+            if isinstance(e, CardIncident):
+                if e.kind == "misdrawn" and waits == "card":
+                    self.findings.append(Finding(self.coup, m.seq, f"{e.card} recorded as misdrawn, but the coup's "
+                                                                   "rules called for a card then"))
+                self.awaiting, self.awaiting_seq = e, m.seq
+            elif isinstance(e, CoupRuled):
+                if self.awaiting is None or e.read != self.awaiting.read:
+                    self.findings.append(Finding(self.coup, m.seq, f"a ruling on report {e.read}, which held nothing"))
+                elif not e.supervisor:
+                    self.findings.append(Finding(self.coup, m.seq, "a ruling that names no supervisor"))
+                elif e.ruling != self.awaiting.house_rule:
+                    self.findings.append(Finding(self.coup, m.seq, f"ruled {e.ruling!r}, but the house rule "
+                                                 f"{self.awaiting.setting} was {self.awaiting.house_rule!r}"))
+                self.awaiting, self.void = None, e.ruling == "void"
+            elif not isinstance(e, NOT_OF_THE_GAME) and (self.awaiting is not None or self.void):
+                self.findings.append(Finding(self.coup, m.seq, f"{type(e).__name__} recorded in a coup "
+                                             + ("held for a ruling" if self.awaiting is not None else "ruled void")))
+                return
+
+    def unruled(self) -> list[Finding]:
+        if self.awaiting is None:
+            return []
+        return [Finding(self.coup, self.awaiting_seq, f"held for {self.awaiting.what}, and no supervisor has ruled")]
 
 
 def redecided(game: games.Game, rules: Ruleset, state: Any, envelopes: Sequence[Envelope]) -> tuple[Any, str]:
@@ -293,7 +342,8 @@ def _payouts(coup: str, msgs: list[Stored], events: list[AnyEvent], book: wagerb
 
 
 # The shoe events a shoe is verified from.
-SHOE_EVENTS = (shoe.ShoeShuffled, shoe.CardBurned, shoe.CardDrawn, shoe.ShoeEnded)
+SHOE_EVENTS = (shoe.ShoeShuffled, shoe.CardBurned, shoe.CardDrawn, shoe.CardMisdrawn, shoe.ShoeEnded)
+LEFT_THE_SHOE = (shoe.CardBurned, shoe.CardDrawn, shoe.CardMisdrawn)
 
 
 def verify_shoes(stored: list[Stored]) -> list[Finding]:
@@ -307,23 +357,42 @@ def verify_shoes(stored: list[Stored]) -> list[Finding]:
 
 
 def verify_shoe(shoe_id: str, events: list[tuple[int, AnyEvent]]) -> list[Finding]:
-    """One shoe, from its events: nothing while it is still in play (verified when it ends)."""
+    """One shoe, from its events: the cards it can hold (its composition)
+    always; its commitment and order once it has ended (nothing where it was
+    shuffled by hand: no order was known)."""
     events = sorted(events, key=lambda se: se[0])
     shuffled = next((e for _, e in events if isinstance(e, shoe.ShoeShuffled)), None)
     ended = next(((s, e) for s, e in events if isinstance(e, shoe.ShoeEnded)), None)
+    findings = _composition(shoe_id, shuffled, events)
     if ended is None:
-        return []
+        return findings
     if shuffled is None:
         return [Finding(shoe_id, ended[0], "the shoe ended, but its shuffle and commitment are not recorded")]
     seq, end = ended
     assert isinstance(end, shoe.ShoeEnded)
+    if shuffled.source == "hand":
+        return findings + ([Finding(shoe_id, seq, "a shoe shuffled by hand revealed an order")] if end.order else [])
     try:
         shoe.check_revealed(end.order, end.salt, shuffled.commitment, shuffled.decks)
     except RuleViolation as exc:
         return [Finding(shoe_id, seq, exc.reason)]
-    findings = []
     for s, e in events:
-        if isinstance(e, shoe.CardBurned | shoe.CardDrawn) and end.order[e.position] != e.card:
+        if isinstance(e, LEFT_THE_SHOE) and end.order[e.position] != e.card:
             findings.append(Finding(shoe_id, s, f"position {e.position} gave {e.card}, "
                                                 f"the revealed order has {end.order[e.position]}"))
+    return findings
+
+
+def _composition(shoe_id: str, shuffled: shoe.ShoeShuffled | None, events: list[tuple[int, AnyEvent]]) -> list[Finding]:
+    """Every card out of the shoe one its decks hold: no more copies of a card than the decks have."""
+    if shuffled is None:
+        return []
+    out: dict[str, int] = defaultdict(int)
+    findings = []
+    for s, e in events:
+        if isinstance(e, LEFT_THE_SHOE):
+            out[e.card] += 1
+            if out[e.card] == shuffled.decks + 1:
+                findings.append(Finding(shoe_id, s, f"{e.card} out of the shoe {out[e.card]} times: a "
+                                                    f"{shuffled.decks}-deck shoe holds {shuffled.decks}"))
     return findings

@@ -49,13 +49,18 @@ APPROVALS = (Approval("method_b", "inspector", "INS-SIM", "at the simulated floo
              Approval("holder_plays_player", "casino_supervisor", "SUP-SIM", granted="2026-01-15"))
 
 
-def default_tables(count: int, names: list[str]) -> dict[str, TableConfig]:
-    """``count`` tables dealing the rulesets in turn: BAC000-1, BAC001-1, BJ002-1, ..."""
+def default_tables(count: int, names: list[str], readers: int = 0) -> dict[str, TableConfig]:
+    """``count`` tables dealing the rulesets in turn: BAC000-1, BAC001-1, BJ002-1, ...;
+    the last ``readers`` of them card-reading tables (docs/readers.md), shuffled
+    by a recognised machine and by hand in turn."""
     tables = {}
     for i, ruleset in zip(range(count), itertools.cycle(names), strict=False):
         name = f"{SHORT.get(ruleset, 'T')}-{i // len(names) + 1}"
+        read = i >= count - readers
         tables[name] = TableConfig(ruleset, approvals=APPROVALS if ruleset.startswith("baccarat") else (),
-                                   currency=SIMULATED_CURRENCY, supervisors=natsauth.SIMULATED_SUPERVISORS)
+                                   currency=SIMULATED_CURRENCY, supervisors=natsauth.SIMULATED_SUPERVISORS,
+                                   cards="read" if read else "shuffled",
+                                   shuffle="hand" if read and (count - 1 - i) % 2 else "recognised")
     return tables
 
 
@@ -67,6 +72,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "can follow; with --coups, flat out)")
     p.add_argument("--tables", type=at_least(1), default=4, help="number of tables (default 4, one per ruleset)")
     p.add_argument("--rulesets", default=",".join(SHORT), help="comma-separated rulesets the tables deal, in turn")
+    p.add_argument("--readers", type=at_least(0), default=1,
+                   help="how many of the tables (the last) read their cards from a card-reading shoe, shuffled by a "
+                        "recognised machine and by hand in turn (default 1; docs/readers.md)")
+    p.add_argument("--faults", type=chance, default=0.02, metavar="CHANCE",
+                   help="the chance at each card that a card-reading table's devices misbehave: a misdraw, a "
+                        "substituted card, a report sent twice, a silent shoe (default 0.02)")
     p.add_argument("--seed", type=int, default=None, help="seed for the simulated players (not the shuffle)")
     p.add_argument("--casino", type=named, default=SIMULATED,
                    help=f"the casino's name, recorded with its store when the store is made (default {SIMULATED!r})")
@@ -98,6 +109,16 @@ def named(value: str) -> str:
     if not 0 < len(value) <= 100 or not value.isprintable():
         raise argparse.ArgumentTypeError(f"{value!r} is no casino's name: 1 to 100 printable characters")
     return value
+
+
+def chance(value: str) -> float:
+    """A chance, 0 to 1, as an argument."""
+    try:
+        if 0 <= (taken := float(value)) <= 1:
+            return taken
+    except ValueError:
+        pass
+    raise argparse.ArgumentTypeError(f"{value!r} is not a chance from 0 to 1")
 
 
 def seconds(value: str) -> float:
@@ -139,13 +160,16 @@ async def _wait_ready(url: str, timeout: float = 30.0) -> None:
 
 
 async def _simulate(url: str, terminal_urls: dict[str, str], supervisor_url: str, tables: dict[str, TableConfig],
-                    coups: int | None, seed: int | None, pace: float = 0.0) -> None:
+                    coups: int | None, seed: int | None, pace: float = 0.0,
+                    device_urls: dict[str, tuple[str, str]] | None = None, faults: float = 0.0) -> None:
     """The floor's console on ``url``; each simulated table commands through
     its own terminal's user, as a table on a casino floor does."""
     console = Console(list(tables), {t: c.currency for t, c in tables.items()})
     nc = await natsclient.connect(url, **_quietly())
     terminals = {table: await natsclient.connect(u, **_quietly()) for table, u in terminal_urls.items()}
     supervisor = await natsclient.connect(supervisor_url, **_quietly())  # the floor supervisor's own credential
+    devices = {table: (await natsclient.connect(reader, **_quietly()), await natsclient.connect(shuffler, **_quietly()))
+               for table, (reader, shuffler) in (device_urls or {}).items()}
     # A second run continues the same store: show where each table stands.
     await _projections_caught_up(nc)
     kv = await KvProjections(nc.jetstream()).open()
@@ -165,7 +189,8 @@ async def _simulate(url: str, terminal_urls: dict[str, str], supervisor_url: str
 
     painter = asyncio.create_task(redraw())
     try:
-        await Simulator(nc, tables, seed, console, terminals=terminals, supervisor=supervisor, every=pace).run(coups)
+        await Simulator(nc, tables, seed, console, terminals=terminals, supervisor=supervisor, every=pace,
+                        devices=devices, faults=faults).run(coups)
         await _projections_caught_up(nc)
     finally:
         painter.cancel()
@@ -175,7 +200,7 @@ async def _simulate(url: str, terminal_urls: dict[str, str], supervisor_url: str
             console.draw()  # the tables as they end, in place
         else:
             print(console.render(), flush=True)
-        for connection in (*terminals.values(), supervisor, nc):
+        for connection in (*terminals.values(), *(c for pair in devices.values() for c in pair), supervisor, nc):
             with contextlib.suppress(Exception):  # a connection its server dropped closes as it can
                 await connection.close()
 
@@ -350,10 +375,11 @@ def run(args: argparse.Namespace) -> int:
         rulesets.load(name)
     var = Path(args.var)
     (var / "logs").mkdir(parents=True, exist_ok=True)
-    tables = default_tables(args.tables, names)
+    tables = default_tables(args.tables, names, min(args.readers, args.tables))
+    readers = [t for t, c in tables.items() if c.cards == "read"]
     tables_file = var / "tables.toml"
     tables_file.write_text(dump_tables(tables), encoding="utf-8")
-    pw = natsauth.local_auth(var, tables)  # every service its own user; no anonymous access
+    pw = natsauth.local_auth(var, tables, readers=readers)  # every service and device its own user; none anonymous
     server = NatsServer(var / "nats", port=args.port, config=var / natsauth.CONFIG_FILE,
                         log_file=var / "logs" / "nats-server.log")
     if server.holds_store():
@@ -388,7 +414,8 @@ def run(args: argparse.Namespace) -> int:
               + (f", a coup every {pace:g} s a table" if pace else ", flat out"), flush=True)
         print(LEGEND, flush=True)
         _run(_simulate(url("floor"), {t: url(f"terminal-{t}") for t in tables}, url(f"supervisor-{SUPERVISOR}"),
-                       tables, args.coups, args.seed, pace))
+                       tables, args.coups, args.seed, pace,
+                       {t: (url(f"reader-{t}"), url(f"shuffler-{t}")) for t in readers}, args.faults))
         print("every coup dealt and settled", flush=True)
         return 0
     except KeyboardInterrupt:

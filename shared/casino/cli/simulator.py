@@ -18,6 +18,7 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 
 from casino.cli.console import Console
+from casino.cli.devices import Devices
 from casino.config import rulesets
 from casino.config.tables import TableConfig
 from casino.nats.permissions import SIMULATED_SUPERVISORS
@@ -97,7 +98,8 @@ async def until_finished(reply: commands.Reply,
 class SimulatedTable:
     def __init__(self, name: str, config: TableConfig, peer: Peer, rnd: random.Random,
                  settled: Callable[[str], contextlib.AbstractContextManager[asyncio.Event]], store: JetStreamEventStore,
-                 habits: Habits | None = None, first: int = 0, supervisor: Peer | None = None) -> None:
+                 habits: Habits | None = None, first: int = 0, supervisor: Peer | None = None,
+                 devices: Devices | None = None) -> None:
         """``first``: which of the ruleset's procedures the table begins with (where the tables file names none);
         ``supervisor``: the floor supervisor's connection (``SUPERVISOR``'s
         credential), else the table's own."""
@@ -105,6 +107,7 @@ class SimulatedTable:
         self.supervisor = supervisor or peer
         self.first = first
         self.store, self.habits = store, habits or Habits()
+        self.devices = devices  # a card-reading table's shuffling machine and shoe
         # The last coup dealt here and who keeps its shoe (000 8.18).
         self.last: commands.Reply | None = None
         self.procedure = ""
@@ -216,9 +219,14 @@ class SimulatedTable:
         return f"{self.name}-D{self.coups // DEALER_STINT % 3 + 1}"
 
     async def _open(self, procedure: str, directed: bool) -> commands.Reply:
-        if directed:
-            return await self.supervise(commands.OpenCoup, procedure=procedure, dealer=self.dealer)
-        return await self.ask("coup", commands.OpenCoup, procedure=procedure, dealer=self.dealer)
+        for _ in range(16):  # at a card-reading table, a new shoe's order reported or its burn cards read first
+            if directed:
+                opened = await self.supervise(commands.OpenCoup, procedure=procedure, dealer=self.dealer)
+            else:
+                opened = await self.ask("coup", commands.OpenCoup, procedure=procedure, dealer=self.dealer)
+            if opened.ok or self.devices is None or not await self.devices.answer_refusal(opened):
+                break
+        return opened
 
     async def one_coup(self) -> None:
         await self._between_coups()
@@ -344,6 +352,15 @@ class SimulatedTable:
         return needed is None or any(a.what == "holder_plays_player" and a.by == needed for a in self.config.approvals)
 
     async def _respond(self, coup: str, w: commands.Waiting) -> commands.Reply:
+        if self.devices is not None:
+            if w.kind == "read":
+                return await self.devices.read()
+            if w.kind == "ruling":  # the floor supervisor rules by the house rule (docs/clauses.md)
+                setting = self.rules.shoe.misdraw if w.incident == "misdrawn" else self.rules.shoe.refused
+                return await self.supervise(commands.Rule, coup=coup, ruling=setting)
+            misdrawn = await self.devices.maybe_misdraw()
+            if misdrawn is not None and misdrawn.waiting is not None and misdrawn.waiting.kind == "ruling":
+                return misdrawn  # the coup held for it: the supervisor rules next
         assert w.seat is not None
         if w.kind == "answer":
             plays = "player" if w.offer == "shoe" and self._may_play_player() and self._chance("plays_player") \
@@ -372,7 +389,8 @@ class Simulator:
     def __init__(self, nc: Client, tables: dict[str, TableConfig], seed: int | None = None,
                  console: Console | None = None, patience: int = 5, every: float = 0.0,
                  terminals: dict[str, Client] | None = None, habits: Habits | None = None,
-                 supervisor: Client | None = None) -> None:
+                 supervisor: Client | None = None, devices: dict[str, tuple[Client, Client]] | None = None,
+                 faults: float = 0.0) -> None:
         """``nc`` watches the events; each table's commands go by its terminal's
         connection in ``terminals`` (a terminal user of its own), else by ``nc``,
         and a supervisor's by ``supervisor`` (``SUPERVISOR``'s user), else by ``nc``.
@@ -383,6 +401,10 @@ class Simulator:
         self.waiting: dict[str, asyncio.Event] = {}
         self.peers = {name: Peer((terminals or {}).get(name, nc), timeout=10, attempts=patience) for name in tables}
         self.supervisor = Peer(supervisor or nc, timeout=10, attempts=patience)
+        # Each card-reading table's shoe and shuffling machine, on their own connections (users), and how
+        # often they misbehave (a chance at each card).
+        self.devices, self.faults = devices or {}, faults
+        self.patience = patience
         self.playing: list[SimulatedTable] = []
 
     def stop(self) -> None:
@@ -420,8 +442,15 @@ class Simulator:
         tables: list[SimulatedTable] = []
         begun: Counter[str] = Counter()  # tables of each ruleset so far: each begins with the next procedure
         for name, cfg in self.tables.items():
-            tables.append(SimulatedTable(name, cfg, self.peers[name], random.Random(self.rnd.random()), self._settled,
-                                         store, self.habits, first=begun[cfg.ruleset], supervisor=self.supervisor))
+            rnd = random.Random(self.rnd.random())
+            devices = None
+            if cfg.cards == "read":
+                reader, shuffler = self.devices.get(name, (self.nc, self.nc))
+                devices = Devices(name, cfg, rulesets.load(cfg.ruleset), Peer(reader, timeout=10, attempts=self.patience),
+                                  Peer(shuffler, timeout=10, attempts=self.patience), rnd, self.faults)
+            tables.append(SimulatedTable(name, cfg, self.peers[name], rnd, self._settled,
+                                         store, self.habits, first=begun[cfg.ruleset], supervisor=self.supervisor,
+                                         devices=devices))
             begun[cfg.ruleset] += 1
         self.playing = tables
         # Paced tables start at even intervals, as tables on a floor do not deal in step.

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import tomllib
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import msgspec
 
@@ -31,6 +31,16 @@ class TableConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     # The casino's roster of supervisors (the tables file's ``supervisors``), as each table holds it:
     # recorded with every coup, and a direction from a name not on it is refused.
     supervisors: tuple[Supervisor, ...] = ()
+    # How the table's cards come (docs/readers.md): "shuffled" (the shoe service shuffles and deals:
+    # an electronic table) or "read" (a card-reading shoe reports each card), whose ``shuffle`` is
+    # "recognised" (a shuffling machine reports the order it made) or "hand" (no order is known).
+    cards: Literal["shuffled", "read"] = "shuffled"
+    shuffle: Literal["recognised", "hand"] = "recognised"
+
+    @property
+    def source(self) -> Literal["", "recognised", "hand"]:
+        """Where the shoe's order comes from: "" the shoe service's own shuffle, else the read table's shuffle."""
+        return "" if self.cards == "shuffled" else self.shuffle
 
 
 class Tables(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -57,6 +67,9 @@ def dump_tables(tables: dict[str, TableConfig]) -> str:
             lines.append(f'procedure = "{t.procedure}"')
         if t.currency:
             lines.append(f'currency = "{t.currency}"')
+        if t.cards != "shuffled":
+            lines.append(f'cards = "{t.cards}"')
+            lines.append(f'shuffle = "{t.shuffle}"')
         if t.supervisors:
             lines.append(f"supervisors = {json.dumps(list(t.supervisors))}")
         if t.approvals:

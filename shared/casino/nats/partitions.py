@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from casino.store import subjects
 
 PARTITIONS = 16  # at most this many instances of a service share the tables; more stand by
-KINDS = ("coup", "wager", "book", "shoe")  # the command subjects' last token, besides a supervisor's
+KINDS = ("coup", "wager", "book", "shoe", "read", "shuffler")  # the command subjects' last token, besides a supervisor's
 
 
 def partition(table: str) -> int:

@@ -48,6 +48,11 @@ TERMINAL_ACCOUNT = "TERMINAL_"  # each table's terminal in an account of its own
 TERMINAL_LIMITS = {"max_connections": 4, "max_subscriptions": 16}
 SUPERVISOR_ACCOUNT = "SUPERVISOR_"  # each supervisor in an account of its own: SUPERVISOR_<name>
 SUPERVISOR_LIMITS = dict(TERMINAL_LIMITS)  # a supervisor's tablet, as bounded as a table's terminal
+# Each card-reading table's devices (its card-reading shoe and its shuffling machine) in an account of their
+# own, DEVICE_<table>, as bounded as its terminal's: a device that holds every connection it may takes none
+# of the terminal's.
+DEVICE_ACCOUNT = "DEVICE_"
+DEVICE_LIMITS = dict(TERMINAL_LIMITS)
 STREAM, SECRETS, DLQ, ARCHIVE = "CASINO", "CASINO_SHOE_SECRETS", "CASINO_DLQ", "CASINO_ARCHIVE"
 SETTLEMENT_DURABLE = "settlement"
 ARCHIVER_DURABLE = "archiver"
@@ -61,6 +66,8 @@ RESPONDERS = ("shoe", "wager", "dealer-policy")  # they answer requests
 SERVICES = ("shoe", "wager", "dealer-policy", "settlement", "projections", "archiver")
 # The command subjects the casino exports to the terminals' accounts, and to the supervisors'.
 EXPORTED = ("casino.cmd.*.coup", "casino.cmd.*.wager")
+# Exported to the devices' accounts: the card-reading shoe's reports, the shuffling machine's orders.
+DEVICES_EXPORTED = {"reader": "casino.cmd.*.read", "shuffler": "casino.cmd.*.shuffler"}
 SUPERVISED = "casino.cmd.*.supervise.*"
 
 
@@ -155,20 +162,21 @@ PROVISION = tuple(f"$JS.API.STREAM.{verb}.{stream}" for stream in DECLARED_STREA
 SIMULATED_SUPERVISORS = ("SUP-SIM",)
 
 
-def permissions(tables: Iterable[str], supervisors: Iterable[str] = ()) -> dict[str, User]:
+def permissions(tables: Iterable[str], supervisors: Iterable[str] = (), readers: Iterable[str] = ()) -> dict[str, User]:
     """Every user's rights: the services', the readers', the administrator's,
-    each table's terminal and each of ``supervisors``."""
+    each table's terminal, each of ``supervisors``, and the devices of each
+    table of ``readers`` (its cards read from a card-reading shoe)."""
     kv_write = tuple(f"$KV.{bucket}.>" for bucket in (*BUCKETS.values(), META))
     users: dict[str, User] = {
         "shoe": User(CASINO, (_events("shoe"), "casino.secret.>", *READ, *owning("shoe"),
                               f"$JS.API.DIRECT.GET.{SECRETS}.>", f"$JS.API.STREAM.INFO.{SECRETS}"),
-                     (_cmd("shoe"),),
+                     (_cmd("shoe"), _cmd("shuffler")),
                      "records shoe events; alone keeps and reads the shuffled orders until each shoe ends", responds=True),
         "wager": User(CASINO, (_events("wager"), *READ, *owning("wager")), (_cmd("wager"), _cmd("book")),
                       "records the wager books; answers the terminals' wagers and the dealer-policy's books", responds=True),
         "dealer-policy": User(CASINO, (_events("coup"), "casino.ev.*.-.-.ruleset", _cmd("shoe"), _cmd("book"),
                                        *READ, *owning("dealer-policy")),
-                              (_cmd("coup"), _cmd("supervise.*")),
+                              (_cmd("coup"), _cmd("supervise.*"), _cmd("read")),
                               "records the coups and each table's rulesets; alone asks the shoe for cards and "
                               "opens and closes wager books", responds=True),
         "settlement": User(CASINO, (_events("settle"), *READ, "casino.dlq.>", *SETTLES, *owning("settlement")), (),
@@ -202,6 +210,12 @@ def permissions(tables: Iterable[str], supervisors: Iterable[str] = ()) -> dict[
         users[f"terminal-{table}"] = User(
             f"{TERMINAL_ACCOUNT}{table}", (f"casino.cmd.{table}.coup", f"casino.cmd.{table}.wager"), (),
             f"table {table}'s terminal: its own table's commands and its own replies, nothing else")
+    for table in readers:
+        for device, subject in DEVICES_EXPORTED.items():
+            users[f"{device}-{table}"] = User(
+                f"{DEVICE_ACCOUNT}{table}", (subject.replace("*", table),), (),
+                f"table {table}'s {'card-reading shoe' if device == 'reader' else 'shuffling machine'}: "
+                "reports for its own table on its own subject (docs/readers.md) and reads nothing")
     return users
 
 
@@ -239,6 +253,7 @@ def accounts(users: dict[str, User], password: dict[str, str]) -> dict[str, obje
     others = sorted({u.account for u in users.values() if u.account != CASINO})
     terminals = [a for a in others if a.startswith(TERMINAL_ACCOUNT)]
     supervisors = [a for a in others if a.startswith(SUPERVISOR_ACCOUNT)]
+    devices = [a for a in others if a.startswith(DEVICE_ACCOUNT)]
     # The account holds its declared streams and no other (their names are the
     # administrator's only grant besides), and a bounded number of consumers.
     casino: dict[str, object] = {"jetstream": {"max_streams": len(DECLARED_STREAMS)}, "users": members(CASINO),
@@ -246,6 +261,7 @@ def accounts(users: dict[str, User], password: dict[str, str]) -> dict[str, obje
     exports = [{"service": s, "accounts": terminals} for s in EXPORTED if terminals]
     if supervisors:
         exports.append({"service": SUPERVISED, "accounts": supervisors})
+    exports += [{"service": s, "accounts": devices} for s in DEVICES_EXPORTED.values() if devices]
     if exports:
         casino["exports"] = exports
     out: dict[str, object] = {CASINO: casino}
@@ -257,6 +273,10 @@ def accounts(users: dict[str, User], password: dict[str, str]) -> dict[str, obje
         name = account.removeprefix(SUPERVISOR_ACCOUNT)
         out[account] = {"users": members(account), "limits": dict(SUPERVISOR_LIMITS), "imports": [
             {"service": {"account": CASINO, "subject": SUPERVISED.removesuffix("*") + name}}]}
+    for account in devices:
+        table = account.removeprefix(DEVICE_ACCOUNT)
+        out[account] = {"users": members(account), "limits": dict(DEVICE_LIMITS), "imports": [
+            {"service": {"account": CASINO, "subject": s.replace("*", table)}} for s in DEVICES_EXPORTED.values()]}
     return out
 
 
@@ -300,11 +320,12 @@ AUTH_FILE = "nats-auth.json"
 CONFIG_FILE = "nats.conf"
 
 
-def local_auth(var: Path, tables: Iterable[str], supervisors: Iterable[str] = SIMULATED_SUPERVISORS) -> dict[str, str]:
+def local_auth(var: Path, tables: Iterable[str], supervisors: Iterable[str] = SIMULATED_SUPERVISORS,
+               readers: Iterable[str] = ()) -> dict[str, str]:
     """The users and passwords of the embedded server under ``var`` (made once,
     kept with owner-only access), and its configuration file written anew."""
     path = var / AUTH_FILE
-    users = permissions(tables, supervisors)
+    users = permissions(tables, supervisors, readers)
     known: dict[str, str] = json.loads(path.read_text()) if path.exists() else {}
     pw = {**passwords(u for u in users if u not in known), **known}
     write_private(path, json.dumps(pw))

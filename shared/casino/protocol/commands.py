@@ -177,14 +177,63 @@ class Status(Command, frozen=True, tag="table.status"):
     """What the table's current coup waits for (a query; writes nothing)."""
 
 
+class Rule(Command, frozen=True, tag="table.rule"):
+    """A supervisor's ruling on a coup held for what a card-reading shoe
+    reported (docs/readers.md): ``go_on`` (the card stays out of the coup, in
+    the discard rack, and the coup is dealt on), or ``void`` (nothing more is
+    dealt in it: it stays held, its wagers for compliance, and the table goes
+    on with its next coup). Taken only on the supervisor's own subject, where
+    ``supervisor`` is the name that subject gives."""
+
+    coup: Token
+    ruling: Literal["go_on", "void"]
+    supervisor: Text = ""
+
+
 CoupCommand = (
     OpenCoup | CloseBetting | AnswerOffer | ExposeHand | ReturnCards | ReportHandlingBreach | PassShoe
     | ForfeitShoe | Decide | Status
 )
-# What a supervisor directs, on the supervisor's own subject: a forfeit only
-# there (SUPERVISED), an opening there or, by the procedure in force, from a terminal.
-SupervisorCommand = ForfeitShoe | OpenCoup
-SUPERVISED = (ForfeitShoe,)
+# What a supervisor directs, on the supervisor's own subject: a forfeit and a
+# ruling only there (SUPERVISED), an opening there or, by the procedure in force, from a terminal.
+SupervisorCommand = ForfeitShoe | OpenCoup | Rule
+SUPERVISED = (ForfeitShoe, Rule)
+
+
+# ---- from a table's card-reading shoe (casino.cmd.<table>.read) and shuffling
+# machine (casino.cmd.<table>.shuffler): docs/readers.md ----------------------
+
+# A report's id: the device's own, unique at its table; a report sent again with it is the same report.
+ReportId = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_:.-]{1,64}$")]
+
+
+class CardRead(Command, frozen=True, tag="reader.card"):
+    """A card out of the card-reading shoe, as it read it; ``card`` empty where it could not read it."""
+
+    id: ReportId
+    card: Annotated[str, msgspec.Meta(pattern=r"^([2-9TJQKA][SHDC])?$")]
+
+
+class CutCardRead(Command, frozen=True, tag="reader.cut_card"):
+    """The cut card out of the card-reading shoe."""
+
+    id: ReportId
+
+
+ReaderReport = CardRead | CutCardRead
+
+
+class ShuffleMade(Command, frozen=True, tag="shuffler.order"):
+    """The order a shuffling machine made for the table's next shoe, the
+    shoe's first card first: one full set of the shoe's decks."""
+
+    id: ReportId
+    cards: Annotated[tuple[Annotated[str, msgspec.Meta(pattern=r"^[2-9TJQKA][SHDC]$")], ...],
+                     msgspec.Meta(max_length=416)]
+
+
+# What the dealer-policy answers: a terminal's, a supervisor's and a card-reading shoe's commands.
+PolicyCommand = CoupCommand | SupervisorCommand | ReaderReport
 
 
 # ---- to the wager service (casino.cmd.<table>.wager) -----------------------
@@ -263,9 +312,15 @@ BookCommand = OpenBook | CloseBook | PlaceExtra
 # ---- to the shoe service (casino.cmd.<table>.shoe) --------------------------
 
 
+# Where a table's cards come from (TableConfig.source): "" the shoe service's
+# own shuffle; a card-reading shoe's, shuffled by a "recognised" machine or by "hand".
+Source = Literal["", "recognised", "hand"]
+
+
 class StartRound(Command, frozen=True, tag="shoe.start_round"):
     coup: Token
     ruleset: str
+    source: Source = ""  # how the shoe is filled, if one is filled for this round
 
 
 class DrawCard(Command, frozen=True, tag="shoe.draw_card"):
@@ -296,9 +351,25 @@ class EndRound(Command, frozen=True, tag="shoe.end_round"):
     ruleset: str
     pickup: tuple[Card, ...]
     next: Token | None = None
+    source: Source = ""
 
 
-ShoeCommand = StartRound | DrawCard | EndRound
+class TakeRead(Command, frozen=True, tag="shoe.take_read"):
+    """A card-reading shoe's report, checked by the shoe (``CardRead``,
+    ``CutCardRead``): ``due`` where the coup's rules call for a card now
+    (``clause``: what a card out when none is due breaches). Answered with the
+    card and its position, or with the ``incident`` it was recorded as."""
+
+    coup: str
+    ruleset: str
+    read: str
+    card: str = ""
+    cut: bool = False
+    due: bool = False
+    clause: str = ""
+
+
+ShoeCommand = StartRound | DrawCard | EndRound | TakeRead
 
 
 # ---- replies ----------------------------------------------------------------
@@ -307,7 +378,9 @@ ShoeCommand = StartRound | DrawCard | EndRound
 class Waiting(msgspec.Struct, frozen=True):
     """What a coup waits for next: ``open`` (no coup), ``close_betting``,
     ``answer`` (from ``seat``, about ``offer``), ``expose`` (``seat``'s ``hand``),
-    ``decision`` (``seat``, blackjack ``box_hand``), ``finished``, or ``held``
+    ``decision`` (``seat``, blackjack ``box_hand``), ``read`` (the card-reading
+    shoe's next card, due to ``seat``/``hand``), ``ruling`` (held for a card
+    ``incident`` until a supervisor rules), ``finished``, or ``held``
     (held for compliance: nothing more is dealt in it; the next coup opens). For a
     decision it shows the hand's ``cards``, the dealer's face-up ``dealer`` cards
     and the actions the rules allow now (``options``). At baccarat,
@@ -323,6 +396,7 @@ class Waiting(msgspec.Struct, frozen=True):
     dealer: tuple[Card, ...] = ()
     options: tuple[str, ...] = ()
     shoe_holder: int | None = None
+    incident: str | None = None  # ``ruling``: what the coup is held for ("misdrawn", "refused": docs/readers.md)
 
 
 class Reply(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -337,6 +411,9 @@ class Reply(msgspec.Struct, frozen=True, omit_defaults=True):
     cards: tuple[Card, ...] = ()
     positions: tuple[int, ...] = ()
     wagers: tuple[Wager, ...] = ()
+    # What a card-reading shoe's report was recorded as, where not a card dealt:
+    # "burned", "misdrawn", "refused" (not the shoe's), "cut card".
+    incident: str = ""
 
 
 WAGER_SERVICE = "wager service"
@@ -360,4 +437,6 @@ wager_decoder = msgspec.json.Decoder(WagerCommand)
 book_decoder = msgspec.json.Decoder(BookCommand)
 shoe_decoder = msgspec.json.Decoder(ShoeCommand)
 reply_decoder = msgspec.json.Decoder(Reply)
+reader_decoder = msgspec.json.Decoder(ReaderReport)
+shuffler_decoder = msgspec.json.Decoder(ShuffleMade)
 encoder = msgspec.json.Encoder()

@@ -76,6 +76,12 @@ class ShoeRules(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     burn: Literal["none", "first_card", "by_first_card_value"] = "first_card"
     shuffler: Shuffler = "shoe"
     cut_card_first_of_round: Literal["reshuffle_now", "deal_round"] = "reshuffle_now"
+    # House rules where the regulations are silent, for a table with a card-reading shoe (docs/clauses.md):
+    # what a supervisor's ruling makes of a coup held for a card out when none was due (``misdraw``: the
+    # card burned and the coup dealt on, or the coup void) and for a card the shoe cannot have given
+    # (``refused``: not the next of the committed order, or one copy too many).
+    misdraw: Literal["go_on", "void"] = "go_on"
+    refused: Literal["go_on", "void"] = "void"
 
     def __post_init__(self) -> None:
         _require(1 <= self.decks <= 8, "decks", "must be 1 to 8")

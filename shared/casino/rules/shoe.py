@@ -1,7 +1,9 @@
 """The shoe: shuffle commitment, burn, cut card, draw, pick-up and reshuffle.
 
-The shoe service shuffles and keeps the order secret; this model consumes the
-recorded cards as they leave the shoe. At the shuffle only a commitment (a hash
+The shoe service shuffles and keeps the order secret (or, at a table with a
+card-reading shoe, keeps the order its shuffling machine reports, or knows no
+order where the cards were shuffled by hand); this model consumes the recorded
+cards as they leave the shoe. At the shuffle only a commitment (a hash
 of the order and a salt) is published; when the shoe ends the order and salt are
 revealed and checked against every card that was burned or drawn. Card
 conservation holds at every step: each card of the set is still in the shoe, on
@@ -42,6 +44,20 @@ class Shuffle(ShoeCommand, frozen=True, tag="shoe.shuffle"):
 
 class Burn(ShoeCommand, frozen=True, tag="shoe.burn"):
     card: Card
+    read: str = ""  # the card-reading shoe's report of the card, where one read it
+
+
+class Misdraw(ShoeCommand, frozen=True, tag="shoe.misdraw"):
+    """A card out of a card-reading shoe when none was due (``clause``): to the discard rack."""
+
+    coup_id: str
+    card: Card
+    read: str
+    clause: str
+
+
+class CutCardOut(ShoeCommand, frozen=True, tag="shoe.cut_card_out"):
+    """A card-reading shoe's cut card come out: the cut card where it actually came."""
 
 
 class StartRound(ShoeCommand, frozen=True, tag="shoe.start_round"):
@@ -51,6 +67,7 @@ class StartRound(ShoeCommand, frozen=True, tag="shoe.start_round"):
 class Draw(ShoeCommand, frozen=True, tag="shoe.draw"):
     coup_id: str
     card: Card
+    read: str = ""
 
 
 class EndRound(ShoeCommand, frozen=True, tag="shoe.end_round"):
@@ -79,6 +96,10 @@ class ShoeShuffled(ShoeEvent, frozen=True, tag="shoe.shuffled"):
     commitment: str
     burns_due: int
     burn_by_value: bool
+    # Where the cards come from (a field of version 3): "" the shoe service's own shuffle, which it deals;
+    # a card-reading shoe's, shuffled by a "recognised" shuffling machine (the order it reports is the
+    # one committed to) or by "hand" (no order known: no commitment, and nothing revealed at the end).
+    source: str = ""
 
 
 class CardBurned(ShoeEvent, frozen=True, tag="shoe.card_burned"):
@@ -86,6 +107,7 @@ class CardBurned(ShoeEvent, frozen=True, tag="shoe.card_burned"):
     card: Card
     face_up: bool
     clause: str = ""  # 002 (3), or the setting; empty in records from before it was cited (version 1)
+    read: str = ""  # the id of the card-reading shoe's report of it (version 3); empty where the service dealt it
 
 
 class RoundStarted(ShoeEvent, frozen=True, tag="shoe.round_started"):
@@ -102,6 +124,31 @@ class CardDrawn(ShoeEvent, frozen=True, tag="shoe.card_drawn"):
     coup_id: str
     position: int
     card: Card
+    read: str = ""  # the id of the card-reading shoe's report of it (version 2); empty where the service dealt it
+
+
+class CardMisdrawn(ShoeEvent, frozen=True, tag="shoe.card_misdrawn"):
+    """A card out of a card-reading shoe when none was due (000 8.19, 8.28 where
+    a holder drew it): it left the shoe, and goes to the discard rack."""
+
+    coup_id: str
+    position: int
+    card: Card
+    read: str
+    clause: str
+
+
+class CardRefused(ShoeEvent, frozen=True, tag="shoe.card_refused"):
+    """A card a card-reading shoe reported that it cannot have given: not the
+    next of the order committed to, or more copies than its decks hold. Kept
+    out of the shoe's cards (the order's next card is still in it); the coup
+    it came in is held."""
+
+    coup_id: str
+    card: str
+    read: str
+    why: str
+    clause: str
 
 
 class RoundEnded(ShoeEvent, frozen=True, tag="shoe.round_ended"):
@@ -119,10 +166,13 @@ class ShoeEnded(ShoeEvent, frozen=True, tag="shoe.ended"):
     salt: str
 
 
-AnyShoeCommand = Shuffle | Burn | StartRound | Draw | EndRound | EndShoe
+AnyShoeCommand = Shuffle | Burn | StartRound | Draw | EndRound | EndShoe | Misdraw | CutCardOut
 AnyShoeEvent = (
     ShoeShuffled | CardBurned | RoundStarted | CutCardReached | CardDrawn | RoundEnded | ReshuffleRequired | ShoeEnded
+    | CardMisdrawn | CardRefused
 )
+# A card-reading shoe's shuffles: the order a shuffling machine reports, or none (by hand).
+SOURCES = ("recognised", "hand")
 
 
 # ---- state ----------------------------------------------------------------
@@ -152,6 +202,7 @@ class ShoeState(msgspec.Struct, gc=False):
     round_cards: int = 0
     cut_reached: bool = False
     reshuffle: Literal["", "now", "after_round", "before_next_round"] = ""
+    source: str = ""  # ShoeShuffled.source
 
     @property
     def active(self) -> bool:
@@ -229,10 +280,16 @@ def decide(rules: ShoeRules, state: ShoeState, command: AnyShoeCommand, document
 
 
 def fill(rules: ShoeRules, state: ShoeState, shoe_id: str, order: Sequence[Card], salt: str,
-         document: str = "") -> list[AnyShoeEvent]:
+         document: str = "", source: str = "") -> list[AnyShoeEvent]:
     """Fill a new shoe with ``order``: the shuffle (its commitment published),
-    then the burn cards the ruleset burns, from the top of the order."""
-    shuffled = decide(rules, state, Shuffle(shoe_id, commitment(order, salt)), document)
+    then the burn cards the ruleset burns, from the top of the order. A
+    card-reading shoe's (``source``) is the shuffle alone, committed to the
+    order its shuffling machine reported (none, shuffled by hand): its burn
+    cards are the cards it reads first."""
+    committed = "" if source == "hand" else commitment(order, salt)
+    shuffled = decide(rules, state, Shuffle(shoe_id, committed), document)
+    if source:
+        return [msgspec.structs.replace(e, source=source) if isinstance(e, ShoeShuffled) else e for e in shuffled]
 
     def burn(_: None, s: ShoeState) -> list[AnyShoeEvent]:
         return decide(rules, s, Burn(order[s.position]), document) if s.burns_due else []
@@ -272,7 +329,7 @@ def _burn(state: ShoeState, cmd: Burn, c: Cites) -> list[AnyShoeEvent]:
     _check_card(state, cmd.card)
     # The first burn card is turned face up where its value sets further burns.
     first = state.position == 0
-    return [CardBurned(state.shoe_id or "", state.position, cmd.card, face_up=first, clause=c.burn)]
+    return [CardBurned(state.shoe_id or "", state.position, cmd.card, face_up=first, clause=c.burn, read=cmd.read)]
 
 
 def _start_round(state: ShoeState, cmd: StartRound, c: Cites) -> list[AnyShoeEvent]:
@@ -299,7 +356,8 @@ def _draw(rules: ShoeRules, state: ShoeState, cmd: Draw, c: Cites) -> list[AnySh
         raise RuleViolation(c.cut_first, "the cut card came out first in this round: reshuffle immediately")
     _check_card(state, cmd.card)
     pos = len(state.drawn)
-    if state.cut_index is not None and pos >= state.cut_index and not state.cut_reached:
+    # A card-reading shoe reports its cut card where it comes (``CutCardOut``): it is not reckoned.
+    if state.cut_index is not None and pos >= state.cut_index and not state.cut_reached and not state.source:
         first = state.round_cards == 0
         if first and rules.cut_card_first_of_round == "reshuffle_now":
             # 003 7.9: cut card as the first card of a new round -> reshuffle now.
@@ -310,7 +368,32 @@ def _draw(rules: ShoeRules, state: ShoeState, cmd: Draw, c: Cites) -> list[AnySh
         # 002 (9), 003 7.8: finish the round, then reshuffle.
         return [CutCardReached(shoe_id, pos, first, c.cut_first if first else c.cut_card),
                 CardDrawn(shoe_id, cmd.coup_id, pos, cmd.card)]
-    return [CardDrawn(shoe_id, cmd.coup_id, pos, cmd.card)]
+    return [CardDrawn(shoe_id, cmd.coup_id, pos, cmd.card, cmd.read)]
+
+
+def _misdraw(state: ShoeState, cmd: Misdraw) -> list[AnyShoeEvent]:
+    if not state.source:
+        raise RuleViolation("shoe", "only a card-reading shoe's card is misdrawn: the service draws its own")
+    _check_card(state, cmd.card)
+    return [CardMisdrawn(state.shoe_id or "", cmd.coup_id, len(state.drawn), cmd.card, cmd.read, cmd.clause)]
+
+
+def _cut_card_out(rules: ShoeRules, state: ShoeState, c: Cites) -> list[AnyShoeEvent]:
+    """The cut card out of a card-reading shoe, judged where it came: the first
+    card of a round (003 7.9: reshuffle now, where the ruleset says so), else
+    during one (002 (9), 003 7.8: the round completed, then the reshuffle)."""
+    shoe_id = state.shoe_id
+    if shoe_id is None or not state.source or state.cut_index is None:
+        raise RuleViolation("shoe", "no cut card is in play in this shoe")
+    if state.cut_reached:
+        raise RuleViolation(c.cut_card, "the cut card of this shoe came out already")
+    first = state.round is None or state.round_cards == 0
+    if first and rules.cut_card_first_of_round == "reshuffle_now":
+        return [CutCardReached(shoe_id, state.position, True, c.cut_first),
+                ReshuffleRequired(shoe_id, "now", c.cut_first)]
+    if state.round is None:  # between rounds: the next round is dealt, then the reshuffle
+        return [CutCardReached(shoe_id, state.position, True, c.cut_first)]
+    return [CutCardReached(shoe_id, state.position, first, c.cut_first if first else c.cut_card)]
 
 
 def _end_round(rules: ShoeRules, state: ShoeState, cmd: EndRound, c: Cites) -> list[AnyShoeEvent]:
@@ -332,6 +415,10 @@ def _end_shoe(state: ShoeState, cmd: EndShoe, c: Cites) -> list[AnyShoeEvent]:
         raise RuleViolation("shoe", "no shoe is in play")
     if state.round is not None and state.round_cards:
         raise RuleViolation(c.cut_card, "a round in progress is completed before the cards are reshuffled")
+    if state.source == "hand":  # no order was known: none is revealed
+        if cmd.order or cmd.salt:
+            raise RuleViolation("commitment", "a shoe shuffled by hand has no order to reveal")
+        return [ShoeEnded(state.shoe_id or "", (), "")]
     check_revealed(cmd.order, cmd.salt, state.commitment, state.decks)
     if list(cmd.order[: state.position]) != state.drawn:
         raise RuleViolation("commitment", "the cards dealt are not the revealed order")
@@ -365,7 +452,7 @@ def evolve(state: ShoeState, event: AnyShoeEvent) -> ShoeState:
 
 def _shuffled(state: ShoeState, e: ShoeShuffled) -> ShoeState:
     return ShoeState(shoe_id=e.shoe_id, decks=e.decks, cards=e.cards, cut_index=e.cut_index, commitment=e.commitment,
-                     burns_due=e.burns_due, burn_by_value=e.burn_by_value, round=state.round)
+                     burns_due=e.burns_due, burn_by_value=e.burn_by_value, round=state.round, source=e.source)
 
 
 def _burned(state: ShoeState, e: CardBurned) -> ShoeState:
@@ -385,6 +472,13 @@ def _drawn(state: ShoeState, e: CardDrawn) -> ShoeState:
     state.dealt[DECK_INDEX[e.card]] += 1
     state.layout.append(e.card)
     state.round_cards += 1
+    return state
+
+
+def _misdrawn(state: ShoeState, e: CardMisdrawn) -> ShoeState:
+    state.drawn.append(e.card)
+    state.dealt[DECK_INDEX[e.card]] += 1
+    state.discard.append(e.card)
     return state
 
 
@@ -418,6 +512,8 @@ _DECIDE: dict[type, Callable[[ShoeRules, ShoeState, Any, Cites], list[AnyShoeEve
     Draw: _draw,
     EndRound: _end_round,
     EndShoe: lambda rules, state, cmd, c: _end_shoe(state, cmd, c),
+    Misdraw: lambda rules, state, cmd, c: _misdraw(state, cmd),
+    CutCardOut: lambda rules, state, cmd, c: _cut_card_out(rules, state, c),
 }
 _EVOLVE: dict[type, Callable[[ShoeState, Any], ShoeState]] = {
     ShoeShuffled: _shuffled,
@@ -428,4 +524,5 @@ _EVOLVE: dict[type, Callable[[ShoeState, Any], ShoeState]] = {
     RoundEnded: _round_ended,
     ReshuffleRequired: _reshuffle_required,
     ShoeEnded: lambda state, e: ShoeState(round=state.round),
+    CardMisdrawn: _misdrawn,
 }

@@ -73,13 +73,49 @@ class CoupHeld(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="cou
     reason: str
 
 
+class CardIncident(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="coup.card_incident"):
+    """A card out of the table's card-reading shoe that the coup could not
+    take (docs/readers.md): ``misdrawn`` (none was due: ``clause``, 000 8.19 or
+    8.28 where a holder drew it) or ``refused`` (the shoe cannot have given it:
+    not the next of the committed order, or a copy too many; ``clause`` names
+    which), as the shoe recorded it under the report ``read``. The coup is
+    held until a supervisor rules (``CoupRuled``) by the house rule
+    ``setting`` (``shoe.misdraw``, ``shoe.refused``), whose value was ``house_rule``."""
+
+    table: str
+    coup: str
+    kind: str
+    card: str
+    read: str
+    clause: str
+    what: str
+    setting: str
+    house_rule: str
+
+
+class CoupRuled(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="coup.ruled"):
+    """A supervisor's ruling on the coup held for the card incident of report
+    ``read``, on their own credential: ``go_on`` (the card stays in the discard
+    rack, the coup is dealt on) or ``void`` (nothing more is dealt in it;
+    every wager is returned), as the house rule ``setting`` says."""
+
+    table: str
+    coup: str
+    read: str
+    ruling: str
+    supervisor: str
+    setting: str
+
+
 AnyEvent = (
     shoe.AnyShoeEvent | baccarat_messages.AnyBaccaratEvent | blackjack_messages.AnyBlackjackEvent | wagerbook.AnyBookEvent
-    | settlement.CoupSettled | CoupConfigured | RulesetRecorded | CoupHeld
+    | settlement.CoupSettled | CoupConfigured | RulesetRecorded | CoupHeld | CardIncident | CoupRuled
 )
+# The events of a coup's record that are no step of its game: not decided again by its rules.
+NOT_OF_THE_GAME = (CoupConfigured, CoupHeld, CardIncident, CoupRuled)
 
 # The schema version of each event type now written; a type not listed is at 1.
-VERSIONS: dict[str, int] = {"shoe.shuffled": 2, "baccarat.card_dealt": 2, "shoe.card_burned": 2,
+VERSIONS: dict[str, int] = {"shoe.shuffled": 3, "baccarat.card_dealt": 2, "shoe.card_burned": 3, "shoe.card_drawn": 2,
                             "blackjack.decision_taken": 2, "baccarat.holder_assigned": 3, "baccarat.coup_opened": 3,
                             "coup.configured": 5, "baccarat.cards_returned": 2, "baccarat.shoe_given_up": 2,
                             "settlement.coup_settled": 2}
@@ -87,7 +123,8 @@ VERSIONS: dict[str, int] = {"shoe.shuffled": 2, "baccarat.card_dealt": 2, "shoe.
 # earlier version holds them empty (its upcaster gives them so), and is
 # verified without them (casino.audit.verify).
 ADDED_SINCE: dict[str, tuple[str, ...]] = {
-    "baccarat.card_dealt": ("clause",), "shoe.card_burned": ("clause",), "blackjack.decision_taken": ("clause",),
+    "baccarat.card_dealt": ("clause",), "shoe.card_burned": ("clause", "read"), "blackjack.decision_taken": ("clause",),
+    "shoe.shuffled": ("source",), "shoe.card_drawn": ("read",),
     "baccarat.holder_assigned": ("player",), "baccarat.coup_opened": ("shoe_holder_player", "in_force", "supervisor"),
     "coup.configured": ("opened_before", "currency", "supervisors", "dealer", "dealer_before"), "baccarat.cards_returned": ("clause",),
     "baccarat.shoe_given_up": ("player",)}

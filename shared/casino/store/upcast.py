@@ -37,6 +37,9 @@ UPCASTERS: dict[tuple[str, int], Upcaster] = {
     ("coup.configured", 3): lambda data: {**data, "supervisors": []},  # no roster recorded before version 4
     ("coup.configured", 4): _empty("dealer", "dealer_before"),
     ("shoe.shuffled", 1): _shoe_shuffled_1_to_2,
+    ("shoe.shuffled", 2): _empty("source"),  # no card-reading shoes before version 3: the service shuffled
+    ("shoe.card_drawn", 1): _empty("read"),
+    ("shoe.card_burned", 2): _empty("read"),
     ("baccarat.card_dealt", 1): _empty("clause"),
     ("baccarat.cards_returned", 1): _empty("clause"),
     ("shoe.card_burned", 1): _empty("clause"),
