@@ -1,0 +1,126 @@
+"""Tables whose cards come from a card-reading shoe (docs/readers.md), on a
+real nats-server: every card checked as it leaves the shoe, each outcome
+recorded as what happened, a held coup going on only by a supervisor's
+ruling, and the whole record verifying clean."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import uuid
+from collections import Counter
+
+import msgspec
+import pytest
+
+from casino.audit.audits import verify_history
+from casino.cli.devices import Devices
+from casino.cli.run import default_tables
+from casino.cli.simulator import Simulator
+from casino.config import rulesets
+from casino.protocol import commands
+from casino.protocol.service import Peer
+from casino.rules import shoe
+from casino.store import subjects
+from casino.store.envelope import CardIncident, CoupRuled
+from tests.e2e.casino import SUPERVISOR, Casino
+
+pytestmark = pytest.mark.anyio
+
+
+def _tables(count: int, rulesets_: list[str], readers: int) -> dict[str, object]:
+    return {name: msgspec.structs.replace(config, supervisors=(*config.supervisors, SUPERVISOR))
+            for name, config in default_tables(count, rulesets_, readers).items()}
+
+
+async def test_simulated_card_reading_tables_with_faulty_devices_deal_and_the_record_verifies(nats_url: str) -> None:
+    """A recognised machine's baccarat table and a hand-shuffled blackjack
+    table, their devices misbehaving at one card in four: every incident is
+    recorded and ruled, and verification finds nothing."""
+    tables = _tables(2, ["baccarat-000-methods", "blackjack-002-hole-card"], readers=2)
+    assert {c.source for c in tables.values()} == {"recognised", "hand"}  # type: ignore[attr-defined]
+    async with Casino(nats_url, tables) as casino:  # type: ignore[arg-type]
+        sim = Simulator(casino.nc, tables, seed=7, patience=40, faults=0.25)  # type: ignore[arg-type]
+        await asyncio.wait_for(sim.run(12), 600)
+        history = await casino.store.read(f"{subjects.EVENTS}.>")
+    events = [e.data for m in history for e in m.batch.events]
+    report = verify_history(history)
+    assert report.findings == [] and report.coups == 24
+    made = sum((t.devices.incidents for t in sim.playing if t.devices is not None), start=Counter())
+    incidents = [e for e in events if isinstance(e, CardIncident)]
+    rulings = [e for e in events if isinstance(e, CoupRuled)]
+    assert made["misdraw"] + made["substitute"] > 0, made
+    assert len(incidents) == len(rulings) > 0  # every coup held for a card, ruled
+    assert {(i.kind, r.ruling) for i, r in zip(incidents, rulings, strict=True)} <= {("misdrawn", "go_on"),
+                                                                                   ("refused", "void")}
+    assert all(r.supervisor for r in rulings)
+    drawn = [e for e in events if isinstance(e, shoe.CardDrawn)]
+    assert drawn and all(e.read for e in drawn)  # every card dealt is a read's, named
+    shuffles = [e for e in events if isinstance(e, shoe.ShoeShuffled)]
+    assert {e.source for e in shuffles} == {"recognised", "hand"}
+    assert all(e.commitment == "" for e in shuffles if e.source == "hand")
+
+
+async def test_each_card_the_shoe_reads_is_checked_as_it_leaves_the_shoe(nats_url: str) -> None:
+    """One report sent twice is one card; a card out when none is due is a
+    misdraw that holds the coup (the next coup waits) until a supervisor
+    rules by the house rule, and a ruling against it is refused naming the
+    setting; a card that is not the machine's next is refused and holds the coup."""
+    tables = _tables(1, ["blackjack-002-hole-card"], readers=1)
+    [table] = tables
+    config = tables[table]
+    async with Casino(nats_url, tables) as casino:  # type: ignore[arg-type]
+        devices = Devices(table, config, rulesets.load(config.ruleset), casino.peer, casino.peer,  # type: ignore[attr-defined]
+                          random.Random(1))
+        opened = await casino.ask(table, "coup", commands.OpenCoup)
+        assert not opened.ok and opened.clause == "shuffling machine", opened  # the shoe waits for its order
+        for _ in range(4):
+            if opened.ok:
+                break
+            assert await devices.answer_refusal(opened), opened
+            opened = await casino.ask(table, "coup", commands.OpenCoup)
+        assert opened.ok, opened
+        coup = opened.coup
+        await casino.patiently(table, "wager", commands.Sit, coup=coup, seat=1, player="P1")
+        await casino.patiently(table, "wager", commands.PlaceWager, coup=coup, seat=1, bet="box", amount=1000)
+        closed = await casino.ask(table, "coup", commands.CloseBetting, coup=coup)
+        assert closed.waiting is not None and closed.waiting.kind == "read", closed
+
+        card = devices.cards.pop(0)
+        report = commands.CardRead(f"card-{uuid.uuid4().hex[:8]}", table, card)
+        first = await Peer(casino.nc).ask(subjects.command(table, "read"), report)
+        again = await Peer(casino.nc).ask(subjects.command(table, "read"), report)
+        assert first.ok and again.ok
+        drawn = [e for _, e in await casino.events(subjects.coup_filter(coup)) if isinstance(e, shoe.CardDrawn)]
+        assert [e.card for e in drawn] == [card] and drawn[0].read == report.id  # one card, its read named
+
+        foreign = next(c for c in ("AS", "KH", "2C") if c != devices.cards[0])
+        refused = await Peer(casino.nc).ask(subjects.command(table, "read"),
+                                            commands.CardRead("sleeve-1", table, foreign))
+        assert refused.waiting is not None and refused.waiting.kind == "ruling", refused
+        assert refused.waiting.incident == "refused"
+        held = await casino.ask(table, "coup", commands.OpenCoup)
+        assert not held.ok and held.clause == commands.HELD  # the next coup waits for the ruling
+        wrong = await casino.supervise(table, commands.Rule, coup=coup, ruling="go_on")
+        assert not wrong.ok and wrong.clause == "setting shoe.refused", wrong
+        ruled = await casino.supervise(table, commands.Rule, coup=coup, ruling="void")
+        assert ruled.ok and ruled.waiting is not None and ruled.waiting.kind == "held", ruled
+        settled = await casino.settled(coup)
+        assert settled.staked == settled.returned == 1000  # void: every stake returned
+        incident = await casino.recorded(coup, CardIncident)
+        assert (incident.card, incident.clause, incident.setting) == (foreign, "committed order", "shoe.refused")
+        refusal = [e for _, e in await casino.events(subjects.event(table, "*", coup, "shoe"))
+                   if isinstance(e, shoe.CardRefused)]
+        assert [e.card for e in refusal] == [foreign] and devices.cards[0] not in refusal[0].why  # the order stays secret
+
+        # The next coup: a card out while it waits for the betting to close is a misdraw.
+        opened = await casino.ask(table, "coup", commands.OpenCoup)
+        assert opened.ok, opened
+        misdrawn = await devices.read(due=False)
+        assert misdrawn.waiting is not None and misdrawn.waiting.kind == "ruling", misdrawn
+        incident = await casino.recorded(opened.coup, CardIncident)
+        assert incident.kind == "misdrawn" and incident.house_rule == "go_on"
+        ruled = await casino.supervise(table, commands.Rule, coup=opened.coup, ruling="go_on")
+        assert ruled.ok and ruled.waiting is not None and ruled.waiting.kind == "close_betting", ruled
+        history = await casino.store.read(f"{subjects.EVENTS}.>")
+    assert verify_history([m for m in history if subjects.tokens(m.subject)[2] == coup]).findings == []
