@@ -75,9 +75,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--readers", type=at_least(0), default=1,
                    help="how many of the tables (the last) read their cards from a card-reading shoe, shuffled by a "
                         "recognised machine and by hand in turn (default 1; docs/readers.md)")
-    p.add_argument("--faults", type=chance, default=0.02, metavar="CHANCE",
-                   help="the chance at each card that a card-reading table's devices misbehave: a misdraw, a "
-                        "substituted card, a report sent twice, a silent shoe (default 0.02)")
+    p.add_argument("--faults", type=chance, default=None, metavar="CHANCE",
+                   help=f"the chance at each card that a card-reading table's devices misbehave: a misdraw, a "
+                        f"substituted card, a report sent twice, a silent shoe (default {FAULTS:g}; with --coups, 0)")
     p.add_argument("--seed", type=int, default=None, help="seed for the simulated players (not the shuffle)")
     p.add_argument("--casino", type=named, default=SIMULATED,
                    help=f"the casino's name, recorded with its store when the store is made (default {SIMULATED!r})")
@@ -101,6 +101,7 @@ def at_least(least: int) -> Callable[[str], int]:
 
 SIMULATED = "Simulated casino"
 SIMULATED_CURRENCY = "EUR"
+FAULTS = 0.02  # the simulated devices' chance of a fault at each card when nobody says
 PACE = 4.0  # seconds between a table's coups when nobody says: a person watching can follow each one
 
 
@@ -415,7 +416,8 @@ def run(args: argparse.Namespace) -> int:
         print(LEGEND, flush=True)
         _run(_simulate(url("floor"), {t: url(f"terminal-{t}") for t in tables}, url(f"supervisor-{SUPERVISOR}"),
                        tables, args.coups, args.seed, pace,
-                       {t: (url(f"reader-{t}"), url(f"shuffler-{t}")) for t in readers}, args.faults))
+                       {t: (url(f"reader-{t}"), url(f"shuffler-{t}")) for t in readers},
+                       args.faults if args.faults is not None else 0.0 if args.coups else FAULTS))
         print("every coup dealt and settled", flush=True)
         return 0
     except KeyboardInterrupt:
