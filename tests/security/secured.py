@@ -26,14 +26,18 @@ from casino.nats.server import NatsServer
 from casino.store.jetstream import SECRETS_STREAM, STREAM
 
 TABLES = {"BAC000-1": TableConfig("baccarat-000-methods"), "BJ002-1": TableConfig("blackjack-002-hole-card")}
+# The same tables with card-reading shoes (docs/readers.md): a recognised shuffling machine's, and a hand shuffle's.
+READ_TABLES = {"BAC000-1": TableConfig("baccarat-000-methods", cards="read", shuffle="recognised"),
+               "BJ002-1": TableConfig("blackjack-002-hole-card", cards="read", shuffle="hand")}
 SERVICE_USERS = runner.EVERY_KIND
 
 
 class Secured:
     """The server, its users' URLs, and the services started as their users."""
 
-    def __init__(self, server: NatsServer, passwords: dict[str, str], tables: dict[str, TableConfig]) -> None:
-        self.server, self.passwords, self.tables = server, passwords, tables
+    def __init__(self, server: NatsServer, users: dict[str, natsauth.User], passwords: dict[str, str],
+                 tables: dict[str, TableConfig]) -> None:
+        self.server, self.users, self.passwords, self.tables = server, users, passwords, tables
         self.running: list[runner.Running] = []
 
     def url(self, user: str) -> str:
@@ -48,21 +52,25 @@ class Secured:
 
     def allowed(self, user: str) -> tuple[str, ...]:
         """What ``user`` may subscribe to."""
-        return (*natsauth.permissions(self.tables)[user].subscribe, f"{natsauth.inbox(user)}.>")
+        return (*self.users[user].subscribe, f"{natsauth.inbox(user)}.>")
 
     async def start_services(self) -> None:
         for kind in runner.EVERY_KIND:
             self.running.append(await runner.start(kind, self.url(kind), tables=self.tables))
 
-    async def deal(self, coups: int, seed: int = 5) -> None:
-        """Each table deals ``coups`` through its own terminal's user."""
+    async def deal(self, coups: int, seed: int = 5, faults: float = 0.0) -> None:
+        """Each table deals ``coups`` through its own terminal's user, and a
+        card-reading table's devices report on theirs (misbehaving at ``faults``)."""
         floor = await self.connect("floor")
         terminals = {t: await self.connect(f"terminal-{t}") for t in self.tables}
         supervisor = await self.connect(f"supervisor-{SUPERVISOR}")
+        devices = {t: (await self.connect(f"reader-{t}"), await self.connect(f"shuffler-{t}"))
+                   for t, config in self.tables.items() if config.source}
         try:
-            await Simulator(floor, self.tables, seed=seed, terminals=terminals, supervisor=supervisor).run(coups)
+            await Simulator(floor, self.tables, seed=seed, terminals=terminals, supervisor=supervisor,
+                            devices=devices, faults=faults).run(coups)
         finally:
-            for nc in (floor, *terminals.values(), supervisor):
+            for nc in (floor, *terminals.values(), supervisor, *(c for pair in devices.values() for c in pair)):
                 await nc.close()
 
     async def orders(self) -> dict[str, tuple[tuple[str, ...], str]]:
@@ -97,12 +105,12 @@ class Secured:
 @contextlib.asynccontextmanager
 async def secured_casino(tmp: Path, tables: dict[str, TableConfig] = TABLES, services: bool = True,
                          provisioned: bool = True) -> AsyncIterator[Secured]:
-    users = natsauth.permissions(tables, natsauth.SIMULATED_SUPERVISORS)
+    users = natsauth.permissions(tables, natsauth.SIMULATED_SUPERVISORS, [t for t, c in tables.items() if c.source])
     passwords = natsauth.passwords(users)
     config = tmp / "nats.conf"
     config.write_text(natsauth.server_config(users, passwords))
     server = NatsServer(tmp / "nats", config=config).start()
-    casino = Secured(server, passwords, tables)
+    casino = Secured(server, users, passwords, tables)
     try:
         if provisioned:
             admin = await casino.connect("admin")

@@ -25,7 +25,7 @@ from casino.rules.shoe import ShoeEnded
 from casino.store import envelope, subjects
 from casino.store.archive import SealStore
 from casino.store.jetstream import ARCHIVE_STREAM, SECRETS_STREAM, STREAM, JetStreamEventStore
-from tests.security.secured import SERVICE_USERS, TABLES, Secured, Spy, secured_casino
+from tests.security.secured import READ_TABLES, SERVICE_USERS, TABLES, Secured, Spy, secured_casino
 from tests.variants import ruleset_variant
 
 pytestmark = pytest.mark.anyio
@@ -64,9 +64,13 @@ def revealed(msg: object) -> bool:
     return any(isinstance(e.data, ShoeEnded) for e in batch.events)
 
 
-async def test_no_user_but_the_shoe_service_receives_an_order_before_its_shoe_ends(tmp_path: Path) -> None:
-    async with secured_casino(tmp_path) as casino:
-        watching = await spies(casino, NOT_SHOE)
+@pytest.mark.parametrize("tables", [TABLES, READ_TABLES], ids=["shuffled", "read"])
+async def test_no_user_but_the_shoe_service_receives_an_order_before_its_shoe_ends(
+        tmp_path: Path, tables: dict[str, TableConfig]) -> None:
+    """Nor, at card-reading tables, the order a shuffling machine reports:
+    every user (the devices' own among them) spies on everything it can."""
+    async with secured_casino(tmp_path, tables) as casino:
+        watching = await spies(casino, tuple(u for u in casino.users if u != "shoe"))
         await casino.deal(12)
         orders = await casino.orders()
         assert orders  # shoes were shuffled and their orders kept

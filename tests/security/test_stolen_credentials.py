@@ -22,7 +22,7 @@ from casino.nats import permissions as natsauth
 from casino.protocol import commands
 from casino.readmodels.projections import KvProjections
 from casino.store import subjects
-from tests.security.secured import TABLES, secured_casino
+from tests.security.secured import READ_TABLES, TABLES, secured_casino
 
 pytestmark = pytest.mark.anyio
 SUPERVISOR = natsauth.SIMULATED_SUPERVISORS[0]
@@ -234,4 +234,73 @@ async def test_no_write_to_the_owners_or_the_live_bucket_stalls_the_floor_past_a
         assert stalled > 0
         assert all(t < 30 for t in took.values()), took
         for nc in (floor, *terminals.values(), *users.values()):
+            await nc.close()
+
+
+async def test_a_tables_card_reading_shoe_and_shuffling_machine_report_for_their_own_table_only_and_read_nothing(
+        tmp_path: Path) -> None:
+    """A device's credential in an attacker's hands (docs/readers.md): it
+    receives nothing (no event, no secret order, no inbox but its own), asks
+    nothing but its own table's report subject, a report naming another table
+    on it is refused, 24 reports in flight at once are held to the device's
+    own lane while the table's terminal is answered every time, and its
+    account holds four connections. Nothing of it is written."""
+    async with secured_casino(tmp_path, READ_TABLES) as casino:
+        errors: list[str] = []
+        reader = await casino.connect(f"reader-{BACCARAT}", errors)
+        shuffler = await casino.connect(f"shuffler-{BACCARAT}", errors)
+        received: list[object] = []
+
+        async def keep(msg: object) -> None:
+            received.append(msg)
+
+        for nc in (reader, shuffler):
+            for subject in (">", "casino.>", "_INBOX.>", "casino.secret.>", "$JS.API.>"):
+                await nc.subscribe(subject, cb=keep)
+            await nc.flush()
+        await asyncio.sleep(0.3)
+        assert sum("permissions violation for subscription" in e.lower() for e in errors) == 10, errors
+        compliance = await casino.connect("compliance")
+        before = (await compliance.jetstream().stream_info("CASINO")).state.messages
+        card = commands.CardRead(id="r-1", table=BACCARAT, card="AS")
+        for nc, subject in ((reader, subjects.command(BLACKJACK, "read")), (reader, subjects.command(BACCARAT, "shuffler")),
+                            (reader, subjects.command(BACCARAT, "coup")), (shuffler, subjects.command(BACCARAT, "read")),
+                            (reader, subjects.event(BACCARAT, "-", "-", "coup")), (reader, "$JS.API.STREAM.INFO.CASINO")):
+            errors.clear()
+            with pytest.raises((nats.errors.TimeoutError, nats.errors.NoRespondersError)):
+                await ask(nc, subject, card, timeout=0.5)
+            await asyncio.sleep(0.1)
+            assert any("permissions violation for publish" in e.lower() for e in errors), (subject, errors)
+        other = await ask(reader, subjects.command(BACCARAT, "read"), msgspec.structs.replace(card, table=BLACKJACK))
+        assert (other.ok, other.clause) == (False, "protocol") and "came on table BAC000-1's subject" in other.reason
+
+        terminal = await casino.connect(f"terminal-{BACCARAT}")
+        until = time.monotonic() + 5.0
+        replies: list[commands.Reply] = []
+
+        async def flood(k: int) -> None:
+            n = 0
+            while time.monotonic() < until:
+                n += 1
+                with contextlib.suppress(nats.errors.TimeoutError):
+                    replies.append(await ask(reader, subjects.command(BACCARAT, "read"),
+                                             msgspec.structs.replace(card, id=f"flood-{k}-{n}")))
+
+        flooding = [asyncio.create_task(flood(k)) for k in range(24)]
+        statuses = []
+        while time.monotonic() < until:
+            statuses.append(await ask(terminal, subjects.command(BACCARAT, "coup"),
+                                      commands.Status(id="s", table=BACCARAT)))
+        await asyncio.gather(*flooding)
+        limited = [r for r in replies if not r.ok and r.clause == "rate limit"]
+        assert len(limited) > len(replies) / 2 and "card-reading shoe" in limited[0].reason, len(replies)
+        taken = [r for r in replies if r.clause != "rate limit"]
+        assert taken and all((r.ok, r.clause) == (False, "shoe") for r in taken), taken[:1]  # no shoe in play yet
+        assert len(statuses) >= 10 and all(s.ok for s in statuses), statuses[-1]
+        held = [await casino.connect(f"reader-{BACCARAT}") for _ in range(natsauth.DEVICE_LIMITS["max_connections"] - 2)]
+        with pytest.raises(nats.errors.Error, match="maximum account active connections exceeded"):
+            await casino.connect(f"shuffler-{BACCARAT}", max_reconnect_attempts=0, allow_reconnect=False)
+        assert received == []
+        assert (await compliance.jetstream().stream_info("CASINO")).state.messages == before
+        for nc in (reader, shuffler, compliance, terminal, *held):
             await nc.close()
