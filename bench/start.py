@@ -20,6 +20,7 @@ from typing import Any
 
 from nats.aio.client import Client
 from services.dealer_policy.service import DealerPolicyService
+from services.dealer_policy.table import carry
 from services.shoe.secrets import JetStreamSecrets
 from services.shoe.service import ShoeService, TableShoe
 
@@ -109,7 +110,7 @@ async def peak_mib(fold: Callable[[Client, dict[str, TableConfig]], Awaitable[An
 
 def held(dealer: DealerPolicyService, shoe: ShoeService) -> dict[str, tuple[object, ...]]:
     """What each table's next decisions depend on."""
-    return {name: (t.number, t.coup, t.shoe, t.state, t.last_seq, DealerPolicyService._carry(t),
+    return {name: (t.number, t.coup, t.shoe, t.state, t.last_seq, carry(t),
                    shoe.tables[name].state, shoe.tables[name].order, shoe.tables[name].shuffles,
                    shoe.tables[name].last_round) for name, t in dealer.tables.items()}
 

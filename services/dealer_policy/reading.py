@@ -15,7 +15,8 @@ from casino.store import subjects
 from casino.store.envelope import CardIncident, CoupRuled
 
 if TYPE_CHECKING:
-    from services.dealer_policy.service import DealerPolicyService, TableCoup
+    from services.dealer_policy.service import DealerPolicyService
+    from services.dealer_policy.table import TableCoup
 
 READ = "read:"  # a report's causation in the coup, and its TakeRead's id at the shoe: the device's id follows
 CARD_SOURCE = "card source"
@@ -48,7 +49,7 @@ async def report(svc: DealerPolicyService, t: TableCoup, cmd: commands.CardRead 
         await _incident(svc, t, cmd, reply)
     elif due and not reply.incident and waits is not None:
         deal = t.game.deal(reply.cards[0], reply.positions[0], waits.seat)
-        svc._stage(t, svc._decide(t, deal), commands.write_id(t.coup, cause), cause, commands.digest(cmd))
+        svc.stage(t, svc._decide(t, deal), commands.write_id(t.coup, cause), cause, commands.digest(cmd))
         await svc.advance(t)
     # Else a burn card, the cut card, or a card out between coups: the shoe's record alone holds it.
 
@@ -63,7 +64,7 @@ async def _incident(svc: DealerPolicyService, t: TableCoup, cmd: commands.CardRe
     else:
         clause, what = reply.clause, f"{card} refused: {reply.reason}"
     house_rule = getattr(t.rules.shoe, setting.split(".")[1])
-    await svc._commit(t, [CardIncident(t.name, t.coup, kind, card, cmd.id, clause, what, setting, house_rule)],
+    await svc.commit(t, [CardIncident(t.name, t.coup, kind, card, cmd.id, clause, what, setting, house_rule)],
                       commands.write_id(t.coup, READ + cmd.id), READ + cmd.id, commands.digest(cmd))
     if svc.metrics is not None:
         svc.metrics.card_incidents.labels(kind).inc()
@@ -80,7 +81,7 @@ async def rule(svc: DealerPolicyService, t: TableCoup, cmd: commands.Rule) -> No
     if cmd.ruling != incident.house_rule:
         raise RuleViolation(f"setting {incident.setting}", f"the house rule for a card {incident.kind} is "
                             f"{incident.house_rule!r} (ruleset setting {incident.setting}), not {cmd.ruling!r}")
-    await svc._commit(t, [CoupRuled(t.name, t.coup, incident.read, cmd.ruling, cmd.supervisor, incident.setting)],
+    await svc.commit(t, [CoupRuled(t.name, t.coup, incident.read, cmd.ruling, cmd.supervisor, incident.setting)],
                       commands.write_id(t.coup, cmd.id), cmd.id, commands.digest(cmd))
     if cmd.ruling == "go_on":
         await svc.advance(t)

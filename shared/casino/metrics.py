@@ -8,6 +8,8 @@ stream) on its HTTP port.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 # Why the archiver could not seal or remove a shoe (casino_archive_failures_total's reasons).
@@ -102,7 +104,7 @@ class Metrics:
         self.ready.labels(self.service).set(1 if ready else 0)
 
 
-def count_recorded(metrics: Metrics | None, table: str, events: list[object], procedure: str = "") -> None:
+def count_recorded(metrics: Metrics | None, table: str, events: Sequence[object], procedure: str = "") -> None:
     """Count the facts a service has just recorded (its own appends only, so two
     instances never count one fact twice)."""
     from casino import games

@@ -1,0 +1,139 @@
+"""A table's next coup opened: an opening applied once however often it is
+asked, the coup before ended at the shoe (a held coup recorded as held
+first), the table's ruleset recorded where the record does not hold it yet,
+and the new coup's wager book opened before the opening is answered."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from casino.config import rulesets
+from casino.protocol import commands
+from casino.protocol.service import log
+from casino.rules.errors import RuleViolation
+from casino.rules.shoe import CardDrawn
+from casino.store import subjects
+from casino.store.envelope import OPENINGS_KEPT, AnyEvent, CoupConfigured, CoupHeld, RulesetRecorded
+from services.dealer_policy import table
+
+if TYPE_CHECKING:
+    from services.dealer_policy.service import DealerPolicyService
+    from services.dealer_policy.table import TableCoup
+
+
+async def open_coup(svc: DealerPolicyService, t: TableCoup, cmd: commands.OpenCoup) -> None:
+    """Open the table's next coup for ``cmd``, or answer a retry of the opening with the coup it opened."""
+    if t.state is not None and t.recorded(cmd):
+        # A retry (the first attempt may have been answered before the book opened): answered
+        # with the coup it opened, even once another terminal has dealt that coup to its end,
+        # never by opening another.
+        if t.state.phase == "betting":
+            await svc.book_open(t)
+        return
+    if (earlier := opened_earlier(t, cmd.id)) is not None:
+        raise RuleViolation("command id", f"command id {cmd.id} opened coup {earlier} already, and "
+                            f"{t.coup} has opened since: a new coup takes a new command id")
+    if cmd.number and cmd.number != t.number + 1:
+        raise RuleViolation("coup", f"command id {cmd.id} opens coup number {cmd.number}, and the table's "
+                            f"next is {t.number + 1} ({t.coup or 'no coup'} the latest): a new coup "
+                            "takes a new command id")
+    if not t.finished:
+        raise RuleViolation("coup", f"coup {t.coup} is still being dealt")
+    if t.incident is not None:
+        raise RuleViolation(commands.HELD, f"coup {t.coup} is held for a supervisor's ruling: {t.held}")
+    await _open(svc, t, cmd)
+
+
+def opened_earlier(t: TableCoup, command_id: str) -> str | None:
+    """The coup before the latest that ``command_id`` opened, among those
+    the latest coup's record names (an opening is applied once, asked
+    again whenever); None if it opened none of them."""
+    digest_ = commands.id_digest(command_id)
+    for back, opened in enumerate(t.openings[1:], start=1):
+        if opened == digest_:
+            return f"{t.name}-{t.number - back:06d}"
+    return None
+
+
+async def _open(svc: DealerPolicyService, t: TableCoup, cmd: commands.OpenCoup) -> None:
+    if forged := [a for a in cmd.approvals if not a.held_by(t.config.approvals)]:
+        # An approval is the casino's (its tables file), never a terminal's say-so.
+        raise RuleViolation("approvals", f"{forged[0].what} approved by {forged[0].by} {forged[0].reference} is "
+                                         f"not among table {t.name}'s approvals in the casino's configuration")
+    number = t.number + 1
+    coup = f"{t.name}-{number:06d}"
+    carry = table.carry_from(t)
+    # Refused before the shoe is asked anything, so that a refused opening writes nothing (the style
+    # in force on a card shoe, 001 8.5, is checked once the round names the shoe it is dealt from).
+    t.game.decide(t.rules, t.game.new(), t.game.opening(t.rules, t.config, coup, cmd.procedure, carry, "",
+                                                        cmd.supervisor))
+    # The last coup's round ends at the shoe before the next starts: most often the shoe started
+    # this coup's round as it ended the last (docs/clauses.md, "The next round"), else it starts it now.
+    ended = None
+    if t.held:
+        await _end_held(svc, t)
+    elif t.state is not None:
+        ended = await svc.end_round(t)
+    start = ended if ended is not None and ended.coup == coup else await svc.peer.must(
+        subjects.command(t.name, "shoe"), commands.StartRound(f"{coup}:start", t.name, coup, t.config.ruleset,
+                                                              t.config.source))
+    opening = t.game.opening(t.rules, t.config, coup, cmd.procedure, carry, start.shoe, cmd.supervisor)
+    recorded = await _record_ruleset(svc, t)
+    events: list[AnyEvent] = [CoupConfigured(t.name, t.game.name, t.config.ruleset, recorded, number,
+                                             t.openings[:OPENINGS_KEPT], t.config.currency,
+                                             t.config.supervisors, cmd.dealer or t.dealer, t.dealer)]
+    events += t.game.decide(t.rules, t.game.new(), opening)  # refused here: nothing has changed
+    svc.repository.keep(t, wide=True)  # the coup before, put back if the opening is not recorded
+    table.next_coup(t)
+    t.coup, t.shoe = coup, start.shoe
+    # The id names the table and the command, not the coup: another instance opening this number for
+    # another command loses the race (the guard), and this command written once opens no other coup.
+    svc.repository.stage(t, events, commands.opening_id(t.name, cmd.id), cmd.id, commands.digest(cmd))
+    t.staged.opening = cmd.id
+    await svc.flush(t)
+    # Answered once its book is open, so that an opening answered takes wagers. Opened and its book
+    # not yet, the refusal says so: the same command asked again is answered once the book is open.
+    await svc.book_open(t)
+
+
+async def _end_held(svc: DealerPolicyService, t: TableCoup) -> None:
+    """A held coup recorded as held (``coup.held``), and its round ended at
+    the shoe with the cards the shoe drew for it, in the order drawn (a
+    house rule: docs/clauses.md, "A coup held for compliance"), so that
+    the table goes on with its next coup. A round the shoe is not dealing
+    (never started, or ended) has nothing to end."""
+    if not t.held_recorded:
+        ack = await svc.repository.recorder.record(
+            subjects.event(t.name, t.shoe, t.coup, "coup"), [CoupHeld(t.name, t.coup, t.held_seq, t.held)],
+            expected=t.last_seq, msg_id=f"{t.coup}:held", table=t.name, shoe=t.shoe, coup=t.coup,
+            causation=f"{t.coup}:held")
+        t.held_recorded = True
+        t.last_seq, t.seen = max(t.last_seq, ack.seq), max(t.seen, ack.seq)
+    drawn = [e.data for m in await svc.store.read(subjects.event(t.name, "*", t.coup, "shoe"))
+             for e in m.batch.events if isinstance(e.data, CardDrawn) and e.data.coup_id == t.coup]
+    reply = await svc.peer.ask(subjects.command(t.name, "shoe"), commands.EndRound(
+        f"{t.coup}:end", t.name, t.coup, t.config.ruleset, tuple(c.card for c in drawn), source=t.config.source))
+    if not reply.ok:
+        log.info("table %s: held coup %s has no round to end at the shoe (%s)", t.name, t.coup, reply.reason)
+
+
+async def _record_ruleset(svc: DealerPolicyService, t: TableCoup) -> str:
+    """The digest of the table's ruleset, its full content recorded at the
+    table first if the table's last recorded ruleset is not this one (the
+    first coup, or the file changed): the record says what every coup was
+    dealt under without our files. Another instance recording it at the
+    same moment fails the append's guard, and the command is decided again."""
+    digest_ = rulesets.digest_of(t.rules)
+    if t.ruleset_recorded == digest_:
+        return digest_
+    subject = subjects.event(t.name, "", "", "ruleset")
+    last = await svc.store.last(subject)
+    latest = last.batch.events[-1].data if last is not None and last.batch.events else None
+    if not (isinstance(latest, RulesetRecorded) and latest.digest == digest_):
+        after = last.seq if last is not None else 0
+        await svc.repository.recorder.record(
+            subject, [RulesetRecorded(t.name, t.config.ruleset, digest_, rulesets.content(t.rules))],
+            expected=after, msg_id=f"{t.name}:ruleset:{after}:{digest_}", table=t.name, shoe=subjects.NO_COUP,
+            coup=subjects.NO_COUP, causation=f"{t.name}:ruleset:{digest_}")
+    t.ruleset_recorded = digest_
+    return digest_

@@ -1,0 +1,194 @@
+"""A table as the dealer-policy holds it: its latest coup, folded from the
+table's record (``fold``, ``follow``), what that coup leaves to the next,
+and why a coup is held for compliance where the record cannot be followed."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import msgspec
+
+from casino import games
+from casino.audit import verify
+from casino.config import rulesets
+from casino.config.tables import TableConfig
+from casino.games import Carry, Coup, Game
+from casino.protocol import commands
+from casino.protocol.service import log
+from casino.rules.ruleset import Ruleset
+from casino.store import subjects
+from casino.store.envelope import (
+    NOT_OF_THE_GAME,
+    OPENINGS_KEPT,
+    AnyEvent,
+    Batch,
+    CardIncident,
+    CoupConfigured,
+    CoupHeld,
+    CoupRuled,
+)
+from casino.store.eventstore import Stored
+from services.repository import Held, Repository
+
+
+class TableCoup(Held, kw_only=True):
+    """The table's current (latest) coup and what carries over to the next.
+    ``last_seq`` and ``applied`` are the coup's; ``seen`` the last of the
+    table's coup messages folded, whichever coup it was of."""
+
+    name: str
+    config: TableConfig
+    rules: Ruleset
+    game: Game
+    number: int = 0
+    coup: str = ""
+    shoe: str = ""
+    state: Coup | None = None
+    seen: int = 0
+    # The extra stakes (double, split, insurance) the coup's recorded decisions
+    # call for, by the decision's cause; and those the wager book has confirmed.
+    extras: dict[str, commands.PlaceExtra] = msgspec.field(default_factory=dict)
+    staked: set[str] = msgspec.field(default_factory=set)
+    carried: Carry = Carry()
+    ruleset_recorded: str = ""  # the digest of the ruleset last seen recorded at the table
+    # The digests of the command ids that opened the coup and the table's coups before it, the latest first
+    # (CoupConfigured.opened_before, and the coup's own).
+    openings: tuple[str, ...] = ()
+    dealt_under: str = ""  # the digest of the ruleset the coup is dealt under (its coup.configured)
+    dealer: str = ""  # who deals the coup (its coup.configured): the one signed in at the table's terminal
+    # Why the coup is held for compliance ("" where it is not: docs/clauses.md), and whether its
+    # coup.held is recorded.
+    held: str = ""
+    held_seq: int = 0  # the message it is held for
+    held_recorded: bool = False
+    incident: CardIncident | None = None  # what a card-reading shoe's card held the coup for, awaiting a ruling
+    # The finished coup's round ending at the shoe, asked after the terminal has the result.
+    ending: asyncio.Future[Any] | None = None
+    # The coup's wager book being opened (asked until the wager service answers), and for which coup.
+    booking: asyncio.Future[Any] | None = None
+    booking_for: str = ""
+
+    @property
+    def finished(self) -> bool:
+        """Whether the coup is over: dealt to its end, or held for compliance."""
+        return self.state is None or self.state.phase == "finished" or bool(self.held)
+
+
+def new(name: str, config: TableConfig) -> TableCoup:
+    rules = rulesets.load(config.ruleset)
+    return TableCoup(name=name, config=config, rules=rules, game=games.of(rules))
+
+
+def copy(t: TableCoup) -> TableCoup:
+    """The table as it is, which staging a decision leaves as it is (the coup's state moves on in place)."""
+    return msgspec.structs.replace(t, state=None if t.state is None else t.game.copy(t.state))
+
+
+def carry(t: TableCoup) -> Carry:
+    """What the coup leaves to the next (the shoe holder, the style in force)."""
+    return t.carried if t.state is None else t.game.carry(t.state, t.shoe, t.carried)
+
+
+def carry_from(t: TableCoup) -> Carry:
+    """What the coup leaves to the next; a held coup's as far as it can be
+    followed, else what it was opened with."""
+    try:
+        return carry(t)
+    except Exception:  # a coup held for what cannot be followed
+        return t.carried
+
+
+def next_coup(t: TableCoup) -> None:
+    t.carried = carry_from(t)
+    t.state, t.applied, t.last_seq, t.ending = None, {}, 0, None
+    t.extras, t.staked, t.held, t.held_seq, t.held_recorded, t.incident = {}, set(), "", 0, False, None
+
+
+def fold(t: TableCoup, event: AnyEvent, causation: str) -> None:
+    if isinstance(event, CoupConfigured):
+        t.number, t.dealt_under, t.dealer = event.coup_number, event.ruleset_digest, event.dealer
+        t.state = games.named(event.game).new()
+        t.openings = (commands.id_digest(causation), *event.opened_before)[:OPENINGS_KEPT]
+    elif isinstance(event, CoupHeld):
+        t.held, t.held_recorded = event.reason, True
+    elif isinstance(event, CardIncident):  # held until a supervisor rules (services.dealer_policy.reading)
+        t.held, t.held_recorded, t.incident = event.what, True, event
+    elif isinstance(event, CoupRuled):
+        t.incident = None
+        if event.ruling == "go_on":
+            t.held, t.held_recorded = "", False
+    elif t.state is not None:
+        t.state = t.game.evolve(t.state, event)
+    if (extra := t.game.extra(event, t.name, t.coup, causation)) is not None:
+        t.extras = {**t.extras, causation: extra}
+
+
+def follow(repository: Repository[TableCoup], t: TableCoup, m: Stored) -> None:
+    """Fold one message of the table's coups, as the record holds it. A
+    message under a coup of no number of ours, or of one no opening opened,
+    is a stray, passed over; one the coup being dealt cannot take (no batch
+    this code can read, written with a message id as ours are; events its
+    rules do not give) holds the coup for compliance: nothing more is
+    folded into it. Each is looked at: the table's guard expects it."""
+    _, shoe, coup, _ = subjects.tokens(m.subject)
+    t.seen = max(t.seen, m.seq)  # looked at, even a stray under an earlier coup: the table's guard counts it
+    number = subjects.coup_number(coup)
+    if number is None or subjects.table_of_coup(coup) != t.name:
+        log.warning("%s seq %d is under no coup of table %s: passed over", m.subject, m.seq, t.name)
+        return
+    if coup < t.coup or (m.seq <= t.last_seq and coup == t.coup):
+        return
+    if coup != t.coup:
+        if not any(isinstance(e.data, CoupConfigured) for e in m.batch.events):
+            log.warning("%s seq %d is under a coup no opening opened: passed over", m.subject, m.seq)
+            return
+        next_coup(t)
+        t.coup, t.shoe, t.number = coup, shoe, number
+    if t.held and not m.batch.events:
+        t.last_seq = max(t.last_seq, m.seq)
+    elif t.held:
+        try:  # a coup held, and whose coup.held is recorded since
+            for env in m.batch.events:
+                if isinstance(env.data, CoupHeld | CoupRuled):
+                    fold(t, env.data, env.causation)
+        finally:
+            t.last_seq = max(t.last_seq, m.seq)
+    elif m.unreadable:
+        t.last_seq = max(t.last_seq, m.seq)  # on the coup's subject: its guard expects it
+        if m.msg_id and not t.finished:
+            hold(t, m.seq, f"message seq {m.seq} of its record cannot be read ({m.unreadable})")
+    elif differs := not_followed(t, m.batch):
+        t.last_seq = max(t.last_seq, m.seq)
+        why = f"message seq {m.seq} of its record cannot be followed ({differs[:300]})"
+        if t.finished:  # its result stands: the table goes on, and verification reports the message
+            log.error("table %s: coup %s: %s: passed over", t.name, t.coup, why)
+        else:
+            hold(t, m.seq, why)
+    else:
+        repository.take(t, m.seq, m.batch)
+
+def not_followed(t: TableCoup, batch: Batch) -> str:
+    """Why a recorded batch cannot be taken into the coup as it stands ("" where it can): a
+    second opening, no opening first, or decisions that are not what the coup's rules give
+    from its state (each decided again, as verification decides it: ``verify.redecided``;
+    where the coup was dealt under a ruleset other than the table's now, taken as recorded)."""
+    opening = [e for e in batch.events if isinstance(e.data, CoupConfigured)]
+    if opening and t.state is not None:
+        return "a second coup.configured in one coup"
+    if t.state is None and not opening:
+        return "the coup's record does not begin with its coup.configured"
+    rest = [e for e in batch.events if not isinstance(e.data, NOT_OF_THE_GAME)]
+    digest_ = opening[0].data.ruleset_digest if opening and isinstance(opening[0].data, CoupConfigured) \
+        else t.dealt_under
+    if not rest or digest_ != rulesets.digest_of(t.rules):
+        return ""
+    try:
+        _, differs = verify.redecided(t.game, t.rules, t.game.new() if opening else t.game.copy(t.state), rest)
+    except Exception as exc:  # events no rules give, nor follow
+        return f"{type(exc).__name__}: {exc}"
+    return differs
+
+def hold(t: TableCoup, seq: int, why: str) -> None:
+    t.held, t.held_seq = why, seq
+    log.error("table %s: coup %s is held for compliance: %s", t.name, t.coup or "?", why)
