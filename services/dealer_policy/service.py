@@ -5,7 +5,9 @@ applies the tableau or the blackjack flow, and records the result."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -49,6 +51,9 @@ class DealerPolicyService:
     def new_table(self, name: str) -> TableCoup:
         if name not in self.config:
             raise RuleViolation("tables", f"table {name} is not configured")
+        if self.config[name].source and self.metrics is not None:  # each at zero until the first: alerts see it rise
+            for kind in reading.KINDS:
+                self.metrics.card_incidents.labels(name, kind)
         return new_table(name, self.config[name])
 
     async def rebuild(self, table: str | None = None) -> None:
@@ -125,6 +130,7 @@ class DealerPolicyService:
             # command's): this one did not open a coup.
             raise RuleViolation("command id", f"command id {opened} opened a coup of table {t.name} already "
                                 "(one of its earlier coups): a new coup takes a new command id")
+        t.awaiting_card = 0.0  # the coup has moved: what it waits for, it waits for from now
         if not ack.duplicate:
             count_recorded(self.metrics, t.name, events, t.game.procedure(t.state) if t.state is not None else "")
         t.seen = max(t.seen, ack.seq)
@@ -145,14 +151,17 @@ class DealerPolicyService:
 
     # ---- deciding -------------------------------------------------------
 
-    def _decide(self, t: TableCoup, command: object) -> list[AnyEvent]:
+    def decide(self, t: TableCoup, command: object) -> list[AnyEvent]:
         if t.state is None:
             raise RuleViolation("coup", "no coup is open at this table")
         return t.game.decide(t.rules, t.state, command)
 
     def waiting(self, t: TableCoup) -> commands.Waiting:
         if t.held:
-            return commands.Waiting("held") if t.incident is None else commands.Waiting("ruling", incident=t.incident.kind)
+            if t.incident is None:
+                return commands.Waiting("held")
+            keying = t.incident.kind == "unread" and not t.keyed
+            return commands.Waiting("key" if keying else "ruling", incident=t.incident.kind)
         if t.state is None:
             return commands.Waiting("open")
         waits = t.game.waiting(t.rules, t.state)
@@ -161,7 +170,11 @@ class DealerPolicyService:
         return waits
 
     def _reply(self, t: TableCoup) -> commands.Reply:
-        return commands.Reply(True, coup=t.coup, shoe=t.shoe, waiting=self.waiting(t))
+        waiting = self.waiting(t)
+        if t.config.source and self.metrics is not None:  # since when the coup waits for the shoe's next card
+            t.awaiting_card = (t.awaiting_card or time.time()) if waiting.kind == "read" else 0.0
+            self.metrics.awaiting_card.labels(t.name).set(t.awaiting_card)
+        return commands.Reply(True, coup=t.coup, shoe=t.shoe, waiting=waiting)
 
     async def handle(self, cmd: commands.PolicyCommand) -> commands.Reply:
         """Decide ``cmd`` with the table's lock held throughout (the table
@@ -184,6 +197,9 @@ class DealerPolicyService:
             return self._reply(t)
         if isinstance(cmd, commands.Rule):
             await reading.rule(self, t, cmd)
+            return self._reply(t)
+        if isinstance(cmd, commands.KeyCard):
+            await reading.key(self, t, cmd)
             return self._reply(t)
         if isinstance(cmd, commands.Status):
             if t.state is not None and self.waiting(t).kind in ("card", "pass"):
@@ -241,10 +257,10 @@ class DealerPolicyService:
             book = await self.peer.must(subjects.command(t.name, "book"),
                                         commands.CloseBook(f"{t.coup}:close-book", t.name, t.coup))
             closing = t.game.close_betting(book.wagers)
-            self.stage(t, self._decide(t, closing), f"{t.coup}:close", cmd.id, commands.digest(cmd))
+            self.stage(t, self.decide(t, closing), f"{t.coup}:close", cmd.id, commands.digest(cmd))
             return
         rule_cmd = t.game.from_terminal(cmd)
-        self.stage(t, self._decide(t, rule_cmd), commands.write_id(t.coup, cmd.id), cmd.id, commands.digest(cmd))
+        self.stage(t, self.decide(t, rule_cmd), commands.write_id(t.coup, cmd.id), cmd.id, commands.digest(cmd))
         # A player's choice is recorded before anything it calls for is done at
         # another service (a card drawn, an extra stake booked): two terminals
         # racing with different choices, the loser's would otherwise be drawn
@@ -276,9 +292,9 @@ class DealerPolicyService:
                     t.game.by_tableau(t.state), t.game.dealer_run(t.state)))
                 for i, (card, position) in enumerate(zip(drawn.cards, drawn.positions, strict=True)):
                     deal = t.game.deal(card, position, self.waiting(t).seat)
-                    self.stage(t, self._decide(t, deal), f"{t.coup}:card:{index + i}", f"{t.coup}:draw:{index}")
+                    self.stage(t, self.decide(t, deal), f"{t.coup}:card:{index + i}", f"{t.coup}:draw:{index}")
             elif w.kind == "pass" and w.hand is not None:
-                self.stage(t, self._decide(t, t.game.pass_cards(w.hand)), f"{t.coup}:pass:{w.hand}", f"{t.coup}:pass:{w.hand}")
+                self.stage(t, self.decide(t, t.game.pass_cards(w.hand)), f"{t.coup}:pass:{w.hand}", f"{t.coup}:pass:{w.hand}")
             elif w.kind == "finished":
                 await self.flush(t)
                 self._ask_end_round(t)
@@ -339,6 +355,9 @@ class DealerPolicyService:
         afresh from its latest coup."""
         for name in within(self.tables, parts):
             del self.tables[name]
+            if self.metrics is not None:
+                with contextlib.suppress(KeyError):  # another instance's now
+                    self.metrics.awaiting_card.remove(name)
 
     async def resume(self, names: Iterable[str]) -> None:
         """Finish every step a coup of the tables ``names`` was in the middle

@@ -24,6 +24,7 @@ from casino.store.envelope import (
     AnyEvent,
     Batch,
     CardIncident,
+    CardKeyed,
     CoupConfigured,
     CoupHeld,
     CoupRuled,
@@ -63,6 +64,8 @@ class TableCoup(Held, kw_only=True):
     held_seq: int = 0  # the message it is held for
     held_recorded: bool = False
     incident: CardIncident | None = None  # what a card-reading shoe's card held the coup for, awaiting a ruling
+    keyed: str = ""  # the card the dealer keyed in for the incident's card the shoe could not read
+    awaiting_card: float = 0.0  # since when the coup has waited for its card-reading shoe's next card (0: it does not)
     # The finished coup's round ending at the shoe, asked after the terminal has the result.
     ending: asyncio.Future[Any] | None = None
     # The coup's wager book being opened (asked until the wager service answers), and for which coup.
@@ -103,6 +106,7 @@ def next_coup(t: TableCoup) -> None:
     t.carried = carry_from(t)
     t.state, t.applied, t.last_seq, t.ending = None, {}, 0, None
     t.extras, t.staked, t.held, t.held_seq, t.held_recorded, t.incident = {}, set(), "", 0, False, None
+    t.keyed = ""
 
 
 def fold(t: TableCoup, event: AnyEvent, causation: str) -> None:
@@ -114,9 +118,11 @@ def fold(t: TableCoup, event: AnyEvent, causation: str) -> None:
         t.held, t.held_recorded = event.reason, True
     elif isinstance(event, CardIncident):  # held until a supervisor rules (services.dealer_policy.reading)
         t.held, t.held_recorded, t.incident = event.what, True, event
+    elif isinstance(event, CardKeyed):
+        t.keyed = event.card
     elif isinstance(event, CoupRuled):
-        t.incident = None
-        if event.ruling == "go_on":
+        t.incident, t.keyed = None, ""
+        if event.ruling != "void":  # dealt on (``go_on``), or the card keyed in taken (``confirm``)
             t.held, t.held_recorded = "", False
     elif t.state is not None:
         t.state = t.game.evolve(t.state, event)
@@ -145,9 +151,10 @@ def follow(repository: Repository[TableCoup], t: TableCoup, m: Stored) -> None:
             return
         next_coup(t)
         t.coup, t.shoe, t.number = coup, shoe, number
-    if t.held and not m.batch.events:
+    held = t.held and t.incident is None  # held for compliance (a coup held for a card incident is followed on)
+    if held and not m.batch.events:
         t.last_seq = max(t.last_seq, m.seq)
-    elif t.held:
+    elif held:
         try:  # a coup held, and whose coup.held is recorded since
             for env in m.batch.events:
                 if isinstance(env.data, CoupHeld | CoupRuled):

@@ -29,7 +29,11 @@ class Metrics:
                                   ["table", "reason"], registry=r)
         self.card_incidents = Counter(
             "casino_card_incidents_total", "Cards from a card-reading shoe a coup was held for, by kind (misdrawn, "
-            "refused): each one is for surveillance and waits for a supervisor's ruling.", ["kind"], registry=r)
+            "refused, unread): each one is for surveillance and waits for a supervisor's ruling.", ["table", "kind"],
+            registry=r)
+        self.awaiting_card = Gauge(
+            "casino_table_awaiting_card_since_timestamp_seconds", "Since when the table's coup has waited for its "
+            "card-reading shoe's next card (0: it waits for none).", ["table"], registry=r)
         self.refused = Counter("casino_commands_refused_total", "Commands refused, by the clause that refused them.",
                                ["service", "clause"], registry=r)
         self.wagered = Counter("casino_wagered_minor_units_total", "Stakes accepted, in minor units.",

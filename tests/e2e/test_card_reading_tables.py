@@ -22,7 +22,7 @@ from casino.protocol import commands
 from casino.protocol.service import Peer
 from casino.rules import shoe
 from casino.store import subjects
-from casino.store.envelope import CardIncident, CoupRuled
+from casino.store.envelope import CardIncident, CardKeyed, CoupRuled
 from tests.e2e.casino import SUPERVISOR, Casino
 
 pytestmark = pytest.mark.anyio
@@ -34,9 +34,11 @@ def _tables(count: int, rulesets_: list[str], readers: int) -> dict[str, object]
 
 
 async def test_simulated_card_reading_tables_with_faulty_devices_deal_and_the_record_verifies(nats_url: str) -> None:
-    """A recognised machine's baccarat table and a hand-shuffled blackjack
-    table, their devices misbehaving at one card in four: every incident is
-    recorded and ruled, and verification finds nothing."""
+    """A baccarat and a blackjack table, one shuffled by a recognised machine
+    and one by hand, their devices misbehaving at one card in four: every
+    incident is recorded and ruled, each card the shoe could not read is
+    keyed in by the dealer and confirmed by a supervisor and then drawn as
+    keyed, and verification finds nothing."""
     tables = _tables(2, ["baccarat-000-methods", "blackjack-002-hole-card"], readers=2)
     assert {c.source for c in tables.values()} == {"recognised", "hand"}  # type: ignore[attr-defined]
     async with Casino(nats_url, tables) as casino:  # type: ignore[arg-type]
@@ -51,9 +53,13 @@ async def test_simulated_card_reading_tables_with_faulty_devices_deal_and_the_re
     rulings = [e for e in events if isinstance(e, CoupRuled)]
     assert made["misdraw"] + made["substitute"] > 0, made
     assert len(incidents) == len(rulings) > 0  # every coup held for a card, ruled
-    assert {(i.kind, r.ruling) for i, r in zip(incidents, rulings, strict=True)} <= {("misdrawn", "go_on"),
-                                                                                   ("refused", "void")}
+    assert {(i.kind, r.ruling) for i, r in zip(incidents, rulings, strict=True)} <= {
+        ("misdrawn", "go_on"), ("refused", "void"), ("unread", "confirm")}
     assert all(r.supervisor for r in rulings)
+    keyed = {e.read: e.card for e in events if isinstance(e, CardKeyed)}
+    unread = [i.read for i in incidents if i.kind == "unread"]
+    assert made["unread"] == len(unread) > 0 and set(unread) == set(keyed)  # each keyed in, and confirmed
+    assert {e.read: e.card for e in events if isinstance(e, shoe.CardDrawn) and e.read in keyed} == keyed
     drawn = [e for e in events if isinstance(e, shoe.CardDrawn)]
     assert drawn and all(e.read for e in drawn)  # every card dealt is a read's, named
     shuffles = [e for e in events if isinstance(e, shoe.ShoeShuffled)]

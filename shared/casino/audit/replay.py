@@ -20,7 +20,7 @@ from casino.rules.blackjack import messages as blackjack_messages
 from casino.rules.text import money
 from casino.rules.wagers import Wager
 from casino.store import subjects
-from casino.store.envelope import CardIncident, CoupConfigured, CoupHeld, CoupRuled, RulesetRecorded
+from casino.store.envelope import CardIncident, CardKeyed, CoupConfigured, CoupHeld, CoupRuled, RulesetRecorded
 from casino.store.eventstore import Stored
 
 SCHEMA = "casino.replay.coup/1"
@@ -312,11 +312,12 @@ _DESCRIBE: dict[type, Callable[[Any], str]] = {
     shoe.CardMisdrawn: lambda e: (f"{_card(e.position)}: {e.card} out of the shoe when no card was due (report "
                                   f"{e.read}): to the discard rack"),
     shoe.CardRefused: lambda e: f"{e.card} reported (report {e.read}) and refused: {e.why}",
-    CardIncident: lambda e: (f"held for a supervisor's ruling: {e.what}; house rule {e.setting} = "
-                             f"{e.house_rule.replace('_', ' ')}"),
-    CoupRuled: lambda e: (f"{e.supervisor} rules by {e.setting}: "
-                          + ("the card stays out, the coup is dealt on" if e.ruling == "go_on" else
-                             "the coup is void, every stake returned")),
+    CardIncident: lambda e: (f"held for a supervisor's ruling: {e.what}" + (
+        f"; house rule {e.setting} = {e.house_rule.replace('_', ' ')}" if e.setting else "")),
+    CardKeyed: lambda e: f"{e.card} keyed in by {e.dealer or 'the dealer'} for report {e.read}, to be confirmed",
+    CoupRuled: lambda e: (f"{e.supervisor} rules" + (f" by {e.setting}" if e.setting else "") + ": " + {
+        "go_on": "the card stays out, the coup is dealt on", "void": "the coup is void, every stake returned",
+        "confirm": f"confirms the card keyed in for report {e.read}"}.get(e.ruling, e.ruling)),
     shoe.CutCardReached: lambda e: (f"cut card reached before {_card(e.position)}"
                                     + (" as the first card of the round" if e.first_of_round else "")),
     shoe.ReshuffleRequired: lambda e: f"reshuffle required ({e.when.replace('_', ' ')})",

@@ -29,10 +29,12 @@ from casino.rules.wagers import Wager
 from casino.store import subjects
 from casino.store.envelope import (
     ADDED_SINCE,
+    KEYED,
     NOT_OF_THE_GAME,
     OPENINGS_KEPT,
     AnyEvent,
     CardIncident,
+    CardKeyed,
     CoupConfigured,
     CoupHeld,
     CoupRuled,
@@ -218,7 +220,8 @@ class Readings:
     """A coup's card incidents and rulings (a card-reading shoe's card the coup
     could not take: docs/readers.md), each held to the coup as it stood: a
     misdraw only where no card was due, each incident ruled by a supervisor
-    by the house rule it names before anything more is dealt, nothing dealt
+    by the house rule it names before anything more is dealt, a card the
+    shoe could not read taken only as keyed in and confirmed, nothing dealt
     in a coup once it is void."""
 
     def __init__(self, coup: str) -> None:
@@ -227,16 +230,34 @@ class Readings:
         self.awaiting: CardIncident | None = None
         self.awaiting_seq = 0
         self.void = False
+        self.keyed = ""  # the card keyed in for the incident awaiting a ruling
+        self.confirmed: tuple[str, str] | None = None  # (report, card) confirmed: the next event in its message takes it
 
     def look(self, m: Stored, waits: str) -> None:
         for env in m.batch.events:
             e = env.data
+            if self.confirmed is not None:
+                read, card = self.confirmed
+                self.confirmed = None
+                if not (getattr(e, "card", None) == card and (
+                        env.causation == KEYED + read if not isinstance(e, CardIncident) else e.read == read)):
+                    self.findings.append(Finding(self.coup, m.seq, f"the card taken for report {read} is not "
+                                                 f"{card}, the card keyed in and confirmed"))
             if isinstance(e, CardIncident):
                 if e.kind == "misdrawn" and waits == "card":
                     self.findings.append(Finding(self.coup, m.seq, f"{e.card} recorded as misdrawn, but the coup's "
                                                                    "rules called for a card then"))
-                self.awaiting, self.awaiting_seq = e, m.seq
+                self.awaiting, self.awaiting_seq, self.keyed = e, m.seq, ""
+            elif isinstance(e, CardKeyed):
+                if self.awaiting is None or self.awaiting.kind != "unread" or e.read != self.awaiting.read:
+                    self.findings.append(Finding(self.coup, m.seq, f"a card keyed in for report {e.read}, which "
+                                                 "holds no card the shoe could not read"))
+                self.keyed = e.card
             elif isinstance(e, CoupRuled):
+                if e.ruling == "confirm":
+                    if not self.keyed:
+                        self.findings.append(Finding(self.coup, m.seq, "a card confirmed that no dealer keyed in"))
+                    self.confirmed = (e.read, self.keyed)
                 if self.awaiting is None or e.read != self.awaiting.read:
                     self.findings.append(Finding(self.coup, m.seq, f"a ruling on report {e.read}, which held nothing"))
                 elif not e.supervisor:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import sys
+from collections import Counter
 from dataclasses import dataclass, field
 
 from casino.readmodels.projections import Takings
@@ -12,7 +13,7 @@ from casino.rules.baccarat import messages as baccarat_messages
 from casino.rules.blackjack import messages as blackjack_messages
 from casino.rules.text import escaped, money
 from casino.store import subjects
-from casino.store.envelope import Batch, CoupConfigured
+from casino.store.envelope import Batch, CardIncident, CoupConfigured, CoupRuled
 from casino.store.eventstore import EventStore, latest_at_table
 
 
@@ -49,6 +50,8 @@ HEADER = (f"{'table':<10} {'coup':>5} {'procedure':<9} {'cards':<{HANDS}} {'resu
           f"{'settled':>7} {'house net':>16}")
 # One line, within WIDTH: what the columns' short words mean.
 LEGEND = "cards: P player, B banker, D dealer, 3 seat 3 (3/2 its 2nd hand); dealt: share of the shoe; house net: + house won"
+# A card-reading shoe's card a coup was held for, in the result column until a supervisor rules (docs/readers.md).
+HELD_FOR = {"misdrawn": "HELD misdraw", "refused": "HELD refused", "unread": "HELD unread"}
 
 
 class Console:
@@ -58,6 +61,8 @@ class Console:
         self.views = {t: TableView(t, currency=(currencies or {}).get(t, "")) for t in tables}
         self.live = sys.stdout.isatty() if live is None else live
         self._drawn = 0
+        self.incidents: Counter[str] = Counter()  # card incidents at card-reading tables, by kind
+        self.rulings: Counter[str] = Counter()  # and the supervisors' rulings on them
 
     def on_batch(self, subject: str, batch: Batch) -> None:
         table, _, _, _ = subjects.tokens(subject)
@@ -86,12 +91,22 @@ class Console:
                 v.shoe, v.shoe_cards, v.position = e.shoe_id, e.cards, 0
             case shoe.CardDrawn() | shoe.CardBurned():
                 v.position = e.position + 1
+            case CardIncident():
+                v.result = HELD_FOR.get(e.kind, "HELD")
+                self.incidents[e.kind] += 1
+            case CoupRuled():
+                v.result = f"ruled {e.ruling}"
+                self.rulings[e.ruling] += 1
             case settlement.CoupSettled():
                 v.settled += 1
                 v.house_net += e.staked - e.returned
 
     def render(self) -> str:
-        return "\n".join([HEADER, *(v.line() for v in self.views.values())])
+        lines = [HEADER, *(v.line() for v in self.views.values())]
+        if self.incidents:
+            lines.append("card incidents: " + ", ".join(f"{k} {n}" for k, n in sorted(self.incidents.items()))
+                         + "; ruled: " + (", ".join(f"{k} {n}" for k, n in sorted(self.rulings.items())) or "none"))
+        return "\n".join(lines)
 
     def draw(self) -> None:
         """Redraw the tables in place, as ``top`` does: back to the first line

@@ -3,8 +3,8 @@ machine, which shuffles the physical cards and (``recognised``) reports the
 order it made, and the card-reading shoe, which reports each card as the
 dealer draws it, on their own users. With ``faults`` (a chance at each card)
 they misbehave as real ones do: a card drawn when none was due, a card that
-is not the shoe's next (substituted), a report sent twice, a shoe that falls
-silent for a while."""
+is not the shoe's next (substituted), a card the shoe cannot read (the
+dealer keys it in), a report sent twice, a shoe that falls silent for a while."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from casino.rules.shoe import cites
 from casino.store import subjects
 
 SHUFFLER = "shuffling machine"  # the clause of a shoe waiting for its machine's order (services.shoe.readers)
-FAULTS = ("misdraw", "substitute", "duplicate", "silent")
+FAULTS = ("misdraw", "substitute", "unread", "duplicate", "silent")
 SILENT_FOR = 3.0  # seconds a shoe that falls silent stays so
 
 
@@ -35,6 +35,7 @@ class Devices:
         self.cards: list[str] = []  # the physical shoe, its next card first
         self.cut_out = False  # whether the cut card has come out of the shoe in play
         self.incidents: Counter[str] = Counter()  # the faults made, by kind
+        self.unread = ""  # the card the shoe could not read last, as the dealer sees it
         self.burn_clause = cites(rules.document, rules.shoe).burn
 
     async def _report(self, peer: Peer, service: str, command: commands.Command) -> commands.Reply:
@@ -86,7 +87,10 @@ class Devices:
             card = self.rnd.choice([c for c in DECK if c != self.cards[0]])  # a card from the dealer's sleeve
         else:
             card = self.cards.pop(0)
-        report = commands.CardRead(f"card-{uuid.uuid4().hex[:16]}", self.table, card)
+        if fault == "unread":
+            self.incidents["unread"] += 1
+            self.unread = card
+        report = commands.CardRead(f"card-{uuid.uuid4().hex[:16]}", self.table, "" if fault == "unread" else card)
         if fault == "silent":
             self.incidents["silent"] += 1
             await asyncio.sleep(SILENT_FOR)

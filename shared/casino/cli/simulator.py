@@ -355,6 +355,10 @@ class SimulatedTable:
         if self.devices is not None:
             if w.kind == "read":
                 return await self.devices.read()
+            if w.kind == "key":  # the dealer keys in the card the shoe could not read
+                return await self.ask("coup", commands.KeyCard, coup=coup, card=self.devices.unread)
+            if w.kind == "ruling" and w.incident == "unread":  # and a supervisor confirms it, seen
+                return await self.supervise(commands.Rule, coup=coup, ruling="confirm", card=self.devices.unread)
             if w.kind == "ruling":  # the floor supervisor rules by the house rule (docs/clauses.md)
                 setting = self.rules.shoe.misdraw if w.incident == "misdrawn" else self.rules.shoe.refused
                 return await self.supervise(commands.Rule, coup=coup, ruling=setting)

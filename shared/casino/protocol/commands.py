@@ -180,19 +180,31 @@ class Status(Command, frozen=True, tag="table.status"):
 class Rule(Command, frozen=True, tag="table.rule"):
     """A supervisor's ruling on a coup held for what a card-reading shoe
     reported (docs/readers.md): ``go_on`` (the card stays out of the coup, in
-    the discard rack, and the coup is dealt on), or ``void`` (nothing more is
-    dealt in it: it stays held, its wagers for compliance, and the table goes
-    on with its next coup). Taken only on the supervisor's own subject, where
-    ``supervisor`` is the name that subject gives."""
+    the discard rack, and the coup is dealt on), ``void`` (nothing more is
+    dealt in it, every stake is returned, and the table goes on with its next
+    coup), or, for a card the shoe could not read, ``confirm``: ``card`` is
+    the card the dealer keyed in (``KeyCard``), seen by the supervisor, and
+    the coup takes it as the shoe's report. Taken only on the supervisor's
+    own subject, where ``supervisor`` is the name that subject gives."""
 
     coup: Token
-    ruling: Literal["go_on", "void"]
+    ruling: Literal["go_on", "void", "confirm"]
     supervisor: Text = ""
+    card: Annotated[str, msgspec.Meta(pattern=r"^([2-9TJQKA][SHDC])?$")] = ""
+
+
+class KeyCard(Command, frozen=True, tag="table.key_card"):
+    """The dealer keys in, from the table's terminal, the card the
+    card-reading shoe could not read (docs/readers.md); taken into the coup
+    only once a supervisor confirms it (``Rule`` ``confirm``)."""
+
+    coup: Token
+    card: Annotated[str, msgspec.Meta(pattern=r"^[2-9TJQKA][SHDC]$")]
 
 
 CoupCommand = (
     OpenCoup | CloseBetting | AnswerOffer | ExposeHand | ReturnCards | ReportHandlingBreach | PassShoe
-    | ForfeitShoe | Decide | Status
+    | ForfeitShoe | Decide | Status | KeyCard
 )
 # What a supervisor directs, on the supervisor's own subject: a forfeit and a
 # ruling only there (SUPERVISED), an opening there or, by the procedure in force, from a terminal.
@@ -379,7 +391,8 @@ class Waiting(msgspec.Struct, frozen=True):
     """What a coup waits for next: ``open`` (no coup), ``close_betting``,
     ``answer`` (from ``seat``, about ``offer``), ``expose`` (``seat``'s ``hand``),
     ``decision`` (``seat``, blackjack ``box_hand``), ``read`` (the card-reading
-    shoe's next card, due to ``seat``/``hand``), ``ruling`` (held for a card
+    shoe's next card, due to ``seat``/``hand``), ``key`` (the card the shoe
+    could not read, keyed in by the dealer), ``ruling`` (held for a card
     ``incident`` until a supervisor rules), ``finished``, or ``held``
     (held for compliance: nothing more is dealt in it; the next coup opens). For a
     decision it shows the hand's ``cards``, the dealer's face-up ``dealer`` cards
@@ -396,7 +409,8 @@ class Waiting(msgspec.Struct, frozen=True):
     dealer: tuple[Card, ...] = ()
     options: tuple[str, ...] = ()
     shoe_holder: int | None = None
-    incident: str | None = None  # ``ruling``: what the coup is held for ("misdrawn", "refused": docs/readers.md)
+    # ``key``, ``ruling``: what the coup is held for ("misdrawn", "refused", "unread": docs/readers.md)
+    incident: str | None = None
 
 
 class Reply(msgspec.Struct, frozen=True, omit_defaults=True):

@@ -93,11 +93,28 @@ class CardIncident(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag=
     house_rule: str
 
 
+KEYED = "keyed:"  # the causation of the card a ``CardKeyed`` keyed in, once confirmed: the report's id follows
+
+
+class CardKeyed(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="coup.card_keyed"):
+    """The card of report ``read``, which the card-reading shoe could not
+    read, as ``dealer`` keyed it in from the table's terminal: taken into the
+    coup only once a supervisor confirms it (``CoupRuled`` ``confirm``)."""
+
+    table: str
+    coup: str
+    read: str
+    card: str
+    dealer: str
+
+
 class CoupRuled(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="coup.ruled"):
     """A supervisor's ruling on the coup held for the card incident of report
     ``read``, on their own credential: ``go_on`` (the card stays in the discard
     rack, the coup is dealt on) or ``void`` (nothing more is dealt in it;
-    every wager is returned), as the house rule ``setting`` says."""
+    every wager is returned), as the house rule ``setting`` says; or, for a
+    card the shoe could not read, ``confirm`` (the card keyed in is the card:
+    the coup takes it, in the same message, as the shoe's report)."""
 
     table: str
     coup: str
@@ -109,10 +126,10 @@ class CoupRuled(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="co
 
 AnyEvent = (
     shoe.AnyShoeEvent | baccarat_messages.AnyBaccaratEvent | blackjack_messages.AnyBlackjackEvent | wagerbook.AnyBookEvent
-    | settlement.CoupSettled | CoupConfigured | RulesetRecorded | CoupHeld | CardIncident | CoupRuled
+    | settlement.CoupSettled | CoupConfigured | RulesetRecorded | CoupHeld | CardIncident | CardKeyed | CoupRuled
 )
 # The events of a coup's record that are no step of its game: not decided again by its rules.
-NOT_OF_THE_GAME = (CoupConfigured, CoupHeld, CardIncident, CoupRuled)
+NOT_OF_THE_GAME = (CoupConfigured, CoupHeld, CardIncident, CardKeyed, CoupRuled)
 
 # The schema version of each event type now written; a type not listed is at 1.
 VERSIONS: dict[str, int] = {"shoe.shuffled": 3, "baccarat.card_dealt": 2, "shoe.card_burned": 3, "shoe.card_drawn": 2,
