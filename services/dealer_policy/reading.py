@@ -62,7 +62,7 @@ async def _take(svc: DealerPolicyService, t: TableCoup, read: str, card: str, cu
     procedure = t.game.procedure(t.state) if t.state is not None else ""
     reply = await svc.peer.must(subjects.command(t.name, "shoe"), commands.TakeRead(
         READ + read, t.name, t.coup if dealing else "", t.config.ruleset, read, card, cut, due,
-        HOLDER_DRAWS.get(procedure, "setting shoe.misdraw")))
+        HOLDER_DRAWS.get(procedure, "setting shoe.misdraw"), t.config.source))
     if reply.incident in SETTINGS and dealing:
         kind, setting = reply.incident, SETTINGS[reply.incident]
         clause, what = ((reply.reason, f"{card} out of the shoe when no card was due ({reply.reason})")

@@ -59,6 +59,10 @@ async def take(service: ShoeService, cmd: TakeRead) -> Reply:
     t = await service.table(cmd.table, cmd.ruleset)
     if (answered := _answer(t, cmd.read)) is not None:
         return answered
+    if not cmd.cut and (t.state.reshuffle == "now" or (t.state.round is not None and not t.state.active)):
+        # 003 7.9: the cut card came out first in the round, and the cards are reshuffled before it goes on:
+        # the shoe ended and a new one filled with the order the machine made (refused until it reports it).
+        await service._reshuffle(cmd.table, t, cmd.coup or subjects.NO_COUP, cmd.id, cmd.source)
     if not t.state.active or not t.state.source:
         raise RuleViolation("shoe", f"table {cmd.table} has no shoe of a card-reading shoe in play")
     shoe, coup = t.state.shoe_id or "", cmd.coup or subjects.NO_COUP

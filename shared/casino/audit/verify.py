@@ -319,16 +319,20 @@ def _as_recorded(given: Any, recorded: Any) -> Any:
 def _book_and_cards(coup: str, msgs: list[Stored], book: wagerbook.Book) -> list[Finding]:
     findings: list[Finding] = []
     events: list[tuple[int, Any]] = [(m.seq, env.data) for m in msgs for env in m.batch.events]
-    drawn = {e.position: e.card for _, e in events if type(e) is shoe.CardDrawn}
+    drawn = {e.position: (seq, e.card) for seq, e in events if type(e) is shoe.CardDrawn}
     closed_seq = 0
     for seq, e in events:  # type tests by identity: a record has thousands of events to look at
         if type(e) in games.BETTING_CLOSED:
             closed_seq = seq
             if sorted(e.wagers, key=_key) != sorted(book.wagers, key=_key):
                 findings.append(Finding(coup, seq, "the coup's wagers are not the wager book's"))
-        elif type(e) in games.CARD_DEALT and drawn.get(e.position) != e.card:
+        elif type(e) in games.CARD_DEALT and ((at := drawn.pop(e.position, None)) is None or at[1] != e.card):
             findings.append(Finding(coup, seq, f"{e.card} dealt from position {e.position}, "
-                                               f"but the shoe drew {drawn.get(e.position, 'no card')} there"))
+                                               f"but the shoe drew {at[1] if at else 'no card'} there"))
+    # And every card the shoe drew for the coup was dealt in it (one it did not take is recorded otherwise:
+    # misdrawn, or refused).
+    findings += [Finding(coup, seq, f"the shoe drew {card} at position {position} for the coup, which dealt no card "
+                                    "from there") for position, (seq, card) in sorted(drawn.items())]
     if not closed_seq:
         findings.append(Finding(coup, msgs[-1].seq if msgs else 0, "betting never closed"))
     return findings

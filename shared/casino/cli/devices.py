@@ -4,7 +4,9 @@ order it made, and the card-reading shoe, which reports each card as the
 dealer draws it, on their own users. With ``faults`` (a chance at each card)
 they misbehave as real ones do: a card drawn when none was due, a card that
 is not the shoe's next (substituted), a card the shoe cannot read (the
-dealer keys it in), a report sent twice, a shoe that falls silent for a while."""
+dealer keys it in), a report sent twice, a shoe that falls silent for a while. With ``keep``, the physical shoe outlives the
+simulator (a file of its own): a simulator started again deals on from the
+cards left in it, and sends again the report it was sending when it stopped."""
 
 from __future__ import annotations
 
@@ -13,6 +15,9 @@ import random
 import secrets
 import uuid
 from collections import Counter
+from pathlib import Path
+
+import msgspec
 
 from casino.config.tables import TableConfig
 from casino.protocol import commands
@@ -29,14 +34,44 @@ SILENT_FOR = 3.0  # seconds a shoe that falls silent stays so
 
 class Devices:
     def __init__(self, table: str, config: TableConfig, rules: Ruleset, reader: Peer, shuffler: Peer,
-                 rnd: random.Random, faults: float = 0.0) -> None:
+                 rnd: random.Random, faults: float = 0.0, keep: Path | None = None) -> None:
         self.table, self.config, self.rules = table, config, rules
         self.reader, self.shuffler, self.rnd, self.faults = reader, shuffler, rnd, faults
-        self.cards: list[str] = []  # the physical shoe, its next card first
-        self.cut_out = False  # whether the cut card has come out of the shoe in play
+        self.keep = keep
+        self.physical = Physical()
+        if keep is not None and keep.exists():
+            self.physical = msgspec.json.decode(keep.read_bytes(), type=Physical)
         self.incidents: Counter[str] = Counter()  # the faults made, by kind
-        self.unread = ""  # the card the shoe could not read last, as the dealer sees it
-        self.burn_clause = cites(rules.document, rules.shoe).burn
+        clauses = cites(rules.document, rules.shoe)
+        self.burn_clause, self.cut_first = clauses.burn, clauses.cut_first
+
+    @property
+    def cards(self) -> list[str]:
+        return self.physical.cards
+
+    @property
+    def unread(self) -> str:
+        return self.physical.unread
+
+    def _save(self, pending: commands.Command | None = None) -> None:
+        """The physical shoe as it is, and the report being sent (sent again by ``resume``)."""
+        self.physical.pending = b"" if pending is None else commands.encoder.encode(pending)
+        if self.keep is not None:
+            self.keep.parent.mkdir(parents=True, exist_ok=True)
+            self.keep.with_suffix(".new").write_bytes(msgspec.json.encode(self.physical))
+            self.keep.with_suffix(".new").replace(self.keep)
+
+    async def resume(self) -> None:
+        """The report that was being sent when the simulator stopped, sent again as it was."""
+        if self.physical.pending:
+            pending = msgspec.json.decode(self.physical.pending, type=commands.ReaderReport | commands.ShuffleMade)
+            await self._send(self.shuffler if isinstance(pending, commands.ShuffleMade) else self.reader, pending)
+
+    async def _send(self, peer: Peer, command: commands.Command) -> commands.Reply:
+        self._save(command)
+        reply = await self._report(peer, "shuffler" if isinstance(command, commands.ShuffleMade) else "read", command)
+        self._save()
+        return reply
 
     async def _report(self, peer: Peer, service: str, command: commands.Command) -> commands.Reply:
         for _ in range(60):
@@ -53,11 +88,12 @@ class Devices:
         """The machine shuffles a full shoe, and reports the order where it is a recognised one."""
         cards = list(full_set(self.rules.shoe.decks))
         secrets.SystemRandom().shuffle(cards)
-        self.cards, self.cut_out = cards, False
+        self.physical.cards, self.physical.cut_out = cards, False
         if self.config.shuffle != "recognised":
+            self._save()
             return commands.Reply(True)
-        return await self._report(self.shuffler, "shuffler", commands.ShuffleMade(
-            f"order-{uuid.uuid4().hex[:16]}", self.table, tuple(cards)))
+        return await self._send(self.shuffler, commands.ShuffleMade(f"order-{uuid.uuid4().hex[:16]}", self.table,
+                                                                    tuple(cards)))
 
     async def answer_refusal(self, refused: commands.Reply) -> bool:
         """What the devices do for a refused opening: shuffle a new shoe when the
@@ -78,9 +114,10 @@ class Devices:
         faults, now and then a substituted card, a report sent twice or a silence first."""
         if not self.cards:
             await self.shuffle()
-        if not self.cut_out and self.cut_card_due():
-            self.cut_out = True
-            await self.cut_card()
+        if not self.physical.cut_out and self.cut_card_due():
+            cut = await self.cut_card()
+            if cut.clause == self.cut_first and self.rules.shoe.cut_card_first_of_round == "reshuffle_now":
+                await self.shuffle()  # 003 7.9: reshuffled now, and the round dealt on from the new shoe
         fault = self.rnd.choice(FAULTS[1:]) if due and self._chance() else ""
         if fault == "substitute" and self.config.shuffle == "recognised":
             self.incidents["substitute"] += 1
@@ -89,12 +126,12 @@ class Devices:
             card = self.cards.pop(0)
         if fault == "unread":
             self.incidents["unread"] += 1
-            self.unread = card
+            self.physical.unread = card
         report = commands.CardRead(f"card-{uuid.uuid4().hex[:16]}", self.table, "" if fault == "unread" else card)
         if fault == "silent":
             self.incidents["silent"] += 1
             await asyncio.sleep(SILENT_FOR)
-        reply = await self._report(self.reader, "read", report)
+        reply = await self._send(self.reader, report)
         if fault == "duplicate":
             self.incidents["duplicate"] += 1
             reply = await self._report(self.reader, "read", report)
@@ -113,4 +150,17 @@ class Devices:
         return cut is not None and len(self.cards) == self.rules.shoe.cards - cut
 
     async def cut_card(self) -> commands.Reply:
-        return await self._report(self.reader, "read", commands.CutCardRead(f"cut-{uuid.uuid4().hex[:16]}", self.table))
+        """The cut card out of the shoe, reported."""
+        self.physical.cut_out = True
+        return await self._send(self.reader, commands.CutCardRead(f"cut-{uuid.uuid4().hex[:16]}", self.table))
+
+
+class Physical(msgspec.Struct):
+    """A simulated table's physical shoe: the cards left in it, the next
+    first; whether its cut card has come out; the card it last could not
+    read, as the dealer sees it; and the report being sent (a command)."""
+
+    cards: list[str] = []
+    cut_out: bool = False
+    unread: str = ""
+    pending: bytes = b""

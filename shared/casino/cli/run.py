@@ -162,9 +162,12 @@ async def _wait_ready(url: str, timeout: float = 30.0) -> None:
 
 async def _simulate(url: str, terminal_urls: dict[str, str], supervisor_url: str, tables: dict[str, TableConfig],
                     coups: int | None, seed: int | None, pace: float = 0.0,
-                    device_urls: dict[str, tuple[str, str]] | None = None, faults: float = 0.0) -> None:
+                    device_urls: dict[str, tuple[str, str]] | None = None, faults: float = 0.0,
+                    physical: Path | None = None) -> None:
     """The floor's console on ``url``; each simulated table commands through
-    its own terminal's user, as a table on a casino floor does."""
+    its own terminal's user, as a table on a casino floor does (and each
+    card-reading table's devices through theirs, their physical shoes kept
+    under ``physical``)."""
     console = Console(list(tables), {t: c.currency for t, c in tables.items()})
     nc = await natsclient.connect(url, **_quietly())
     terminals = {table: await natsclient.connect(u, **_quietly()) for table, u in terminal_urls.items()}
@@ -191,7 +194,7 @@ async def _simulate(url: str, terminal_urls: dict[str, str], supervisor_url: str
     painter = asyncio.create_task(redraw())
     try:
         await Simulator(nc, tables, seed, console, terminals=terminals, supervisor=supervisor, every=pace,
-                        devices=devices, faults=faults).run(coups)
+                        devices=devices, faults=faults, physical=physical).run(coups)
         await _projections_caught_up(nc)
     finally:
         painter.cancel()
@@ -417,7 +420,7 @@ def run(args: argparse.Namespace) -> int:
         _run(_simulate(url("floor"), {t: url(f"terminal-{t}") for t in tables}, url(f"supervisor-{SUPERVISOR}"),
                        tables, args.coups, args.seed, pace,
                        {t: (url(f"reader-{t}"), url(f"shuffler-{t}")) for t in readers},
-                       args.faults if args.faults is not None else 0.0 if args.coups else FAULTS))
+                       args.faults if args.faults is not None else 0.0 if args.coups else FAULTS, var / "devices"))
         print("every coup dealt and settled", flush=True)
         return 0
     except KeyboardInterrupt:

@@ -12,6 +12,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
 
 import msgspec
 from nats.aio.client import Client
@@ -163,6 +164,8 @@ class SimulatedTable:
         ``every``, a coup opened every so many seconds (the first after ``first``)."""
         loop = asyncio.get_running_loop()
         await asyncio.sleep(first)
+        if self.devices is not None:
+            await self.devices.resume()
         while (coups is None or self.coups < coups) and not self.stopped:
             started = loop.time()
             await self.one_coup()
@@ -394,7 +397,7 @@ class Simulator:
                  console: Console | None = None, patience: int = 5, every: float = 0.0,
                  terminals: dict[str, Client] | None = None, habits: Habits | None = None,
                  supervisor: Client | None = None, devices: dict[str, tuple[Client, Client]] | None = None,
-                 faults: float = 0.0) -> None:
+                 faults: float = 0.0, physical: Path | None = None) -> None:
         """``nc`` watches the events; each table's commands go by its terminal's
         connection in ``terminals`` (a terminal user of its own), else by ``nc``,
         and a supervisor's by ``supervisor`` (``SUPERVISOR``'s user), else by ``nc``.
@@ -406,8 +409,8 @@ class Simulator:
         self.peers = {name: Peer((terminals or {}).get(name, nc), timeout=10, attempts=patience) for name in tables}
         self.supervisor = Peer(supervisor or nc, timeout=10, attempts=patience)
         # Each card-reading table's shoe and shuffling machine, on their own connections (users), and how
-        # often they misbehave (a chance at each card).
-        self.devices, self.faults = devices or {}, faults
+        # often they misbehave (a chance at each card); with ``physical``, where their physical shoes are kept.
+        self.devices, self.faults, self.physical = devices or {}, faults, physical
         self.patience = patience
         self.playing: list[SimulatedTable] = []
 
@@ -451,7 +454,8 @@ class Simulator:
             if cfg.cards == "read":
                 reader, shuffler = self.devices.get(name, (self.nc, self.nc))
                 devices = Devices(name, cfg, rulesets.load(cfg.ruleset), Peer(reader, timeout=10, attempts=self.patience),
-                                  Peer(shuffler, timeout=10, attempts=self.patience), rnd, self.faults)
+                                  Peer(shuffler, timeout=10, attempts=self.patience), rnd, self.faults,
+                                  None if self.physical is None else self.physical / f"{name}.json")
             tables.append(SimulatedTable(name, cfg, self.peers[name], rnd, self._settled,
                                          store, self.habits, first=begun[cfg.ruleset], supervisor=self.supervisor,
                                          devices=devices))

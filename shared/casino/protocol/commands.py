@@ -369,7 +369,8 @@ class EndRound(Command, frozen=True, tag="shoe.end_round"):
 class TakeRead(Command, frozen=True, tag="shoe.take_read"):
     """A card-reading shoe's report, checked by the shoe (``CardRead``,
     ``CutCardRead``): ``due`` where the coup's rules call for a card now
-    (``clause``: what a card out when none is due breaches). Answered with the
+    (``clause``: what a card out when none is due breaches; ``source``: the
+    table's shuffle, for a reshuffle the report waits for). Answered with the
     card and its position, or with the ``incident`` it was recorded as."""
 
     coup: str
@@ -379,6 +380,7 @@ class TakeRead(Command, frozen=True, tag="shoe.take_read"):
     cut: bool = False
     due: bool = False
     clause: str = ""
+    source: str = ""
 
 
 ShoeCommand = StartRound | DrawCard | EndRound | TakeRead
