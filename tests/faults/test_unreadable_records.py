@@ -50,7 +50,9 @@ async def ask(nc: Client, kind: str, command: commands.Command) -> commands.Repl
 
 
 async def coup_subject(store: JetStreamEventStore, coup: str) -> str:
-    return (await store.read(subjects.coup_filter(coup, TABLE)))[0].subject
+    """The subject of the coup's own events (the shoe may have started its round there first)."""
+    return next(m.subject for m in await store.read(subjects.coup_filter(coup, TABLE))
+                if subjects.tokens(m.subject)[3] == "coup")
 
 
 def with_reference(batch: envelope.Batch, reference: str) -> bytes:
