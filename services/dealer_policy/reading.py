@@ -34,6 +34,7 @@ async def report(svc: DealerPolicyService, t: TableCoup, cmd: commands.CardRead 
     if not t.config.source:
         raise RuleViolation(CARD_SOURCE, f"table {t.name} is dealt from the shoe service's own shuffle: it takes "
                                          "no card-reading shoe's reports (the tables file says cards = \"shuffled\")")
+    await svc.caught_up(t)  # what the card is taken as depends on what the coup waits for: as recorded
     cause = READ + cmd.id
     if cause in t.applied:  # the same report again, taken into the coup already: one card
         return

@@ -97,6 +97,15 @@ class DealerPolicyService:
             return
         await self.repository.catch_up(subjects.aggregate_filter("coup", cmd.table), t.seen, self.observe, self.skip)
 
+    async def caught_up(self, t: TableCoup) -> None:
+        """``reload`` of one table, its lock held: before a decision no append
+        of its own guards (a card-reading shoe's card taken as what the coup
+        waits for), the coup as the record has it, whichever instance wrote it."""
+        async def follow_locked(subject: str, seq: int, batch: Batch) -> None:
+            self._observe(subject, seq, batch)
+
+        await self.repository.catch_up(subjects.aggregate_filter("coup", t.name), t.seen, follow_locked, self.skip)
+
     def skip(self, m: Stored) -> None:
         """A message on a coup subject that is no batch this code can read
         (filed as a dead letter): nothing to fold, but looked at, so that the

@@ -18,7 +18,7 @@ from casino.rules import settlement
 from casino.rules.baccarat import messages as baccarat_messages
 from casino.rules.blackjack import messages as blackjack_messages
 from casino.store import subjects
-from casino.store.envelope import CoupConfigured
+from casino.store.envelope import CoupConfigured, CoupRuled
 from casino.store.eventstore import Stored
 
 SERVICES = ("shoe", "wager", "dealer_policy", "settlement")
@@ -70,11 +70,12 @@ class Processes:
             except subprocess.TimeoutExpired:
                 p.kill()
 
-    async def chaos(self, kills_per_service: int, seed: int, stop: asyncio.Event) -> None:
-        """Kill a random service at a random moment, then start it again, until
-        every service has been killed ``kills_per_service`` times."""
+    async def chaos(self, kills_per_service: int, seed: int, stop: asyncio.Event,
+                    services: tuple[str, ...] = SERVICES) -> None:
+        """Kill a random one of ``services`` at a random moment, then start it
+        again, until each has been killed ``kills_per_service`` times."""
         rnd = random.Random(seed)
-        plan = [s for s in SERVICES for _ in range(kills_per_service)]
+        plan = [s for s in services for _ in range(kills_per_service)]
         rnd.shuffle(plan)
         for service in plan:
             await asyncio.sleep(rnd.uniform(0.3, 1.5))
@@ -88,7 +89,8 @@ class Processes:
 
 def audit(stored: list[Stored], tables: dict[str, TableConfig], coups_per_table: int) -> list[str]:
     """Nothing lost and nothing twice: every table's coups numbered 1..N without
-    a gap, each with one result and one settlement, and no event id twice."""
+    a gap, each with one result (or one supervisor's ruling that voids it) and
+    one settlement, and no event id twice."""
     problems = []
     ids = Counter(e.id for m in stored for e in m.batch.events)
     problems += [f"event {i} recorded {n} times" for i, n in ids.items() if n > 1]
@@ -100,6 +102,7 @@ def audit(stored: list[Stored], tables: dict[str, TableConfig], coups_per_table:
             if isinstance(e.data, CoupConfigured):
                 numbers[e.data.table].append(e.data.coup_number)
             kind = ("result" if isinstance(e.data, baccarat_messages.CoupResulted | blackjack_messages.CoupResulted)
+                    or (isinstance(e.data, CoupRuled) and e.data.ruling == "void")
                     else "settled" if isinstance(e.data, settlement.CoupSettled) else "")
             if kind:
                 per_coup.setdefault(coup, Counter())[kind] += 1
