@@ -226,7 +226,7 @@ def markdown_table() -> str:
 
     rows = ["| user | account | may publish (and so ask the JetStream API) | may not | may subscribe to "
             "(besides its own inbox) | answers requests | why |", "|---|---|---|---|---|---|---|"]
-    for name, u in permissions(["<table>"], ["<name>"]).items():
+    for name, u in permissions(["<table>"], ["<name>"], ["<table>"]).items():
         rows.append(f"| `{name}` | {u.account} | {cell(u.publish)} | {cell(u.deny_publish)} | {cell(u.subscribe)} "
                     f"| {'yes' if u.responds else 'no'} | {u.why} |")
     return "\n".join(rows) + "\n"
@@ -350,12 +350,13 @@ def password_variable(user: str) -> str:
     return "CASINO_" + user.upper().replace("-", "_") + "_PASSWORD"
 
 
-def helm_values(tables: Iterable[str], supervisors: Iterable[str] = ()) -> dict[str, object]:
+def helm_values(tables: Iterable[str], supervisors: Iterable[str] = (), readers: Iterable[str] = ()) -> dict[str, object]:
     """Values for the official NATS Helm chart: a 3-node JetStream cluster with
     TLS, each write synced to disk before it is acknowledged, the Prometheus
     exporter, and this permission model, each password taken from the
-    environment of the NATS pods (``$CASINO_<USER>_PASSWORD``, from a Secret)."""
-    users = permissions(tables, supervisors)
+    environment of the NATS pods (``$CASINO_<USER>_PASSWORD``, from a Secret); ``readers``: the
+    card-reading tables, whose devices have users of their own."""
+    users = permissions(tables, supervisors, readers)
     return {
         "config": {
             "cluster": {"enabled": True, "replicas": 3},
