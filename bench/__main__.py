@@ -22,6 +22,7 @@ from bench import (
     load,
     machine,
     pipeline,
+    reading,
     replay,
     report,
     rules,
@@ -68,12 +69,15 @@ SIZES: dict[str, Any] = {"rules_coups": 2000, "replay_coups_a_table": 150, "veri
                          "bounded_coups": (10000, 200000), "series_coups": 200,
                          # the instances run: 3 of every service against 1, this many coups a table
                          "cost": {"tables": 16, "coups": 40, "instances": 3},
+                         # card-reading tables against shuffled ones: this many tables, coups a table in each CPU run
+                         "reading": {"tables": 16, "coups": 20},
                          # from 250 tables, each a coup a minute, every step measured for a minute
                          "capacity": {"start": 250, "period": capacity.PERIOD, "window": 60.0, "halvings": 2}}
 QUICK: dict[str, Any] = {**SIZES, "rules_coups": 100, "scale_tables": [1, 4, 16, 64], "replay_coups_a_table": 5, "verifying_coups": 20, "window": 2,
                          "history_coups": 200, "history_rounds": 20, "holding_coups": 200, "archive_coups": 12,
                          "bounded_coups": (2400, 4800), "series_coups": 4,
                          "cost": {"tables": 4, "coups": 3, "instances": 2},
+                         "reading": {"tables": 4, "coups": 3},
                          "capacity": {"start": 4, "most": 8, "period": 3.0, "window": 3.0, "halvings": 0}}
 
 
@@ -84,6 +88,7 @@ def measure_all(sizes: dict[str, Any], runs: int, seconds: float) -> dict[str, A
         "verifying": asyncio.run(verifying.measure(sizes["verifying_coups"], runs, sizes["window"])),
         "pipeline": asyncio.run(pipeline.measure(sizes["pipeline_tables"], seconds, runs)),
         "cost": asyncio.run(cost.measure(seconds=seconds, runs=runs, **sizes["cost"])),
+        "reading": asyncio.run(reading.measure(seconds=max(seconds, 2.0), runs=runs, **sizes["reading"])),
         "scale": asyncio.run(scale(sizes["scale_tables"], seconds / 2, runs)),
         "history": asyncio.run(history.measure(sizes["history_coups"], sizes["history_rounds"], runs)),
         "holding": asyncio.run(holding.measure(sizes["holding_coups"], runs)),
@@ -178,6 +183,7 @@ def main() -> None:
     print(archive.summary(results["archive"]))
     print(bounded.summary(results["bounded"]))
     print(cost.summary(results["cost"]))
+    print(reading.summary(results["reading"]))
     print(capacity.summary(results["capacity"]))
     print(capacity.summary(results["capacity_instances"]))
     print(series.summary(results["metrics"]))

@@ -78,6 +78,14 @@ def judged(results: dict[str, Any]) -> list[Row]:
     row("scale", f"CPU a coup with {inst['instances']} instances of every service against 1, the same tables and "
         f"coups", v, f"{v:.2f} ({inst['more']['services_and_server_ms']:.1f} against "
         f"{inst['one']['services_and_server_ms']:.1f} ms)", rng, "1.10 or less", _at_most(1.10))
+    rd = results["reading"]
+    v, rng = _ratio(rd, "cpu_ratio", "cpu_ratio_range")
+    row("reading", f"CPU a Method A coup read from card-reading shoes against dealt from the shoe service's shuffle, "
+        f"{rd['tables']} tables flat out", v, f"{v:.2f} ({rd['read']['services_and_server_ms']:.1f} against "
+        f"{rd['shuffled']['services_and_server_ms']:.1f} ms)", rng, "1.2 or less", _at_most(1.2))
+    v, rng = _ms(rd["report"], "p99_ms", "p99_ms_range")
+    row("reading", "a card's report to its record, p99 at a tenth of the read tables' flat-out rate", v,
+        f"{v:.1f} ms", rng, "10 ms or less", _at_most(10.0))
     for key, who in (("capacity", ""), ("capacity_instances", ", two instances of every service")):
         cap = results[key]
         row("capacity", f"tables dealing a coup a minute each{who}, every command's p99 {cap['most_p99_ms']:.0f} ms "

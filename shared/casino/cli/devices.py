@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import random
 import secrets
+import time
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -42,6 +43,7 @@ class Devices:
         if keep is not None and keep.exists():
             self.physical = msgspec.json.decode(keep.read_bytes(), type=Physical)
         self.incidents: Counter[str] = Counter()  # the faults made, by kind
+        self.report_ms: list[float] = []  # each card's report answered (recorded), in milliseconds
         clauses = cites(rules.document, rules.shoe)
         self.burn_clause, self.cut_first = clauses.burn, clauses.cut_first
 
@@ -69,7 +71,10 @@ class Devices:
 
     async def _send(self, peer: Peer, command: commands.Command) -> commands.Reply:
         self._save(command)
+        asked = time.perf_counter()
         reply = await self._report(peer, "shuffler" if isinstance(command, commands.ShuffleMade) else "read", command)
+        if isinstance(command, commands.CardRead):
+            self.report_ms.append(1000 * (time.perf_counter() - asked))
         self._save()
         return reply
 

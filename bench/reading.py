@@ -1,0 +1,117 @@
+"""Card-reading tables (docs/readers.md): the CPU the services and the
+nats-server spend on a baccarat Method A coup whose every card comes from a
+card-reading shoe, against the same coups dealt from the shoe service's own
+shuffle (``cpu_ratio``: 1.2 or less); and the time from a card's report to
+its record (the report answered once the card is recorded) at a tenth of
+the read tables' flat-out rate (``report``: p99 10 ms or less). The
+simulated devices' CPU, like the simulated tables', is left out.
+
+``python -m bench.reading`` prints them; ``make bench`` judges them."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.cost import ONLY_METHOD_A, services_and_server
+from bench.load import Meter, casino, process_ids, stop_players
+from bench.runs import span
+from casino.cli.simulator import Simulator
+from casino.config.tables import TableConfig
+
+
+def tables_of(count: int, cards: str) -> dict[str, TableConfig]:
+    return {f"BAC-{i + 1}": TableConfig("baccarat-000-methods", "method_a", cards=cards)  # type: ignore[arg-type]
+            for i in range(count)}
+
+
+async def dealt(tables: int, coups: int, cards: str) -> dict[str, Any]:
+    """``coups`` Method A coups at each of ``tables`` tables whose cards are
+    ``cards`` (shuffled or read), flat out: what every process spent a coup."""
+    config = tables_of(tables, cards)
+    async with casino(config) as (nc, procs, server):
+        with tempfile.TemporaryDirectory() as physical:  # the devices' shoes, from the first run to the second
+            sim = Simulator(nc, config, seed=5, patience=40, habits=ONLY_METHOD_A, physical=Path(physical))
+            await sim.run(1)  # every service warm, every table's first shoe filled
+            meter, started = Meter(process_ids(procs, server)), time.perf_counter()
+            await sim.run(coups + 1)
+            elapsed, spent = time.perf_counter() - started, meter.per_coup(tables * coups)
+    return {"coups": tables * coups, "coups_per_s": tables * coups / elapsed,
+            "cpu_ms_per_coup": spent["cpu_ms_per_coup"],
+            "services_and_server_ms": services_and_server(spent["cpu_ms_per_coup"])}
+
+
+async def reports(tables: int, seconds: float, every: float) -> list[float]:
+    """Each card's report answered, in milliseconds, over ``seconds``, each
+    read table opening a coup every ``every`` seconds."""
+    config = tables_of(tables, "read")
+    async with casino(config) as (nc, _, _):
+        sim = Simulator(nc, config, seed=5, patience=40, every=every, habits=ONLY_METHOD_A)
+        task = asyncio.create_task(sim.run(None))
+        await asyncio.sleep(4)  # the services start and warm up
+        for t in sim.playing:
+            assert t.devices is not None
+            t.devices.report_ms.clear()
+        await asyncio.sleep(seconds)
+        ms = [x for t in sim.playing if t.devices is not None for x in t.devices.report_ms]
+        stop_players(sim, task)
+    return ms
+
+
+def _p(ms: list[float], q: float) -> float:
+    return sorted(ms)[min(len(ms) - 1, int(q * len(ms)))] if ms else 0.0
+
+
+async def measure(tables: int = 16, coups: int = 20, seconds: float = 20, runs: int = 3) -> dict[str, Any]:
+    shuffled, read, ratios = [], [], []
+    for _ in range(runs):  # one after the other in each run: the machine's speed moves over an hour
+        shuffled.append(await dealt(tables, coups, "shuffled"))
+        read.append(await dealt(tables, coups, "read"))
+        ratios.append(read[-1]["services_and_server_ms"] / shuffled[-1]["services_and_server_ms"])
+    rate = statistics.median(r["coups_per_s"] for r in read)
+    paced = [await reports(tables, seconds, tables / (rate / 10)) for _ in range(runs)]
+    p50s, p99s = [_p(ms, 0.5) for ms in paced], [_p(ms, 0.99) for ms in paced]
+
+    def medians(results: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"coups_per_s": statistics.median(r["coups_per_s"] for r in results),
+                "services_and_server_ms": statistics.median(r["services_and_server_ms"] for r in results),
+                "cpu_ms_per_coup": {name: statistics.median(r["cpu_ms_per_coup"][name] for r in results)
+                                    for name in results[0]["cpu_ms_per_coup"]}}
+
+    return {"tables": tables, "coups_a_table": coups, "runs": runs, "shuffled": medians(shuffled),
+            "read": medians(read), "cpu_ratio": statistics.median(ratios), "cpu_ratio_range": span(ratios),
+            "report": {"offered_coups_per_s": rate / 10, "reports": sum(len(ms) for ms in paced),
+                       "p50_ms": statistics.median(p50s), "p99_ms": statistics.median(p99s),
+                       "p99_ms_range": span(p99s)}}
+
+
+def summary(r: dict[str, Any]) -> str:
+    rd, sh, rep = r["read"], r["shuffled"], r["report"]
+    return (f"card-reading tables, {r['tables']} tables of Method A flat out: the services and the nats-server's CPU "
+            f"{rd['services_and_server_ms']:.1f} ms a coup read from a card-reading shoe ({rd['coups_per_s']:.1f} "
+            f"coups/s) against {sh['services_and_server_ms']:.1f} dealt from the shoe service's shuffle "
+            f"({sh['coups_per_s']:.1f} coups/s), ratio {r['cpu_ratio']:.2f}; a card's report to its record at a "
+            f"tenth of that rate ({rep['offered_coups_per_s']:.1f} coups/s, {rep['reports']} reports): p50 "
+            f"{rep['p50_ms']:.1f} ms, p99 {rep['p99_ms']:.1f} ms")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(prog="python -m bench.reading")
+    p.add_argument("--tables", type=int, default=16)
+    p.add_argument("--coups", type=int, default=20, help="coups a table in each CPU run")
+    p.add_argument("--seconds", type=float, default=20, help="seconds of paced dealing in each latency run")
+    p.add_argument("--runs", type=int, default=3)
+    args = p.parse_args()
+    r = asyncio.run(measure(args.tables, args.coups, args.seconds, args.runs))
+    print(summary(r))
+    print(json.dumps(r, indent=2))
+
+
+if __name__ == "__main__":
+    main()
