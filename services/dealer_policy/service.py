@@ -40,7 +40,7 @@ class DealerPolicyService:
     def __init__(self, store: EventStore, peer: Peer, tables: dict[str, TableConfig], clock: Clock = utc_now) -> None:
         self.store, self.peer, self.config = store, peer, tables
         self.repository: Repository[TableCoup] = Repository(store, self.producer, fold_table, clock=clock,
-                                                                 copy_=copy_table)
+                                                            copy_=copy_table)
         self.tables: dict[str, TableCoup] = {}
         self.folding = TableLocks()
         self.metrics: Metrics | None = None
@@ -92,10 +92,9 @@ class DealerPolicyService:
 
     async def reload(self, cmd: commands.CoupCommand) -> None:
         """Catch up with what other instances appended since we last looked."""
-        t = self.tables.get(cmd.table)
-        if t is None:
-            return
-        await self.repository.catch_up(subjects.aggregate_filter("coup", cmd.table), t.seen, self.observe, self.skip)
+        async with self.folding(cmd.table):
+            if (t := self.tables.get(cmd.table)) is not None:
+                await self.caught_up(t)
 
     async def caught_up(self, t: TableCoup) -> None:
         """``reload`` of one table, its lock held: before a decision no append
