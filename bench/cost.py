@@ -60,6 +60,15 @@ async def paced(tables: int, seconds: float, every: float = 0.0) -> dict[str, An
             "services_and_server_ms": services_and_server(spent["cpu_ms_per_coup"])}
 
 
+def medians(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """Runs' figures as one: the coups of them all, the median of each run's CPU a coup (and their range)."""
+    ms = [r["services_and_server_ms"] for r in results]
+    by_process = {name: statistics.median(r["cpu_ms_per_coup"][name] for r in results)
+                  for name in results[0]["cpu_ms_per_coup"]}
+    return {"coups": sum(r["coups"] for r in results), "services_and_server_ms": statistics.median(ms),
+            "services_and_server_ms_range": span(ms), "cpu_ms_per_coup": by_process}
+
+
 async def spread(nc: Client, replicas: int, within: float = 120.0) -> None:
     """Wait until ``replicas`` instances of every service have joined its
     assignment and its partitions are spread evenly among them."""
@@ -101,13 +110,6 @@ async def measure(tables: int = 16, seconds: float = 20, runs: int = 3, coups: i
     one = [await dealt(tables, coups, 1) for _ in range(runs)]
     more = [await dealt(tables, coups, instances) for _ in range(runs)]
     ratios = [m["services_and_server_ms"] / o["services_and_server_ms"] for o, m in zip(one, more, strict=True)]
-
-    def medians(results: list[dict[str, Any]]) -> dict[str, Any]:
-        ms = [r["services_and_server_ms"] for r in results]
-        by_process = {name: statistics.median(r["cpu_ms_per_coup"][name] for r in results)
-                      for name in results[0]["cpu_ms_per_coup"]}
-        return {"coups": sum(r["coups"] for r in results), "services_and_server_ms": statistics.median(ms),
-                "services_and_server_ms_range": span(ms), "cpu_ms_per_coup": by_process}
 
     return {"tables": tables, "runs": runs, "flat": {**medians(flat), "coups_per_s": rate},
             "tenth": {**medians(tenth), "offered_coups_per_s": rate / 10},

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.cost import ONLY_METHOD_A, services_and_server
+from bench.cost import ONLY_METHOD_A, medians, services_and_server
 from bench.load import Meter, casino, process_ids, stop_players
 from bench.runs import span
 from casino.cli.simulator import Simulator
@@ -78,14 +78,11 @@ async def measure(tables: int = 16, coups: int = 20, seconds: float = 20, runs: 
     paced = [await reports(tables, seconds, tables / (rate / 10)) for _ in range(runs)]
     p50s, p99s = [_p(ms, 0.5) for ms in paced], [_p(ms, 0.99) for ms in paced]
 
-    def medians(results: list[dict[str, Any]]) -> dict[str, Any]:
-        return {"coups_per_s": statistics.median(r["coups_per_s"] for r in results),
-                "services_and_server_ms": statistics.median(r["services_and_server_ms"] for r in results),
-                "cpu_ms_per_coup": {name: statistics.median(r["cpu_ms_per_coup"][name] for r in results)
-                                    for name in results[0]["cpu_ms_per_coup"]}}
+    def runs_of(results: list[dict[str, Any]]) -> dict[str, Any]:
+        return {**medians(results), "coups_per_s": statistics.median(r["coups_per_s"] for r in results)}
 
-    return {"tables": tables, "coups_a_table": coups, "runs": runs, "shuffled": medians(shuffled),
-            "read": medians(read), "cpu_ratio": statistics.median(ratios), "cpu_ratio_range": span(ratios),
+    return {"tables": tables, "coups_a_table": coups, "runs": runs, "shuffled": runs_of(shuffled),
+            "read": runs_of(read), "cpu_ratio": statistics.median(ratios), "cpu_ratio_range": span(ratios),
             "report": {"offered_coups_per_s": rate / 10, "reports": sum(len(ms) for ms in paced),
                        "p50_ms": statistics.median(p50s), "p99_ms": statistics.median(p99s),
                        "p99_ms_range": span(p99s)}}

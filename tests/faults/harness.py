@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import msgspec
@@ -85,6 +86,19 @@ class Processes:
             self.kill(service, instance)
             await asyncio.sleep(rnd.uniform(0.0, 0.8))
             self.start(service, instance)
+
+
+async def deal_through(chaos: asyncio.Task[None], stop: asyncio.Event, deal: Callable[[], Awaitable[None]],
+                       coups: int) -> int:
+    """``deal`` (``coups`` more at each table) again until every planned kill
+    has landed while coups were being dealt; the coups each table dealt."""
+    dealt = 0
+    while dealt < coups or not chaos.done():
+        await deal()
+        dealt += coups
+    stop.set()
+    await chaos
+    return dealt
 
 
 def audit(stored: list[Stored], tables: dict[str, TableConfig], coups_per_table: int) -> list[str]:

@@ -22,7 +22,7 @@ from casino.rules import shoe
 from casino.store import subjects
 from casino.store.envelope import CardIncident, CoupRuled
 from casino.store.jetstream import JetStreamEventStore
-from tests.faults.harness import Processes, audit
+from tests.faults.harness import Processes, audit, deal_through
 
 pytestmark = pytest.mark.anyio
 COUPS = int(os.environ.get("CASINO_SOAK_READING_COUPS", "15"))  # per table
@@ -42,12 +42,8 @@ async def test_kill_minus_nine_of_the_shoe_and_the_dealer_policy_in_read_coups_l
     stop = asyncio.Event()
     try:
         chaos = asyncio.create_task(casino.chaos(KILLS, int.from_bytes(os.urandom(2), "big"), stop, KILLED))
-        simulator, dealt = Simulator(nc, tables, seed=5, patience=60, faults=0.1, physical=tmp_path / "devices"), 0
-        while dealt < COUPS or not chaos.done():  # every planned kill lands while coups are being dealt
-            await asyncio.wait_for(simulator.run(dealt + COUPS), 600)
-            dealt += COUPS
-        stop.set()
-        await chaos
+        simulator = Simulator(nc, tables, seed=5, patience=60, faults=0.1, physical=tmp_path / "devices")
+        dealt = await deal_through(chaos, stop, lambda: asyncio.wait_for(simulator.run(COUPS), 600), COUPS)
     finally:
         casino.stop_all()
     stored = await JetStreamEventStore(nc).read(f"{subjects.EVENTS}.>")

@@ -17,7 +17,7 @@ from casino.cli.simulator import Simulator
 from casino.nats.provision import provision
 from casino.store import subjects
 from casino.store.jetstream import JetStreamEventStore
-from tests.faults.harness import SERVICES, Processes, audit
+from tests.faults.harness import SERVICES, Processes, audit, deal_through
 
 pytestmark = pytest.mark.anyio
 KILLS = int(os.environ.get("CASINO_SOAK_KILLS", "2"))  # per service
@@ -35,12 +35,8 @@ async def test_kill_minus_nine_any_service_at_any_moment_loses_and_duplicates_no
     stop = asyncio.Event()
     try:
         chaos = asyncio.create_task(casino.chaos(KILLS, seed=int.from_bytes(os.urandom(2), "big"), stop=stop))
-        simulator, dealt = Simulator(nc, tables, seed=21, patience=40), 0
-        while dealt < COUPS or not chaos.done():  # every planned kill lands while coups are being dealt
-            await simulator.run(COUPS)
-            dealt += COUPS
-        stop.set()
-        await chaos
+        simulator = Simulator(nc, tables, seed=21, patience=40)
+        dealt = await deal_through(chaos, stop, lambda: simulator.run(COUPS), COUPS)
     finally:
         casino.stop_all()
     stored = await JetStreamEventStore(nc).read(f"{subjects.EVENTS}.>")

@@ -34,6 +34,20 @@ async def ask(nc: Client, subject: str, command: commands.Command, timeout: floa
                                                            timeout=timeout)).data)
 
 
+def flood(nc: Client, subject: str, command: Callable[[str], commands.Command], until: float,
+          replies: list[commands.Reply], lanes: int = 24) -> list[asyncio.Task[None]]:
+    """``lanes`` requests in flight at once on ``subject`` until ``until``,
+    each asked again (with a new id) as soon as it is answered; the replies kept."""
+    async def lane(k: int) -> None:
+        n = 0
+        while time.monotonic() < until:
+            n += 1
+            with contextlib.suppress(nats.errors.TimeoutError):
+                replies.append(await ask(nc, subject, command(f"flood-{k}-{n}")))
+
+    return [asyncio.create_task(lane(k)) for k in range(lanes)]
+
+
 async def test_only_their_consumers_deliveries_reach_settlement_and_the_archiver(tmp_path: Path) -> None:
     """Every user, its own credential in hand, aims at the deliver subjects of
     settlement's and the archiver's consumers all it can: a publication, the
@@ -114,16 +128,8 @@ async def test_a_supervisors_credential_flooding_a_table_takes_nothing_of_its_te
         terminal = await casino.connect(f"terminal-{BACCARAT}")
         until = time.monotonic() + 8.0
         replies: list[commands.Reply] = []
-
-        async def flood(k: int) -> None:
-            n = 0
-            while time.monotonic() < until:
-                n += 1
-                with contextlib.suppress(nats.errors.TimeoutError):
-                    replies.append(await ask(supervisor, subjects.supervise(BACCARAT, SUPERVISOR), commands.OpenCoup(
-                        id=f"flood-{k}-{n}", table=BACCARAT, procedure="method_a")))
-
-        flooding = [asyncio.create_task(flood(k)) for k in range(24)]
+        flooding = flood(supervisor, subjects.supervise(BACCARAT, SUPERVISOR), lambda i: commands.OpenCoup(
+            id=i, table=BACCARAT, procedure="method_a"), until, replies)
         dealt, asked_again = await terminal_deals(terminal, BACCARAT, until)
         await asyncio.gather(*flooding)
         refused = [r for r in replies if not r.ok and r.clause == "rate limit"]
@@ -277,16 +283,8 @@ async def test_a_tables_card_reading_shoe_and_shuffling_machine_report_for_their
         terminal = await casino.connect(f"terminal-{BACCARAT}")
         until = time.monotonic() + 5.0
         replies: list[commands.Reply] = []
-
-        async def flood(k: int) -> None:
-            n = 0
-            while time.monotonic() < until:
-                n += 1
-                with contextlib.suppress(nats.errors.TimeoutError):
-                    replies.append(await ask(reader, subjects.command(BACCARAT, "read"),
-                                             msgspec.structs.replace(card, id=f"flood-{k}-{n}")))
-
-        flooding = [asyncio.create_task(flood(k)) for k in range(24)]
+        flooding = flood(reader, subjects.command(BACCARAT, "read"), lambda i: msgspec.structs.replace(card, id=i),
+                         until, replies)
         statuses = []
         while time.monotonic() < until:
             statuses.append(await ask(terminal, subjects.command(BACCARAT, "coup"),
