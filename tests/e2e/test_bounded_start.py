@@ -12,7 +12,8 @@ from typing import Any
 
 import nats
 import pytest
-from services.dealer_policy.service import DealerPolicyService, TableCoup
+from services.dealer_policy.service import DealerPolicyService
+from services.dealer_policy.table import TableCoup, carry
 from services.shoe.secrets import JetStreamSecrets
 from services.shoe.service import MemorySecrets, ShoeService, TableShoe, secure_shuffle
 
@@ -68,7 +69,7 @@ def catch_ups_of(store: EventStore) -> list[str]:
 
 def deciding(t: TableCoup) -> tuple[object, ...]:
     """What a table's next decisions depend on."""
-    return (t.number, t.coup, t.shoe, t.state, t.last_seq, t.seen, t.applied, DealerPolicyService._carry(t))
+    return (t.number, t.coup, t.shoe, t.state, t.last_seq, t.seen, t.applied, carry(t))
 
 
 def shoe_held(t: TableShoe) -> tuple[object, ...]:

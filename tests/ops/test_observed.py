@@ -116,9 +116,11 @@ def until(check: Any, within: float, every: float = 1.0) -> Any:
 
 def test_prometheus_scrapes_every_series_the_dashboards_and_alerts_use_and_a_service_down_reaches_the_receiver(
         tmp_path: Path) -> None:
+    # Shoes of one deck: shoes end, are reshuffled and sealed; the last table's cards read from a card-reading shoe.
     tables = {f"{short}-1": TableConfig(ruleset_variant(tmp_path, ruleset, decks=1, penetration=0.5),
-                                        approvals=APPROVALS if ruleset.startswith("baccarat") else ())
-              for ruleset, short in SHORT.items()}  # shoes of one deck: shoes end, are reshuffled and sealed
+                                        approvals=APPROVALS if ruleset.startswith("baccarat") else (),
+                                        cards="read" if i == len(SHORT) - 1 else "shuffled")
+              for i, (ruleset, short) in enumerate(SHORT.items())}
     (tmp_path / "logs").mkdir()
     tables_file = tmp_path / "tables.toml"
     tables_file.write_text(dump_tables(tables))
