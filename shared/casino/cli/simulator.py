@@ -111,6 +111,7 @@ class SimulatedTable:
         self.devices = devices  # a card-reading table's shuffling machine and shoe
         # The last coup dealt here and who keeps its shoe (000 8.18).
         self.last: commands.Reply | None = None
+        self.voided = ""  # the last coup a supervisor ruled void
         self.procedure = ""
         self.dealt_by = ""  # the procedure this terminal last opened a coup by: the one in force
         self.seated: set[int] = set()
@@ -256,6 +257,10 @@ class SimulatedTable:
             closing = time.perf_counter()
             reply = await self.ask("coup", commands.CloseBetting, coup=coup)
         reply = await until_finished(reply, lambda waiting: self._respond(coup, waiting))
+        if self.voided == coup:  # a card-reading shoe's card held it, and the supervisor ruled it void
+            log.info("%s %s: void by the supervisor's ruling, every stake returned", self.name, coup)
+            await self.settlement(coup, done)
+            return
         if (reply.waiting is not None and reply.waiting.kind == "held") or reply.clause == commands.HELD:
             log.warning("%s %s: held for compliance, the table goes on with its next coup: %s", self.name, coup,
                         reply.reason or "held")
@@ -364,7 +369,10 @@ class SimulatedTable:
                 return await self.supervise(commands.Rule, coup=coup, ruling="confirm", card=self.devices.unread)
             if w.kind == "ruling":  # the floor supervisor rules by the house rule (docs/clauses.md)
                 setting = self.rules.shoe.misdraw if w.incident == "misdrawn" else self.rules.shoe.refused
-                return await self.supervise(commands.Rule, coup=coup, ruling=setting)
+                ruled = await self.supervise(commands.Rule, coup=coup, ruling=setting)
+                if ruled.ok and setting == "void":
+                    self.voided = coup
+                return ruled
             misdrawn = await self.devices.maybe_misdraw()
             if misdrawn is not None and misdrawn.waiting is not None and misdrawn.waiting.kind == "ruling":
                 return misdrawn  # the coup held for it: the supervisor rules next
