@@ -29,15 +29,19 @@ SETTINGS = {"misdrawn": "shoe.misdraw", "refused": "shoe.refused"}
 KINDS = (*SETTINGS, "unread")  # the card incidents a coup is held for
 
 
-async def report(svc: DealerPolicyService, t: TableCoup, cmd: commands.CardRead | commands.CutCardRead) -> None:
-    """Take one report of the table's card-reading shoe, once however often it is sent."""
+async def report(svc: DealerPolicyService, t: TableCoup,
+                 cmd: commands.CardRead | commands.CutCardRead) -> commands.Reply | None:
+    """Take one report of the table's card-reading shoe, once however often it
+    is sent: the shoe's answer (what the card was taken as: its ``incident``
+    and ``clause``, a burn or the cut card where it came), None where the
+    coup took it before or holds it as a card the shoe could not read."""
     if not t.config.source:
         raise RuleViolation(CARD_SOURCE, f"table {t.name} is dealt from the shoe service's own shuffle: it takes "
                                          "no card-reading shoe's reports (the tables file says cards = \"shuffled\")")
     await svc.caught_up(t)  # what the card is taken as depends on what the coup waits for: as recorded
     cause = READ + cmd.id
     if cause in t.applied:  # the same report again, taken into the coup already: one card
-        return
+        return None
     if isinstance(cmd, commands.CardRead) and not cmd.card:
         if t.state is None or t.finished:
             raise RuleViolation(UNREAD, f"report {cmd.id}: the shoe could not read a card, and no coup is being "
@@ -47,13 +51,13 @@ async def report(svc: DealerPolicyService, t: TableCoup, cmd: commands.CardRead 
             "drawn; the dealer keys it in, and a supervisor confirms it", "", "confirm")],
             commands.write_id(t.coup, cause), cause, commands.digest(cmd))
         _count(svc, t, "unread")
-        return
-    await _take(svc, t, cmd.id, cmd.card if isinstance(cmd, commands.CardRead) else "",
+        return None
+    return await _take(svc, t, cmd.id, cmd.card if isinstance(cmd, commands.CardRead) else "",
                 isinstance(cmd, commands.CutCardRead), cause, commands.digest(cmd))
 
 
 async def _take(svc: DealerPolicyService, t: TableCoup, read: str, card: str, cut: bool, cause: str,
-                command: str = "") -> None:
+                command: str = "") -> commands.Reply:
     """The card (or the cut card) of report ``read`` checked at the shoe (asked
     as the report, however often) and taken into the coup as what it was,
     caused by ``cause``, with the steps staged before it."""
@@ -78,6 +82,7 @@ async def _take(svc: DealerPolicyService, t: TableCoup, read: str, card: str, cu
         await svc.advance(t)
     # Else a burn card, the cut card, or a card out between coups: the shoe's record alone holds it.
     await svc.flush(t)
+    return reply
 
 
 def _count(svc: DealerPolicyService, t: TableCoup, kind: str) -> None:

@@ -201,8 +201,10 @@ class DealerPolicyService:
             raise RuleViolation("roster", f"{name} is not on the casino's roster of supervisors "
                                 f"({', '.join(t.config.supervisors)}): a direction is taken from a supervisor on it")
         if isinstance(cmd, commands.CardRead | commands.CutCardRead):
-            await reading.report(self, t, cmd)
-            return self._reply(t)
+            taken = await reading.report(self, t, cmd)
+            # The device is told what its card was taken as (the cut card first in a round: reshuffle now).
+            return self._reply(t) if taken is None else msgspec.structs.replace(
+                self._reply(t), incident=taken.incident, clause=taken.clause)
         if isinstance(cmd, commands.Rule):
             await reading.rule(self, t, cmd)
             return self._reply(t)

@@ -248,7 +248,8 @@ async def test_003_7_9_the_cut_card_out_as_the_first_card_of_a_round_reshuffles_
         devices = _devices(casino, tables)
         coup = await _open(casino, devices)
         await _deal_out(casino, devices, coup, await _bet_and_close(casino, coup))
-        assert (await devices.cut_card()).ok  # between rounds: before the next round's first card
+        cut = await devices.cut_card()  # between rounds: before the next round's first card
+        assert (cut.ok, cut.incident, cut.clause) == (True, "cut card", "003 7.9"), cut  # the device told so
         events = [e for _, e in await casino.events(subjects.aggregate_filter("shoe", TABLE))]
         reached = [e for e in events if isinstance(e, shoe.CutCardReached)]
         assert [(e.first_of_round, e.clause) for e in reached] == [(True, "003 7.9")]
