@@ -14,7 +14,7 @@ from casino.rules.errors import RuleViolation
 from casino.rules.shoe import CardDrawn
 from casino.store import subjects
 from casino.store.envelope import OPENINGS_KEPT, AnyEvent, CoupConfigured, CoupHeld, RulesetRecorded
-from services.dealer_policy import table
+from services.dealer_policy import booking, table
 
 if TYPE_CHECKING:
     from services.dealer_policy.service import DealerPolicyService
@@ -28,7 +28,7 @@ async def open_coup(svc: DealerPolicyService, t: TableCoup, cmd: commands.OpenCo
         # with the coup it opened, even once another terminal has dealt that coup to its end,
         # never by opening another.
         if t.state.phase == "betting":
-            await svc.book_open(t)
+            await booking.book_open(svc, t)
         return
     if (earlier := opened_earlier(t, cmd.id)) is not None:
         raise RuleViolation("command id", f"command id {cmd.id} opened coup {earlier} already, and "
@@ -93,7 +93,7 @@ async def _open(svc: DealerPolicyService, t: TableCoup, cmd: commands.OpenCoup) 
     await svc.flush(t)
     # Answered once its book is open, so that an opening answered takes wagers. Opened and its book
     # not yet, the refusal says so: the same command asked again is answered once the book is open.
-    await svc.book_open(t)
+    await booking.book_open(svc, t)
 
 
 async def _end_held(svc: DealerPolicyService, t: TableCoup) -> None:

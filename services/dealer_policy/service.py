@@ -8,8 +8,7 @@ import asyncio
 import contextlib
 import functools
 import time
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Iterable
 
 import msgspec
 
@@ -24,14 +23,13 @@ from casino.rules.ruleset import RulesetError
 from casino.store import subjects
 from casino.store.envelope import AnyEvent, Batch
 from casino.store.eventstore import EventStore, Stored, latest_at_table
-from services.dealer_policy import opening, reading
+from services.dealer_policy import booking, opening, reading
+from services.dealer_policy.booking import failed, logged
 from services.dealer_policy.table import TableCoup, follow
 from services.dealer_policy.table import copy as copy_table
 from services.dealer_policy.table import fold as fold_table
 from services.dealer_policy.table import new as new_table
 from services.repository import Repository
-
-BOOK_WAIT = 3.0  # seconds a command waits for the coup's wager book to open (under a terminal's patience)
 
 
 class DealerPolicyService:
@@ -226,41 +224,11 @@ class DealerPolicyService:
         if cmd.coup != t.coup or t.state is None:
             raise RuleViolation("coup", f"coup {cmd.coup} is not the coup being dealt at {cmd.table}")
         if isinstance(cmd, commands.CloseBetting) and t.state.phase == "betting":
-            await self.book_open(t)  # the book a coup is dealt from is open before it closes
+            await booking.book_open(self, t)  # the book a coup is dealt from is open before it closes
         if not t.recorded(cmd):  # a retried command was recorded once already
             await self._command(t, cmd)
         await self.advance(t)  # and the dealer's own steps are finished either way
         return self._reply(t)
-
-    def _book(self, t: TableCoup) -> asyncio.Future[Any]:
-        """The coup's wager book being opened: asked until the wager service
-        answers (asked again, it answers from its record), in the background,
-        so that a coup opened while the wager service is away gets its book
-        as soon as it is back, with no restart of anything."""
-        if t.booking is None or t.booking_for != t.coup or _failed(t.booking):
-            t.booking_for = t.coup
-            t.booking = asyncio.ensure_future(self._ask_until_answered(
-                subjects.command(t.name, "book"), commands.OpenBook(
-                    f"{t.coup}:open-book", t.name, t.coup, t.shoe, t.config.ruleset, _previous_coup(t.name, t.number))))
-            t.booking.add_done_callback(_logged("a coup's wager book was refused by the wager service"))
-        return t.booking
-
-    async def book_open(self, t: TableCoup) -> None:
-        """Until the coup's wager book is open, for ``BOOK_WAIT`` seconds at most."""
-        try:
-            await asyncio.wait_for(asyncio.shield(self._book(t)), BOOK_WAIT)
-        except TimeoutError:
-            raise RuleViolation(commands.WAGER_SERVICE, f"coup {t.coup} is open and its wager book not yet: the wager "
-                                "service has not answered (it is asked until it does); ask again") from None
-
-    async def _ask_until_answered(self, subject: str, command: commands.OpenBook) -> None:
-        while True:
-            try:
-                await self.peer.must(subject, command)
-                return
-            except RuntimeError as exc:  # no answer: the wager service is away
-                log.warning("%s: %s; asked again", command.id, exc)
-                await asyncio.sleep(1.0)
 
     async def _command(self, t: TableCoup, cmd: commands.CoupCommand) -> None:
         if isinstance(cmd, commands.CloseBetting):
@@ -318,12 +286,12 @@ class DealerPolicyService:
         discard rack) while the terminal is answered: the result is recorded,
         and the next coup at the table waits for the round's end (``_end_round``).
         Asked again if a first asking failed."""
-        if t.ending is not None and not _failed(t.ending):
+        if t.ending is not None and not failed(t.ending):
             return
         t.ending = asyncio.ensure_future(self.peer.must(subjects.command(t.name, "shoe"), commands.EndRound(
             f"{t.coup}:end", t.name, t.coup, t.config.ruleset, _pickup(t.state), next=f"{t.name}-{t.number + 1:06d}",
             source=t.config.source)))
-        t.ending.add_done_callback(_logged("a round's end at the shoe failed (asked again before the next coup)"))
+        t.ending.add_done_callback(logged("a round's end at the shoe failed (asked again before the next coup)"))
 
     async def end_round(self, t: TableCoup) -> commands.Reply:
         """Until the finished coup's round has ended at the shoe: the shoe's
@@ -397,27 +365,9 @@ class DealerPolicyService:
                              commands.StartRound(f"{t.coup}:start", t.name, t.coup, t.config.ruleset,
                                                  t.config.source))
         if t.state.phase == "betting":
-            await self.book_open(t)
+            await booking.book_open(self, t)
         else:
             await self.advance(t)
-
-
-def _previous_coup(table: str, number: int) -> str:
-    """The table's coup before its coup ``number``, as the dealer-policy names them."""
-    return f"{table}-{number - 1:06d}" if number > 1 else ""
-
-
-def _failed(asked: asyncio.Future[Any]) -> bool:
-    return asked.done() and (asked.cancelled() or asked.exception() is not None)
-
-
-def _logged(what: str) -> Callable[[asyncio.Future[Any]], None]:
-    """A done-callback logging ``what`` failed, with why."""
-    def log_failure(asked: asyncio.Future[Any]) -> None:
-        if not asked.cancelled() and (exc := asked.exception()) is not None:
-            log.warning("%s: %s", what, exc)
-
-    return log_failure
 
 
 def _pickup(state: Coup | None) -> tuple[str, ...]:
