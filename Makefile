@@ -28,8 +28,10 @@ unit: setup
 
 # Debian's packages the tests use: Prometheus and its promtool (the alert
 # rules' unit tests, and `make run ARGS=--observe`), Alertmanager (an alert
-# carried to a receiver) and strace (counting the server's syncs to disk).
-DEBIAN_TOOLS := prometheus:prometheus promtool:prometheus prometheus-alertmanager:prometheus-alertmanager strace:strace
+# carried to a receiver), strace (counting the server's syncs to disk) and
+# chromium (the web pages driven by Playwright in a real browser).
+DEBIAN_TOOLS := prometheus:prometheus promtool:prometheus prometheus-alertmanager:prometheus-alertmanager strace:strace \
+	chromium:chromium
 
 # What `make image` needs: Debian's container engine and debootstrap.
 IMAGE_TOOLS := dockerd:docker.io docker:docker.io debootstrap:debootstrap

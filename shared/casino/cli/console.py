@@ -46,6 +46,7 @@ class TableView:
 
 WIDTH = 120  # columns: a line a table, never wrapped (a wrapped line would break the redraw in place)
 HANDS = 44
+FACE_DOWN = "??"  # a card dealt face down (the blackjack hole card), shown so until it is turned
 HEADER = (f"{'table':<10} {'coup':>5} {'procedure':<9} {'cards':<{HANDS}} {'result':<12} {'shoe':>4} {'dealt':>5} "
           f"{'settled':>7} {'house net':>16}")
 # One line, within WIDTH: what the columns' short words mean.
@@ -82,7 +83,11 @@ class Console:
                 v.cards.setdefault(e.hand[0].upper(), []).append(e.card)
             case blackjack_messages.CardDealt():
                 v.cards.setdefault("D" if e.seat is None else f"{e.seat}/{e.hand + 1}" if e.hand else f"{e.seat}",
-                                   []).append(e.card)
+                                   []).append(e.card if e.face_up else FACE_DOWN)
+            case blackjack_messages.HoleCardTurned():  # the dealer's hole card, face down until now
+                dealer = v.cards.get("D", [])
+                if FACE_DOWN in dealer:
+                    dealer[dealer.index(FACE_DOWN)] = e.card
             case baccarat_messages.CoupResulted():
                 v.result = f"{e.winner} {e.player_points}-{e.banker_points}"
             case blackjack_messages.CoupResulted():

@@ -196,6 +196,9 @@ def permissions(tables: Iterable[str], supervisors: Iterable[str] = (), readers:
                       "the pit's console: the live events as recorded and the read models; writes nothing"),
         "compliance": User(CASINO, (*READ, *READ_MODELS, *READ_ARCHIVE), (),
                            "replay, verification and export: reads the record, live and archived; writes nothing"),
+        "web": User(CASINO, (*READ, *READ_MODELS, *READ_ARCHIVE), ("casino.ev.>",),
+                    "the pit's, surveillance's and the regulator's web pages: the live events as recorded, the "
+                    "record live and archived, and the read models; writes nothing and creates no consumer"),
         "admin": User(CASINO, (*PROVISION, "casino.cmd.-.*.*"), (),
                       "creates the streams and buckets once; may ping the services (table '-', which "
                       "they refuse); reads nothing"),

@@ -1,0 +1,44 @@
+"""Run the web pages: python -m services.web --nats URL --tables FILE --accounts FILE --port P."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from pathlib import Path
+
+import uvicorn
+from prometheus_client import CollectorRegistry, make_asgi_app
+from starlette.routing import Mount
+
+from casino.config.tables import load_tables
+from casino.nats import client as natsclient
+from services.web.site import Site, app, read_accounts
+
+
+async def serve(url: str, tables_file: Path, accounts_file: Path, host: str, port: int) -> None:
+    tables = load_tables(tables_file)
+    nc = await natsclient.connect(url)
+    site = Site(nc, {t: c.currency for t, c in tables.items()}, read_accounts(accounts_file))
+    await site.start()
+    web = app(site)
+    web.routes.append(Mount("/metrics", make_asgi_app(CollectorRegistry())))
+    server = uvicorn.Server(uvicorn.Config(web, host=host, port=port, log_level="warning", lifespan="off"))
+    try:
+        await server.serve()
+    finally:
+        await nc.close()
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(prog="python -m services.web")
+    p.add_argument("--nats", required=True, help="the web user's NATS URL")
+    p.add_argument("--tables", required=True, help="the tables file")
+    p.add_argument("--accounts", required=True, help="the web accounts file (services.web.site.write_accounts)")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8080)
+    args = p.parse_args()
+    asyncio.run(serve(args.nats, Path(args.tables), Path(args.accounts), args.host, args.port))
+
+
+if __name__ == "__main__":
+    main()
