@@ -1,9 +1,13 @@
-"""Run the web pages: python -m services.web --nats URL --tables FILE --accounts FILE --port P."""
+"""Run the web pages: python -m services.web --tables FILE --accounts FILE --port P, the web user's
+NATS URL in $CASINO_NATS_URL (or --nats). With --passwords FILE, an accounts file that does not exist
+yet is made: a user of each role, their passwords written to FILE (owner-only)."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import os
 from pathlib import Path
 
 import uvicorn
@@ -12,7 +16,7 @@ from starlette.routing import Mount
 
 from casino.config.tables import load_tables
 from casino.nats import client as natsclient
-from services.web.site import Site, app, read_accounts
+from services.web.site import ROLES, Site, app, read_accounts, write_accounts
 
 
 async def serve(url: str, tables_file: Path, accounts_file: Path, host: str, port: int) -> None:
@@ -31,13 +35,22 @@ async def serve(url: str, tables_file: Path, accounts_file: Path, host: str, por
 
 def main() -> None:
     p = argparse.ArgumentParser(prog="python -m services.web")
-    p.add_argument("--nats", required=True, help="the web user's NATS URL")
+    p.add_argument("--nats", default=os.environ.get("CASINO_NATS_URL"), help="the web user's NATS URL")
     p.add_argument("--tables", required=True, help="the tables file")
     p.add_argument("--accounts", required=True, help="the web accounts file (services.web.site.write_accounts)")
+    p.add_argument("--passwords", help="make the accounts file where there is none: a user of each role, "
+                                       "the passwords written here")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8080)
     args = p.parse_args()
-    asyncio.run(serve(args.nats, Path(args.tables), Path(args.accounts), args.host, args.port))
+    if args.nats is None:
+        p.error("the web user's NATS URL: --nats or $CASINO_NATS_URL")
+    accounts = Path(args.accounts)
+    if args.passwords and not accounts.exists():
+        passwords = write_accounts(accounts, {role: role for role in ROLES})
+        Path(args.passwords).write_text(json.dumps(passwords, indent=2) + "\n")
+        Path(args.passwords).chmod(0o600)
+    asyncio.run(serve(args.nats, Path(args.tables), accounts, args.host, args.port))
 
 
 if __name__ == "__main__":

@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+import signal
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -16,7 +18,7 @@ from playwright.async_api import Browser, Page, async_playwright
 from services.web.site import Accounts, Site, app
 
 from casino.audit.replay import replay_coup
-from casino.cli.run import default_tables
+from casino.cli.run import WEB_PASSWORDS, default_tables
 from casino.cli.simulator import Simulator
 from casino.nats.server import free_port
 from casino.store import envelope, subjects
@@ -132,3 +134,36 @@ async def test_nothing_but_health_is_served_without_signing_in(web: tuple[Casino
     await page.fill("input[name=password]", "not the password")
     await page.click("button[type=submit]")
     assert "do not sign in" in await page.inner_text("main")
+
+
+async def test_make_run_serves_the_pages_as_the_web_user_with_its_passwords_beside_the_nats_ones(
+        tmp_path: Path) -> None:
+    """`casino run` (what `make run` runs) starts the web pages, prints their
+    address, and writes the users of each role with their passwords beside
+    the NATS ones (owner-only); the pages read the secured server as the web
+    user: a coup page verified from the record."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "casino.cli.main", "run", "--var", str(tmp_path), "--port", str(free_port()),
+        "--pace", "0.5", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    assert proc.stdout is not None
+    try:
+        address = ""
+        while b"dealing at" not in (line := await asyncio.wait_for(proc.stdout.readline(), 60)):
+            assert line, "casino run ended before dealing"
+            if line.startswith(b"web "):
+                address = line.split()[1].decode()
+        assert address.startswith("http://127.0.0.1:"), address
+        passwords = json.loads((tmp_path / WEB_PASSWORDS).read_text())
+        assert set(passwords) == {"pit", "surveillance", "compliance"}
+        assert (tmp_path / WEB_PASSWORDS).stat().st_mode & 0o077 == 0
+        async with async_playwright() as p:
+            browser = await p.chromium.launch(executable_path=chromium(), args=["--no-sandbox"])
+            page = await signed_in(browser, address.rstrip("/"), "compliance", passwords["compliance"])
+            await page.wait_for_selector(".tile .coup:has-text('coup 2')", timeout=60_000)
+            await page.goto(f"{address}coup/BAC000-1/1")
+            assert (await page.inner_text(".verdict")).startswith("Verified"), await page.inner_text("main")
+            await browser.close()
+    finally:
+        proc.send_signal(signal.SIGINT)
+        await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0

@@ -41,7 +41,8 @@ SERVICES = ("shoe", "wager", "dealer_policy", "settlement", "projections", "arch
 # and the shoe (a round's end, for a coup just dealt) as it finishes; then
 # settlement, once every result is written; the projections last, once they
 # have read every event, so the read models stop at the end of the stream.
-STOP_ORDER = ("archiver", "dealer_policy", "wager", "shoe", "settlement", "projections")
+STOP_ORDER = ("web", "archiver", "dealer_policy", "wager", "shoe", "settlement", "projections")
+WEB_PASSWORDS = "web-passwords.json"  # the web pages' users (pit, surveillance, compliance) and passwords
 SHORT = {"baccarat-000-methods": "BAC000", "baccarat-001-styles": "BAC001",
          "blackjack-002-hole-card": "BJ002", "blackjack-003-no-hole-card": "BJ003"}
 APPROVALS = (Approval("method_b", "inspector", "INS-SIM", "at the simulated floor's baccarat tables, 2,500 the least "
@@ -350,6 +351,18 @@ def start_services(var: Path, tables_file: Path, url_of: Callable[[str], str], r
     return procs, targets
 
 
+def start_web(var: Path, tables_file: Path, url: str) -> tuple[subprocess.Popen[bytes], str]:
+    """The web pages (services.web) on a free loopback port, as the web user;
+    their accounts made once under ``var``: the process, and its address."""
+    port = free_port()
+    with (var / "logs" / "web.log").open("ab") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "services.web", "--tables", str(tables_file), "--accounts",
+             str(var / "web-auth.json"), "--passwords", str(var / WEB_PASSWORDS), "--port", str(port)],
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env={**os.environ, "CASINO_NATS_URL": url})
+    return proc, f"http://127.0.0.1:{port}/"
+
+
 def stop_services(procs: Processes, url: str, within: float = SERVICES_STOP_WITHIN) -> None:
     """Each service stopped in ``STOP_ORDER``, the read models once they have
     caught up (read through ``url``), all of it within ``within`` seconds: one
@@ -407,6 +420,10 @@ def run(args: argparse.Namespace) -> int:
         for name, where in targets.items():
             print(f"{name:<14} " + "  ".join(f"http://{w}/metrics" for w in where) + "  (and /healthz, /readyz)",
                   flush=True)
+        web, address = start_web(var, tables_file, url("web"))
+        procs["web"] = [web]
+        print(f"{'web':<14} {address}  (sign in as pit, surveillance or compliance: passwords in "
+              f"{var / WEB_PASSWORDS})", flush=True)
         if args.observe:
             prometheus = Prometheus(var / "prometheus", targets)
             prometheus.start()
