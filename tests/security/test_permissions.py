@@ -230,7 +230,7 @@ async def test_readers_create_no_consumers_and_nobody_but_the_projections_writes
         tmp_path: Path) -> None:
     async with secured_casino(tmp_path) as casino:
         await casino.deal(1)
-        for user in ("floor", "compliance", "terminal-BAC000-1"):
+        for user in ("floor", "compliance", "web", "terminal-BAC000-1"):
             nc = await casino.connect(user)
             js = nc.jetstream(timeout=0.5)
             with pytest.raises((nats.errors.TimeoutError, nats.errors.Error, nats.js.errors.Error)):
