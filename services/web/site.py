@@ -31,9 +31,15 @@ from starlette.staticfiles import StaticFiles
 from casino.audit.replay import replay_coup
 from casino.audit.verify import verify_coup
 from casino.cli.console import Console, TableView
+from casino.rules import shoe as dealing_shoe
+from casino.rules.baccarat import messages as baccarat_messages
+from casino.rules.blackjack import messages as blackjack_messages
 from casino.rules.text import escaped, money
 from casino.store import envelope, subjects
+from casino.store.envelope import CoupConfigured
+from casino.store.eventstore import latest_at_table
 from casino.store.jetstream import JetStreamEventStore
+from services.web import roads
 
 HERE = Path(__file__).resolve().parent
 ROLES = ("pit", "surveillance", "compliance")
@@ -210,6 +216,49 @@ class Site:
         return HTMLResponse(self.render("coup.html", who=who, r=replay, findings=findings, coup=coup))
 
 
+    async def table_page(self, request: Request) -> Response:
+        """A table: its live coup, its shoe in play's facts and roads, and that shoe's coups."""
+        who = self._signed(request)
+        if isinstance(who, Response):
+            return who
+        table = request.path_params["table"]
+        view = self.floor.views.get(table)
+        if view is None:
+            return HTMLResponse(self.render("missing.html", who=who, what=f"table {table}"), status_code=404)
+        shoe = view.shoe or (await self._latest_shoe(table))
+        stored = await self.store.read(subjects.shoe_filter(table, shoe)) if shoe else []
+        facts: dict[str, Any] = {"burned": 0, "ended": None, "shuffled": None}
+        coups: dict[str, str] = {}  # coup -> its result, in turn
+        beads: list[roads.Bead] = []
+        marks: list[tuple[str, int, bool, bool]] = []
+        for m in stored:
+            coup = subjects.tokens(m.subject)[2]
+            for env in m.batch.events:
+                e = env.data
+                if isinstance(e, dealing_shoe.ShoeShuffled):
+                    facts["shuffled"] = e
+                elif isinstance(e, dealing_shoe.CardBurned):
+                    facts["burned"] += 1
+                elif isinstance(e, dealing_shoe.ShoeEnded):
+                    facts["ended"] = e
+                elif isinstance(e, CoupConfigured):
+                    coups.setdefault(coup, "")
+                elif isinstance(e, baccarat_messages.CoupResulted):
+                    number = subjects.coup_number(coup) or 0
+                    coups[coup] = f"{e.winner} {e.player_points}-{e.banker_points}"
+                    beads.append(roads.Bead(e.winner, number))
+                    marks.append((e.winner, number, e.player_pair, e.banker_pair))
+                elif isinstance(e, blackjack_messages.CoupResulted):
+                    coups[coup] = f"dealer {'blackjack' if e.dealer_blackjack else e.dealer_total}"
+        return HTMLResponse(self.render(
+            "table.html", who=who, v=view, shoe=shoe, facts=facts, bead_plate=roads.bead_plate(beads),
+            big_road=roads.big_road(marks), coups=list(coups.items())[::-1], baccarat=bool(beads)))
+
+    async def _latest_shoe(self, table: str) -> str:
+        latest = await latest_at_table(self.store, table, "shoe")
+        return subjects.tokens(latest.subject)[1] if latest is not None else ""
+
+
 async def healthz(_: Request) -> Response:
     return PlainTextResponse("ok")
 
@@ -219,6 +268,7 @@ def app(site: Site) -> Starlette:
         Route("/", site.floor_page),
         Route("/floor/events", site.floor_events),
         Route("/coup/{table}/{number:int}", site.coup_page),
+        Route("/table/{table}", site.table_page),
         Route("/signin", site.signin, methods=["GET", "POST"]),
         Route("/signout", site.signout, methods=["POST", "GET"]),
         Route("/healthz", healthz),

@@ -89,6 +89,15 @@ async def test_the_floor_shows_every_table_and_changes_as_coups_are_dealt(
     await page.wait_for_timeout(500)
     await page.screenshot(path=str(DOCS / "web-floor.png"))
     assert "settled" in await page.inner_text(f"#tile-{first}")
+    # The baccarat table's page: its shoe's results as a bead plate and a big road, each coup once.
+    await page.goto(f"{w.base}/table/{first}")
+    results = [e for m in await casino.store.read(subjects.table_filter(first)) for e in m.batch.events
+               if e.type == "baccarat.coup_resulted"]
+    assert await page.locator(".road.beads .bead").count() == len(results) == 3
+    marks = await page.locator(".road.big .mark").count()
+    assert marks == sum(1 for e in results if e.data.winner != "tie")  # type: ignore[union-attr]
+    assert "commitment" in await page.inner_text(".shoe-facts")
+    await page.screenshot(path=str(DOCS / "web-table.png"), full_page=True)
 
 
 async def test_a_coup_page_shows_the_recorded_cards_and_an_altered_record_fails_with_its_markup_inert(
