@@ -10,9 +10,11 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
+import io
 import secrets
 import time
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
@@ -28,9 +30,11 @@ from starlette.responses import HTMLResponse, PlainTextResponse, RedirectRespons
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from casino.audit.history import Absent
 from casino.audit.replay import replay_coup
 from casino.audit.verify import verify_coup
 from casino.cli.console import Console, TableView
+from casino.cli.replay import exported
 from casino.rules import shoe as dealing_shoe
 from casino.rules.baccarat import messages as baccarat_messages
 from casino.rules.blackjack import messages as blackjack_messages
@@ -38,7 +42,7 @@ from casino.rules.text import escaped, money
 from casino.store import envelope, subjects
 from casino.store.envelope import CoupConfigured
 from casino.store.eventstore import latest_at_table
-from casino.store.jetstream import JetStreamEventStore
+from casino.store.jetstream import JetStreamEventStore, casino_named
 from services.web import roads
 
 HERE = Path(__file__).resolve().parent
@@ -254,6 +258,39 @@ class Site:
             "table.html", who=who, v=view, shoe=shoe, facts=facts, bead_plate=roads.bead_plate(beads),
             big_road=roads.big_road(marks), coups=list(coups.items())[::-1], baccarat=bool(beads)))
 
+    async def export_page(self, request: Request) -> Response:
+        """Compliance's export of a table and a window, as `casino export` writes
+        it: the form, or (``download``) the file, its chain's end hash in its name."""
+        who = self._signed(request)
+        if isinstance(who, Response):
+            return who
+        if who[1] != "compliance":
+            return HTMLResponse(self.render("missing.html", who=who, what="export for your role"), status_code=403)
+        q = request.query_params
+        table = q.get("table", "")
+        if not table:
+            return HTMLResponse(self.render("export.html", who=who, tables=list(self.floor.views), header=None,
+                                            query=""))
+        if table not in self.floor.views:
+            return HTMLResponse(self.render("missing.html", who=who, what=f"table {table}"), status_code=404)
+        try:
+            since, until = (datetime.fromisoformat(q[k]).replace(tzinfo=UTC) if q.get(k) else None
+                            for k in ("since", "until"))
+        except ValueError:
+            return HTMLResponse(self.render("missing.html", who=who, what="such a time"), status_code=400)
+        named, now = await casino_named(self.nc.jetstream()), f"{datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC"
+        out = io.BytesIO()
+        try:
+            header = await exported(self.nc, table, since, until, named, now, out)
+        except Absent as exc:
+            return HTMLResponse(self.render("missing.html", who=who, what=str(exc)), status_code=404)
+        if q.get("download"):
+            return Response(out.getvalue(), media_type="application/octet-stream", headers={
+                "Content-Disposition": f'attachment; filename="{table}-{header.last[:16]}.export"',
+                "X-Casino-Chain-End": header.last})
+        return HTMLResponse(self.render("export.html", who=who, tables=list(self.floor.views), header=header,
+                                        query=str(request.url.query)))
+
     async def _latest_shoe(self, table: str) -> str:
         latest = await latest_at_table(self.store, table, "shoe")
         return subjects.tokens(latest.subject)[1] if latest is not None else ""
@@ -269,6 +306,7 @@ def app(site: Site) -> Starlette:
         Route("/floor/events", site.floor_events),
         Route("/coup/{table}/{number:int}", site.coup_page),
         Route("/table/{table}", site.table_page),
+        Route("/export", site.export_page),
         Route("/signin", site.signin, methods=["GET", "POST"]),
         Route("/signout", site.signout, methods=["POST", "GET"]),
         Route("/healthz", healthz),

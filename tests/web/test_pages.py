@@ -17,6 +17,7 @@ import uvicorn
 from playwright.async_api import Browser, Page, async_playwright
 from services.web.site import Accounts, Site, app
 
+from casino.audit.archive import verify_export
 from casino.audit.replay import replay_coup
 from casino.cli.run import WEB_PASSWORDS, default_tables
 from casino.cli.simulator import Simulator
@@ -176,3 +177,24 @@ async def test_make_run_serves_the_pages_as_the_web_user_with_its_passwords_besi
         proc.send_signal(signal.SIGINT)
         await asyncio.wait_for(proc.communicate(), 60)
     assert proc.returncode == 0
+
+
+async def test_compliance_exports_a_table_as_casino_export_writes_it_and_the_pit_may_not(
+        web: tuple[Casino, Web, dict[str, object]]) -> None:
+    casino, w, tables = web
+    await Simulator(casino.nc, tables, seed=6, patience=40).run(2)  # type: ignore[arg-type]
+    table = next(iter(tables))
+    pit = await signed_in(w.browser, w.base, "pit1", w.passwords["pit1"])
+    assert (await pit.goto(f"{w.base}/export?table={table}")).status == 403  # type: ignore[union-attr]
+    page = await signed_in(w.browser, w.base, "comp1", w.passwords["comp1"])
+    await page.goto(f"{w.base}/export")
+    await page.select_option("select[name=table]", table)
+    await page.click("button[type=submit]")
+    shown = (await page.inner_text(".chain-end")).strip()
+    async with page.expect_download() as downloading:
+        await page.click("#download")
+    path = await (await downloading.value).path()
+    with open(path, "rb") as source:
+        header, report = verify_export(source, None)
+    assert header.table == table and header.last == shown and header.in_play  # the shoe in play, marked so
+    assert report.coups >= 2 and report.findings == []

@@ -9,6 +9,7 @@ import re
 import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import BinaryIO
 
 import msgspec
 from nats.aio.client import Client
@@ -16,6 +17,7 @@ from nats.aio.client import Client
 from casino.audit import archive
 from casino.audit.archive import (
     ArchiveError,
+    Header,
     WithArchive,
     export_table,
     fold_history,
@@ -280,27 +282,35 @@ def _print_report(report: Report) -> int:
     return 1 if report.findings else 0
 
 
-async def export(store: Record, nc: Client, args: argparse.Namespace, named: Named, now: str) -> int:
-    """The table's sealed shoes that ended in the window, chained; and without
-    ``--until``, its shoes not sealed yet (the one in play, for a dispute that
-    cannot wait for its end), each marked as not sealed, after the chain."""
-    await known_table(store, args.table)
+async def exported(nc: Client, table: str, since: datetime | None, until: datetime | None, named: Named,
+                   now: str, out: BinaryIO) -> Header:
+    """The table's sealed shoes that ended in the window, chained, written to
+    ``out``; and without ``until``, its shoes not sealed yet (the one in play,
+    for a dispute that cannot wait for its end), each marked as not sealed,
+    after the chain. The export's header (``last``: the chain's end)."""
     seals_ = SealStore(nc)
-    since, until = (_utc(t) if t else None for t in (args.since, args.until))
-    header, seals = await export_table(seals_, args.table, since, until)
-    kept = await seals_.seals(args.table)
-    unsealed = [] if until else await in_play(JetStreamEventStore(nc), args.table, {k.shoe for k in kept})
+    header, seals = await export_table(seals_, table, since, until)
+    kept = await seals_.seals(table)
+    unsealed = [] if until else await in_play(JetStreamEventStore(nc), table, {k.shoe for k in kept})
     if not seals and not unsealed:
-        raise Absent(f"no sealed shoe of table {args.table} ended in that window: " + (
+        raise Absent(f"no sealed shoe of table {table} ended in that window: " + (
             f"its {len(kept)} sealed shoes ended from {kept[0].ended} to {kept[-1].ended}" if kept else
             "none of its shoes is sealed yet (without --until, the shoe in play is exported, marked as not sealed)"))
     header = msgspec.structs.replace(header, in_play=tuple(archive.open_seal(u).shoe for u in unsealed),
                                      casino=named.casino, record_made=named.since, exported=now)
+    write_export(out, header, seals, unsealed)
+    return header
+
+
+async def export(store: Record, nc: Client, args: argparse.Namespace, named: Named, now: str) -> int:
+    """``exported`` to the file ``args.file``."""
+    await known_table(store, args.table)
+    since, until = (_utc(t) if t else None for t in (args.since, args.until))
     with open(args.file, "wb") as out:
-        write_export(out, header, seals, unsealed)
-    print(f"{len(seals)} sealed shoes of table {args.table} written to {args.file}, chained from {header.previous} "
-          f"to {header.last} (verify it with --expect {header.last})")
-    if unsealed:
+        header = await exported(nc, args.table, since, until, named, now, out)
+    print(f"{header.seals} sealed shoes of table {args.table} written to {args.file}, chained from "
+          f"{header.previous} to {header.last} (verify it with --expect {header.last})")
+    if header.in_play:
         print(f"and after them, marked as not sealed, {', '.join(header.in_play)}: their coups as far as they are "
               "dealt, proven by no seal until the archiver seals them")
     return 0
