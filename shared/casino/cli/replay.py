@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import io
 import os
 import re
 import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import BinaryIO
 
 import msgspec
@@ -306,8 +308,9 @@ async def export(store: Record, nc: Client, args: argparse.Namespace, named: Nam
     """``exported`` to the file ``args.file``."""
     await known_table(store, args.table)
     since, until = (_utc(t) if t else None for t in (args.since, args.until))
-    with open(args.file, "wb") as out:
-        header = await exported(nc, args.table, since, until, named, now, out)
+    out = io.BytesIO()  # a refused export leaves no file
+    header = await exported(nc, args.table, since, until, named, now, out)
+    Path(args.file).write_bytes(out.getvalue())
     print(f"{header.seals} sealed shoes of table {args.table} written to {args.file}, chained from "
           f"{header.previous} to {header.last} (verify it with --expect {header.last})")
     if header.in_play:
