@@ -11,25 +11,25 @@ import os
 from pathlib import Path
 
 import uvicorn
-from prometheus_client import CollectorRegistry, make_asgi_app
-from starlette.routing import Mount
 
 from casino.config.tables import load_tables
 from casino.nats import client as natsclient
-from services.web.site import ROLES, Site, app, read_accounts, write_accounts
+from services.web.accounts import ROLES, read_accounts, write_accounts
+from services.web.clauses import Regulations
+from services.web.site import Site, app
 
 
-async def serve(url: str, tables_file: Path, accounts_file: Path, host: str, port: int) -> None:
+async def serve(url: str, tables_file: Path, accounts_file: Path, regulations: Path, host: str, port: int) -> None:
     tables = load_tables(tables_file)
     nc = await natsclient.connect(url)
-    site = Site(nc, {t: c.currency for t, c in tables.items()}, read_accounts(accounts_file))
+    site = Site(nc, {t: c.currency for t, c in tables.items()}, read_accounts(accounts_file), Regulations(regulations))
     await site.start()
     web = app(site)
-    web.routes.append(Mount("/metrics", make_asgi_app(CollectorRegistry())))
     server = uvicorn.Server(uvicorn.Config(web, host=host, port=port, log_level="warning", lifespan="off"))
     try:
         await server.serve()
     finally:
+        await site.floor.stop()
         await nc.close()
 
 
@@ -40,6 +40,8 @@ def main() -> None:
     p.add_argument("--accounts", required=True, help="the web accounts file (services.web.site.write_accounts)")
     p.add_argument("--passwords", help="make the accounts file where there is none: a user of each role, "
                                        "the passwords written here")
+    p.add_argument("--regulations", default="docs/regulations",
+                   help="the regulations' text, NNN-<name>.txt (the image holds them in /opt/casino/regulations)")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8080)
     args = p.parse_args()
@@ -50,7 +52,7 @@ def main() -> None:
         passwords = write_accounts(accounts, {role: role for role in ROLES})
         Path(args.passwords).write_text(json.dumps(passwords, indent=2) + "\n")
         Path(args.passwords).chmod(0o600)
-    asyncio.run(serve(args.nats, Path(args.tables), accounts, args.host, args.port))
+    asyncio.run(serve(args.nats, Path(args.tables), accounts, Path(args.regulations), args.host, args.port))
 
 
 if __name__ == "__main__":

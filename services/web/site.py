@@ -1,28 +1,24 @@
-"""The pit's, surveillance's and the regulator's pages: the floor live, and a
-coup replayed step by step with its verification. Read-only: the web user
-reads the record and the live events, writes nothing and creates no
-consumer; no command is sent from a browser. Everything a terminal or a
-device wrote is shown inert (Jinja's escaping, and control characters
-shown as escapes)."""
+"""The pit's, surveillance's and the regulator's pages: the floor live, a
+table, a shoe, and a coup replayed step by step with its verification. Read-only:
+the web user reads the record (live and archived), the read models and the
+live events, writes nothing and creates no consumer; no command is sent from
+a browser. Everything a terminal or a device wrote is shown inert (Jinja's
+escaping, and control characters shown as escapes)."""
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import hmac
 import io
-import secrets
 import time
-from collections.abc import AsyncIterator
-from datetime import UTC, datetime
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, quote
 
-import msgspec
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from nats.aio.client import Client
-from nats.aio.msg import Msg
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, make_asgi_app
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -30,118 +26,86 @@ from starlette.responses import HTMLResponse, PlainTextResponse, RedirectRespons
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from casino.audit.history import Absent
-from casino.audit.replay import replay_coup
+from casino.audit.archive import history
+from casino.audit.history import Absent, Bounds, coup_id, coups_within, read_coups
+from casino.audit.replay import render_shoe, replay_coup
 from casino.audit.verify import verify_coup
-from casino.cli.console import Console, TableView
-from casino.cli.replay import exported
+from casino.cli.replay import NAME, exported
 from casino.rules import shoe as dealing_shoe
 from casino.rules.baccarat import messages as baccarat_messages
 from casino.rules.blackjack import messages as blackjack_messages
 from casino.rules.text import escaped, money
-from casino.store import envelope, subjects
-from casino.store.envelope import CoupConfigured
-from casino.store.eventstore import latest_at_table
-from casino.store.jetstream import JetStreamEventStore, casino_named
+from casino.store import subjects
+from casino.store.envelope import KEYED, CoupConfigured, Envelope
+from casino.store.eventstore import Stored, latest_at_table
+from casino.store.jetstream import casino_named
 from services.web import roads
+from services.web.accounts import SESSION_SECONDS, Accounts
+from services.web.clauses import Regulations, linked
+from services.web.floor import Floor
 
 HERE = Path(__file__).resolve().parent
-ROLES = ("pit", "surveillance", "compliance")
-SESSION_SECONDS = 8 * 3600  # a signed-in browser is asked to sign in again after a shift
 COOKIE = "casino_session"
+PAGES = ("floor", "floor_events", "table", "shoe", "coup", "find", "clause", "export", "signin")
+FOUND_AT_MOST = 50  # coups a search by player lists
+SEARCHED_AT_MOST = 2000  # coups a search by player reads, the latest in its window
 
 
-class Account(msgspec.Struct):
-    role: str
-    salt: str
-    scrypt: str  # the password's scrypt hash, hex
+class WebMetrics:
+    """The web service's own figures, on its ``/metrics``."""
 
-
-class Accounts(msgspec.Struct):
-    """Who may sign in, with which role; and the key the session cookies are signed with."""
-
-    secret: str
-    users: dict[str, Account] = {}
-
-    @staticmethod
-    def hashed(password: str, salt: str) -> str:
-        return hashlib.scrypt(password.encode(), salt=bytes.fromhex(salt), n=2**14, r=8, p=1).hex()
-
-    @classmethod
-    def made(cls, roles: dict[str, str]) -> tuple[Accounts, dict[str, str]]:
-        """Accounts for ``roles`` (user -> role), each with a new password; and the passwords."""
-        passwords = {user: secrets.token_urlsafe(12) for user in roles}
-        users = {}
-        for user, role in roles.items():
-            salt = secrets.token_hex(16)
-            users[user] = Account(role, salt, cls.hashed(passwords[user], salt))
-        return cls(secrets.token_hex(32), users), passwords
-
-    def role_of(self, user: str, password: str) -> str | None:
-        account = self.users.get(user)
-        if account is None:
-            self.hashed(password, "00" * 16)  # as long either way
-            return None
-        return account.role if hmac.compare_digest(self.hashed(password, account.salt), account.scrypt) else None
-
-    def cookie(self, user: str, role: str, now: float) -> str:
-        body = f"{user}|{role}|{int(now) + SESSION_SECONDS}"
-        return f"{body}|{self._sign(body)}"
-
-    def session(self, cookie: str, now: float) -> tuple[str, str] | None:
-        """The signed-in user and role of a session cookie, or None (unsigned, altered or expired)."""
-        body, _, signature = cookie.rpartition("|")
-        parts = body.split("|")
-        if len(parts) != 3 or not hmac.compare_digest(signature, self._sign(body)):
-            return None
-        user, role, expires = parts
-        return (user, role) if expires.isdigit() and int(expires) > now and role in ROLES else None
-
-    def _sign(self, body: str) -> str:
-        return hmac.new(bytes.fromhex(self.secret), body.encode(), hashlib.sha256).hexdigest()
-
-
-class Floor:
-    """Every table as its live events arrive (one subscription, whatever the
-    number of browsers), and each browser's queue of the tables changed."""
-
-    def __init__(self, tables: list[str], currencies: dict[str, str]) -> None:
-        self.console = Console(tables, currencies, live=False)
-        self.watchers: set[asyncio.Queue[str]] = set()
-
-    async def on_event(self, msg: Msg) -> None:
-        try:
-            batch = envelope.decode(msg.data)
-        except (msgspec.DecodeError, msgspec.ValidationError, ValueError):
-            return  # no batch of ours: nothing to show (verification names it)
-        self.console.on_batch(msg.subject, batch)
-        table = subjects.tokens(msg.subject)[0]
-        for queue in self.watchers:
-            if queue.qsize() < 64:  # a browser that does not read is not waited for
-                queue.put_nowait(table)
-
-    @property
-    def views(self) -> dict[str, TableView]:
-        return self.console.views
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.requests = Counter("casino_web_requests", "Pages asked for, by page", ["page"], registry=self.registry)
+        self.seconds = Histogram("casino_web_page_seconds", "Time to answer a page, by page", ["page"],
+                                 registry=self.registry, buckets=(.005, .01, .025, .05, .1, .2, .5, 1, 2.5, 5))
+        self.streams = Gauge("casino_web_streams", "Browsers connected to the floor's live stream",
+                             registry=self.registry)
+        self.drawn = Counter("casino_web_tiles_drawn", "Tiles drawn again (once for every browser)",
+                             registry=self.registry)
+        self.sent = Counter("casino_web_tiles_sent", "Tiles sent to browsers", registry=self.registry)
+        self.down = Gauge("casino_web_services_down", "Services the floor shows with no live instance",
+                          registry=self.registry)
 
 
 def _env() -> Environment:
     env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"]))
     env.filters["inert"] = lambda text: escaped(str(text))
     env.filters["money"] = lambda minor, currency="", signed=False: money(int(minor), currency, signed=signed)
+    env.filters["clauses"] = linked
+    env.filters["number"] = lambda coup: coup.rpartition("-")[2].lstrip("0")
     return env
 
 
+def cause(env: Envelope) -> str:
+    """Who caused a recorded step: a supervisor, the card-reading shoe, the
+    dealer keying an unread card, a terminal's command, or the rules alone."""
+    e = env.data
+    if supervisor := getattr(e, "supervisor", ""):
+        return f"supervisor {supervisor}"
+    if env.causation.startswith(KEYED):
+        return "dealer (keyed in), confirmed"
+    if getattr(e, "read", ""):
+        return "card-reading shoe"
+    if env.command:
+        return "terminal"
+    return env.producer
+
+
 class Site:
-    def __init__(self, nc: Client, tables: dict[str, str], accounts: Accounts) -> None:
+    def __init__(self, nc: Client, tables: dict[str, str], accounts: Accounts, regulations: Regulations) -> None:
         """``tables``: each table's currency."""
-        self.nc, self.accounts = nc, accounts
-        self.store = JetStreamEventStore(nc)
-        self.floor = Floor(list(tables), tables)
+        self.nc, self.accounts, self.regulations = nc, accounts, regulations
+        self.store = history(nc)  # live and sealed alike
         self.env = _env()
+        self.metrics = WebMetrics()
+        self.floor = Floor(nc, tables, lambda tile: self.render("tile.html", t=tile, now=time.time()))
+        self.floor.on_drawn = lambda table: self.metrics.drawn.inc()
+        self.ready = False
 
     async def start(self) -> None:
-        await self.nc.subscribe(f"{subjects.EVENTS}.>", cb=self.floor.on_event)
+        await self.floor.start()
+        self.ready = True
 
     def render(self, template: str, **context: Any) -> str:
         return self.env.get_template(template).render(**context)
@@ -159,7 +123,7 @@ class Site:
         form = {k: v[0] for k, v in parse_qs((await request.body())[:4096].decode(errors="replace")).items()}
         user, password = form.get("user", "")[:64], form.get("password", "")[:256]
         then = form.get("then", "/")
-        role = self.accounts.role_of(user, password)
+        role = await asyncio.to_thread(self.accounts.role_of, user, password)
         if role is None:
             return HTMLResponse(self.render("signin.html", failed=True, then=then), status_code=401)
         response = RedirectResponse(then if then.startswith("/") and not then.startswith("//") else "/", 303)
@@ -172,128 +136,228 @@ class Site:
         response.delete_cookie(COOKIE)
         return response
 
-    # ---- pages -------------------------------------------------------------
+    def page(self, name: str, roles: tuple[str, ...] = ()) -> Callable[[Request], Awaitable[Response]]:
+        """The page ``name``'s handler: for a signed-in browser (``roles``: of
+        those roles alone), counted and timed; an unsigned one is sent to sign in."""
+        handler = getattr(self, f"{name}_page")
 
-    def _signed(self, request: Request) -> tuple[str, str] | Response:
-        who = self.who(request)
-        if who is None:
-            return RedirectResponse(f"/signin?then={request.url.path}", 303)
-        return who
+        async def answer(request: Request) -> Response:
+            self.metrics.requests.labels(name).inc()
+            with self.metrics.seconds.labels(name).time():
+                who = self.who(request)
+                if who is None:  # a page sends to sign in; the live stream, an EventSource, is refused
+                    return PlainTextResponse("sign in first", 401) if name == "floor_events" else \
+                        RedirectResponse(f"/signin?then={quote(request.url.path)}", 303)
+                if roles and who[1] not in roles:
+                    return self.missing(who, f"{name} for your role", 403)
+                response: Response = await handler(request, who)
+                return response
 
-    async def floor_page(self, request: Request) -> Response:
-        who = self._signed(request)
-        if isinstance(who, Response):
-            return who
-        return HTMLResponse(self.render("floor.html", who=who, views=self.floor.views.values()))
+        return answer
 
-    async def floor_events(self, request: Request) -> Response:
-        who = self.who(request)
-        if who is None:
-            return PlainTextResponse("sign in first", 401)
+    def missing(self, who: tuple[str, str] | None, what: str, status: int = 404) -> Response:
+        return HTMLResponse(self.render("missing.html", who=who, what=what), status_code=status)
+
+    # ---- the floor ---------------------------------------------------------
+
+    async def floor_page(self, request: Request, who: tuple[str, str]) -> Response:
+        return HTMLResponse(self.render("floor.html", who=who, floor=self.floor))
+
+    async def floor_events_page(self, request: Request, who: tuple[str, str]) -> Response:
+        """The tiles changed, as they change: each drawn once for every browser."""
         queue: asyncio.Queue[str] = asyncio.Queue()
         self.floor.watchers.add(queue)
+        self.metrics.streams.inc()
 
         async def tiles() -> AsyncIterator[ServerSentEvent]:
             try:
                 while True:
                     table = await queue.get()
-                    view = self.floor.views[table]
-                    yield ServerSentEvent(self.render("tile.html", v=view).replace("\n", " "), event=f"tile-{table}")
+                    if table:
+                        self.metrics.sent.inc()
+                        yield ServerSentEvent(self.floor.drawn[table], event=f"tile-{table}")
+                    else:
+                        self.metrics.down.set(len(self.floor.down))
+                        yield ServerSentEvent(self.render("down.html", floor=self.floor).replace("\n", " "),
+                                              event="down")
             finally:
                 self.floor.watchers.discard(queue)
+                self.metrics.streams.dec()
 
         return EventSourceResponse(tiles(), ping=15)
 
-    async def coup_page(self, request: Request) -> Response:
-        who = self._signed(request)
-        if isinstance(who, Response):
-            return who
-        table, number = request.path_params["table"], request.path_params["number"]
-        if table not in self.floor.views:
-            return HTMLResponse(self.render("missing.html", who=who, what=f"table {table}"), status_code=404)
-        coup = f"{table}-{number:06d}"
-        stored = await self.store.read(subjects.coup_filter(coup, table))
-        if not stored:
-            return HTMLResponse(self.render("missing.html", who=who, what=f"coup {coup}"), status_code=404)
-        replay = replay_coup(stored)
-        findings = verify_coup(stored)
-        return HTMLResponse(self.render("coup.html", who=who, r=replay, findings=findings, coup=coup))
+    # ---- a table, a shoe ---------------------------------------------------
 
-
-    async def table_page(self, request: Request) -> Response:
+    async def table_page(self, request: Request, who: tuple[str, str]) -> Response:
         """A table: its live coup, its shoe in play's facts and roads, and that shoe's coups."""
-        who = self._signed(request)
-        if isinstance(who, Response):
-            return who
         table = request.path_params["table"]
-        view = self.floor.views.get(table)
-        if view is None:
-            return HTMLResponse(self.render("missing.html", who=who, what=f"table {table}"), status_code=404)
-        shoe = view.shoe or (await self._latest_shoe(table))
+        tile = self.floor.tiles.get(table)
+        if tile is None:
+            return self.missing(who, f"table {table}")
+        shoe = tile.status.shoe or tile.view.shoe or await self._latest_shoe(table)
         stored = await self.store.read(subjects.shoe_filter(table, shoe)) if shoe else []
-        facts: dict[str, Any] = {"burned": 0, "ended": None, "shuffled": None}
-        coups: dict[str, str] = {}  # coup -> its result, in turn
-        beads: list[roads.Bead] = []
-        marks: list[tuple[str, int, bool, bool]] = []
-        for m in stored:
-            coup = subjects.tokens(m.subject)[2]
-            for env in m.batch.events:
-                e = env.data
-                if isinstance(e, dealing_shoe.ShoeShuffled):
-                    facts["shuffled"] = e
-                elif isinstance(e, dealing_shoe.CardBurned):
-                    facts["burned"] += 1
-                elif isinstance(e, dealing_shoe.ShoeEnded):
-                    facts["ended"] = e
-                elif isinstance(e, CoupConfigured):
-                    coups.setdefault(coup, "")
-                elif isinstance(e, baccarat_messages.CoupResulted):
-                    number = subjects.coup_number(coup) or 0
-                    coups[coup] = f"{e.winner} {e.player_points}-{e.banker_points}"
-                    beads.append(roads.Bead(e.winner, number))
-                    marks.append((e.winner, number, e.player_pair, e.banker_pair))
-                elif isinstance(e, blackjack_messages.CoupResulted):
-                    coups[coup] = f"dealer {'blackjack' if e.dealer_blackjack else e.dealer_total}"
-        return HTMLResponse(self.render(
-            "table.html", who=who, v=view, shoe=shoe, facts=facts, bead_plate=roads.bead_plate(beads),
-            big_road=roads.big_road(marks), coups=list(coups.items())[::-1], baccarat=bool(beads)))
+        return HTMLResponse(self.render("table.html", who=who, t=tile, table=table, shoe=shoe,
+                                        drawn=self.floor.drawn[table], **_shoe_facts(stored)))
 
-    async def export_page(self, request: Request) -> Response:
-        """Compliance's export of a table and a window, as `casino export` writes
-        it: the form, or (``download``) the file, its chain's end hash in its name."""
-        who = self._signed(request)
-        if isinstance(who, Response):
-            return who
-        if who[1] != "compliance":
-            return HTMLResponse(self.render("missing.html", who=who, what="export for your role"), status_code=403)
+    async def shoe_page(self, request: Request, who: tuple[str, str]) -> Response:
+        """A shoe: its commitment and what its end revealed, its coups, and its seal in the table's chain."""
+        shoe = request.path_params["shoe"]
+        table = subjects.table_of_shoe(shoe)
+        if not NAME.fullmatch(shoe) or table not in self.floor.tiles:
+            return self.missing(who, f"shoe {shoe}")
+        stored = await self.store.read(subjects.shoe_filter(table, shoe))
+        if not stored:
+            return self.missing(who, f"shoe {shoe}")
+        kept = await self.store.seals.get(table, shoe)
+        own = [m for m in stored if subjects.tokens(m.subject)[3] == "shoe"]
+        return HTMLResponse(self.render("shoe.html", who=who, table=table, shoe=shoe, kept=kept,
+                                        lines=render_shoe(own, kept.hash if kept else ""), **_shoe_facts(stored)))
+
+    async def _latest_shoe(self, table: str) -> str:
+        latest = await latest_at_table(self.store, table, "shoe")
+        return subjects.tokens(latest.subject)[1] if latest is not None else ""
+
+    # ---- a coup --------------------------------------------------------------
+
+    async def coup_page(self, request: Request, who: tuple[str, str]) -> Response:
+        """The dispute page: the coup's cards in dealing order, stepped through
+        one step at a time (``step``), each step with its time, who caused it
+        and its clause; its wagers and payouts; its verification, as `casino
+        verify` computes it, from the record live or sealed."""
+        table, number = request.path_params["table"], request.path_params["number"]
+        if table not in self.floor.tiles:
+            return self.missing(who, f"table {table}")
+        coup = coup_id(table, str(number))
+        stored = await self.store.read(subjects.coup_filter(coup, table))
+        try:
+            r = replay_coup(stored)
+        except LookupError:
+            return self.missing(who, f"coup {coup}")
+        findings = verify_coup(stored)
+        envelopes = [e for m in sorted(stored, key=lambda m: m.seq) for e in m.batch.events]
+        causes = [cause(e) for e in envelopes]
+        step = _int(request.query_params.get("step"), len(r.steps), len(r.steps))
+        dealt = sum(1 for s in r.steps[:step] if s.type.endswith(".card_dealt"))
+        sealed = await self.store.seals.get(table, r.shoe) if r.shoe else None
+        return HTMLResponse(self.render(
+            "coup.html", who=who, r=r, findings=findings, coup=coup, number=number, causes=causes, step=step,
+            dealt=dealt, sealed=sealed))
+
+    async def find_page(self, request: Request, who: tuple[str, str]) -> Response:
+        """A coup found by table and number, by the time it was in play, or by a player's wagers in a window."""
         q = request.query_params
         table = q.get("table", "")
-        if not table:
-            return HTMLResponse(self.render("export.html", who=who, tables=list(self.floor.views), header=None,
-                                            query=""))
-        if table not in self.floor.views:
-            return HTMLResponse(self.render("missing.html", who=who, what=f"table {table}"), status_code=404)
+        tables = list(self.floor.tiles)
+        found: list[tuple[int, str]] = []
+        asked = table and any(q.get(k) for k in ("number", "at", "player"))
+        if asked and table not in self.floor.tiles:
+            return self.missing(who, f"table {table}")
+        if asked and q.get("number", "").isdigit():
+            return RedirectResponse(f"/coup/{table}/{int(q['number'])}", 303)
         try:
-            since, until = (datetime.fromisoformat(q[k]).replace(tzinfo=UTC) if q.get(k) else None
-                            for k in ("since", "until"))
+            at, since, until = (_time(q.get(k, "")) for k in ("at", "since", "until"))
         except ValueError:
-            return HTMLResponse(self.render("missing.html", who=who, what="such a time"), status_code=400)
+            return self.missing(who, "such a time", 400)
+        if asked and at is not None:
+            numbers, _ = await coups_within(self.store, table, Bounds(until=at + timedelta(seconds=1)))
+            if numbers:
+                return RedirectResponse(f"/coup/{table}/{numbers[-1]}", 303)
+            return self.missing(who, f"coup in play at {table} at {at:%Y-%m-%d %H:%M:%S} UTC")
+        player = q.get("player", "")[:64]
+        if asked and player:
+            numbers, _ = await coups_within(self.store, table, Bounds(since=since, until=until))
+            numbers = numbers[-SEARCHED_AT_MOST:] if numbers is not None else range(0)
+            async for msgs in read_coups(self.store, table, numbers):
+                if any(player in _players(e.data) for m in msgs for e in m.batch.events):
+                    opening = next(e for m in msgs for e in m.batch.events if isinstance(e.data, CoupConfigured))
+                    found.append((opening.data.coup_number, f"{opening.at:%Y-%m-%d %H:%M:%S} UTC"))
+            found = found[-FOUND_AT_MOST:]
+        return HTMLResponse(self.render("find.html", who=who, tables=tables, q=q, found=found, player=player,
+                                        table=table, searched=bool(asked and player)))
+
+    async def clause_page(self, request: Request, who: tuple[str, str]) -> Response:
+        document, number = request.path_params["document"], request.path_params["number"]
+        text = self.regulations.text(document, number)
+        if text is None:
+            return self.missing(who, f"clause {document} {number}")
+        return HTMLResponse(self.render("clause.html", who=who, document=document, number=number, text=text))
+
+    # ---- the regulator's export -----------------------------------------------
+
+    async def export_page(self, request: Request, who: tuple[str, str]) -> Response:
+        """Compliance's export of a table and a window, as `casino export` writes
+        it: the form, or (``download``) the file, its chain's end hash in its name."""
+        q = request.query_params
+        table = q.get("table", "")
+        tables = list(self.floor.tiles)
+        if not table:
+            return HTMLResponse(self.render("export.html", who=who, tables=tables, header=None, query=""))
+        if table not in self.floor.tiles:
+            return self.missing(who, f"table {table}")
+        try:
+            since, until = (_time(q.get(k, "")) for k in ("since", "until"))
+        except ValueError:
+            return self.missing(who, "such a time", 400)
         named, now = await casino_named(self.nc.jetstream()), f"{datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC"
         out = io.BytesIO()
         try:
             header = await exported(self.nc, table, since, until, named, now, out)
         except Absent as exc:
-            return HTMLResponse(self.render("missing.html", who=who, what=str(exc)), status_code=404)
+            return self.missing(who, str(exc))
         if q.get("download"):
             return Response(out.getvalue(), media_type="application/octet-stream", headers={
                 "Content-Disposition": f'attachment; filename="{table}-{header.last[:16]}.export"',
                 "X-Casino-Chain-End": header.last})
-        return HTMLResponse(self.render("export.html", who=who, tables=list(self.floor.views), header=header,
+        return HTMLResponse(self.render("export.html", who=who, tables=tables, header=header,
                                         query=str(request.url.query)))
 
-    async def _latest_shoe(self, table: str) -> str:
-        latest = await latest_at_table(self.store, table, "shoe")
-        return subjects.tokens(latest.subject)[1] if latest is not None else ""
+    async def readyz(self, _: Request) -> Response:
+        return PlainTextResponse("ready") if self.ready and self.nc.is_connected else \
+            PlainTextResponse("not ready", 503)
+
+
+def _int(text: str | None, default: int, most: int) -> int:
+    return max(0, min(int(text), most)) if text and text.isdigit() else default
+
+
+def _time(text: str) -> datetime | None:
+    """A time asked for in a form (ISO, taken as UTC); None for none."""
+    return datetime.fromisoformat(text).replace(tzinfo=UTC) if text else None
+
+
+def _players(e: object) -> set[str]:
+    """The players an event of a wager book names: who wagers, is seated, or was seated as betting opened."""
+    wager = getattr(e, "wager", None)
+    return {getattr(e, "player", ""), getattr(wager, "player", ""), *(p for _, p in getattr(e, "seated", ()))}
+
+
+def _shoe_facts(stored: list[Stored]) -> dict[str, Any]:
+    """A shoe's facts, its coups with their results, and its roads, from its records."""
+    facts: dict[str, Any] = {"burned": 0, "ended": None, "shuffled": None}
+    coups: dict[str, str] = {}  # coup -> its result, in turn
+    beads: list[roads.Bead] = []
+    marks: list[tuple[str, int, bool, bool]] = []
+    for m in stored:
+        coup = subjects.tokens(m.subject)[2]
+        for env in m.batch.events:
+            e = env.data
+            if isinstance(e, dealing_shoe.ShoeShuffled):
+                facts["shuffled"] = e
+            elif isinstance(e, dealing_shoe.CardBurned):
+                facts["burned"] += 1
+            elif isinstance(e, dealing_shoe.ShoeEnded):
+                facts["ended"] = e
+            elif isinstance(e, CoupConfigured):
+                coups.setdefault(coup, "")
+            elif isinstance(e, baccarat_messages.CoupResulted):
+                number = subjects.coup_number(coup) or 0
+                coups[coup] = f"{e.winner} {e.player_points}-{e.banker_points}"
+                beads.append(roads.Bead(e.winner, number))
+                marks.append((e.winner, number, e.player_pair, e.banker_pair))
+            elif isinstance(e, blackjack_messages.CoupResulted):
+                coups[coup] = f"dealer {'blackjack' if e.dealer_blackjack else e.dealer_total}"
+    return {"facts": facts, "coups": list(coups.items())[::-1], "bead_plate": roads.bead_plate(beads),
+            "big_road": roads.big_road(marks), "baccarat": bool(beads)}
 
 
 async def healthz(_: Request) -> Response:
@@ -302,27 +366,18 @@ async def healthz(_: Request) -> Response:
 
 def app(site: Site) -> Starlette:
     return Starlette(routes=[
-        Route("/", site.floor_page),
-        Route("/floor/events", site.floor_events),
-        Route("/coup/{table}/{number:int}", site.coup_page),
-        Route("/table/{table}", site.table_page),
-        Route("/export", site.export_page),
+        Route("/", site.page("floor")),
+        Route("/floor/events", site.page("floor_events")),
+        Route("/coup/{table}/{number:int}", site.page("coup")),
+        Route("/coup", site.page("find")),
+        Route("/table/{table}", site.page("table")),
+        Route("/shoe/{shoe}", site.page("shoe")),
+        Route("/clause/{document}/{number}", site.page("clause")),
+        Route("/export", site.page("export", roles=("compliance",))),
         Route("/signin", site.signin, methods=["GET", "POST"]),
         Route("/signout", site.signout, methods=["POST", "GET"]),
         Route("/healthz", healthz),
-        Route("/readyz", healthz),
+        Route("/readyz", site.readyz),
+        Mount("/metrics", make_asgi_app(site.metrics.registry)),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ])
-
-
-def write_accounts(path: Path, roles: dict[str, str]) -> dict[str, str]:
-    """The web accounts for ``roles`` written to ``path`` (owner-only); their passwords."""
-    accounts, passwords = Accounts.made(roles)
-    path.write_bytes(msgspec.json.encode(accounts))
-    path.chmod(0o600)
-    return passwords
-
-
-def read_accounts(path: Path) -> Accounts:
-    return msgspec.json.decode(path.read_bytes(), type=Accounts)
-

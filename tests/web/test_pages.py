@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 import uvicorn
 from playwright.async_api import Browser, Page, async_playwright
-from services.web.site import Accounts, Site, app
+from services.web.accounts import Accounts
+from services.web.clauses import Regulations
+from services.web.site import Site, app
 
 from casino.audit.archive import verify_export
 from casino.audit.replay import replay_coup
@@ -59,7 +61,9 @@ async def web(nats_url: str) -> AsyncIterator[tuple[Casino, Web, dict[str, objec
     tables = default_tables(2, ["baccarat-000-methods", "blackjack-002-hole-card"], readers=0)
     accounts, passwords = Accounts.made({"pit1": "pit", "comp1": "compliance"})
     async with Casino(nats_url, tables) as casino:
-        site = Site(casino.nc, {t: c.currency for t, c in tables.items()}, accounts)
+        for kind in ("projections", "archiver"):  # the read models the floor shows; shoes sealed
+            await casino.start(kind)
+        site = Site(casino.nc, {t: c.currency for t, c in tables.items()}, accounts, Regulations(DOCS / "regulations"))
         await site.start()
         port = free_port()
         server = uvicorn.Server(uvicorn.Config(app(site), host="127.0.0.1", port=port, log_level="warning",
@@ -75,6 +79,7 @@ async def web(nats_url: str) -> AsyncIterator[tuple[Casino, Web, dict[str, objec
                 await browser.close()
                 server.should_exit = True
                 await serving
+                await site.floor.stop()
 
 
 async def test_the_floor_shows_every_table_and_changes_as_coups_are_dealt(

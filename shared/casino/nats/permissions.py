@@ -121,6 +121,10 @@ def living(service: str) -> tuple[str, ...]:
             f"$JS.API.DIRECT.GET.KV_{LIVE}.$KV.{LIVE}.{service}.>")
 
 
+# Which instances of every service are live: the live bucket's entries, read (``living`` writes one service's).
+LIVENESS = (f"$JS.API.STREAM.INFO.KV_{LIVE}", f"$JS.API.DIRECT.GET.KV_{LIVE}")
+
+
 def owning(service: str) -> tuple[str, ...]:
     """Reading and writing ``service``'s key of the owners' bucket, and no
     other service's; its instances' memberships in the live bucket."""
@@ -196,9 +200,10 @@ def permissions(tables: Iterable[str], supervisors: Iterable[str] = (), readers:
                       "the pit's console: the live events as recorded and the read models; writes nothing"),
         "compliance": User(CASINO, (*READ, *READ_MODELS, *READ_ARCHIVE), (),
                            "replay, verification and export: reads the record, live and archived; writes nothing"),
-        "web": User(CASINO, (*READ, *READ_MODELS, *READ_ARCHIVE), ("casino.ev.>",),
+        "web": User(CASINO, (*READ, *READ_MODELS, *READ_ARCHIVE, *LIVENESS), ("casino.ev.>",),
                     "the pit's, surveillance's and the regulator's web pages: the live events as recorded, the "
-                    "record live and archived, and the read models; writes nothing and creates no consumer"),
+                    "record live and archived, the read models, and which services have a live instance; "
+                    "writes nothing and creates no consumer"),
         "admin": User(CASINO, (*PROVISION, "casino.cmd.-.*.*"), (),
                       "creates the streams and buckets once; may ping the services (table '-', which "
                       "they refuse); reads nothing"),

@@ -1,0 +1,76 @@
+"""Who may sign in to the web pages, with which role; the signed session cookies."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from pathlib import Path
+
+import msgspec
+
+ROLES = ("pit", "surveillance", "compliance")
+SESSION_SECONDS = 8 * 3600  # a signed-in browser is asked to sign in again after a shift
+
+
+class Account(msgspec.Struct):
+    role: str
+    salt: str
+    scrypt: str  # the password's scrypt hash, hex
+
+
+class Accounts(msgspec.Struct):
+    """Who may sign in, with which role; and the key the session cookies are signed with."""
+
+    secret: str
+    users: dict[str, Account] = {}
+
+    @staticmethod
+    def hashed(password: str, salt: str) -> str:
+        return hashlib.scrypt(password.encode(), salt=bytes.fromhex(salt), n=2**14, r=8, p=1).hex()
+
+    @classmethod
+    def made(cls, roles: dict[str, str]) -> tuple[Accounts, dict[str, str]]:
+        """Accounts for ``roles`` (user -> role), each with a new password; and the passwords."""
+        passwords = {user: secrets.token_urlsafe(12) for user in roles}
+        users = {}
+        for user, role in roles.items():
+            salt = secrets.token_hex(16)
+            users[user] = Account(role, salt, cls.hashed(passwords[user], salt))
+        return cls(secrets.token_hex(32), users), passwords
+
+    def role_of(self, user: str, password: str) -> str | None:
+        account = self.users.get(user)
+        if account is None:
+            self.hashed(password, "00" * 16)  # as long either way
+            return None
+        return account.role if hmac.compare_digest(self.hashed(password, account.salt), account.scrypt) else None
+
+    def cookie(self, user: str, role: str, now: float) -> str:
+        body = f"{user}|{role}|{int(now) + SESSION_SECONDS}"
+        return f"{body}|{self._sign(body)}"
+
+    def session(self, cookie: str, now: float) -> tuple[str, str] | None:
+        """The signed-in user and role of a session cookie, or None (unsigned, altered or expired)."""
+        body, _, signature = cookie.rpartition("|")
+        parts = body.split("|")
+        if len(parts) != 3 or not hmac.compare_digest(signature, self._sign(body)):
+            return None
+        user, role, expires = parts
+        return (user, role) if expires.isdigit() and int(expires) > now and role in ROLES else None
+
+    def _sign(self, body: str) -> str:
+        return hmac.new(bytes.fromhex(self.secret), body.encode(), hashlib.sha256).hexdigest()
+
+
+def write_accounts(path: Path, roles: dict[str, str]) -> dict[str, str]:
+    """The web accounts for ``roles`` written to ``path`` (owner-only); their passwords."""
+    accounts, passwords = Accounts.made(roles)
+    path.write_bytes(msgspec.json.encode(accounts))
+    path.chmod(0o600)
+    return passwords
+
+
+def read_accounts(path: Path) -> Accounts:
+    return msgspec.json.decode(path.read_bytes(), type=Accounts)
+

@@ -1,0 +1,231 @@
+"""The floor as the web pages show it: each table's tile, from the record and
+the read models the projections keep, whatever the number of browsers.
+
+A live event is only a doorbell: the web user hears every append attempt on
+``casino.ev.>`` (one a stream refused too), so what a tile shows is read back
+from the stream (a batched direct get of the table's messages since the last
+one read) and from the read models (the table's status, its shoe, its
+takings), a table at a time, at most every ``REFRESH`` seconds while its
+events come. Each tile is drawn once for every browser watching. The web
+user creates no consumer and writes nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import msgspec
+from nats.aio.client import Client
+
+from casino.audit.verify import verify_coup
+from casino.cli.console import Console, TableView, where_tables_stand
+from casino.nats.permissions import LIVE
+from casino.protocol.service import log
+from casino.readmodels.projections import KvProjections, ShoeStats, TableStatus, Takings
+from casino.rules.baccarat import messages as baccarat_messages
+from casino.rules.settlement import CoupSettled
+from casino.rules.shoe import RoundStarted
+from casino.store import subjects
+from casino.store.envelope import CardIncident, CoupConfigured, CoupRuled
+from casino.store.eventstore import Stored, latest_at_table
+from casino.store.following import Following
+from casino.store.jetstream import JetStreamEventStore
+
+REFRESH = 0.1  # seconds a table's changes are gathered before its tile is read again
+SERVICES = ("shoe", "wager", "dealer-policy", "settlement", "projections", "archiver")
+LIVENESS = 2.0  # seconds between looks at which services have a live instance
+STALLED = 300.0  # seconds without an event mid-coup: as the alert CasinoTableStalledMidCoup
+PACE_WINDOW = 900.0  # seconds of coups counted into a table's pace
+INCIDENT_SHOWN = 900.0  # seconds a card incident stays on its tile once ruled
+
+
+@dataclass
+class Tile:
+    """What one table's tile shows."""
+
+    view: TableView  # the coup in play as recorded: its cards, its result
+    status: TableStatus
+    takings: Takings
+    shoe: ShoeStats | None = None
+    pace: float | None = None  # coups an hour
+    incident: str = ""
+    incident_at: float = 0.0
+    finding: str = ""  # the latest coup that failed verification here
+    holder: str = ""  # who holds the shoe (Method C, 000 8.15 to 8.20), or a hand's cards (Methods B, D)
+    samples: deque[tuple[float, int]] = field(default_factory=lambda: deque(maxlen=64))
+
+    def alerts(self, now: float) -> list[str]:
+        out = []
+        if self.status.phase == "held":
+            out.append(f"coup held: {self.view.result or 'for compliance'}")
+        if self.incident and (self.status.phase == "held" or now - self.incident_at < INCIDENT_SHOWN):
+            out.append(self.incident)
+        if self.finding:
+            out.append(self.finding)
+        quiet = now - self.status.last_event_at
+        if self.status.phase in ("betting", "dealing", "finished") and self.status.last_event_at and quiet > STALLED:
+            out.append(f"no event for {quiet / 60:.0f} min mid-coup")
+        return out
+
+    def counted(self, now: float) -> None:
+        """A sample of the table's coup count, for its pace."""
+        if not self.samples or self.samples[-1][1] != self.status.coups:
+            self.samples.append((now, self.status.coups))
+        while self.samples and now - self.samples[0][0] > PACE_WINDOW:
+            self.samples.popleft()
+        if len(self.samples) >= 2 and self.samples[-1][0] - self.samples[0][0] >= 60:
+            (t0, c0), (t1, c1) = self.samples[0], self.samples[-1]
+            self.pace = 3600 * (c1 - c0) / (t1 - t0)
+
+
+class Floor:
+    """Every table's tile, kept current; each watcher (a browser's stream)
+    told the tables whose tile changed."""
+
+    def __init__(self, nc: Client, currencies: dict[str, str], draw: Callable[[Tile], str]) -> None:
+        self.nc, self.draw = nc, draw
+        self.store = JetStreamEventStore(nc)
+        self.members = JetStreamEventStore(nc, f"KV_{LIVE}")  # the live bucket's entries, as stored
+        self.kv = KvProjections(nc.jetstream())
+        self.console = Console(list(currencies), currencies, live=False)
+        self.tiles = {t: Tile(v, TableStatus(t), Takings(t)) for t, v in self.console.views.items()}
+        self.drawn: dict[str, str] = {}
+        self.read_to: dict[str, int] = dict.fromkeys(currencies, 0)  # each table's last message read
+        self.following = Following(first=(RoundStarted, CoupConfigured))
+        self.down: list[str] = []  # services with no live instance
+        self.rung: set[str] = set()
+        self.bell = asyncio.Event()
+        self.watchers: set[asyncio.Queue[str]] = set()
+        self.tasks: list[asyncio.Task[None]] = []
+        self.on_drawn: Callable[[str], None] = lambda table: None
+
+    async def start(self) -> None:
+        """Where each table stands (its coup in play as recorded, its read
+        models), then the doorbell and the refreshing."""
+        await self.kv.open()
+        await where_tables_stand(self.console, self.store, {})
+        for table in self.tiles:
+            latest = [await latest_at_table(self.store, table, a) for a in ("coup", "shoe")]
+            self.read_to[table] = max((m.seq for m in latest if m is not None), default=0)
+        await self._read_models(set(self.tiles))
+        await self._look_at_services()
+        for table in self.tiles:
+            self._draw(table)
+        await self.nc.subscribe(f"{subjects.EVENTS}.>", cb=self._ring)
+        self.tasks = [asyncio.create_task(self._refreshing()), asyncio.create_task(self._watching_services())]
+
+    async def stop(self) -> None:
+        for task in self.tasks:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _ring(self, msg: object) -> None:
+        table = subjects.tokens(getattr(msg, "subject", ""))[0] if getattr(msg, "subject", "").count(".") == 5 \
+            else ""
+        if table in self.tiles:
+            self.rung.add(table)
+            self.bell.set()
+
+    async def _refreshing(self) -> None:
+        while True:
+            await self.bell.wait()
+            await asyncio.sleep(REFRESH)
+            self.bell.clear()
+            rung, self.rung = self.rung, set()
+            try:
+                for table in sorted(rung):
+                    await self._read_record(table)
+                await self._read_models(rung)
+            except Exception as exc:  # the server away: read again at the next event
+                log.error("web: the floor could not be read: %s: %s", type(exc).__name__, exc)
+                self.rung |= rung
+                continue
+            for table in rung:
+                self._draw(table)
+
+    async def _read_record(self, table: str) -> None:
+        """The table's messages since the last read, folded into its tile; each
+        coup that settles among them verified as ``casino verify`` does."""
+        tile = self.tiles[table]
+        for m in await self.store.read(subjects.table_filter(table), after=self.read_to[table]):
+            self.read_to[table] = m.seq
+            if m.unreadable:
+                continue  # no batch of ours: verification names it on the coup's page
+            self.console.on_batch(m.subject, m.batch)
+            self.following.take(Stored(m.seq, m.subject, m.batch))
+            number = subjects.coup_number(subjects.tokens(m.subject)[2])
+            for env in m.batch.events:
+                e = env.data
+                if isinstance(e, CoupConfigured):
+                    tile.holder = tile.holder if "shoe" in tile.holder else ""
+                elif isinstance(e, baccarat_messages.HolderAssigned):
+                    whom = f"seat {e.seat}" + (f" ({e.player})" if e.player else "")
+                    tile.holder = "" if e.seat is None else \
+                        f"{e.plays}'s cards: {whom}" if e.plays is not None else f"the shoe: {whom}"
+                elif isinstance(e, baccarat_messages.ShoeGivenUp):
+                    tile.holder = ""
+                elif isinstance(e, CardIncident):
+                    tile.incident = f"card {e.kind} at coup {number}: {e.card}"
+                    tile.incident_at = time.time()
+                elif isinstance(e, CoupRuled) and tile.incident:
+                    tile.incident = f"{tile.incident}, ruled {e.ruling} by {e.supervisor}"
+                    tile.incident_at = time.time()
+                elif isinstance(e, CoupSettled):
+                    kept = self.following.pop(e.coup_id)
+                    if kept is not None and verify_coup(kept):
+                        tile.finding = f"coup {subjects.coup_number(e.coup_id)} failed verification"
+
+    async def _read_models(self, tables: set[str]) -> None:
+        keys = [(bucket, t) for t in tables for bucket in ("table_status", "takings")]
+        got = await self.kv.values(keys)
+        for t in tables:
+            tile = self.tiles[t]
+            if (status := got[("table_status", t)]) is not None:
+                tile.status = msgspec.json.decode(status, type=TableStatus)
+            if (takings := got[("takings", t)]) is not None:
+                tile.takings = msgspec.json.decode(takings, type=Takings)
+        shoes = {t: self.tiles[t].status.shoe for t in tables if self.tiles[t].status.shoe}
+        got = await self.kv.values(("shoe_stats", s) for s in shoes.values())
+        now = time.time()
+        for t, shoe in shoes.items():
+            value = got[("shoe_stats", shoe)]
+            self.tiles[t].shoe = msgspec.json.decode(value, type=ShoeStats) if value is not None else None
+            self.tiles[t].counted(now)
+
+    def _draw(self, table: str) -> None:
+        self.drawn[table] = self.draw(self.tiles[table]).replace("\n", " ")
+        self.on_drawn(table)
+        for queue in self.watchers:
+            if queue.qsize() < 4 * len(self.tiles):  # a browser that does not read is not waited for
+                queue.put_nowait(table)
+
+    async def _watching_services(self) -> None:
+        while True:
+            await asyncio.sleep(LIVENESS)
+            try:
+                down = await self._look_at_services()
+            except Exception as exc:  # the server away: looked at again
+                log.error("web: the live bucket could not be read: %s: %s", type(exc).__name__, exc)
+                continue
+            if down:
+                for queue in self.watchers:
+                    queue.put_nowait("")  # "": the floor's own alerts
+
+    async def _look_at_services(self) -> bool:
+        """Which services have no live instance (no membership or lease in the
+        live bucket, whose entries lapse with the instance); whether that changed."""
+        live: set[str] = set()
+
+        def member(seq: int, subject: str, headers: dict[str, str], data: bytes) -> None:
+            if "KV-Operation" not in headers:  # not a deletion
+                live.add(subject.split(".")[2])
+
+        await self.members.scan_raw(f"$KV.{LIVE}.>", member)
+        down = [s for s in SERVICES if s not in live]
+        changed, self.down = down != self.down, down
+        return changed
