@@ -27,7 +27,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from casino.audit.archive import history
-from casino.audit.history import Absent, Bounds, coup_id, coups_within, read_coups
+from casino.audit.history import Absent, Bounds, coup_id, coups_within, opening_of, read_coups
 from casino.audit.replay import render_shoe, replay_coup
 from casino.audit.verify import verify_coup
 from casino.cli.replay import NAME, exported
@@ -259,7 +259,7 @@ class Site:
         except ValueError:
             return self.missing(who, "such a time", 400)
         if asked and at is not None:
-            numbers, _ = await coups_within(self.store, table, Bounds(until=at + timedelta(seconds=1)))
+            numbers, _ = await coups_within(self.store, table, Bounds(until=at + timedelta(microseconds=1)))
             if numbers:
                 return RedirectResponse(f"/coup/{table}/{numbers[-1]}", 303)
             return self.missing(who, f"coup in play at {table} at {at:%Y-%m-%d %H:%M:%S} UTC")
@@ -268,9 +268,9 @@ class Site:
             numbers, _ = await coups_within(self.store, table, Bounds(since=since, until=until))
             numbers = numbers[-SEARCHED_AT_MOST:] if numbers is not None else range(0)
             async for msgs in read_coups(self.store, table, numbers):
-                if any(player in _players(e.data) for m in msgs for e in m.batch.events):
-                    opening = next(e for m in msgs for e in m.batch.events if isinstance(e.data, CoupConfigured))
-                    found.append((opening.data.coup_number, f"{opening.at:%Y-%m-%d %H:%M:%S} UTC"))
+                opening = opening_of(msgs)
+                if opening is not None and any(player in _players(e.data) for m in msgs for e in m.batch.events):
+                    found.append((opening[0], f"{opening[1]:%Y-%m-%d %H:%M:%S} UTC"))
             found = found[-FOUND_AT_MOST:]
         return HTMLResponse(self.render("find.html", who=who, tables=tables, q=q, found=found, player=player,
                                         table=table, searched=bool(asked and player)))

@@ -5,6 +5,7 @@ The screenshots under docs/ are made here."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import shutil
 import signal
@@ -23,9 +24,11 @@ from casino.audit.archive import verify_export
 from casino.audit.replay import replay_coup
 from casino.cli.run import WEB_PASSWORDS, default_tables
 from casino.cli.simulator import Simulator
+from casino.config.tables import TableConfig
 from casino.nats.server import free_port
 from casino.store import envelope, subjects
 from tests.e2e.casino import Casino
+from tests.variants import ruleset_variant
 
 pytestmark = pytest.mark.anyio
 DOCS = Path(__file__).resolve().parents[2] / "docs"
@@ -56,9 +59,10 @@ class Web:
         self.base, self.passwords, self.browser = base, passwords, browser
 
 
-@pytest.fixture
-async def web(nats_url: str) -> AsyncIterator[tuple[Casino, Web, dict[str, object]]]:
-    tables = default_tables(2, ["baccarat-000-methods", "blackjack-002-hole-card"], readers=0)
+@contextlib.asynccontextmanager
+async def serving(nats_url: str, tables: dict[str, TableConfig]) -> AsyncIterator[tuple[Casino, Web, Site]]:
+    """A casino dealing ``tables`` (every service, the read models and the
+    archiver too), the web pages served over it, and a browser."""
     accounts, passwords = Accounts.made({"pit1": "pit", "comp1": "compliance"})
     async with Casino(nats_url, tables) as casino:
         for kind in ("projections", "archiver"):  # the read models the floor shows; shoes sealed
@@ -74,12 +78,19 @@ async def web(nats_url: str) -> AsyncIterator[tuple[Casino, Web, dict[str, objec
         async with async_playwright() as p:
             browser = await p.chromium.launch(executable_path=chromium(), args=["--no-sandbox"])
             try:
-                yield casino, Web(f"http://127.0.0.1:{port}", passwords, browser), dict(tables)
+                yield casino, Web(f"http://127.0.0.1:{port}", passwords, browser), site
             finally:
                 await browser.close()
                 server.should_exit = True
                 await serving
                 await site.floor.stop()
+
+
+@pytest.fixture
+async def web(nats_url: str) -> AsyncIterator[tuple[Casino, Web, dict[str, object]]]:
+    tables = default_tables(2, ["baccarat-000-methods", "blackjack-002-hole-card"], readers=0)
+    async with serving(nats_url, tables) as (casino, w, _):
+        yield casino, w, dict(tables)
 
 
 async def test_the_floor_shows_every_table_and_changes_as_coups_are_dealt(
@@ -203,3 +214,91 @@ async def test_compliance_exports_a_table_as_casino_export_writes_it_and_the_pit
         header, report = verify_export(source, None)
     assert header.table == table and header.last == shown and header.in_play  # the shoe in play, marked so
     assert report.coups >= 2 and report.findings == []
+
+
+async def test_a_coup_is_stepped_through_card_by_card_each_step_with_its_cause_and_its_clause_text(
+        web: tuple[Casino, Web, dict[str, object]]) -> None:
+    casino, w, tables = web
+    await Simulator(casino.nc, tables, seed=5, patience=40).run(2)  # type: ignore[arg-type]
+    table = next(iter(tables))
+    r = replay_coup(await casino.store.read(subjects.coup_filter(f"{table}-000002", table)))
+    page = await signed_in(w.browser, w.base, "pit1", w.passwords["pit1"])
+    await page.goto(f"{w.base}/coup/{table}/2?step=0")
+    faces = "cards => cards.map(c => c.getAttribute('aria-label'))"
+    assert await page.locator("#cards svg.card").evaluate_all(faces) == ["??"] * len(r.cards)
+    first = next(i for i, s in enumerate(r.steps) if s.type.endswith(".card_dealt"))
+    for _ in range(first + 1):  # step by step, as a person clicks
+        await page.click("a[rel=next]")
+    await page.wait_for_selector(f".stepper:has-text('step {first + 1} of')")
+    assert await page.locator("#cards svg.card").evaluate_all(faces) == [r.cards[0].card] + ["??"] * (len(r.cards) - 1)
+    now = await page.inner_text(".steps li.now")
+    assert r.steps[first].text in now and "dealer-policy" in now
+    wager = next(i for i, s in enumerate(r.steps) if s.type == "wager.placed")
+    assert "terminal" in await page.locator(".steps li").nth(wager).inner_text()  # the terminal's command caused it
+    # Each clause links to its text, as the regulation says it.
+    clause = r.steps[first].clause.split()[1]
+    await page.locator(".steps li.now a.clause").first.click()
+    await page.wait_for_selector("pre.regulation")
+    regulation = next((DOCS / "regulations").glob("000-*.txt")).read_text(encoding="utf-8")
+    text = await page.inner_text("pre.regulation")
+    assert text.startswith(clause) and text.strip() in regulation
+
+
+async def test_a_coup_is_found_by_the_time_it_was_in_play_and_by_a_player(
+        web: tuple[Casino, Web, dict[str, object]]) -> None:
+    casino, w, tables = web
+    await Simulator(casino.nc, tables, seed=7, patience=40).run(3)  # type: ignore[arg-type]
+    table = next(iter(tables))
+    stored = await casino.store.read(subjects.coup_filter(f"{table}-000002", table))
+    opened = next(e.at for m in stored for e in m.batch.events if e.type == "coup.configured")
+    player = next(p for m in stored for e in m.batch.events for _, p in getattr(e.data, "seated", ()))
+    page = await signed_in(w.browser, w.base, "pit1", w.passwords["pit1"])
+    at = opened.replace(tzinfo=None).isoformat()  # as the form sends it; UTC
+    await page.goto(f"{w.base}/coup?table={table}&at={at}")
+    assert page.url == f"{w.base}/coup/{table}/2"  # the coup in play then: the last opened at or before it
+    await page.goto(f"{w.base}/coup?table={table}&player={player}")
+    found = await page.locator("ol.found a").evaluate_all("links => links.map(a => a.getAttribute('href'))")
+    assert f"/coup/{table}/2" in found
+    named = {subjects.coup_number(subjects.tokens(m.subject)[2]) for m in await casino.store.read(subjects.table_filter(table))
+             for e in m.batch.events if player in {*(p for _, p in getattr(e.data, "seated", ())), getattr(e.data, "player", "")}}
+    assert found == [f"/coup/{table}/{n}" for n in sorted(named)]
+
+
+async def test_a_sealed_shoe_shows_its_seal_and_its_coups_replay_from_the_archive(nats_url: str,
+                                                                                    tmp_path: Path) -> None:
+    """A one-deck shoe dealt to its end and sealed by the archiver: its page
+    shows the seal and the order revealed, and its coups' pages are verified
+    from the seal once the live stream no longer holds them."""
+    ruleset = ruleset_variant(tmp_path, "blackjack-002-hole-card", decks=1, penetration=0.5)
+    tables = {"BJ1": TableConfig(ruleset, currency="EUR")}
+    async with serving(nats_url, tables) as (casino, w, site):  # type: ignore[arg-type]
+        shoe = "BJ1-shoe-1"
+        simulator = Simulator(casino.nc, tables, seed=8, patience=40)  # type: ignore[arg-type]
+        for _ in range(40):
+            await simulator.run(2)
+            if await site.store.seals.get("BJ1", shoe) is not None:
+                break
+        kept = await site.store.seals.get("BJ1", shoe)
+        assert kept is not None, "the archiver sealed no shoe"
+        page = await signed_in(w.browser, w.base, "comp1", w.passwords["comp1"])
+        await page.goto(f"{w.base}/shoe/{shoe}")
+        assert kept.hash in await page.inner_text(".seal")
+        assert "it hashes to the commitment" in await page.inner_text("pre.shoe-record")
+        assert await page.locator(".shoe-facts .order").count() == 1
+        await page.goto(f"{w.base}/coup/BJ1/{kept.first_coup}")
+        assert kept.hash in await page.inner_text("main")
+        assert (await page.inner_text(".verdict")).startswith("Verified")
+
+
+async def test_the_floor_says_a_service_has_no_live_instance_and_when_it_is_back(
+        web: tuple[Casino, Web, dict[str, object]]) -> None:
+    casino, w, _ = web
+    page = await signed_in(w.browser, w.base, "pit1", w.passwords["pit1"])
+    assert await page.inner_text("#down") == ""
+    await casino.stop("settlement")
+    await page.wait_for_selector("#down:has-text('No live instance of settlement')", timeout=30_000)
+    await casino.start("settlement")
+    await page.wait_for_selector("#down:has-text('settlement')", state="detached", timeout=30_000)
+    metrics = await page.request.get(f"{w.base}/metrics")  # served without signing in, as /healthz is
+    assert metrics.ok and 'casino_web_requests_total{page="floor"}' in await metrics.text()
+    assert "casino_web_streams 1.0" in await metrics.text()

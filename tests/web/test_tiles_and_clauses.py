@@ -1,0 +1,54 @@
+"""A tile's alerts and pace, and the regulations' text each recorded clause links to."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from services.web.clauses import Regulations, linked
+from services.web.floor import STALLED, Tile
+
+from casino.cli.console import TableView
+from casino.readmodels.projections import TableStatus, Takings
+
+REGULATIONS = Path(__file__).resolve().parents[2] / "docs" / "regulations"
+
+
+def _tile(**status: object) -> Tile:
+    return Tile(TableView("BAC000-1"), TableStatus("BAC000-1", **status), Takings("BAC000-1"))  # type: ignore[arg-type]
+
+
+def test_a_tile_alerts_a_held_coup_a_card_incident_a_failed_verification_and_a_table_stalled_mid_coup() -> None:
+    now = 10_000.0
+    assert _tile(phase="dealing", last_event_at=now - 5).alerts(now) == []
+    held = _tile(phase="held", last_event_at=now)
+    held.view.result, held.incident, held.incident_at = "HELD misdraw", "card misdrawn at coup 7: 5H", now - 3600
+    assert held.alerts(now) == ["coup held: HELD misdraw", "card misdrawn at coup 7: 5H"]  # shown while held
+    held.status.phase = "betting"
+    assert held.alerts(now) == []  # ruled, and long ago
+    failed = _tile(phase="finished", last_event_at=now - STALLED - 60)
+    failed.finding = "coup 12 failed verification"
+    assert failed.alerts(now) == ["coup 12 failed verification", "no event for 6 min mid-coup"]
+
+
+def test_a_tiles_pace_is_coups_an_hour_over_the_last_quarter_hour_once_a_minute_is_seen() -> None:
+    tile = _tile(coups=10)
+    tile.counted(0.0)
+    tile.status.coups = 11
+    tile.counted(30.0)
+    assert tile.pace is None  # half a minute: too soon to say
+    tile.status.coups = 13
+    tile.counted(120.0)
+    assert tile.pace == 90.0  # 3 coups in 2 minutes
+
+
+def test_each_cited_clause_links_to_its_text_as_the_regulation_words_it() -> None:
+    r = Regulations(REGULATIONS)
+    text_000 = (REGULATIONS / "000-baccarat-dealing-methods.txt").read_text(encoding="utf-8")
+    assert r.text("000", "8.19") == text_000[text_000.index("8.19 "):text_000.index("8.20")].strip()
+    assert "8.3.2 announce the point count" in (r.text("000", "8.3") or "")  # with its sub-clauses
+    assert (r.text("002", "(9)") or "").startswith("(9) Where the cutting card is encountered")
+    assert (r.text("003", "7.9") or "").startswith("7.9 Whenever the cutting card")
+    assert r.text("000", "9.99") is None and r.text("004", "1") is None
+    assert str(linked("000 8.19, 8.28 <b>")) == (
+        '000 <a class="clause" href="/clause/000/8.19">8.19</a>, '
+        '<a class="clause" href="/clause/000/8.28">8.28</a> &lt;b&gt;')
