@@ -1,8 +1,14 @@
-"""Who may sign in to the web pages, with which role; the signed session cookies."""
+"""Who may sign in to the web pages, with which role; the signed session cookies.
+
+Made by the casino's administrator: python -m services.web.accounts FILE USER=ROLE ...
+writes FILE (owner-only; in Kubernetes, the Secret casino-web-accounts) and
+prints each user's new password, once."""
 
 from __future__ import annotations
 
+import argparse
 import hashlib
+import json
 import hmac
 import secrets
 from pathlib import Path
@@ -74,3 +80,18 @@ def write_accounts(path: Path, roles: dict[str, str]) -> dict[str, str]:
 def read_accounts(path: Path) -> Accounts:
     return msgspec.json.decode(path.read_bytes(), type=Accounts)
 
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(prog="python -m services.web.accounts", description="make the web pages' accounts")
+    p.add_argument("file", help="the accounts file to write")
+    p.add_argument("users", nargs="+", metavar="USER=ROLE", help=f"a user and its role ({', '.join(ROLES)})")
+    args = p.parse_args()
+    roles = dict(u.partition("=")[::2] for u in args.users)
+    if any(role not in ROLES for role in roles.values()):
+        p.error(f"a role is one of {', '.join(ROLES)}")
+    print(json.dumps(write_accounts(Path(args.file), roles), indent=2))
+
+
+if __name__ == "__main__":
+    main()

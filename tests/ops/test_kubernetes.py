@@ -22,7 +22,7 @@ from casino.readmodels.projections import BUCKETS, META
 
 ROOT = Path(__file__).resolve().parents[2]
 K8S = ROOT / "k8s"
-SERVICES = {"shoe", "wager", "dealer-policy", "settlement", "projections", "archiver"}
+SERVICES = {"shoe", "wager", "dealer-policy", "settlement", "projections", "archiver", "web"}
 CRDS = {"ServiceMonitor", "PrometheusRule", "Stream", "Consumer", "KeyValue"}
 
 
@@ -155,7 +155,7 @@ def test_the_service_down_alert_and_panel_match_the_jobs_the_prometheus_operator
                     if spec["selector"]["matchLabels"].items() <= dict(labels).items()]
         assert len(selected) == 1, monitor
         jobs.add(selected[0][spec["jobLabel"]])
-    assert jobs == set(natsauth.SERVICES)
+    assert jobs == {*natsauth.SERVICES, "web"}
     rules = yaml.safe_load((ROOT / "deploy" / "prometheus" / "alerts.yml").read_text())
     down = next(r["expr"] for g in rules["groups"] for r in g["rules"] if r["alert"] == "CasinoServiceDown")
     panel = next(t["expr"] for p in json.loads((ROOT / "deploy" / "grafana" / "casino-platform.json").read_text())["panels"]
