@@ -28,6 +28,7 @@ from bench import (
     rules,
     series,
     verifying,
+    web,
 )
 from bench.runs import span
 
@@ -71,6 +72,8 @@ SIZES: dict[str, Any] = {"rules_coups": 2000, "replay_coups_a_table": 150, "veri
                          "cost": {"tables": 16, "coups": 40, "instances": 3},
                          # card-reading tables against shuffled ones: this many tables, coups a table in each CPU run
                          "reading": {"tables": 16, "coups": 20},
+                         # the web pages: tables flat out; sealed coups' pages asked in each run, from this many shoes
+                         "web": {"tables": 64, "asks": 200, "shoes": 3},
                          # from 250 tables, each a coup a minute, every step measured for a minute
                          "capacity": {"start": 250, "period": capacity.PERIOD, "window": 60.0, "halvings": 2}}
 QUICK: dict[str, Any] = {**SIZES, "rules_coups": 100, "scale_tables": [1, 4, 16, 64], "replay_coups_a_table": 5, "verifying_coups": 20, "window": 2,
@@ -78,6 +81,7 @@ QUICK: dict[str, Any] = {**SIZES, "rules_coups": 100, "scale_tables": [1, 4, 16,
                          "bounded_coups": (2400, 4800), "series_coups": 4,
                          "cost": {"tables": 4, "coups": 3, "instances": 2},
                          "reading": {"tables": 4, "coups": 3},
+                         "web": {"tables": 4, "asks": 10, "shoes": 1},
                          "capacity": {"start": 4, "most": 8, "period": 3.0, "window": 3.0, "halvings": 0}}
 
 
@@ -89,6 +93,7 @@ def measure_all(sizes: dict[str, Any], runs: int, seconds: float) -> dict[str, A
         "pipeline": asyncio.run(pipeline.measure(sizes["pipeline_tables"], seconds, runs)),
         "cost": asyncio.run(cost.measure(seconds=seconds, runs=runs, **sizes["cost"])),
         "reading": asyncio.run(reading.measure(seconds=max(seconds, 2.0), runs=runs, **sizes["reading"])),
+        "web": asyncio.run(web.measure(seconds=max(seconds, 4.0), runs=runs, **sizes["web"])),
         "scale": asyncio.run(scale(sizes["scale_tables"], seconds / 2, runs)),
         "history": asyncio.run(history.measure(sizes["history_coups"], sizes["history_rounds"], runs)),
         "holding": asyncio.run(holding.measure(sizes["holding_coups"], runs)),
@@ -184,6 +189,7 @@ def main() -> None:
     print(bounded.summary(results["bounded"]))
     print(cost.summary(results["cost"]))
     print(reading.summary(results["reading"]))
+    print(web.summary(results["web"]))
     print(capacity.summary(results["capacity"]))
     print(capacity.summary(results["capacity_instances"]))
     print(series.summary(results["metrics"]))

@@ -86,6 +86,16 @@ def judged(results: dict[str, Any]) -> list[Row]:
     v, rng = _ms(rd["report"], "p99_ms", "p99_ms_range")
     row("reading", "a card's report to its record, p99 at a tenth of the read tables' flat-out rate", v,
         f"{v:.1f} ms", rng, "10 ms or less", _at_most(10.0))
+    wb = results["web"]
+    v, rng = _ms(wb["live"], "p99_ms", "p99_ms_range")
+    row("web", f"a coup's opening appended to its tile on a connected floor, p99, {wb['tables']} tables flat out", v,
+        f"{v:.0f} ms", rng, "1 s or less", _at_most(1000.0))
+    v, rng = _ratio(wb["cpu"], "ratio", "ratio_range")
+    row("web", "the web service's CPU a coup with 100 floors connected against one", v,
+        f"{v:.2f} ({wb['cpu']['hundred_ms']:.2f} against {wb['cpu']['one_ms']:.2f} ms)", rng, "1.5 or less",
+        _at_most(1.5))
+    v, rng = _ms(wb["sealed"], "p99_ms", "p99_ms_range")
+    row("web", "a sealed coup's page, p99", v, f"{v:.1f} ms", rng, "200 ms or less", _at_most(200.0))
     for key, who in (("capacity", ""), ("capacity_instances", ", two instances of every service")):
         cap = results[key]
         row("capacity", f"tables dealing a coup a minute each{who}, every command's p99 {cap['most_p99_ms']:.0f} ms "

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import hmac
+import json
 import secrets
 from pathlib import Path
 

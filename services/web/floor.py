@@ -15,11 +15,12 @@ import asyncio
 import contextlib
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import msgspec
 from nats.aio.client import Client
+from sse_starlette import ServerSentEvent
 
 from casino.audit.verify import verify_coup
 from casino.cli.console import Console, TableView, where_tables_stand
@@ -86,8 +87,10 @@ class Floor:
     """Every table's tile, kept current; each watcher (a browser's stream)
     told the tables whose tile changed."""
 
-    def __init__(self, nc: Client, currencies: dict[str, str], draw: Callable[[Tile], str]) -> None:
-        self.nc, self.draw = nc, draw
+    def __init__(self, nc: Client, currencies: dict[str, str], draw: Callable[[Tile], str],
+                 draw_down: Callable[[list[str]], str]) -> None:
+        self.nc, self.draw, self.draw_down = nc, draw, draw_down
+        self.down_frame = b""
         self.store = JetStreamEventStore(nc)
         self.members = JetStreamEventStore(nc, f"KV_{LIVE}")  # the live bucket's entries, as stored
         self.kv = KvProjections(nc.jetstream())
@@ -99,7 +102,7 @@ class Floor:
         self.down: list[str] = []  # services with no live instance
         self.rung: set[str] = set()
         self.bell = asyncio.Event()
-        self.watchers: set[asyncio.Queue[str]] = set()
+        self.watchers: set[asyncio.Queue[bytes]] = set()  # each browser's frames to send, encoded once for all
         self.tasks: list[asyncio.Task[None]] = []
         self.on_drawn: Callable[[str], None] = lambda table: None
 
@@ -115,6 +118,7 @@ class Floor:
         await self._look_at_services()
         for table in self.tiles:
             self._draw(table)
+        self.down_frame = self._down_frame()
         await self.nc.subscribe(f"{subjects.EVENTS}.>", cb=self._ring)
         self.tasks = [asyncio.create_task(self._refreshing()), asyncio.create_task(self._watching_services())]
 
@@ -138,15 +142,14 @@ class Floor:
             self.bell.clear()
             rung, self.rung = self.rung, set()
             try:
-                for table in sorted(rung):
-                    await self._read_record(table)
-                await self._read_models(rung)
+                await asyncio.gather(*(self._read_record(table) for table in rung), self._read_models(rung))
             except Exception as exc:  # the server away: read again at the next event
                 log.error("web: the floor could not be read: %s: %s", type(exc).__name__, exc)
                 self.rung |= rung
                 continue
             for table in rung:
                 self._draw(table)
+            self.tell(rung)
 
     async def _read_record(self, table: str) -> None:
         """The table's messages since the last read, folded into its tile; each
@@ -180,9 +183,14 @@ class Floor:
                     if kept is not None and verify_coup(kept):
                         tile.finding = f"coup {subjects.coup_number(e.coup_id)} failed verification"
 
+    async def _values(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], bytes | None]:
+        """The read models' values of ``keys``, asked all at once."""
+        got = await asyncio.gather(*(self.kv.values([key]) for key in keys))
+        return {k: v for one in got for k, v in one.items()}
+
     async def _read_models(self, tables: set[str]) -> None:
         keys = [(bucket, t) for t in tables for bucket in ("table_status", "takings")]
-        got = await self.kv.values(keys)
+        got = await self._values(keys)
         for t in tables:
             tile = self.tiles[t]
             if (status := got[("table_status", t)]) is not None:
@@ -190,7 +198,7 @@ class Floor:
             if (takings := got[("takings", t)]) is not None:
                 tile.takings = msgspec.json.decode(takings, type=Takings)
         shoes = {t: self.tiles[t].status.shoe for t in tables if self.tiles[t].status.shoe}
-        got = await self.kv.values(("shoe_stats", s) for s in shoes.values())
+        got = await self._values([("shoe_stats", s) for s in shoes.values()])
         now = time.time()
         for t, shoe in shoes.items():
             value = got[("shoe_stats", shoe)]
@@ -200,21 +208,41 @@ class Floor:
     def _draw(self, table: str) -> None:
         self.drawn[table] = self.draw(self.tiles[table]).replace("\n", " ")
         self.on_drawn(table)
+
+    def tiles_frame(self, tables: Iterable[str]) -> bytes:
+        """One server-sent event with the tiles of ``tables``, each swapped in place by its id."""
+        return ServerSentEvent("".join(self.drawn[t] for t in tables), event="tiles").encode()
+
+    def _down_frame(self) -> bytes:
+        return ServerSentEvent(self.draw_down(self.down).replace("\n", " "), event="down").encode()
+
+    def tell(self, tables: set[str]) -> None:
+        """Every browser sent the tiles changed, in one event encoded once; a
+        browser that does not read is not waited for: what it has not taken is
+        dropped for the whole floor, once."""
+        frame = self.tiles_frame(sorted(tables))
         for queue in self.watchers:
-            if queue.qsize() < 4 * len(self.tiles):  # a browser that does not read is not waited for
-                queue.put_nowait(table)
+            if queue.full():
+                while not queue.empty():
+                    queue.get_nowait()
+                queue.put_nowait(self.tiles_frame(self.tiles))
+                queue.put_nowait(self.down_frame)
+            else:
+                queue.put_nowait(frame)
 
     async def _watching_services(self) -> None:
         while True:
             await asyncio.sleep(LIVENESS)
             try:
-                down = await self._look_at_services()
+                changed = await self._look_at_services()
             except Exception as exc:  # the server away: looked at again
                 log.error("web: the live bucket could not be read: %s: %s", type(exc).__name__, exc)
                 continue
-            if down:
+            if changed:
+                self.down_frame = self._down_frame()
                 for queue in self.watchers:
-                    queue.put_nowait("")  # "": the floor's own alerts
+                    if not queue.full():
+                        queue.put_nowait(self.down_frame)
 
     async def _look_at_services(self) -> bool:
         """Which services have no live instance (no membership or lease in the

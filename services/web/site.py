@@ -19,7 +19,7 @@ from urllib.parse import parse_qs, quote
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from nats.aio.client import Client
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, make_asgi_app
-from sse_starlette import EventSourceResponse, ServerSentEvent
+from sse_starlette import EventSourceResponse
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
@@ -99,8 +99,10 @@ class Site:
         self.store = history(nc)  # live and sealed alike
         self.env = _env()
         self.metrics = WebMetrics()
-        self.floor = Floor(nc, tables, lambda tile: self.render("tile.html", t=tile, now=time.time()))
+        self.floor = Floor(nc, tables, lambda tile: self.render("tile.html", t=tile, now=time.time()),
+                           lambda down: self.render("down.html", down=down))
         self.floor.on_drawn = lambda table: self.metrics.drawn.inc()
+        self.metrics.down.set_function(lambda: len(self.floor.down))
         self.ready = False
 
     async def start(self) -> None:
@@ -164,22 +166,17 @@ class Site:
         return HTMLResponse(self.render("floor.html", who=who, floor=self.floor))
 
     async def floor_events_page(self, request: Request, who: tuple[str, str]) -> Response:
-        """The tiles changed, as they change: each drawn once for every browser."""
-        queue: asyncio.Queue[str] = asyncio.Queue()
+        """The tiles changed, as they change: each drawn, and each event encoded, once for every browser."""
+        queue: asyncio.Queue[bytes] = asyncio.Queue(maxsize=16)
         self.floor.watchers.add(queue)
         self.metrics.streams.inc()
 
-        async def tiles() -> AsyncIterator[ServerSentEvent]:
+        async def tiles() -> AsyncIterator[bytes]:
             try:
                 while True:
-                    table = await queue.get()
-                    if table:
-                        self.metrics.sent.inc()
-                        yield ServerSentEvent(self.floor.drawn[table], event=f"tile-{table}")
-                    else:
-                        self.metrics.down.set(len(self.floor.down))
-                        yield ServerSentEvent(self.render("down.html", floor=self.floor).replace("\n", " "),
-                                              event="down")
+                    frame = await queue.get()
+                    self.metrics.sent.inc()
+                    yield frame
             finally:
                 self.floor.watchers.discard(queue)
                 self.metrics.streams.dec()

@@ -88,6 +88,10 @@ def test_the_whole_benchmark_runs_and_writes_every_figure_beside_its_ceiling(tmp
     assert reading["cpu_ratio_range"][0] <= reading["cpu_ratio"] <= reading["cpu_ratio_range"][1]
     assert reading["read"]["services_and_server_ms"] > 0 and reading["shuffled"]["services_and_server_ms"] > 0
     assert reading["report"]["reports"] > 0 and 0 < reading["report"]["p50_ms"] <= reading["report"]["p99_ms"]
+    web = figures["web"]  # the pages against a casino: openings seen on a floor, 100 floors' CPU, sealed pages
+    assert web["live"]["shown"] > 0 and 0 < web["live"]["p50_ms"] <= web["live"]["p99_ms"]
+    assert web["cpu"]["one_ms"] > 0 and web["cpu"]["ratio"] == web["cpu"]["hundred_ms"] / web["cpu"]["one_ms"]
+    assert web["sealed"]["pages"] == 10 and 0 < web["sealed"]["p50_ms"] <= web["sealed"]["p99_ms"]
     capacity = figures["capacity"]  # a search at a few tables: each step a casino dealing a coup every 3 s a table
     for searched, replicas in ((capacity, 1), (figures["capacity_instances"], 2)):  # and with two of every service
         assert searched["replicas"] == replicas and searched["steps"]
@@ -98,7 +102,7 @@ def test_the_whole_benchmark_runs_and_writes_every_figure_beside_its_ceiling(tmp
     assert "not a measurement" in lines[0] and lines[1].startswith("measured on ")
     after = lines[lines.index("judged figures (each the median of the runs; the range of the runs beside it):") + 1:]
     judged = after[:next((i for i, line in enumerate(after) if not line.startswith("  ")), len(after))]
-    for benchmark in ("rules", "latency", "cost", "reading", "capacity", "pipeline", "replay", "scale", "archive",
+    for benchmark in ("rules", "latency", "cost", "reading", "web", "capacity", "pipeline", "replay", "scale", "archive",
                       "bounded", "metrics"):
         assert any(line.split()[0] == benchmark for line in judged), benchmark
     rules = next(line for line in judged if line.split()[0] == "rules")

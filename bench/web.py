@@ -1,0 +1,225 @@
+"""The web pages (services.web) against a real casino: every service, the
+read models and the archiver as processes, and the web service as a process
+of its own.
+
+- ``live``: from a coup's opening appended to the stream (heard by this
+  process on the server at once) to its tile showing that coup on a
+  connected floor, p99, with ``tables`` tables dealt flat out (1 s or less);
+- ``cpu``: the web service's CPU a coup dealt with 100 floors connected
+  against one, at the same offered rate (1.5 or less);
+- ``sealed``: a page of a coup whose shoe is sealed in the archive, asked
+  one after another, p99 (200 ms or less).
+
+``python -m bench.web`` prints them; ``make bench`` judges them."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from services.web.accounts import write_accounts
+from tests.variants import ruleset_variant
+
+from bench.load import casino, latency_percentiles, stop_players, usage
+from bench.runs import span
+from casino.cli.simulator import Simulator
+from casino.config.tables import TableConfig
+from casino.nats.server import free_port
+from casino.store import subjects
+from casino.store.archive import SealStore
+
+TILE = re.compile(rb'id="tile-([^"]+)".*?>coup (\d+)<')
+
+
+def tables_of(count: int) -> dict[str, TableConfig]:
+    names = ["baccarat-000-methods", "blackjack-002-hole-card"]
+    return {f"T{i + 1:03d}": TableConfig(names[i % 2]) for i in range(count)}
+
+
+class WebProcess:
+    """``python -m services.web`` over the casino's server, signed in as a pit boss."""
+
+    def __init__(self, url: str, var: Path, tables_file: Path) -> None:
+        self.port = free_port()
+        accounts = var / "web-accounts.json"
+        self.password = write_accounts(accounts, {"pit": "pit"})["pit"]
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "services.web", "--nats", url, "--tables", str(tables_file), "--accounts",
+             str(accounts), "--port", str(self.port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True)
+        self.cookie = ""
+
+    async def ready(self) -> None:
+        for _ in range(600):
+            try:
+                await asyncio.to_thread(urllib.request.urlopen, f"http://127.0.0.1:{self.port}/readyz", timeout=2)
+                break
+            except OSError:
+                await asyncio.sleep(0.1)
+        form = f"user=pit&password={self.password}&then=/".encode()
+        reader, writer = await asyncio.open_connection("127.0.0.1", self.port)
+        writer.write(b"POST /signin HTTP/1.1\r\nHost: b\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+                     + f"Content-Length: {len(form)}\r\nConnection: close\r\n\r\n".encode() + form)
+        answer = await reader.read()
+        writer.close()
+        self.cookie = re.search(rb"set-cookie: (casino_session=[^;]+)", answer, re.I)[1].decode()  # type: ignore[index]
+
+    async def floor(self, seen: dict[tuple[str, int], float] | None, stop: asyncio.Event) -> None:
+        """One browser's live floor: each tile's coup as it first shows (``seen``, None: read and let go)."""
+        reader, writer = await asyncio.open_connection("127.0.0.1", self.port, limit=1 << 22)
+        writer.write(f"GET /floor/events HTTP/1.1\r\nHost: b\r\nCookie: {self.cookie}\r\n"
+                     "Accept: text/event-stream\r\n\r\n".encode())
+        pending = b""
+        try:
+            while not stop.is_set():
+                chunk = await reader.read(1 << 16)
+                if not chunk:
+                    break
+                if seen is not None:
+                    *events, pending = (pending + chunk).split(b"\r\n\r\n")
+                    for event in events:
+                        for table, number in TILE.findall(event):
+                            seen.setdefault((table.decode(), int(number)), time.monotonic())
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    def get(self, path: str) -> float:
+        """Seconds to fetch a page whole."""
+        started = time.perf_counter()
+        request = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", headers={"Cookie": self.cookie})
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            answer.read()
+            assert answer.status == 200, path
+        return time.perf_counter() - started
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(10)
+
+
+async def dealing(tables: dict[str, TableConfig], seconds: float, floors: int, every: float | None) -> dict[str, Any]:
+    """``floors`` browsers on the floor for ``seconds`` while ``tables`` deal (every ``every``
+    seconds a coup at each table; None: flat out): each coup's opening to its tile, and the web's CPU a coup."""
+    async with casino(tables) as (nc, procs, server):
+        for service in ("projections", "archiver"):
+            procs.start(service)
+        web = WebProcess(server.url, procs.var, procs.tables_file)
+        try:
+            await web.ready()
+            appended: dict[tuple[str, int], float] = {}
+
+            async def heard(msg: Any) -> None:
+                if b'"coup.configured"' in msg.data:
+                    table, _, coup, _ = subjects.tokens(msg.subject)
+                    appended.setdefault((table, int(coup.rpartition("-")[2])), time.monotonic())
+
+            await nc.subscribe(f"{subjects.EVENTS}.*.*.*.coup", cb=heard)
+            seen: dict[tuple[str, int], float] = {}
+            stop = asyncio.Event()
+            browsers = [asyncio.create_task(web.floor(seen if i == 0 else None, stop)) for i in range(floors)]
+            sim = Simulator(nc, tables, seed=9, patience=40, every=every or 0.0)
+            task = asyncio.create_task(sim.run(None))
+            await asyncio.sleep(min(5.0, seconds / 4))  # every process warm
+            before, opened = usage(web.proc.pid)[0], len(appended)
+            await asyncio.sleep(seconds)
+            cpu, coups = usage(web.proc.pid)[0] - before, len(appended) - opened
+            stop_players(sim, task)
+            await asyncio.sleep(2)  # the last tiles arrive
+            stop.set()
+            for b in browsers:
+                b.cancel()
+            lags = [seen[k] - t for k, t in appended.items() if k in seen]
+        finally:
+            web.stop()
+    return {"coups": coups, "coups_per_s": coups / seconds, "web_cpu_ms_per_coup": 1000 * cpu / max(coups, 1),
+            "shown": len(lags), "opened": len(appended), **latency_percentiles(lags or [0.0])}
+
+
+async def sealed_pages(asks: int, shoes: int) -> dict[str, Any]:
+    """A one-deck blackjack table dealt until ``shoes`` shoes are sealed; their coups' pages asked one after another."""
+    with tempfile.TemporaryDirectory() as tmp:
+        tables = {"BJ1": TableConfig(ruleset_variant(Path(tmp), "blackjack-002-hole-card", decks=1, penetration=0.5))}
+        async with casino(tables) as (nc, procs, server):
+            for service in ("projections", "archiver"):
+                procs.start(service)
+            web = WebProcess(server.url, procs.var, procs.tables_file)
+            try:
+                await web.ready()
+                sim = Simulator(nc, tables, seed=10, patience=40)
+                seals = SealStore(nc)
+                for _ in range(60):
+                    await sim.run(5)
+                    if await seals.get("BJ1", f"BJ1-shoe-{shoes}") is not None:
+                        break
+                kept = [k for s in range(1, shoes + 1) if (k := await seals.get("BJ1", f"BJ1-shoe-{s}")) is not None]
+                numbers = [n for k in kept for n in range(k.first_coup, k.last_coup + 1)]
+                assert numbers, "no shoe sealed"
+                seconds = [await asyncio.to_thread(web.get, f"/coup/BJ1/{numbers[i % len(numbers)]}")
+                           for i in range(asks)]
+            finally:
+                web.stop()
+    return {"sealed_shoes": len(kept), "pages": asks, **latency_percentiles(seconds)}
+
+
+async def measure(tables: int = 64, seconds: float = 20, runs: int = 3, asks: int = 200,
+                  shoes: int = 3) -> dict[str, Any]:
+    config = tables_of(tables)
+    live = [await dealing(config, seconds, 1, None) for _ in range(runs)]
+    rate = statistics.median(r["coups_per_s"] for r in live)
+    every = tables / (rate / 2)  # half the flat-out rate: the same offered load with 1 floor and with 100
+    ratios, ones, hundreds = [], [], []
+    for _ in range(runs):
+        ones.append(await dealing(config, seconds, 1, every))
+        hundreds.append(await dealing(config, seconds, 100, every))
+        ratios.append(hundreds[-1]["web_cpu_ms_per_coup"] / ones[-1]["web_cpu_ms_per_coup"])
+    pages = [await sealed_pages(asks, shoes) for _ in range(runs)]
+    p99s = [r["p99_ms"] for r in live]
+    return {"tables": tables, "runs": runs,
+            "live": {"coups_per_s": rate, "p50_ms": statistics.median(r["p50_ms"] for r in live),
+                     "p99_ms": statistics.median(p99s), "p99_ms_range": span(p99s),
+                     "shown": sum(r["shown"] for r in live), "opened": sum(r["opened"] for r in live)},
+            "cpu": {"offered_coups_per_s": tables / every,
+                    "one_ms": statistics.median(r["web_cpu_ms_per_coup"] for r in ones),
+                    "hundred_ms": statistics.median(r["web_cpu_ms_per_coup"] for r in hundreds),
+                    "ratio": statistics.median(ratios), "ratio_range": span(ratios)},
+            "sealed": {"pages": asks, "shoes": shoes, "p50_ms": statistics.median(r["p50_ms"] for r in pages),
+                       "p99_ms": statistics.median(r["p99_ms"] for r in pages),
+                       "p99_ms_range": span([r["p99_ms"] for r in pages])}}
+
+
+def summary(r: dict[str, Any]) -> str:
+    live, cpu, sealed = r["live"], r["cpu"], r["sealed"]
+    return (f"web pages: a coup's opening to its tile on a connected floor, {r['tables']} tables flat out "
+            f"({live['coups_per_s']:.1f} coups/s, {live['shown']} of {live['opened']} openings seen): p50 "
+            f"{live['p50_ms']:.0f} ms, p99 {live['p99_ms']:.0f} ms; the web's CPU a coup with 100 floors "
+            f"{cpu['hundred_ms']:.2f} ms against one {cpu['one_ms']:.2f} ms at {cpu['offered_coups_per_s']:.1f} "
+            f"coups/s, ratio {cpu['ratio']:.2f}; a sealed coup's page p99 {sealed['p99_ms']:.1f} ms "
+            f"(p50 {sealed['p50_ms']:.1f})")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(prog="python -m bench.web")
+    p.add_argument("--tables", type=int, default=64)
+    p.add_argument("--seconds", type=float, default=20)
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--asks", type=int, default=200, help="sealed coups' pages asked in each run")
+    args = p.parse_args()
+    r = asyncio.run(measure(args.tables, args.seconds, args.runs, args.asks))
+    print(summary(r))
+    print(json.dumps(r, indent=2))
+
+
+if __name__ == "__main__":
+    main()
