@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import re
 import statistics
@@ -24,9 +25,11 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from nats.aio.client import Client
 from services.web.accounts import write_accounts
 from tests.variants import ruleset_variant
 
@@ -109,40 +112,47 @@ class WebProcess:
         self.proc.wait(10)
 
 
-async def dealing(tables: dict[str, TableConfig], seconds: float, floors: int, every: float | None) -> dict[str, Any]:
-    """``floors`` browsers on the floor for ``seconds`` while ``tables`` deal (every ``every``
-    seconds a coup at each table; None: flat out): each coup's opening to its tile, and the web's CPU a coup."""
+@contextlib.asynccontextmanager
+async def served(tables: dict[str, TableConfig]) -> AsyncIterator[tuple[Client, WebProcess]]:
+    """A casino dealing ``tables`` with its read models and archiver, and the web pages over it, signed in."""
     async with casino(tables) as (nc, procs, server):
         for service in ("projections", "archiver"):
             procs.start(service)
         web = WebProcess(server.url, procs.var, procs.tables_file)
         try:
             await web.ready()
-            appended: dict[tuple[str, int], float] = {}
-
-            async def heard(msg: Any) -> None:
-                if b'"coup.configured"' in msg.data:
-                    table, _, coup, _ = subjects.tokens(msg.subject)
-                    appended.setdefault((table, int(coup.rpartition("-")[2])), time.monotonic())
-
-            await nc.subscribe(f"{subjects.EVENTS}.*.*.*.coup", cb=heard)
-            seen: dict[tuple[str, int], float] = {}
-            stop = asyncio.Event()
-            browsers = [asyncio.create_task(web.floor(seen if i == 0 else None, stop)) for i in range(floors)]
-            sim = Simulator(nc, tables, seed=9, patience=40, every=every or 0.0)
-            task = asyncio.create_task(sim.run(None))
-            await asyncio.sleep(min(5.0, seconds / 4))  # every process warm
-            before, opened = usage(web.proc.pid)[0], len(appended)
-            await asyncio.sleep(seconds)
-            cpu, coups = usage(web.proc.pid)[0] - before, len(appended) - opened
-            stop_players(sim, task)
-            await asyncio.sleep(2)  # the last tiles arrive
-            stop.set()
-            for b in browsers:
-                b.cancel()
-            lags = [seen[k] - t for k, t in appended.items() if k in seen]
+            yield nc, web
         finally:
             web.stop()
+
+
+async def dealing(tables: dict[str, TableConfig], seconds: float, floors: int, every: float | None) -> dict[str, Any]:
+    """``floors`` browsers on the floor for ``seconds`` while ``tables`` deal (every ``every``
+    seconds a coup at each table; None: flat out): each coup's opening to its tile, and the web's CPU a coup."""
+    async with served(tables) as (nc, web):
+        appended: dict[tuple[str, int], float] = {}
+
+        async def heard(msg: Any) -> None:
+            if b'"coup.configured"' in msg.data:
+                table, _, coup, _ = subjects.tokens(msg.subject)
+                appended.setdefault((table, int(coup.rpartition("-")[2])), time.monotonic())
+
+        await nc.subscribe(f"{subjects.EVENTS}.*.*.*.coup", cb=heard)
+        seen: dict[tuple[str, int], float] = {}
+        stop = asyncio.Event()
+        browsers = [asyncio.create_task(web.floor(seen if i == 0 else None, stop)) for i in range(floors)]
+        sim = Simulator(nc, tables, seed=9, patience=40, every=every or 0.0)
+        task = asyncio.create_task(sim.run(None))
+        await asyncio.sleep(min(5.0, seconds / 4))  # every process warm
+        before, opened = usage(web.proc.pid)[0], len(appended)
+        await asyncio.sleep(seconds)
+        cpu, coups = usage(web.proc.pid)[0] - before, len(appended) - opened
+        stop_players(sim, task)
+        await asyncio.sleep(2)  # the last tiles arrive
+        stop.set()
+        for b in browsers:
+            b.cancel()
+        lags = [seen[k] - t for k, t in appended.items() if k in seen]
     return {"coups": coups, "coups_per_s": coups / seconds, "web_cpu_ms_per_coup": 1000 * cpu / max(coups, 1),
             "shown": len(lags), "opened": len(appended), **latency_percentiles(lags or [0.0])}
 
@@ -151,25 +161,18 @@ async def sealed_pages(asks: int, shoes: int) -> dict[str, Any]:
     """A one-deck blackjack table dealt until ``shoes`` shoes are sealed; their coups' pages asked one after another."""
     with tempfile.TemporaryDirectory() as tmp:
         tables = {"BJ1": TableConfig(ruleset_variant(Path(tmp), "blackjack-002-hole-card", decks=1, penetration=0.5))}
-        async with casino(tables) as (nc, procs, server):
-            for service in ("projections", "archiver"):
-                procs.start(service)
-            web = WebProcess(server.url, procs.var, procs.tables_file)
-            try:
-                await web.ready()
-                sim = Simulator(nc, tables, seed=10, patience=40)
-                seals = SealStore(nc)
-                for _ in range(60):
-                    await sim.run(5)
-                    if await seals.get("BJ1", f"BJ1-shoe-{shoes}") is not None:
-                        break
-                kept = [k for s in range(1, shoes + 1) if (k := await seals.get("BJ1", f"BJ1-shoe-{s}")) is not None]
-                numbers = [n for k in kept for n in range(k.first_coup, k.last_coup + 1)]
-                assert numbers, "no shoe sealed"
-                seconds = [await asyncio.to_thread(web.get, f"/coup/BJ1/{numbers[i % len(numbers)]}")
-                           for i in range(asks)]
-            finally:
-                web.stop()
+        async with served(tables) as (nc, web):
+            sim = Simulator(nc, tables, seed=10, patience=40)
+            seals = SealStore(nc)
+            for _ in range(60):
+                await sim.run(5)
+                if await seals.get("BJ1", f"BJ1-shoe-{shoes}") is not None:
+                    break
+            kept = [k for s in range(1, shoes + 1) if (k := await seals.get("BJ1", f"BJ1-shoe-{s}")) is not None]
+            numbers = [n for k in kept for n in range(k.first_coup, k.last_coup + 1)]
+            assert numbers, "no shoe sealed"
+            seconds = [await asyncio.to_thread(web.get, f"/coup/BJ1/{numbers[i % len(numbers)]}")
+                       for i in range(asks)]
     return {"sealed_shoes": len(kept), "pages": asks, **latency_percentiles(seconds)}
 
 

@@ -40,8 +40,9 @@ def main() -> None:
     p.add_argument("--accounts", required=True, help="the web accounts file (services.web.site.write_accounts)")
     p.add_argument("--passwords", help="make the accounts file where there is none: a user of each role, "
                                        "the passwords written here")
-    p.add_argument("--regulations", default="docs/regulations",
-                   help="the regulations' text, NNN-<name>.txt (the image holds them in /opt/casino/regulations)")
+    p.add_argument("--regulations", default=str(Path(__file__).resolve().parents[2] / "docs" / "regulations"),
+                   help="the regulations' text, NNN-<name>.txt (default: the repository's docs/regulations; the "
+                        "image holds them in /opt/casino/regulations)")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8080)
     args = p.parse_args()

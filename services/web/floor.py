@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import msgspec
 from nats.aio.client import Client
+from nats.aio.msg import Msg
 from sse_starlette import ServerSentEvent
 
 from casino.audit.verify import verify_coup
@@ -108,8 +109,10 @@ class Floor:
 
     async def start(self) -> None:
         """Where each table stands (its coup in play as recorded, its read
-        models), then the doorbell and the refreshing."""
+        models), the doorbell ringing from before it (what comes meanwhile is
+        read after), then the refreshing."""
         await self.kv.open()
+        await self.nc.subscribe(f"{subjects.EVENTS}.>", cb=self._ring)
         await where_tables_stand(self.console, self.store, {})
         for table in self.tiles:
             latest = [await latest_at_table(self.store, table, a) for a in ("coup", "shoe")]
@@ -119,7 +122,6 @@ class Floor:
         for table in self.tiles:
             self._draw(table)
         self.down_frame = self._down_frame()
-        await self.nc.subscribe(f"{subjects.EVENTS}.>", cb=self._ring)
         self.tasks = [asyncio.create_task(self._refreshing()), asyncio.create_task(self._watching_services())]
 
     async def stop(self) -> None:
@@ -128,9 +130,8 @@ class Floor:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
-    async def _ring(self, msg: object) -> None:
-        table = subjects.tokens(getattr(msg, "subject", ""))[0] if getattr(msg, "subject", "").count(".") == 5 \
-            else ""
+    async def _ring(self, msg: Msg) -> None:
+        table = msg.subject.split(".")[2] if msg.subject.count(".") == 5 else ""
         if table in self.tiles:
             self.rung.add(table)
             self.bell.set()

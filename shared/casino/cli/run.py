@@ -425,7 +425,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"{'web':<14} {address}  (sign in as pit, surveillance or compliance: passwords in "
               f"{var / WEB_PASSWORDS})", flush=True)
         if args.observe:
-            prometheus = Prometheus(var / "prometheus", targets)
+            prometheus = Prometheus(var / "prometheus", {**targets, "web": [address.removeprefix("http://").rstrip("/")]})
             prometheus.start()
             print(f"Prometheus on {prometheus.url}, scraping every service with the alert rules of "
                   f"{ALERT_RULES.relative_to(ALERT_RULES.parents[2])} loaded; data in {prometheus.folder}", flush=True)
