@@ -93,7 +93,7 @@ def measure_all(sizes: dict[str, Any], runs: int, seconds: float) -> dict[str, A
         "pipeline": asyncio.run(pipeline.measure(sizes["pipeline_tables"], seconds, runs)),
         "cost": asyncio.run(cost.measure(seconds=seconds, runs=runs, **sizes["cost"])),
         "reading": asyncio.run(reading.measure(seconds=max(seconds, 2.0), runs=runs, **sizes["reading"])),
-        "web": asyncio.run(web.measure(seconds=max(seconds, 4.0), runs=runs, **sizes["web"])),
+        "web": asyncio.run(web.measure(seconds=max(seconds, 2.0), runs=runs, **sizes["web"])),
         "scale": asyncio.run(scale(sizes["scale_tables"], seconds / 2, runs)),
         "history": asyncio.run(history.measure(sizes["history_coups"], sizes["history_rounds"], runs)),
         "holding": asyncio.run(holding.measure(sizes["holding_coups"], runs)),
