@@ -54,6 +54,9 @@ async def test_metrics_health_and_readiness_of_every_service(nats_url: str) -> N
     try:
         for port in ports.values():
             assert await asyncio.to_thread(get, port, "/healthz") == (200, "alive\n")
+            # Nothing else: not faststream's AsyncAPI page, whose scripts come from a CDN a casino cannot reach.
+            assert (await asyncio.to_thread(get, port, "/docs/asyncapi"))[0] == 404
+        assert all({path for path, _ in r.app.routes} == {"/metrics", "/healthz", "/readyz"} for r in running)
         await Simulator(nc, TABLES, seed=3).run(3)
         refused = commands.PlaceWager(id="x", table="BAC000-1", coup="BAC000-1-000001", seat=99, bet="banker", amount=5)
         await nc.request(subjects.command("BAC000-1", "wager"), commands.encoder.encode(refused), timeout=5)

@@ -43,8 +43,12 @@ def chromium() -> str:
     return found
 
 
-async def signed_in(browser: Browser, base: str, user: str, password: str) -> Page:
+async def signed_in(browser: Browser, base: str, user: str, password: str, asked: list[str] | None = None) -> Page:
+    """A new browser signed in as ``user``; every address it asks for, from
+    the first, put in ``asked``."""
     page = await browser.new_page(viewport={"width": 1280, "height": 800})
+    if asked is not None:
+        page.on("request", lambda request: asked.append(request.url))
     await page.goto(f"{base}/")
     assert page.url.startswith(f"{base}/signin")  # an unsigned browser is sent to sign in
     await page.fill("input[name=user]", user)
@@ -96,7 +100,8 @@ async def web(nats_url: str) -> AsyncIterator[tuple[Casino, Web, dict[str, objec
 async def test_the_floor_shows_every_table_and_changes_as_coups_are_dealt(
         web: tuple[Casino, Web, dict[str, object]]) -> None:
     casino, w, tables = web
-    page = await signed_in(w.browser, w.base, "pit1", w.passwords["pit1"])
+    asked: list[str] = []
+    page = await signed_in(w.browser, w.base, "pit1", w.passwords["pit1"], asked)
     assert await page.locator("section.tile").count() == len(tables)
     first = next(iter(tables))
     dealing = asyncio.create_task(Simulator(casino.nc, tables, seed=3, patience=40).run(3))  # type: ignore[arg-type]
@@ -115,6 +120,9 @@ async def test_the_floor_shows_every_table_and_changes_as_coups_are_dealt(
     assert marks == sum(1 for e in results if e.data.winner != "tie")  # type: ignore[union-attr]
     assert "commitment" in await page.inner_text(".shoe-facts")
     await page.screenshot(path=str(DOCS / "web-table.png"), full_page=True)
+    # A casino's network is closed: the pages ask for nothing but the web's own, htmx and its SSE extension too.
+    assert {f"{w.base}/static/htmx.min.js", f"{w.base}/static/sse.min.js"} <= set(asked)
+    assert all(url.startswith(f"{w.base}/") for url in asked), [u for u in asked if not u.startswith(f"{w.base}/")]
 
 
 async def test_a_coup_page_shows_the_recorded_cards_and_an_altered_record_fails_with_its_markup_inert(
