@@ -1,4 +1,4 @@
-"""Run the web pages: python -m services.web --tables FILE --accounts FILE --port P, the web user's
+"""Run the web pages: python -m services.web --tables FILE --accounts FILE --http-port P, the web user's
 NATS URL in $CASINO_NATS_URL (or --nats). With --passwords FILE, an accounts file that does not exist
 yet is made: a user of each role, their passwords written to FILE (owner-only)."""
 
@@ -43,8 +43,8 @@ def main() -> None:
     p.add_argument("--regulations", default=str(Path(__file__).resolve().parents[2] / "docs" / "regulations"),
                    help="the regulations' text, NNN-<name>.txt (default: the repository's docs/regulations; the "
                         "image holds them in /opt/casino/regulations)")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8080)
+    p.add_argument("--http-host", default="127.0.0.1", help="the address the pages are served on (a pod: 0.0.0.0)")
+    p.add_argument("--http-port", type=int, default=8080, help="the port the pages, /metrics, /healthz and /readyz are served on")
     args = p.parse_args()
     if args.nats is None:
         p.error("the web user's NATS URL: --nats or $CASINO_NATS_URL")
@@ -53,7 +53,7 @@ def main() -> None:
         passwords = write_accounts(accounts, {role: role for role in ROLES})
         Path(args.passwords).write_text(json.dumps(passwords, indent=2) + "\n")
         Path(args.passwords).chmod(0o600)
-    asyncio.run(serve(args.nats, Path(args.tables), accounts, Path(args.regulations), args.host, args.port))
+    asyncio.run(serve(args.nats, Path(args.tables), accounts, Path(args.regulations), args.http_host, args.http_port))
 
 
 if __name__ == "__main__":

@@ -60,7 +60,7 @@ def as_deployed(image: str, deployment: dict[str, Any], volumes: dict[str, Path]
     spec = deployment["spec"]["template"]["spec"]["containers"][0]
     security = spec["securityContext"]
     args = list(spec["args"])
-    args[args.index("--http-port" if "--http-port" in args else "--port") + 1] = str(port)
+    args[args.index("--http-port") + 1] = str(port)
     assert security["readOnlyRootFilesystem"] and security["capabilities"]["drop"] == ["ALL"]
     assert not security["allowPrivilegeEscalation"]
     mounts = {m["mountPath"]: m for m in spec["volumeMounts"]}

@@ -358,7 +358,7 @@ def start_web(var: Path, tables_file: Path, url: str) -> tuple[subprocess.Popen[
     with (var / "logs" / "web.log").open("ab") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "services.web", "--tables", str(tables_file), "--accounts",
-             str(var / "web-auth.json"), "--passwords", str(var / WEB_PASSWORDS), "--port", str(port)],
+             str(var / "web-auth.json"), "--passwords", str(var / WEB_PASSWORDS), "--http-port", str(port)],
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env={**os.environ, "CASINO_NATS_URL": url})
     return proc, f"http://127.0.0.1:{port}/"
 
