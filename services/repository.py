@@ -27,6 +27,7 @@ class Staged(msgspec.Struct):
     before: Any = None  # the aggregate as it was before the first, put back if they are not recorded
     wide: bool = False  # whether they are guarded on more than the aggregate's own subject (the first ``keep`` says)
     opening: str = ""  # the command id of the step that opens the aggregate, if one does
+    filed: str = ""  # the aggregate they are filed under, where another than the one held (a coup not yet opened)
 
 
 class Held(msgspec.Struct):

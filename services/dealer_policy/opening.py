@@ -11,10 +11,10 @@ from casino.config import rulesets
 from casino.protocol import commands
 from casino.protocol.service import log
 from casino.rules.errors import RuleViolation
-from casino.rules.shoe import CardDrawn
+from casino.rules.shoe import ROUND, CardDrawn
 from casino.store import subjects
 from casino.store.envelope import OPENINGS_KEPT, AnyEvent, CoupConfigured, CoupHeld, RulesetRecorded
-from services.dealer_policy import booking, table
+from services.dealer_policy import booking, reading, table
 
 if TYPE_CHECKING:
     from services.dealer_policy.service import DealerPolicyService
@@ -39,8 +39,10 @@ async def open_coup(svc: DealerPolicyService, t: TableCoup, cmd: commands.OpenCo
                             "takes a new command id")
     if not t.finished:
         raise RuleViolation("coup", f"coup {t.coup} is still being dealt")
-    if t.incident is not None:
-        raise RuleViolation(commands.HELD, f"coup {t.coup} is held for a supervisor's ruling: {t.held}")
+    if (incident := t.incident) is not None:
+        raise RuleViolation(commands.HELD, f"coup {t.place()} is held for a supervisor's ruling on report "
+                                           f"{incident.read} ({incident.what})"
+                            + ("" if t.in_play else ", a card out of the shoe before it opened"))
     await _open(svc, t, cmd)
 
 
@@ -69,23 +71,31 @@ async def _open(svc: DealerPolicyService, t: TableCoup, cmd: commands.OpenCoup) 
                                                         cmd.supervisor))
     # The last coup's round ends at the shoe before the next starts: most often the shoe started
     # this coup's round as it ended the last (docs/clauses.md, "The next round"), else it starts it now.
+    await reading.end_shoe(svc, t)  # a shoe a ruling ended, where the shoe service has not ended it yet
     ended = None
+    if not t.held and t.state is not None:
+        try:
+            ended = await svc.end_round(t)
+        except RuleViolation as exc:  # the shoe refuses the round the record holds: a fault, held for compliance
+            if exc.clause != ROUND:
+                raise
+            table.hold(t, t.last_seq, f"the shoe refused its round's end: {exc.reason}")
     if t.held:
         await _end_held(svc, t)
-    elif t.state is not None:
-        ended = await svc.end_round(t)
-    start = ended if ended is not None and ended.coup == coup else await svc.peer.must(
-        subjects.command(t.name, "shoe"), commands.StartRound(f"{coup}:start", t.name, coup, t.config.ruleset,
-                                                              t.config.source))
+    start = ended if ended is not None and ended.coup == coup else await svc.ask_shoe(
+        t, commands.StartRound(f"{coup}:start", t.name, coup, t.config.ruleset, t.config.source))
     opening = t.game.opening(t.rules, t.config, coup, cmd.procedure, carry, start.shoe, cmd.supervisor)
     recorded = await _record_ruleset(svc, t)
     events: list[AnyEvent] = [CoupConfigured(t.name, t.game.name, t.config.ruleset, recorded, number,
                                              t.openings[:OPENINGS_KEPT], t.config.currency,
-                                             t.config.supervisors, cmd.dealer or t.dealer, t.dealer)]
+                                             t.config.supervisors, cmd.dealer or t.dealer, t.dealer,
+                                             table.voids_in_a_row(t))]
     events += t.game.decide(t.rules, t.game.new(), opening)  # refused here: nothing has changed
     svc.repository.keep(t, wide=True)  # the coup before, put back if the opening is not recorded
     table.next_coup(t)
     t.coup, t.shoe = coup, start.shoe
+    if t.prelude_of != coup:
+        t.prelude, t.prelude_of = {}, ""
     # The id names the table and the command, not the coup: another instance opening this number for
     # another command loses the race (the guard), and this command written once opens no other coup.
     svc.repository.stage(t, events, commands.opening_id(t.name, cmd.id), cmd.id, commands.digest(cmd))
@@ -103,12 +113,8 @@ async def _end_held(svc: DealerPolicyService, t: TableCoup) -> None:
     the table goes on with its next coup. A round the shoe is not dealing
     (never started, or ended) has nothing to end."""
     if not t.held_recorded:
-        ack = await svc.repository.recorder.record(
-            subjects.event(t.name, t.shoe, t.coup, "coup"), [CoupHeld(t.name, t.coup, t.held_seq, t.held)],
-            expected=t.last_seq, msg_id=f"{t.coup}:held", table=t.name, shoe=t.shoe, coup=t.coup,
-            causation=f"{t.coup}:held")
-        t.held_recorded = True
-        t.last_seq, t.seen = max(t.last_seq, ack.seq), max(t.seen, ack.seq)
+        svc.stage(t, [CoupHeld(t.name, t.coup, t.held_seq, t.held)], f"{t.coup}:held", f"{t.coup}:held")
+        await svc.flush(t)
     drawn = [e.data for m in await svc.store.read(subjects.event(t.name, "*", t.coup, "shoe"))
              for e in m.batch.events if isinstance(e.data, CardDrawn) and e.data.coup_id == t.coup]
     reply = await svc.peer.ask(subjects.command(t.name, "shoe"), commands.EndRound(

@@ -2,19 +2,27 @@
 shoe service's own draws: each card the shoe reads is checked as it leaves
 the shoe, by the coup's rules (is a card due now, for whom) and by the shoe
 service (the shoe's composition, the order committed to), and recorded as
-what happened: dealt, burned, misdrawn or refused. A coup a card could not
-go into is held until a supervisor rules on it, by the house rule; a card
-the shoe could not read is keyed in by the dealer and confirmed by a
-supervisor, then taken as the shoe's report would have been."""
+what happened: dealt, burned, misdrawn or refused. A card the coup could not
+take holds it until a supervisor rules on it, by the house rule, each further
+incident in turn; one out between coups holds the next coup's opening, and is
+recorded in that coup's record before it opens. A card the shoe could not
+read is keyed in by the dealer and confirmed by a supervisor, then taken as
+the shoe's report would have been. A report is taken once, whenever it is
+sent again: the shoe answers what it was taken as, and a card drawn for one
+coup is never dealt into another."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from casino.protocol import commands
 from casino.rules.errors import RuleViolation
+from casino.rules.shoe import ROUND
 from casino.store import subjects
-from casino.store.envelope import KEYED, CardIncident, CardKeyed, CoupRuled
+from casino.store.envelope import KEYED, SHOE_ENDING, CardIncident, CardKeyed, CoupRuled
+from services.dealer_policy import table
 
 if TYPE_CHECKING:
     from services.dealer_policy.service import DealerPolicyService
@@ -25,103 +33,168 @@ CARD_SOURCE = "card source"
 UNREAD = "unread card"
 # Where a player holds the shoe and draws, a card drawn is drawn "only at the instruction of the dealer".
 HOLDER_DRAWS = {"method_c": "000 8.19", "method_d": "000 8.28"}
-SETTINGS = {"misdrawn": "shoe.misdraw", "refused": "shoe.refused"}
-KINDS = (*SETTINGS, "unread")  # the card incidents a coup is held for
+# What the shoe's answer names an incident, as the coup records it: its kind, and the house rule's setting.
+INCIDENTS = {"misdrawn": ("misdrawn", "shoe.misdraw"), "refused": ("refused", "shoe.refused"),
+             "cut card misplaced": ("cut_card", "shoe.cut_card")}
+KINDS = ("misdrawn", "refused", "unread", "cut_card")  # the card incidents a coup is held for
 
 
 async def report(svc: DealerPolicyService, t: TableCoup,
                  cmd: commands.CardRead | commands.CutCardRead) -> commands.Reply | None:
     """Take one report of the table's card-reading shoe, once however often it
-    is sent: the shoe's answer (what the card was taken as: its ``incident``
-    and ``clause``, a burn or the cut card where it came), None where the
-    coup took it before or holds it as a card the shoe could not read."""
+    is sent: the shoe's answer (what the card was taken as: the coup it was
+    drawn for, its ``incident`` and ``clause``), None where it is recorded
+    already where a card now goes, or holds the coup as a card the shoe could
+    not read."""
     if not t.config.source:
         raise RuleViolation(CARD_SOURCE, f"table {t.name} is dealt from the shoe service's own shuffle: it takes "
                                          "no card-reading shoe's reports (the tables file says cards = \"shuffled\")")
     await svc.caught_up(t)  # what the card is taken as depends on what the coup waits for: as recorded
     cause = READ + cmd.id
-    if cause in t.applied:  # the same report again, taken into the coup already: one card
+    if t.taken(cause):  # the same report again, taken where a card now goes already: one card
         return None
     if isinstance(cmd, commands.CardRead) and not cmd.card:
-        if t.state is None or t.finished:
-            raise RuleViolation(UNREAD, f"report {cmd.id}: the shoe could not read a card, and no coup is being "
-                                        "dealt: nothing is recorded")
-        await svc.commit(t, [CardIncident(
-            t.name, t.coup, "unread", "", cmd.id, UNREAD, f"report {cmd.id}: the shoe could not read the card "
-            "drawn; the dealer keys it in, and a supervisor confirms it", "", "confirm")],
-            commands.write_id(t.coup, cause), cause, commands.digest(cmd))
-        _count(svc, t, "unread")
+        svc.stage(t, [CardIncident(t.name, _coup_of(t), "unread", "", cmd.id, UNREAD, f"report {cmd.id}: the shoe "
+                      "could not read the card drawn; the dealer keys it in, and a supervisor confirms it", "",
+                      "confirm")], commands.write_id(t.place(), cause), cause, commands.digest(cmd))
+        await svc.flush(t)
+        count(svc, t, "unread")
         return None
     return await _take(svc, t, cmd.id, cmd.card if isinstance(cmd, commands.CardRead) else "",
-                isinstance(cmd, commands.CutCardRead), cause, commands.digest(cmd))
+                       isinstance(cmd, commands.CutCardRead), cause, commands.digest(cmd))
+
+
+def _coup_of(t: TableCoup) -> str:
+    """The coup an incident or ruling now names: the coup in play, or none (between coups)."""
+    return t.coup if t.in_play else ""
 
 
 async def _take(svc: DealerPolicyService, t: TableCoup, read: str, card: str, cut: bool, cause: str,
-                command: str = "") -> commands.Reply:
+                command: str = "", confirmed: bool = False) -> commands.Reply:
     """The card (or the cut card) of report ``read`` checked at the shoe (asked
-    as the report, however often) and taken into the coup as what it was,
-    caused by ``cause``, with the steps staged before it."""
-    dealing = t.state is not None and not t.finished
-    waits = t.game.waiting(t.rules, t.state) if dealing else None
+    as the report, however often) and taken where a card now goes as what it
+    was, caused by ``cause``, with the steps staged before it: due where the
+    coup is dealt and calls for a card, or where it is the card the shoe
+    could not read, now ``confirmed`` (it came out when due, before any
+    further incident held the coup). A card the shoe drew for another coup,
+    or an incident it recorded elsewhere, is answered as it was taken, and
+    nothing more is recorded."""
+    here = t.place()
+    waits = t.game.waiting(t.rules, t.state) if t.in_play and (confirmed or not t.finished) else None
     due = waits is not None and waits.kind == "card"
     procedure = t.game.procedure(t.state) if t.state is not None else ""
-    reply = await svc.peer.must(subjects.command(t.name, "shoe"), commands.TakeRead(
-        READ + read, t.name, t.coup if dealing else "", t.config.ruleset, read, card, cut, due,
-        HOLDER_DRAWS.get(procedure, "setting shoe.misdraw"), t.config.source))
-    if reply.incident in SETTINGS and dealing:
-        kind, setting = reply.incident, SETTINGS[reply.incident]
-        clause, what = ((reply.reason, f"{card} out of the shoe when no card was due ({reply.reason})")
-                        if kind == "misdrawn" else (reply.clause, f"{card} refused: {reply.reason}"))
-        house_rule = getattr(t.rules.shoe, setting.split(".")[1])
-        svc.stage(t, [CardIncident(t.name, t.coup, kind, card, read, clause, what, setting, house_rule)],
-                  commands.write_id(t.coup, cause), cause, command)
-        _count(svc, t, kind)
-    elif due and not reply.incident and waits is not None:
+    try:
+        reply = await svc.ask_shoe(t, commands.TakeRead(
+            READ + read, t.name, here, t.config.ruleset, read, card, cut, due,
+            HOLDER_DRAWS.get(procedure, "setting shoe.misdraw"), t.config.source))
+    except RuleViolation as exc:
+        if exc.clause == ROUND and due:  # the shoe deals no round of this coup: a fault, held for compliance
+            table.hold(t, t.last_seq, f"the shoe refused the coup's card: {exc.reason}")
+        raise
+    if reply.coup and reply.coup != here:  # taken before, in another coup (a report sent again late)
+        return reply
+    if reply.cards and due and waits is not None:
         deal = t.game.deal(reply.cards[0], reply.positions[0], waits.seat)
-        svc.stage(t, svc.decide(t, deal), commands.write_id(t.coup, cause), cause, command)
+        svc.stage(t, svc.decide(t, deal), commands.write_id(here, cause), cause, command)
+    if reply.incident in INCIDENTS:
+        kind, setting = INCIDENTS[reply.incident]
+        reply = msgspec.structs.replace(reply, house_rule=house_rule(t, reply.house_rule))
+        what = (f"{card} out of the shoe when no card was due ({reply.reason})" if kind == "misdrawn" else
+                f"{card} refused: {reply.reason}" if kind == "refused" else f"the cut card: {reply.reason}")
+        clause = reply.reason if kind == "misdrawn" else reply.clause
+        svc.stage(t, [CardIncident(t.name, _coup_of(t), kind, card, read, clause, what, setting, reply.house_rule)],
+                  commands.write_id(here, cause), cause, command)
+        count(svc, t, kind)
+    elif reply.cards and due and not t.finished:
         await svc.advance(t)
-    # Else a burn card, the cut card, or a card out between coups: the shoe's record alone holds it.
+    # Else a burn card, the cut card where it belongs, or a card taken before: the shoe's record holds it.
     await svc.flush(t)
     return reply
 
 
-def _count(svc: DealerPolicyService, t: TableCoup, kind: str) -> None:
+def house_rule(t: TableCoup, shoe_says: str) -> str:
+    """The ruling an incident is held for: the house rule the shoe names
+    (casino.rules.shoe.house_rule), but between coups no coup is voided (the
+    card is set aside, and the table goes on), and the coup that would be
+    the table's ``shoe.end_shoe_after``-th voided in a row ends its shoe."""
+    if shoe_says == "void" and not t.in_play:
+        return "go_on"
+    if shoe_says == "void" and t.voids_before + 1 >= t.rules.shoe.end_shoe_after:
+        return "end_shoe"
+    return shoe_says
+
+
+def count(svc: DealerPolicyService, t: TableCoup, kind: str) -> None:
     if svc.metrics is not None:
         svc.metrics.card_incidents.labels(t.name, kind).inc()
 
 
 async def key(svc: DealerPolicyService, t: TableCoup, cmd: commands.KeyCard) -> None:
     """The dealer keys in the card the shoe could not read (keyed again, the latest stands until confirmed)."""
-    if cmd.coup != t.coup or t.incident is None or t.incident.kind != "unread":
-        if t.recorded(cmd):
+    incident = t.incident
+    if cmd.coup != t.place() or incident is None or incident.kind != "unread":
+        if t.recorded(cmd) or t.taken(cmd.id):
             return
         raise RuleViolation(UNREAD, f"coup {cmd.coup} waits for no card the shoe could not read at table {t.name}")
-    await svc.commit(t, [CardKeyed(t.name, t.coup, t.incident.read, cmd.card, t.dealer)],
-                     commands.write_id(t.coup, cmd.id), cmd.id, commands.digest(cmd))
+    svc.stage(t, [CardKeyed(t.name, _coup_of(t), incident.read, cmd.card, t.dealer)],
+              commands.write_id(t.place(), cmd.id), cmd.id, commands.digest(cmd))
+    await svc.flush(t)
 
 
 async def rule(svc: DealerPolicyService, t: TableCoup, cmd: commands.Rule) -> None:
-    """A supervisor's ruling on the coup held for a card incident: the house
-    rule applied (``go_on``: dealt on; ``void``: nothing more dealt, every
-    stake returned); or the card keyed in for one the shoe could not read,
-    confirmed and taken as the shoe's report would have been."""
-    incident = t.incident
-    if cmd.coup != t.coup or incident is None:
-        if t.recorded(cmd):
+    """A supervisor's ruling on the first incident the coup (or, between
+    coups, the next coup's opening) is held for: the house rule applied
+    (``go_on``: dealt on; ``void``: nothing more dealt, every stake returned;
+    ``end_shoe``: void, and the shoe ended), a refused card's or a misplaced
+    cut card's shoe ended whatever the house rule, or the card keyed in for
+    one the shoe could not read, confirmed and taken as the shoe's report
+    would have been."""
+    incident, here, in_coup = t.incident, t.place(), t.in_play
+    if cmd.coup != here or incident is None:
+        if t.recorded(cmd) or t.taken(cmd.id):
             return
         raise RuleViolation(commands.HELD, f"coup {cmd.coup} waits for no ruling at table {t.name}")
-    if cmd.ruling != incident.house_rule:
+    if cmd.read and cmd.read != incident.read:
+        raise RuleViolation(commands.HELD, f"coup {here} waits for a ruling on report {incident.read} first, not "
+                                           f"{cmd.read}: each incident is ruled in turn")
+    if cmd.ruling != incident.house_rule and not (cmd.ruling == "end_shoe" and incident.kind in SHOE_ENDING):
         raise RuleViolation(f"setting {incident.setting}" if incident.setting else UNREAD,
                             f"a card {incident.kind} is ruled {incident.house_rule!r}"
                             + (f" (the house rule, ruleset setting {incident.setting})" if incident.setting else "")
-                            + f", not {cmd.ruling!r}")
+                            + (" or 'end_shoe'" if incident.kind in SHOE_ENDING else "") + f", not {cmd.ruling!r}")
     if cmd.ruling == "confirm" and (not t.keyed or cmd.card != t.keyed):
         raise RuleViolation(UNREAD, f"the dealer has keyed in {t.keyed or 'no card'} for report {incident.read}, "
                                     f"not {cmd.card or 'no card'}: the supervisor confirms the card keyed in")
-    svc.stage(t, [CoupRuled(t.name, t.coup, incident.read, cmd.ruling, cmd.supervisor, incident.setting)],
-              commands.write_id(t.coup, cmd.id), cmd.id, commands.digest(cmd))
+    if cmd.ruling in ("void", "end_shoe") and in_coup and t.state is not None and t.state.phase == "betting":
+        # The stakes a void returns are those placed before it: the book is closed first.
+        await svc.peer.must(subjects.command(t.name, "book"),
+                            commands.CloseBook(f"{t.coup}:close-book", t.name, t.coup))
+    svc.stage(t, [CoupRuled(t.name, _coup_of(t), incident.read, cmd.ruling, cmd.supervisor, incident.setting)],
+              commands.write_id(here, cmd.id), cmd.id, commands.digest(cmd))
     if cmd.ruling == "confirm":
-        await _take(svc, t, incident.read, cmd.card, False, KEYED + incident.read)
-    elif cmd.ruling == "go_on":
+        await _take(svc, t, incident.read, cmd.card, False, KEYED + incident.read, confirmed=True)
+    elif cmd.ruling == "go_on" and in_coup:
         await svc.advance(t)
     await svc.flush(t)
+    if cmd.ruling == "end_shoe":
+        await end_shoe(svc, t)
+
+
+async def end_shoe(svc: DealerPolicyService, t: TableCoup) -> None:
+    """The shoe a ruling ended (``TableCoup.ending_shoe``) ended at the shoe
+    service, asked until it is (again at the next opening, where a first
+    asking failed): the table then waits for the next shoe's order."""
+    if not t.ending_shoe:
+        return
+    await svc.ask_shoe(t, commands.EndShoeNow(
+        f"{t.name}:end-shoe:{t.ending_shoe}", t.name, t.coup if t.void else "", t.config.ruleset, t.ending_shoe,
+        f"setting {t.ending_under}", t.config.source))
+    t.ending_shoe = ""
+
+
+def answered(taken: commands.Reply, now: commands.Reply) -> commands.Reply:
+    """The device's answer: what its report was taken as (the coup, the card
+    and its position, the incident), and what the table waits for now."""
+    return msgspec.structs.replace(now, coup=taken.coup or now.coup, shoe=taken.shoe or now.shoe, cards=taken.cards,
+                                   positions=taken.positions, incident=taken.incident, clause=taken.clause,
+                                   house_rule=taken.house_rule)

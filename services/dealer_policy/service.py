@@ -20,12 +20,13 @@ from casino.protocol import commands
 from casino.protocol.service import Clock, Peer, TableLocks, log, utc_now
 from casino.rules.errors import RuleViolation
 from casino.rules.ruleset import RulesetError
+from casino.rules.shoe import ROUND
 from casino.store import subjects
-from casino.store.envelope import AnyEvent, Batch
+from casino.store.envelope import AnyEvent, Batch, CoupConfigured
 from casino.store.eventstore import EventStore, Stored, latest_at_table
 from services.dealer_policy import booking, opening, reading
 from services.dealer_policy.booking import failed, logged
-from services.dealer_policy.table import TableCoup, follow
+from services.dealer_policy.table import TableCoup, before_opening, follow, hold
 from services.dealer_policy.table import copy as copy_table
 from services.dealer_policy.table import fold as fold_table
 from services.dealer_policy.table import new as new_table
@@ -74,7 +75,13 @@ class DealerPolicyService:
         latest = await latest_at_table(self.store, name, "coup")
         if latest is not None:
             _, shoe, coup, _ = subjects.tokens(latest.subject)
-            for msg in await self.store.read(subjects.event(name, shoe, coup, "coup")):
+            msgs = await self.store.read(subjects.event(name, shoe, coup, "coup"))
+            number = subjects.coup_number(coup) or 0
+            if number > 1 and not any(isinstance(e.data, CoupConfigured) for m in msgs for e in m.batch.events):
+                # The next coup's record before it opens (a card out between coups), filed under the shoe of the
+                # coup before: that coup first.
+                msgs = await self.store.read(subjects.event(name, shoe, f"{name}-{number - 1:06d}", "coup")) + msgs
+            for msg in msgs:
                 follow(self.repository, t, msg)
             if not t.coup:  # the latest is a stray under a coup of no number of ours: the table's coups, whole
                 for msg in await self.store.read(subjects.aggregate_filter("coup", name)):
@@ -113,8 +120,15 @@ class DealerPolicyService:
 
     def stage(self, t: TableCoup, events: list[AnyEvent], msg_id: str, causation: str, command: str = "") -> None:
         """Take a decision now (the coup moves on) and record it with the next
-        ``flush``; ``command`` is the digest of the terminal's command that caused it."""
+        ``flush``; ``command`` is the digest of the terminal's command that
+        caused it. Between coups it goes into the next coup's record, before
+        that coup's opening (``TableCoup.place``)."""
         self.repository.keep(t, wide=t.finished)
+        if not t.staged.steps and before_opening(events):
+            t.staged.filed = t.next_coup
+        if t.staged.filed:
+            t.prelude, t.prelude_of = {**(t.prelude if t.prelude_of == t.staged.filed else {}),
+                                       causation: command}, t.staged.filed
         self.repository.stage(t, events, msg_id, causation, command)
 
     async def flush(self, t: TableCoup) -> None:
@@ -127,8 +141,11 @@ class DealerPolicyService:
         coup once the next is open."""
         opened, events = t.staged.opening, [e for evs, _, _, _ in t.staged.steps for e in evs]
         guard, expected = (subjects.aggregate_filter("coup", t.name), t.seen) if t.staged.wide else (None, t.last_seq)
-        ack = await self.repository.flush(t, subjects.event(t.name, t.shoe, t.coup, "coup"), expected=expected,
-                                          guard=guard, table=t.name, shoe=t.shoe, coup=t.coup)
+        # What is recorded between coups is filed under the next coup, and the shoe of the coup before (the
+        # table's first coup: the shoe in play), where the coup before's record is read with it.
+        coup, shoe = (t.staged.filed, t.shoe or t.shoe_seen) if t.staged.filed else (t.coup, t.shoe)
+        ack = await self.repository.flush(t, subjects.event(t.name, shoe, coup, "coup"), expected=expected,
+                                          guard=guard, table=t.name, shoe=shoe, coup=coup)
         if ack is None:
             return
         if ack.duplicate and opened:
@@ -163,11 +180,14 @@ class DealerPolicyService:
         return t.game.decide(t.rules, t.state, command)
 
     def waiting(self, t: TableCoup) -> commands.Waiting:
+        if (incident := t.incident) is not None:  # the first held for, in the coup or before the next opens
+            keying = incident.kind == "unread" and not t.keyed
+            return commands.Waiting("key" if keying else "ruling", incident=incident.kind,
+                                    house_rule=incident.house_rule)
+        if t.shuffling and t.config.source and (t.finished or self._awaits_card(t)):
+            return commands.Waiting("shuffle")
         if t.held:
-            if t.incident is None:
-                return commands.Waiting("held")
-            keying = t.incident.kind == "unread" and not t.keyed
-            return commands.Waiting("key" if keying else "ruling", incident=t.incident.kind)
+            return commands.Waiting("held")
         if t.state is None:
             return commands.Waiting("open")
         waits = t.game.waiting(t.rules, t.state)
@@ -175,12 +195,30 @@ class DealerPolicyService:
             return msgspec.structs.replace(waits, kind="read")
         return waits
 
+    def _awaits_card(self, t: TableCoup) -> bool:
+        return t.state is not None and t.game.waiting(t.rules, t.state).kind == "card"
+
     def _reply(self, t: TableCoup) -> commands.Reply:
         waiting = self.waiting(t)
         if t.config.source and self.metrics is not None:  # since when the coup waits for the shoe's next card
             t.awaiting_card = (t.awaiting_card or time.time()) if waiting.kind == "read" else 0.0
             self.metrics.awaiting_card.labels(t.name).set(t.awaiting_card)
-        return commands.Reply(True, coup=t.coup, shoe=t.shoe, waiting=waiting)
+        # Held for an incident between coups, the coup it is ruled in is the next, before its opening.
+        coup = t.place() if t.incidents else t.coup
+        return commands.Reply(True, coup=coup, shoe=t.shoe, waiting=waiting)
+
+    async def ask_shoe(self, t: TableCoup, command: commands.ShoeCommand) -> commands.Reply:
+        """Ask the shoe service for the table; what it says of the table's
+        card-reading shoe kept: whether it waits for its shuffling machine's
+        order, and the shoe in play."""
+        try:
+            reply = await self.peer.must(subjects.command(t.name, "shoe"), command)
+        except RuleViolation as exc:
+            t.shuffling = t.shuffling or exc.clause == commands.SHUFFLING_MACHINE
+            raise
+        t.shuffling = reply.waiting is not None and reply.waiting.kind == "shuffle"
+        t.shoe_seen = reply.shoe or t.shoe_seen
+        return reply
 
     async def handle(self, cmd: commands.PolicyCommand) -> commands.Reply:
         """Decide ``cmd`` with the table's lock held throughout (the table
@@ -201,8 +239,7 @@ class DealerPolicyService:
         if isinstance(cmd, commands.CardRead | commands.CutCardRead):
             taken = await reading.report(self, t, cmd)
             # The device is told what its card was taken as (the cut card first in a round: reshuffle now).
-            return self._reply(t) if taken is None else msgspec.structs.replace(
-                self._reply(t), incident=taken.incident, clause=taken.clause)
+            return self._reply(t) if taken is None else reading.answered(taken, self._reply(t))
         if isinstance(cmd, commands.Rule):
             await reading.rule(self, t, cmd)
             return self._reply(t)
@@ -210,6 +247,9 @@ class DealerPolicyService:
             await reading.key(self, t, cmd)
             return self._reply(t)
         if isinstance(cmd, commands.Status):
+            if t.shuffling:  # whether the machine's order has come since: the shoe service is the one to know
+                await self.ask_shoe(t, commands.ShoeStatus(f"{t.name}:shoe-status", t.name, t.config.ruleset,
+                                                           t.config.source))
             if t.state is not None and self.waiting(t).kind in ("card", "pass"):
                 # The dealer's own step, left half-taken (its instance stopped, or the table moved
                 # between instances as it stepped): taken now, beside the answer.
@@ -265,9 +305,15 @@ class DealerPolicyService:
             w = self.waiting(t)
             if w.kind == "card":
                 index, count = t.game.cards_dealt(t.state), t.game.cards_due(t.state)
-                drawn = await self.peer.must(subjects.command(t.name, "shoe"), commands.DrawCard(
-                    f"{t.coup}:draw:{index}", t.name, t.coup, t.config.ruleset, index, count,
-                    t.game.by_tableau(t.state), t.game.dealer_run(t.state)))
+                try:
+                    drawn = await self.peer.must(subjects.command(t.name, "shoe"), commands.DrawCard(
+                        f"{t.coup}:draw:{index}", t.name, t.coup, t.config.ruleset, index, count,
+                        t.game.by_tableau(t.state), t.game.dealer_run(t.state)))
+                except RuleViolation as exc:
+                    if exc.clause == ROUND:  # the shoe deals no round of this coup: a fault, for compliance
+                        await self.flush(t)
+                        hold(t, t.last_seq, f"the shoe refused the coup's cards: {exc.reason}")
+                    raise
                 for i, (card, position) in enumerate(zip(drawn.cards, drawn.positions, strict=True)):
                     deal = t.game.deal(card, position, self.waiting(t).seat)
                     self.stage(t, self.decide(t, deal), f"{t.coup}:card:{index + i}", f"{t.coup}:draw:{index}")
@@ -361,9 +407,8 @@ class DealerPolicyService:
         if t.finished:  # its round's end asked again (the shoe answers one ended already as done)
             self._ask_end_round(t)
             return
-        await self.peer.must(subjects.command(t.name, "shoe"),
-                             commands.StartRound(f"{t.coup}:start", t.name, t.coup, t.config.ruleset,
-                                                 t.config.source))
+        await self.ask_shoe(t, commands.StartRound(f"{t.coup}:start", t.name, t.coup, t.config.ruleset,
+                                                   t.config.source))
         if t.state.phase == "betting":
             await booking.book_open(self, t)
         else:

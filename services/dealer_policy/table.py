@@ -1,10 +1,13 @@
 """A table as the dealer-policy holds it: its latest coup, folded from the
 table's record (``fold``, ``follow``), what that coup leaves to the next,
-and why a coup is held for compliance where the record cannot be followed."""
+the card incidents it is held for (in it, or between coups before the next
+opens: ``place``), and why a coup is held for compliance where the record
+cannot be followed."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -63,8 +66,24 @@ class TableCoup(Held, kw_only=True):
     held: str = ""
     held_seq: int = 0  # the message it is held for
     held_recorded: bool = False
-    incident: CardIncident | None = None  # what a card-reading shoe's card held the coup for, awaiting a ruling
-    keyed: str = ""  # the card the dealer keyed in for the incident's card the shoe could not read
+    # What a card-reading shoe's cards held the coup (or, between coups, the next coup's opening) for, each
+    # awaiting a supervisor's ruling in turn; and the card the dealer keyed in for the first, where the shoe
+    # could not read it.
+    incidents: tuple[CardIncident, ...] = ()
+    keyed: str = ""
+    void: bool = False  # ruled void (or its shoe ended: ``end_shoe``)
+    voids_before: int = 0  # the table's coups voided in a row just before this one (CoupConfigured.voids_before)
+    # Whether a ruling ended the shoe, in the coup or before it opened; and that ruling's report until the shoe
+    # service has ended it (asked again at the next opening).
+    shoe_ended: bool = False
+    ending_shoe: str = ""
+    ending_under: str = ""  # the house rule's setting it was ruled under (the reshuffle's clause)
+    # What was recorded between coups in the record of coup ``prelude_of`` before it opened (a card out
+    # of the shoe, its ruling): each cause with its command's digest, as ``applied`` holds the coup's.
+    prelude: dict[str, str] = msgspec.field(default_factory=dict)
+    prelude_of: str = ""
+    shoe_seen: str = ""  # the shoe in play, as the shoe service last named it (the first coup is filed under it)
+    shuffling: bool = False  # the card-reading shoe waits for its shuffling machine's order of a new shoe
     awaiting_card: float = 0.0  # since when the coup has waited for its card-reading shoe's next card (0: it does not)
     # The finished coup's round ending at the shoe, asked after the terminal has the result.
     ending: asyncio.Future[Any] | None = None
@@ -76,6 +95,35 @@ class TableCoup(Held, kw_only=True):
     def finished(self) -> bool:
         """Whether the coup is over: dealt to its end, or held for compliance."""
         return self.state is None or self.state.phase == "finished" or bool(self.held)
+
+    @property
+    def incident(self) -> CardIncident | None:
+        """The first incident awaiting a ruling, if any: the one a ruling is on."""
+        return self.incidents[0] if self.incidents else None
+
+    @property
+    def in_play(self) -> bool:
+        """Whether a card out of the shoe now goes into the coup: it is being
+        dealt, or held for an incident in it (a held coup records every
+        further incident); else it is between coups."""
+        return self.state is not None and (not self.finished or bool(self.incidents and self.incidents[0].coup))
+
+    @property
+    def next_coup(self) -> str:
+        return f"{self.name}-{self.number + 1:06d}"
+
+    def place(self) -> str:
+        """The coup a card out of the shoe now is recorded in: the coup in play,
+        else the next coup, in its record before its opening."""
+        return self.coup if self.in_play else self.next_coup
+
+    def taken(self, cause: str) -> bool:
+        """Whether ``cause`` (a report, a keyed card) is recorded already where a
+        card now goes: the coup in play (or its record before it opened), or
+        the next coup's record before it opens."""
+        if self.in_play:
+            return cause in self.applied or (self.prelude_of == self.coup and cause in self.prelude)
+        return self.prelude_of == self.next_coup and cause in self.prelude
 
 
 def new(name: str, config: TableConfig) -> TableCoup:
@@ -102,28 +150,42 @@ def carry_from(t: TableCoup) -> Carry:
         return t.carried
 
 
+def voids_in_a_row(t: TableCoup) -> int:
+    """The table's coups voided in a row up to the coup now (``voids_before``
+    of the next): none once a ruling has ended the shoe they were voided on."""
+    return 0 if t.shoe_ended or not t.void else t.voids_before + 1
+
+
 def next_coup(t: TableCoup) -> None:
     t.carried = carry_from(t)
     t.state, t.applied, t.last_seq, t.ending = None, {}, 0, None
-    t.extras, t.staked, t.held, t.held_seq, t.held_recorded, t.incident = {}, set(), "", 0, False, None
-    t.keyed = ""
+    t.extras, t.staked, t.held, t.held_seq, t.held_recorded, t.incidents = {}, set(), "", 0, False, ()
+    t.keyed, t.void, t.voids_before, t.shoe_ended = "", False, 0, False
 
 
 def fold(t: TableCoup, event: AnyEvent, causation: str) -> None:
     if isinstance(event, CoupConfigured):
         t.number, t.dealt_under, t.dealer = event.coup_number, event.ruleset_digest, event.dealer
+        t.voids_before = event.voids_before
         t.state = games.named(event.game).new()
         t.openings = (commands.id_digest(causation), *event.opened_before)[:OPENINGS_KEPT]
     elif isinstance(event, CoupHeld):
         t.held, t.held_recorded = event.reason, True
     elif isinstance(event, CardIncident):  # held until a supervisor rules (services.dealer_policy.reading)
-        t.held, t.held_recorded, t.incident = event.what, True, event
+        t.incidents = (*t.incidents, event)
+        if event.coup:  # in the coup; one between coups holds the next coup's opening only
+            t.held, t.held_recorded = t.incidents[0].what, True
     elif isinstance(event, CardKeyed):
         t.keyed = event.card
     elif isinstance(event, CoupRuled):
-        t.incident, t.keyed = None, ""
-        if event.ruling != "void":  # dealt on (``go_on``), or the card keyed in taken (``confirm``)
-            t.held, t.held_recorded = "", False
+        ruled = next((i for i in t.incidents if i.read == event.read), None)
+        t.incidents, t.keyed = tuple(i for i in t.incidents if i is not ruled), ""
+        if event.ruling == "end_shoe":
+            t.shoe_ended, t.ending_shoe, t.ending_under = True, event.read, event.setting
+        if event.coup and event.ruling in ("void", "end_shoe"):  # nothing more is dealt in it
+            t.void = True
+        elif event.coup:  # dealt on (``go_on``), or the card keyed in taken (``confirm``): held for the next, if any
+            t.held, t.held_recorded = (t.incidents[0].what, True) if t.incidents else ("", False)
     elif t.state is not None:
         t.state = t.game.evolve(t.state, event)
     if (extra := t.game.extra(event, t.name, t.coup, causation)) is not None:
@@ -147,11 +209,16 @@ def follow(repository: Repository[TableCoup], t: TableCoup, m: Stored) -> None:
         return
     if coup != t.coup:
         if not any(isinstance(e.data, CoupConfigured) for e in m.batch.events):
-            log.warning("%s seq %d is under a coup no opening opened: passed over", m.subject, m.seq)
+            if number == t.number + 1 and before_opening([e.data for e in m.batch.events]):
+                take_prelude(repository, t, coup, shoe, m)
+            else:
+                log.warning("%s seq %d is under a coup no opening opened: passed over", m.subject, m.seq)
             return
         next_coup(t)
         t.coup, t.shoe, t.number = coup, shoe, number
-    held = t.held and t.incident is None  # held for compliance (a coup held for a card incident is followed on)
+        if t.prelude_of != coup:
+            t.prelude, t.prelude_of = {}, ""
+    held = t.held and not t.void and not t.incidents  # held for compliance (one held for incidents is followed on)
     if held and not m.batch.events:
         t.last_seq = max(t.last_seq, m.seq)
     elif held:
@@ -174,6 +241,22 @@ def follow(repository: Repository[TableCoup], t: TableCoup, m: Stored) -> None:
             hold(t, m.seq, why)
     else:
         repository.take(t, m.seq, m.batch)
+
+def before_opening(events: Sequence[AnyEvent]) -> bool:
+    """Whether ``events`` are what the dealer-policy records between coups, in
+    the next coup's record before its opening: card incidents, a card keyed
+    in, rulings, each naming no coup."""
+    return bool(events) and all(isinstance(e, CardIncident | CardKeyed | CoupRuled) and not e.coup for e in events)
+
+
+def take_prelude(repository: Repository[TableCoup], t: TableCoup, coup: str, shoe: str, m: Stored) -> None:
+    """Fold a message recorded between coups, in coup ``coup``'s record before it opens."""
+    if t.prelude_of != coup:
+        t.prelude, t.prelude_of = {}, coup
+    if repository.take(t, m.seq, m.batch):
+        t.prelude = {**t.prelude, **{e.causation: e.command for e in m.batch.events}}
+        t.shoe_seen = t.shoe_seen or shoe
+
 
 def not_followed(t: TableCoup, batch: Batch) -> str:
     """Why a recorded batch cannot be taken into the coup as it stands ("" where it can): a

@@ -1,15 +1,19 @@
 """The shoe service's side of a table with a card-reading shoe (docs/readers.md):
 the order its shuffling machine reports, kept secret as the service's own
-shuffles are, and each card the shoe reads, checked as it leaves the shoe
-against the shoe's composition, the order committed to, and whether the
-coup's rules call for a card now."""
+shuffles are (and replaceable until the shoe's first card, each replacement
+recorded), each card the shoe reads, checked as it leaves the shoe against
+the shoe's composition, the order committed to, and whether the coup's
+rules call for a card now, and the shoe ended at once by a supervisor's
+ruling where it has left its order."""
 
 from __future__ import annotations
 
 import secrets
 from typing import TYPE_CHECKING
 
-from casino.protocol.commands import Reply, ShuffleMade, TakeRead
+from msgspec.structs import replace
+
+from casino.protocol.commands import SHUFFLING_MACHINE, EndShoeNow, Reply, ShuffleMade, TakeRead, Waiting
 from casino.rules import shoe as dealing_shoe
 from casino.rules.cards import DECK_INDEX, full_set, same_cards
 from casino.rules.errors import RuleViolation
@@ -18,9 +22,14 @@ from casino.store import subjects
 if TYPE_CHECKING:
     from services.shoe.service import ShoeService, TableShoe
 
-SHUFFLER = "shuffling machine"  # the clause of a shoe waiting for its machine's order
 COMPOSITION = "shoe composition"  # a card the shoe cannot hold: more copies than its decks have
 ORDER = "committed order"  # a card that is not the next of the order committed to
+REPORT = "report"  # a report taken in a shoe no longer in play: answered, and nothing more taken
+# What each of the shoe's records of a report makes of it, as the reply names it.
+INCIDENTS: dict[type, str] = {dealing_shoe.CardBurned: "burned", dealing_shoe.CardMisdrawn: "misdrawn",
+                              dealing_shoe.CardRefused: "refused", dealing_shoe.CutCardReached: "cut card",
+                              dealing_shoe.CutCardMisplaced: "cut card misplaced"}
+RULED = (dealing_shoe.CardMisdrawn, dealing_shoe.CardRefused, dealing_shoe.CutCardMisplaced)
 
 
 def refused_why(t: TableShoe, card: str) -> tuple[str, str] | None:
@@ -37,25 +46,46 @@ def refused_why(t: TableShoe, card: str) -> tuple[str, str] | None:
 
 
 def _answer(t: TableShoe, read: str) -> Reply | None:
-    """The answer to a report taken already (the same id sent again): as recorded."""
-    for e in t.reads.get(read, ()):
-        if isinstance(e, dealing_shoe.CardDrawn):
-            return Reply(True, coup=e.coup_id, shoe=e.shoe_id, cards=(e.card,), positions=(e.position,))
-        if isinstance(e, dealing_shoe.CardBurned):
-            return Reply(True, shoe=e.shoe_id, incident="burned")
-        if isinstance(e, dealing_shoe.CardMisdrawn):
-            return Reply(True, coup=e.coup_id, shoe=e.shoe_id, incident="misdrawn", reason=e.clause)
-        if isinstance(e, dealing_shoe.CardRefused):
-            return Reply(True, coup=e.coup_id, shoe=e.shoe_id, incident="refused", reason=e.why, clause=e.clause)
-        if isinstance(e, dealing_shoe.CutCardReached):
-            return Reply(True, shoe=e.shoe_id, incident="cut card", clause=e.clause)
-    return None
+    """What report ``read`` was taken as, in the shoe in play or the one
+    before it (the same id sent again, whenever): the coup it was drawn for,
+    the card and its position, and what else it was (``incident``), with the
+    ruling the house rules call for on an incident."""
+    events = t.reads.get(read) or t.reads_before.get(read)
+    if not events:
+        return None
+    answer = Reply(True, shoe=events[0].shoe_id)
+    for e in events:
+        match e:
+            case dealing_shoe.CardDrawn():
+                answer = replace(answer, coup=e.coup_id, cards=(e.card,), positions=(e.position,))
+            case dealing_shoe.CardMisdrawn():
+                answer = replace(answer, coup=e.coup_id, reason=e.clause)
+            case dealing_shoe.CardRefused():
+                answer = replace(answer, coup=e.coup_id, reason=e.why, clause=e.clause)
+            case dealing_shoe.CutCardMisplaced():
+                answer = replace(answer, reason=_misplaced(e), clause=e.clause)
+            case dealing_shoe.CutCardReached() if not answer.incident:
+                answer = replace(answer, clause=e.clause)
+        if (kind := INCIDENTS.get(type(e))) is not None and not answer.incident:
+            answer = replace(answer, incident=kind)
+        if isinstance(e, RULED):
+            answer = replace(answer, house_rule=dealing_shoe.house_rule(t.rules, t.state, e))
+    return answer
+
+
+def _misplaced(e: dealing_shoe.CutCardMisplaced) -> str:
+    if e.reported:
+        return (f"the cut card came out at card {e.position}; the penetration puts it at card {e.cut_index}: it is "
+                f"reckoned there")
+    return (f"card {e.position} came out from behind the cut card, which the penetration puts at card "
+            f"{e.cut_index}, and the cut card was not reported: it is reckoned reached")
 
 
 async def take(service: ShoeService, cmd: TakeRead) -> Reply:
     """Record what a card-reading shoe reported: a burn card where one is
     due, the card the coup's rules call for (``due``), a misdraw where none is,
-    or a card refused (the coup it came in is held by the dealer-policy)."""
+    or a card refused (the coup it came in, or the next, is held by the
+    dealer-policy). A report taken before is answered as it was taken."""
     t = await service.table(cmd.table, cmd.ruleset)
     if (answered := _answer(t, cmd.read)) is not None:
         return answered
@@ -63,6 +93,9 @@ async def take(service: ShoeService, cmd: TakeRead) -> Reply:
         # 003 7.9: the cut card came out first in the round, and the cards are reshuffled before it goes on:
         # the shoe ended and a new one filled with the order the machine made (refused until it reports it).
         await service._reshuffle(cmd.table, t, cmd.coup or subjects.NO_COUP, cmd.id, cmd.source)
+    if not t.state.active and t.source == "recognised":
+        raise RuleViolation(SHUFFLING_MACHINE, f"table {cmd.table}'s shoe has ended: no card is taken until its "
+                                               "shuffling machine reports the order of the next")
     if not t.state.active or not t.state.source:
         raise RuleViolation("shoe", f"table {cmd.table} has no shoe of a card-reading shoe in play")
     shoe, coup = t.state.shoe_id or "", cmd.coup or subjects.NO_COUP
@@ -75,30 +108,102 @@ async def take(service: ShoeService, cmd: TakeRead) -> Reply:
         events = dealing_shoe.decide(t.rules, t.state, dealing_shoe.Burn(cmd.card, cmd.read), t.document)
     elif cmd.due:
         if t.state.round != cmd.coup:
-            raise RuleViolation("shoe", f"coup {cmd.coup} is not the round being dealt")
+            raise RuleViolation(dealing_shoe.ROUND, f"coup {cmd.coup} is not the round being dealt")
         events = dealing_shoe.decide(t.rules, t.state, dealing_shoe.Draw(cmd.coup, cmd.card, cmd.read), t.document)
     else:
         events = dealing_shoe.decide(t.rules, t.state, dealing_shoe.Misdraw(cmd.coup, cmd.card, cmd.read, cmd.clause),
                                      t.document)
-    await service._commit(cmd.table, t, events, coup, f"{cmd.table}:read:{cmd.read}", cmd.id)
+    ack = await service._commit(cmd.table, t, events, coup, f"{cmd.table}:read:{cmd.read}", cmd.id)
     answered = _answer(t, cmd.read)
+    if answered is not None and t.state.reshuffle == "now":
+        # 003 7.9: the cards are reshuffled now, and the round goes on once the machine reports their order.
+        answered = replace(answered, waiting=await awaited(service, t, cmd.table))
+    if answered is None and ack.duplicate:  # taken in a shoe that has ended since
+        raise RuleViolation(REPORT, f"report {cmd.read} was taken in an earlier shoe of table {cmd.table}: nothing "
+                                    "more is taken for it")
     if answered is None:  # recorded by another instance as something else: read back above
         raise RuleViolation("concurrency", f"report {cmd.read} was recorded meanwhile: ask again")
     return answered
 
 
 async def shuffle_made(service: ShoeService, cmd: ShuffleMade) -> Reply:
-    """Keep the order a shuffling machine reports as the table's next shoe's,
-    out of the public stream until that shoe ends (the shoe then commits to
-    it as it is filled). One order a shoe: another reported for the same shoe
-    is refused; the same sent again is answered as kept."""
+    """Keep the order a recognised shuffling machine reports, out of the
+    public stream until its shoe ends: the shoe's that waits for one (filled
+    with it at once, committed to), else the next shoe's. Until a shoe's
+    first card is drawn its order may be replaced: each replacement is
+    recorded (``shoe.order_replaced``; a shoe filled already is ended, its
+    order revealed, and the next filled). The same order again is answered
+    as kept. A table shuffled by hand, or by the service, takes no order."""
     t = service.tables.get(cmd.table)
     if t is None:
-        raise RuleViolation(SHUFFLER, f"table {cmd.table}'s shoe is not held here yet: its dealer opens a coup first")
+        raise RuleViolation(SHUFFLING_MACHINE, f"table {cmd.table}'s shoe is not held here yet: its dealer opens a "
+                                               "coup first")
+    if t.source != "recognised":
+        how = "shuffled by hand: its shoes commit to no order" if t.source == "hand" else \
+            "dealt from the shoe service's own shuffles"
+        raise RuleViolation(SHUFFLING_MACHINE, f"table {cmd.table} is {how}, and takes no shuffling machine's order "
+                                               "(the tables file says shuffle = \"recognised\" where it does)")
     if not same_cards(cmd.cards, full_set(t.rules.decks)):
-        raise RuleViolation(SHUFFLER, f"the order reported is not one full set of the shoe's {t.rules.decks} decks")
-    shoe = subjects.shoe_id(cmd.table, t.shuffles + 1)
-    kept = await service.secrets.put(cmd.table, shoe, (tuple(cmd.cards), secrets.token_hex(16)))
-    if kept[0] != tuple(cmd.cards):
-        raise RuleViolation(SHUFFLER, f"shoe {shoe} has its machine's order already: one order a shoe")
-    return Reply(True, shoe=shoe)
+        raise RuleViolation(SHUFFLING_MACHINE, f"the order reported is not one full set of the shoe's "
+                                               f"{t.rules.decks} decks")
+    order, shoe = tuple(cmd.cards), t.state.shoe_id or ""
+    if t.state.active and t.state.position == 0 and t.order is not None:  # filled, and no card out of it yet
+        if t.order[0] == order:
+            return Reply(True, shoe=shoe)
+        await service.secrets.replace(cmd.table, subjects.shoe_id(cmd.table, t.shuffles + 1),
+                                      (order, secrets.token_hex(16)))
+        ended = dealing_shoe.decide(t.rules, t.state, dealing_shoe.EndShoe(*t.order), t.document)
+        await service._commit(cmd.table, t, [dealing_shoe.OrderReplaced(shoe, cmd.id), *ended], subjects.NO_COUP,
+                              f"{shoe}:replaced:{cmd.id}", cmd.id)
+        await service._reshuffle(cmd.table, t, subjects.NO_COUP, cmd.id, t.source)
+        return Reply(True, shoe=t.state.shoe_id or "", incident="replaced")
+    new = subjects.shoe_id(cmd.table, t.shuffles + 1)
+    kept = await service.secrets.get(cmd.table, new)
+    replaced = kept is not None and kept[0] != order
+    if kept is None:
+        await service.secrets.put(cmd.table, new, (order, secrets.token_hex(16)))
+    elif replaced:
+        await service.secrets.replace(cmd.table, new, (order, secrets.token_hex(16)))
+    waiting = not t.state.active or t.state.reshuffle == "now" or (t.state.reshuffle and t.state.round is None)
+    if waiting:  # the table waits for this order: its shoe filled with it now
+        await service._reshuffle(cmd.table, t, subjects.NO_COUP, cmd.id, t.source, cmd.id if replaced else "")
+    elif replaced:  # the next shoe's order, replaced before that shoe is filled
+        await service._commit(cmd.table, t, [dealing_shoe.OrderReplaced(new, cmd.id)], subjects.NO_COUP,
+                              f"{new}:replaced:{cmd.id}", cmd.id)
+    return Reply(True, shoe=new, incident="replaced" if replaced else "")
+
+
+async def end_now(service: ShoeService, cmd: EndShoeNow) -> Reply:
+    """End the shoe report ``cmd.read`` was taken in now, by a supervisor's
+    ruling (docs/readers.md): the void coup's cards picked up, the order
+    revealed, and the next shoe filled once the machine reports its order (at
+    once where shuffled by hand). Asked again once it has ended, it is
+    answered as done."""
+    t = await service.table(cmd.table, cmd.ruleset)
+    if cmd.read in t.reads and t.state.active:  # else its shoe has ended (every report of the shoe in play is held)
+        if t.state.reshuffle != "now":
+            events = dealing_shoe.decide(t.rules, t.state, dealing_shoe.EndNow(cmd.clause), t.document)
+            await service._commit(cmd.table, t, events, cmd.coup or subjects.NO_COUP,
+                                  f"{t.state.shoe_id}:end-now", cmd.id)
+        await _reshuffled(service, t, cmd.table, cmd.coup or subjects.NO_COUP, cmd.id)
+    return Reply(True, coup=cmd.coup, shoe=t.state.shoe_id or "", waiting=await awaited(service, t, cmd.table))
+
+
+async def awaited(service: ShoeService, t: TableShoe, table: str) -> Waiting | None:
+    """``Waiting`` ``shuffle`` where the table's recognised shuffling machine's
+    order of the next shoe is awaited: the shoe in play has ended or must be
+    reshuffled now, and no order is kept for the next."""
+    if t.source != "recognised" or (t.state.active and t.state.reshuffle != "now"):
+        return None
+    kept = await service.secrets.get(table, subjects.shoe_id(table, t.shuffles + 1))
+    return Waiting("shuffle") if kept is None else None
+
+
+async def _reshuffled(service: ShoeService, t: TableShoe, table: str, coup: str, causation: str) -> None:
+    """The shoe in play ended and the next filled (``_reshuffle``), unless
+    the next waits for its shuffling machine's order (``awaited``)."""
+    try:
+        await service._reshuffle(table, t, coup, causation, t.source)
+    except RuleViolation as exc:
+        if exc.clause != SHUFFLING_MACHINE:
+            raise

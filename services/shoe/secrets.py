@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 
 import msgspec
 from nats.js import JetStreamContext
@@ -40,6 +41,20 @@ class JetStreamSecrets:
                 return kept
             await asyncio.sleep(0.1)
         raise RuntimeError(f"the order of {shoe} is kept but cannot be read back")
+
+    async def replace(self, table: str, shoe: str, order: Order) -> None:
+        """Keep ``order`` for the shoe in place of the one kept (a shuffling
+        machine's order replaced before the shoe's first card): the last kept
+        is the shoe's, every one before it stays out of the public stream."""
+        subject = subjects.secret(table, shoe)
+        try:
+            last = (await self.js.get_last_msg(SECRETS_STREAM, subject, direct=True)).seq or 0
+        except NotFoundError:
+            last = 0
+        digest_ = hashlib.sha256(" ".join(order[0]).encode()).hexdigest()[:16]
+        await self.js.publish(subject, msgspec.json.encode(_Secret(*order)), stream=SECRETS_STREAM,
+                              headers={"Nats-Msg-Id": f"secret:{shoe}:{digest_}",
+                                       "Nats-Expected-Last-Subject-Sequence": str(last)})
 
     async def get(self, table: str, shoe: str) -> Order | None:
         try:

@@ -12,7 +12,18 @@ import msgspec
 from casino.config import rulesets
 from casino.metrics import Metrics, count_recorded
 from casino.nats.partitions import within
-from casino.protocol.commands import DrawCard, EndRound, Reply, ShoeCommand, ShuffleMade, StartRound, TakeRead
+from casino.protocol.commands import (
+    SHUFFLING_MACHINE,
+    DrawCard,
+    EndRound,
+    EndShoeNow,
+    Reply,
+    ShoeCommand,
+    ShoeStatus,
+    ShuffleMade,
+    StartRound,
+    TakeRead,
+)
 from casino.protocol.service import Clock, TableLocks, log, utc_now
 from casino.rules import shoe as dealing_shoe
 from casino.rules.baccarat import tableau
@@ -22,13 +33,16 @@ from casino.rules.errors import RuleViolation
 from casino.rules.ruleset import BaccaratRules, BlackjackRules, ShoeRules
 from casino.store import subjects
 from casino.store.envelope import Batch
-from casino.store.eventstore import EventStore, Stored, latest_at_table
+from casino.store.eventstore import Appended, EventStore, Stored, latest_at_table
 from services.repository import Held, Repository
 from services.shoe import readers
 
 Order = tuple[tuple[Card, ...], str]
 READ = "read:"  # how the dealer-policy's TakeRead ids begin: the card-reading shoe's report id follows
 ShuffleSource = Callable[[str, int], Order]
+# What a card-reading shoe's report is taken as (services.shoe.readers), beside the shuffles it may cause.
+TAKEN = (dealing_shoe.CardDrawn, dealing_shoe.CardBurned, dealing_shoe.CardMisdrawn, dealing_shoe.CardRefused,
+         dealing_shoe.CutCardReached, dealing_shoe.CutCardMisplaced)
 
 
 def secure_shuffle(table: str, decks: int) -> Order:
@@ -46,6 +60,10 @@ class SecretStore(Protocol):
         instance shuffled it first); the order kept, which the shoe deals."""
         ...
 
+    async def replace(self, table: str, shoe: str, order: Order) -> None:
+        """Keep ``order`` for the shoe in place of the one kept."""
+        ...
+
     async def get(self, table: str, shoe: str) -> Order | None: ...
 
 
@@ -55,6 +73,9 @@ class MemorySecrets:
 
     async def put(self, table: str, shoe: str, order: Order) -> Order:
         return self.orders.setdefault((table, shoe), order)
+
+    async def replace(self, table: str, shoe: str, order: Order) -> None:
+        self.orders[(table, shoe)] = order
 
     async def get(self, table: str, shoe: str) -> Order | None:
         return self.orders.get((table, shoe))
@@ -71,21 +92,25 @@ class TableShoe(Held, kw_only=True):
     order: Order | None = None
     shuffles: int = 0
     last_round: str = ""
-    # A card-reading shoe's reports taken in the shoe in play, by the report's id: what each was recorded as.
+    # A card-reading shoe's reports taken in the shoe in play, and in the shoe before it, by the report's id:
+    # what each was recorded as.
     reads: dict[str, list[dealing_shoe.AnyShoeEvent]] = msgspec.field(default_factory=dict)
+    reads_before: dict[str, list[dealing_shoe.AnyShoeEvent]] = msgspec.field(default_factory=dict)
+    # Where the table's cards come from, as the dealer-policy's commands name it (TableConfig.source).
+    source: str = ""
 
     def anew(self) -> TableShoe:
         """The table's shoe before any event is folded."""
         return TableShoe(rules=self.rules, baccarat=self.baccarat, hits_soft_17=self.hits_soft_17,
-                         document=self.document)
+                         document=self.document, source=self.source)
 
 
 def _fold(t: TableShoe, event: dealing_shoe.AnyShoeEvent, causation: str) -> None:
     t.state = dealing_shoe.evolve(t.state, event)
     if isinstance(event, dealing_shoe.ShoeShuffled):
         t.shuffles += 1
-        t.reads = {}
-    if causation.startswith(READ):  # a card-reading shoe's report (services.shoe.readers)
+        t.reads_before, t.reads = t.reads, {}
+    if causation.startswith(READ) and isinstance(event, TAKEN):  # what a card-reading shoe's report was taken as
         t.reads.setdefault(causation[len(READ):], []).append(event)
     elif isinstance(event, dealing_shoe.RoundEnded):
         t.last_round = event.coup_id
@@ -198,7 +223,7 @@ class ShoeService:
         return self.tables[table]
 
     async def _commit(self, table: str, t: TableShoe, events: list[dealing_shoe.AnyShoeEvent], coup: str, msg_id: str,
-                      causation: str) -> None:
+                      causation: str) -> Appended:
         shoe = t.state.shoe_id or next((e.shoe_id for e in events), "")
         subject = subjects.event(table, shoe, coup, "shoe")
         guard, expected = _guard(table, t, shoe)
@@ -208,6 +233,7 @@ class ShoeService:
             await self._catch_up(table, t)
         else:
             count_recorded(self.metrics, table, list(events))
+        return ack
 
     async def observe(self, subject: str, seq: int, batch: Batch) -> None:
         """Follow the stream: apply what another instance appended."""
@@ -223,10 +249,13 @@ class ShoeService:
         if any(isinstance(env.data, dealing_shoe.ShoeShuffled) for env in batch.events) and t.state.shoe_id:
             t.order = await self.secrets.get(table, t.state.shoe_id)
 
-    async def _reshuffle(self, table: str, t: TableShoe, coup: str, causation: str, source: str = "") -> None:
+    async def _reshuffle(self, table: str, t: TableShoe, coup: str, causation: str, source: str = "",
+                         replaced: str = "") -> None:
         """End the shoe in play (revealing it) and fill a new one: shuffle and
         burn; at a card-reading shoe (``source``), with the order its shuffling
-        machine reported (none, shuffled by hand), its burn cards read."""
+        machine reported (none, shuffled by hand), its burn cards read; an
+        order kept for it before and ``replaced`` by that machine's report
+        recorded so as the new shoe is filled."""
         if t.state.active and (t.order is not None or t.state.source == "hand"):
             reveal = dealing_shoe.EndShoe(*t.order) if t.order is not None else dealing_shoe.EndShoe((), "")
             ended = dealing_shoe.decide(t.rules, t.state, reveal, t.document)
@@ -234,13 +263,15 @@ class ShoeService:
         new = subjects.shoe_id(table, t.shuffles + 1)
         order = await self.secrets.get(table, new)
         if order is None and source == "recognised":
-            raise RuleViolation(readers.SHUFFLER, f"shoe {new} waits for the order the table's shuffling machine "
+            raise RuleViolation(SHUFFLING_MACHINE, f"shoe {new} waits for the order the table's shuffling machine "
                                 "made: it is filled once the machine reports it")
         if order is None and source == "hand":
             order = ((), "")
         elif order is None:  # two instances shuffling at once: the first order kept is the shoe's
             order = await self.secrets.put(table, new, self.shuffle(table, t.rules.decks))
         events = dealing_shoe.fill(t.rules, t.state, new, *order, t.document, source)
+        if replaced:
+            events = [dealing_shoe.OrderReplaced(new, replaced), *events]
         await self._commit(table, t, events, coup, f"{new}:shuffle", causation)
         # Only now: a shuffle that lost its race to another instance's step in
         # the shoe in play leaves the order of the shoe in play to deal from.
@@ -249,9 +280,14 @@ class ShoeService:
     # ---- commands -------------------------------------------------------
 
     async def handle(self, cmd: ShoeCommand | ShuffleMade) -> Reply:
+        if not isinstance(cmd, ShuffleMade | DrawCard):
+            (await self.table(cmd.table, cmd.ruleset)).source = cmd.source  # what the dealer-policy says the table is
         match cmd:
             case StartRound():
                 t = await self.table(cmd.table, cmd.ruleset)
+                if t.state.round == cmd.coup and not t.state.active:
+                    # Started as the last round ended, and the shoe ended since (a ruling): the next filled first.
+                    await self._reshuffle(cmd.table, t, subjects.NO_COUP, cmd.id, cmd.source)
                 if t.state.round == cmd.coup or t.last_round == cmd.coup:  # asked again
                     return Reply(True, coup=cmd.coup, shoe=t.state.shoe_id or "")
                 if t.state.round is not None:
@@ -271,6 +307,11 @@ class ShoeService:
                 return await readers.take(self, cmd)
             case ShuffleMade():
                 return await readers.shuffle_made(self, cmd)
+            case EndShoeNow():
+                return await readers.end_now(self, cmd)
+            case ShoeStatus():
+                t = await self.table(cmd.table, cmd.ruleset)
+                return Reply(True, shoe=t.state.shoe_id or "", waiting=await readers.awaited(self, t, cmd.table))
             case EndRound():
                 t = await self.table(cmd.table, cmd.ruleset)
                 ended_in = t.state.shoe_id or ""
@@ -285,9 +326,9 @@ class ShoeService:
                         try:
                             await self._reshuffle(cmd.table, t, subjects.NO_COUP, cmd.id, cmd.source)
                         except RuleViolation as exc:  # the machine's order not reported yet: the next round's
-                            if exc.clause != readers.SHUFFLER:  # start reshuffles once it is
+                            if exc.clause != SHUFFLING_MACHINE:  # start reshuffles once it is
                                 raise
-                if cmd.next is not None and t.state.round == cmd.next:
+                if cmd.next is not None and t.state.round == cmd.next and t.state.active:
                     return Reply(True, coup=cmd.next, shoe=t.state.shoe_id or "")
                 return Reply(True, coup=cmd.coup, shoe=ended_in)
         raise RuleViolation("protocol", f"unknown shoe command {type(cmd).__name__}")
@@ -311,7 +352,7 @@ class ShoeService:
     async def _draw(self, cmd: DrawCard) -> Reply:
         t = await self.table(cmd.table, cmd.ruleset)
         if t.state.round != cmd.coup:
-            raise RuleViolation("shoe", f"coup {cmd.coup} is not the round being dealt")
+            raise RuleViolation(dealing_shoe.ROUND, f"coup {cmd.coup} is not the round being dealt")
         if cmd.count < 1:
             raise RuleViolation("protocol", f"a draw is of one card or more, not {cmd.count}")
         if cmd.tableau and not t.baccarat:

@@ -68,6 +68,8 @@ class Tile:
             out.append(self.incident)
         if self.finding:
             out.append(self.finding)
+        if self.view.shoe_ended:
+            out.append(f"shoe ended ({self.view.shoe_ended}): the table waits for its next shoe's order")
         quiet = now - self.status.last_event_at
         if self.status.phase in ("betting", "dealing", "finished") and self.status.last_event_at and quiet > STALLED:
             out.append(f"no event for {quiet / 60:.0f} min mid-coup")
@@ -174,7 +176,7 @@ class Floor:
                 elif isinstance(e, baccarat_messages.ShoeGivenUp):
                     tile.holder = ""
                 elif isinstance(e, CardIncident):
-                    tile.incident = f"card {e.kind} at coup {number}: {e.card}"
+                    tile.incident = f"card {e.kind} {'at' if e.coup else 'before'} coup {number}: {e.card}"
                     tile.incident_at = time.time()
                 elif isinstance(e, CoupRuled) and tile.incident:
                     tile.incident = f"{tile.incident}, ruled {e.ruling} by {e.supervisor}"

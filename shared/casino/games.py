@@ -330,8 +330,10 @@ BETTING_CLOSED: frozenset[type] = frozenset(game.betting_closed for game in GAME
 
 def voided(event: object) -> bool:
     """Whether ``event`` voids its coup: a supervisor's ruling (``CoupRuled``)
-    that nothing more is dealt in it. A void coup is settled with every stake returned."""
-    return isinstance(event, CoupRuled) and event.ruling == "void"
+    in it that nothing more is dealt in it (``void``, or ``end_shoe``: its
+    shoe ended too); one between coups, filed before the next coup opened,
+    voids nothing. A void coup is settled with every stake returned."""
+    return isinstance(event, CoupRuled) and event.ruling in ("void", "end_shoe") and bool(event.coup)
 
 
 def ends_coup(event: object) -> bool:

@@ -28,8 +28,12 @@ class Metrics:
         self.reshuffles = Counter("casino_reshuffles_total", "Reshuffles required, by reason (clause).",
                                   ["table", "reason"], registry=r)
         self.card_incidents = Counter(
-            "casino_card_incidents_total", "Cards from a card-reading shoe a coup was held for, by kind (misdrawn, "
-            "refused, unread): each one is for surveillance and waits for a supervisor's ruling.", ["table", "kind"],
+            "casino_card_incidents_total", "Cards from a card-reading shoe a coup (or, between coups, the next "
+            "coup's opening) was held for, by kind (misdrawn, refused, unread, cut_card): each one is for "
+            "surveillance and waits for a supervisor's ruling.", ["table", "kind"], registry=r)
+        self.orders_replaced = Counter(
+            "casino_shuffler_orders_replaced_total", "Orders a card-reading table's shuffling machine reported in "
+            "place of the one kept for a shoe, before its first card: each one is for surveillance.", ["table"],
             registry=r)
         self.awaiting_card = Gauge(
             "casino_table_awaiting_card_since_timestamp_seconds", "Since when the table's coup has waited for its "
@@ -126,6 +130,8 @@ def count_recorded(metrics: Metrics | None, table: str, events: Sequence[object]
         match e:
             case shoe.ReshuffleRequired():
                 metrics.reshuffles.labels(table, e.clause).inc()
+            case shoe.OrderReplaced():
+                metrics.orders_replaced.labels(table).inc()
             case wagerbook.WagerPlaced():
                 metrics.wagered.labels(table, e.wager.bet).inc(e.wager.amount)
             case wagerbook.ExtraPlaced():

@@ -71,6 +71,8 @@ async def _deal_out(casino: Casino, devices: Devices, coup: str, reply: commands
             return reply
         if w.kind == "read":
             reply = await devices.read()
+        elif w.kind == "shuffle":  # the machine's order reported: the table says what it waits for now
+            reply = await casino.ask(TABLE, "coup", commands.Status)
         elif w.kind == "decision":
             reply = await casino.ask(TABLE, "coup", commands.Decide, coup=coup, seat=w.seat, hand=w.box_hand,
                                      action="stand")
@@ -213,12 +215,13 @@ async def test_an_unread_card_is_keyed_in_by_the_dealer_and_confirmed_by_a_super
 
 @pytest.mark.parametrize("ruleset", ["blackjack-002-hole-card", "blackjack-003-no-hole-card"])
 async def test_002_9_003_7_8_the_cut_card_is_judged_where_the_shoe_reports_it_and_the_round_completed_first(
-        nats_url: str, ruleset: str) -> None:
-    """The cut card out in the middle of a round, wherever the penetration
-    would have put it: reached there (not where it would be reckoned), the
-    round dealt to its end, then the reshuffle; the next coup waits for the
-    machine's order of a new shoe."""
-    tables = _table(ruleset)
+        nats_url: str, ruleset: str, tmp_path: Path) -> None:
+    """The cut card out in the middle of a round, within the tolerance of
+    where the penetration puts it (a one-deck shoe cut at card 13, reported at
+    card 2: 11 cards early, the tolerance set to 12): reached there (not where
+    it would be reckoned), the round dealt to its end, then the reshuffle; the
+    next coup waits for the machine's order of a new shoe."""
+    tables = _table(ruleset_variant(tmp_path, ruleset, decks=1, penetration=0.25, cut_card_tolerance=12))
     async with Casino(nats_url, tables) as casino:
         devices = _devices(casino, tables)
         coup = await _open(casino, devices)
@@ -230,7 +233,7 @@ async def test_002_9_003_7_8_the_cut_card_is_judged_where_the_shoe_reports_it_an
         reached = [e for e in events if isinstance(e, shoe.CutCardReached)]
         clause = "002 (9)" if ruleset.startswith("blackjack-002") else "003 7.8"
         assert [(e.first_of_round, e.clause) for e in reached] == [(False, clause)]
-        assert reached[0].position < rulesets.load(ruleset).shoe.cut_index  # type: ignore[operator]
+        assert reached[0].position < rulesets.load(tables[TABLE].ruleset).shoe.cut_index  # type: ignore[operator]
         opened = await casino.ask(TABLE, "coup", commands.OpenCoup)
         assert (opened.ok, opened.clause) == (False, "shuffling machine"), opened
         required = [e for e in events + [e for _, e in await casino.events(subjects.aggregate_filter("shoe", TABLE))]
@@ -238,18 +241,22 @@ async def test_002_9_003_7_8_the_cut_card_is_judged_where_the_shoe_reports_it_an
         assert required and required[0].when == "after_round" and required[0].clause == clause
 
 
-async def test_003_7_9_the_cut_card_out_as_the_first_card_of_a_round_reshuffles_now(nats_url: str) -> None:
-    """Under 003 the cut card out before the round's first card: the cards
-    are reshuffled now. The shoe in play ends (its order revealed), the next
-    round is dealt from a new shoe filled with the machine's new order, and
-    a card reported before the machine has reported it is refused."""
-    tables = _table("blackjack-003-no-hole-card")
+async def test_003_7_9_the_cut_card_out_as_the_first_card_of_a_round_reshuffles_now(
+        nats_url: str, tmp_path: Path) -> None:
+    """Under 003 the cut card out before the round's first card (a one-deck
+    shoe cut at card 13, within the tolerance): the cards are reshuffled now,
+    and the table says it waits for its machine's order. The shoe in play
+    ends (its order revealed), the next round is dealt from a new shoe filled
+    with the machine's new order, and a card reported before the machine has
+    reported it is refused."""
+    tables = _table(ruleset_variant(tmp_path, "blackjack-003-no-hole-card", decks=1, penetration=0.25))
     async with Casino(nats_url, tables) as casino:
         devices = _devices(casino, tables)
         coup = await _open(casino, devices)
         await _deal_out(casino, devices, coup, await _bet_and_close(casino, coup))
         cut = await devices.cut_card()  # between rounds: before the next round's first card
         assert (cut.ok, cut.incident, cut.clause) == (True, "cut card", "003 7.9"), cut  # the device told so
+        assert cut.waiting is not None and cut.waiting.kind == "shuffle", cut  # and the floor: the machine's order
         events = [e for _, e in await casino.events(subjects.aggregate_filter("shoe", TABLE))]
         reached = [e for e in events if isinstance(e, shoe.CutCardReached)]
         assert [(e.first_of_round, e.clause) for e in reached] == [(True, "003 7.9")]

@@ -187,7 +187,8 @@ def test_cards_picked_up_must_be_the_cards_on_the_layout() -> None:
     d.do(dealing_shoe.StartRound("c1"))
     d.draw("c1")
     d.draw("c1")
-    assert d.refused(dealing_shoe.EndRound("c1", d.state.layout[:1])).clause == "shoe"  # the cards, not their order
+    # The cards, not their order; refused as a fault the dealer-policy holds the coup for (docs/clauses.md).
+    assert d.refused(dealing_shoe.EndRound("c1", d.state.layout[:1])).clause == dealing_shoe.ROUND
 
 
 def test_a_whole_shoe_conserves_its_cards() -> None:

@@ -312,11 +312,13 @@ _DESCRIBE: dict[type, Callable[[Any], str]] = {
     shoe.CardMisdrawn: lambda e: (f"{_card(e.position)}: {e.card} out of the shoe when no card was due (report "
                                   f"{e.read}): to the discard rack"),
     shoe.CardRefused: lambda e: f"{e.card} reported (report {e.read}) and refused: {e.why}",
-    CardIncident: lambda e: (f"held for a supervisor's ruling: {e.what}" + (
-        f"; house rule {e.setting} = {e.house_rule.replace('_', ' ')}" if e.setting else "")),
+    CardIncident: lambda e: (("between coups, " if not e.coup else "") + f"held for a supervisor's ruling: {e.what}"
+                             + (f"; house rule {e.setting} = {e.house_rule.replace('_', ' ')}" if e.setting else "")),
     CardKeyed: lambda e: f"{e.card} keyed in by {e.dealer or 'the dealer'} for report {e.read}, to be confirmed",
     CoupRuled: lambda e: (f"{e.supervisor} rules" + (f" by {e.setting}" if e.setting else "") + ": " + {
-        "go_on": "the card stays out, the coup is dealt on", "void": "the coup is void, every stake returned",
+        "go_on": "the card stays out, the coup is dealt on" if e.coup else "the card stays out, the table goes on",
+        "void": "the coup is void, every stake returned",
+        "end_shoe": ("the coup is void, every stake returned, and " if e.coup else "") + "the shoe is ended",
         "confirm": f"confirms the card keyed in for report {e.read}"}.get(e.ruling, e.ruling)),
     shoe.CutCardReached: lambda e: (f"cut card reached before {_card(e.position)}"
                                     + (" as the first card of the round" if e.first_of_round else "")),
@@ -328,6 +330,10 @@ _DESCRIBE: dict[type, Callable[[Any], str]] = {
                                      + (" to the order its shuffling machine reported" if e.source else ""))),
     shoe.CardBurned: lambda e: f"burn card {e.card} ({_card(e.position)})",
     shoe.ShoeEnded: lambda e: f"shoe {e.shoe_id} ended; order and salt revealed",
+    shoe.CutCardMisplaced: lambda e: (f"the cut card out at {_card(e.position)}" if e.reported else
+                                      f"{_card(e.position)} came out from behind the cut card, which was not reported")
+                                     + f": outside the tolerance of {_card(e.cut_index)}, where it is reckoned",
+    shoe.OrderReplaced: lambda e: f"the order kept for shoe {e.shoe_id} replaced by the machine's report {e.read}",
 }
 
 

@@ -32,6 +32,7 @@ from casino.store.envelope import (
     KEYED,
     NOT_OF_THE_GAME,
     OPENINGS_KEPT,
+    SHOE_ENDING,
     AnyEvent,
     CardIncident,
     CardKeyed,
@@ -104,8 +105,9 @@ def _verified(coup: str, msgs: list[Stored], everything: list[AnyEvent], configu
 # What each table's latest verified coup left to the next: its number, the
 # seat and the player holding the shoe into the next coup (000 8.18), the
 # procedure in force (000 8.2, 001 8.5), the openings the next coup's
-# record must name (its own and those before it), and who dealt it, by table.
-Carried = dict[str, tuple[int, int | None, str, str, tuple[str, ...], str]]
+# record must name (its own and those before it), who dealt it, and the
+# coups voided in a row up to it on its shoe (docs/readers.md), by table.
+Carried = dict[str, tuple[int, int | None, str, str, tuple[str, ...], str, int]]
 
 
 def _holding(seat: int | None, player: str) -> str:
@@ -138,7 +140,7 @@ def carried_over(stored: list[Stored], carried: Carried) -> list[Finding]:
     if opened_by in configured.opened_before:  # a command applied twice
         findings.append(Finding(configured_envelope.coup, configured_seq, f"the coup was opened by command "
                                 f"{configured_envelope.causation}, which had opened an earlier coup of the table"))
-    opening = next(((seq, e) for seq, e in events if not isinstance(e, CoupConfigured)), None)
+    opening = next(((seq, e) for seq, e in events if not isinstance(e, NOT_OF_THE_GAME)), None)
     if configured.supervisors:  # the roster recorded with the coup (version 4): every direction from a name on it
         findings += [Finding(configured_envelope.coup, seq, f"directed by {name}, who is not on the roster of "
                                                             f"supervisors recorded with the coup")
@@ -153,6 +155,12 @@ def carried_over(stored: list[Stored], carried: Carried) -> list[Finding]:
         findings.append(Finding(configured_envelope.coup, configured_seq, f"the coup names "
                                 f"{configured.dealer_before or 'nobody'} as the dealer before it, but the coup before "
                                 f"was dealt by {before[5] or 'nobody signed in'}"))
+    ended_before = any(isinstance(e, CoupRuled) and e.ruling == "end_shoe" and not e.coup for _, e in events)
+    if before is not None and before[0] == configured.coup_number - 1 and \
+            configured.voids_before != (0 if ended_before else before[6]):
+        findings.append(Finding(configured_envelope.coup, configured_seq, f"the coup names "
+                                f"{configured.voids_before} coups voided in a row before it, but the record has "
+                                f"{0 if ended_before else before[6]} (docs/readers.md)"))
     if opening is not None and before is not None and before[0] == configured.coup_number - 1:
         seq, opened = opening
         coup = configured_envelope.coup
@@ -166,16 +174,19 @@ def carried_over(stored: list[Stored], carried: Carried) -> list[Finding]:
             findings.append(Finding(coup, seq, f"the coup opened with {in_force} in force, but the coup before was "
                                                f"dealt by {before[3]} "
                                                f"({'000 8.2' if in_force.startswith('method') else '001 8.5'})"))
+    in_coup = [e for _, e in events if isinstance(e, CoupRuled) and e.coup]
+    voided = any(games.voided(e) for e in in_coup)
+    voids = 0 if not voided or any(e.ruling == "end_shoe" for e in in_coup) else configured.voids_before + 1
     try:
         for _, e in events:
-            if not isinstance(e, CoupConfigured):
+            if not isinstance(e, NOT_OF_THE_GAME):
                 state = game.evolve(state, e)
         left = game.carry(state, "", games.Carry())
     except Exception:  # a coup its rules cannot follow (held, or not a dealer's record): the next checked against nothing
         carried.pop(configured.table, None)
         return findings
     carried[configured.table] = (configured.coup_number, left.holder, left.holder_player, left.procedure,
-                                 (opened_by, *configured.opened_before)[:OPENINGS_KEPT], configured.dealer)
+                                 (opened_by, *configured.opened_before)[:OPENINGS_KEPT], configured.dealer, voids)
     return findings
 
 
@@ -203,7 +214,7 @@ def _redecide(coup: str, rules: Ruleset, msgs: list[Stored]) -> list[Finding]:
     the events recorded from there (``redecided``)."""
     game = games.of(rules)
     state: Any = game.new()
-    readings = Readings(coup)
+    readings = Readings(coup, rules)
     for m in msgs:
         readings.look(m, game.waiting(rules, state).kind if state.phase != "new" else "")
         state, differs = redecided(game, rules, state, [e for e in m.batch.events if not isinstance(e.data, NOT_OF_THE_GAME)])
@@ -219,19 +230,24 @@ def _redecide(coup: str, rules: Ruleset, msgs: list[Stored]) -> list[Finding]:
 class Readings:
     """A coup's card incidents and rulings (a card-reading shoe's card the coup
     could not take: docs/readers.md), each held to the coup as it stood: a
-    misdraw only where no card was due, each incident ruled by a supervisor
-    by the house rule it names before anything more is dealt, a card the
-    shoe could not read taken only as keyed in and confirmed, nothing dealt
-    in a coup once it is void."""
+    misdraw only where no card was due, each incident ruled in turn by a
+    supervisor by the house rule it names (a shoe that has left its order
+    may always be ended) before anything more is dealt, a card the shoe
+    could not read taken only as keyed in and confirmed, nothing dealt in a
+    coup once it is void; those between coups, filed before the coup's
+    opening, ruled before it opened, and voiding nothing."""
 
-    def __init__(self, coup: str) -> None:
-        self.coup = coup
+    def __init__(self, coup: str, rules: Ruleset) -> None:
+        self.coup, self.rules = coup, rules
         self.findings: list[Finding] = []
-        self.awaiting: CardIncident | None = None
-        self.awaiting_seq = 0
+        self.held: list[tuple[int, CardIncident]] = []  # the incidents awaiting a ruling, the first ruled first
         self.void = False
         self.keyed = ""  # the card keyed in for the incident awaiting a ruling
         self.confirmed: tuple[str, str] | None = None  # (report, card) confirmed: the next event in its message takes it
+
+    @property
+    def awaiting(self) -> CardIncident | None:
+        return self.held[0][1] if self.held else None
 
     def look(self, m: Stored, waits: str) -> None:
         for env in m.batch.events:
@@ -243,11 +259,20 @@ class Readings:
                         env.causation == KEYED + read if not isinstance(e, CardIncident) else e.read == read)):
                     self.findings.append(Finding(self.coup, m.seq, f"the card taken for report {read} is not "
                                                  f"{card}, the card keyed in and confirmed"))
+                elif not isinstance(e, CardIncident):
+                    continue  # dealt as it came, before any incident after it held the coup
             if isinstance(e, CardIncident):
-                if e.kind == "misdrawn" and waits == "card":
+                if e.kind == "misdrawn" and waits == "card" and not self.held:  # held, no card is due
                     self.findings.append(Finding(self.coup, m.seq, f"{e.card} recorded as misdrawn, but the coup's "
                                                                    "rules called for a card then"))
-                self.awaiting, self.awaiting_seq, self.keyed = e, m.seq, ""
+                if (house := self._house_rule(e)) is not None:
+                    self.findings.append(Finding(self.coup, m.seq, house))
+                if not self.held:
+                    self.keyed = ""
+                self.held.append((m.seq, e))
+            elif isinstance(e, CoupConfigured) and self.held:
+                self.findings.append(Finding(self.coup, m.seq, f"the coup opened while held for a ruling on report "
+                                                               f"{self.held[0][1].read}, a card out before it opened"))
             elif isinstance(e, CardKeyed):
                 if self.awaiting is None or self.awaiting.kind != "unread" or e.read != self.awaiting.read:
                     self.findings.append(Finding(self.coup, m.seq, f"a card keyed in for report {e.read}, which "
@@ -258,23 +283,37 @@ class Readings:
                     if not self.keyed:
                         self.findings.append(Finding(self.coup, m.seq, "a card confirmed that no dealer keyed in"))
                     self.confirmed = (e.read, self.keyed)
-                if self.awaiting is None or e.read != self.awaiting.read:
-                    self.findings.append(Finding(self.coup, m.seq, f"a ruling on report {e.read}, which held nothing"))
+                first = self.awaiting
+                if first is None or e.read != first.read:
+                    self.findings.append(Finding(self.coup, m.seq, f"a ruling on report {e.read}, which is not the "
+                                                                   "first incident the coup was held for"))
                 elif not e.supervisor:
                     self.findings.append(Finding(self.coup, m.seq, "a ruling that names no supervisor"))
-                elif e.ruling != self.awaiting.house_rule:
+                elif e.ruling != first.house_rule and not (e.ruling == "end_shoe" and first.kind in SHOE_ENDING):
                     self.findings.append(Finding(self.coup, m.seq, f"ruled {e.ruling!r}, but the house rule "
-                                                 f"{self.awaiting.setting} was {self.awaiting.house_rule!r}"))
-                self.awaiting, self.void = None, e.ruling == "void"
+                                                 f"{first.setting} was {first.house_rule!r}"))
+                elif e.ruling == "void" and not e.coup:
+                    self.findings.append(Finding(self.coup, m.seq, "a ruling voids a card out between coups"))
+                self.held = [(s, i) for s, i in self.held if i is not first]
+                self.keyed = ""
+                self.void = self.void or games.voided(e)
             elif not isinstance(e, NOT_OF_THE_GAME) and (self.awaiting is not None or self.void):
                 self.findings.append(Finding(self.coup, m.seq, f"{type(e).__name__} recorded in a coup "
                                              + ("held for a ruling" if self.awaiting is not None else "ruled void")))
                 return
 
+    def _house_rule(self, e: CardIncident) -> str | None:
+        """Why the house rule an incident names is not the ruleset's, or None where it is."""
+        if not e.setting:
+            return None if e.house_rule == "confirm" else f"a card the shoe could not read held for {e.house_rule!r}"
+        setting = getattr(self.rules.shoe, e.setting.removeprefix("shoe."), None)
+        allowed = {setting, "end_shoe"} | ({"go_on"} if setting == "void" and not e.coup else set())
+        if e.house_rule in allowed:
+            return None
+        return f"held for a ruling {e.house_rule!r}, but the ruleset's {e.setting} is {setting!r}"
+
     def unruled(self) -> list[Finding]:
-        if self.awaiting is None:
-            return []
-        return [Finding(self.coup, self.awaiting_seq, f"held for {self.awaiting.what}, and no supervisor has ruled")]
+        return [Finding(self.coup, seq, f"held for {i.what}, and no supervisor has ruled") for seq, i in self.held]
 
 
 def redecided(game: games.Game, rules: Ruleset, state: Any, envelopes: Sequence[Envelope]) -> tuple[Any, str]:
@@ -320,6 +359,7 @@ def _book_and_cards(coup: str, msgs: list[Stored], book: wagerbook.Book) -> list
     findings: list[Finding] = []
     events: list[tuple[int, Any]] = [(m.seq, env.data) for m in msgs for env in m.batch.events]
     drawn = {e.position: (seq, e.card) for seq, e in events if type(e) is shoe.CardDrawn}
+    void = any(games.voided(e) for _, e in events)
     closed_seq = 0
     for seq, e in events:  # type tests by identity: a record has thousands of events to look at
         if type(e) in games.BETTING_CLOSED:
@@ -333,7 +373,7 @@ def _book_and_cards(coup: str, msgs: list[Stored], book: wagerbook.Book) -> list
     # misdrawn, or refused).
     findings += [Finding(coup, seq, f"the shoe drew {card} at position {position} for the coup, which dealt no card "
                                     "from there") for position, (seq, card) in sorted(drawn.items())]
-    if not closed_seq:
+    if not closed_seq and not void:  # a coup voided while betting was open deals nothing: its book is refunded
         findings.append(Finding(coup, msgs[-1].seq if msgs else 0, "betting never closed"))
     return findings
 

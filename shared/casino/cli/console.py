@@ -31,6 +31,8 @@ class TableView:
     shoe_cards: int = 0
     position: int = 0
     currency: str = ""
+    reshuffle: str = ""  # why the shoe in play is to be reshuffled (the clause), once it is
+    shoe_ended: str = ""  # why the shoe ended, until the next is shuffled ("" while one is in play)
 
     def line(self) -> str:
         """One line of ``WIDTH`` columns at most: the coup and the shoe by their
@@ -52,7 +54,7 @@ HEADER = (f"{'table':<10} {'coup':>5} {'procedure':<9} {'cards':<{HANDS}} {'resu
 # One line, within WIDTH: what the columns' short words mean.
 LEGEND = "cards: P player, B banker, D dealer, 3 seat 3 (3/2 its 2nd hand); dealt: share of the shoe; house net: + house won"
 # A card-reading shoe's card a coup was held for, in the result column until a supervisor rules (docs/readers.md).
-HELD_FOR = {"misdrawn": "HELD misdraw", "refused": "HELD refused", "unread": "HELD unread"}
+HELD_FOR = {"misdrawn": "HELD misdraw", "refused": "HELD refused", "unread": "HELD unread", "cut_card": "HELD cut card"}
 
 
 class Console:
@@ -63,7 +65,12 @@ class Console:
         self.live = sys.stdout.isatty() if live is None else live
         self._drawn = 0
         self.incidents: Counter[str] = Counter()  # card incidents at card-reading tables, by kind
-        self.rulings: Counter[str] = Counter()  # and the supervisors' rulings on them
+        self.rulings: Counter[str] = Counter()  # and the supervisors' rulings on them, by kind and ruling
+        self.kinds: dict[tuple[str, str], str] = {}  # each incident's kind, by (table, report) until ruled
+        self.voids: Counter[str] = Counter()  # each table's coups voided in a row so far
+        self.longest_voids = 0  # the longest run of voids at any table
+        self.shoes_ended = 0  # shoes a supervisor's ruling ended
+        self.refusals: list[str] = []  # the latest refusals a simulated table met (it goes on)
 
     def on_batch(self, subject: str, batch: Batch) -> None:
         table, _, _, _ = subjects.tokens(subject)
@@ -90,18 +97,30 @@ class Console:
                     dealer[dealer.index(FACE_DOWN)] = e.card
             case baccarat_messages.CoupResulted():
                 v.result = f"{e.winner} {e.player_points}-{e.banker_points}"
+                self.voids[v.name] = 0
             case blackjack_messages.CoupResulted():
                 v.result = f"dealer {'BJ' if e.dealer_blackjack else e.dealer_total}"
+                self.voids[v.name] = 0
             case shoe.ShoeShuffled():
-                v.shoe, v.shoe_cards, v.position = e.shoe_id, e.cards, 0
+                v.shoe, v.shoe_cards, v.position, v.reshuffle, v.shoe_ended = e.shoe_id, e.cards, 0, "", ""
+            case shoe.ReshuffleRequired():
+                v.reshuffle = e.clause
+            case shoe.ShoeEnded():
+                v.shoe_ended = v.reshuffle or "ended"
             case shoe.CardDrawn() | shoe.CardBurned():
                 v.position = e.position + 1
             case CardIncident():
                 v.result = HELD_FOR.get(e.kind, "HELD")
                 self.incidents[e.kind] += 1
+                self.kinds[(v.name, e.read)] = e.kind
             case CoupRuled():
                 v.result = f"ruled {e.ruling}"
-                self.rulings[e.ruling] += 1
+                self.rulings[f"{self.kinds.pop((v.name, e.read), '?')} {e.ruling}"] += 1
+                self.shoes_ended += e.ruling == "end_shoe"
+                if e.coup and e.ruling in ("void", "end_shoe"):
+                    self.voids[v.name] += 1
+                    self.longest_voids = max(self.longest_voids, self.voids[v.name])
+
             case settlement.CoupSettled():
                 v.settled += 1
                 v.house_net += e.staked - e.returned
@@ -110,8 +129,16 @@ class Console:
         lines = [HEADER, *(v.line() for v in self.views.values())]
         if self.incidents:
             lines.append("card incidents: " + ", ".join(f"{k} {n}" for k, n in sorted(self.incidents.items()))
-                         + "; ruled: " + (", ".join(f"{k} {n}" for k, n in sorted(self.rulings.items())) or "none"))
+                         + "; ruled: " + (", ".join(f"{k} {n}" for k, n in sorted(self.rulings.items())) or "none")
+                         + f"; shoes ended {self.shoes_ended}; longest run of voids {self.longest_voids}")
+        lines += [f"refused: {why}" for why in self.refusals[-3:]]
         return "\n".join(lines)
+
+    def refused(self, table: str, why: str) -> None:
+        """A simulated table's coup refused (the table goes on, and the others deal on): shown under the tables."""
+        self.refusals.append(f"{why}; {table} goes on")
+        if not self.live:
+            print(escaped(f"refused: {self.refusals[-1]}"), flush=True)
 
     def draw(self) -> None:
         """Redraw the tables in place, as ``top`` does: back to the first line

@@ -28,7 +28,6 @@ from casino.rules.ruleset import Ruleset
 from casino.rules.shoe import cites
 from casino.store import subjects
 
-SHUFFLER = "shuffling machine"  # the clause of a shoe waiting for its machine's order (services.shoe.readers)
 FAULTS = ("misdraw", "substitute", "unread", "duplicate", "silent")
 SILENT_FOR = 3.0  # seconds a shoe that falls silent stays so
 
@@ -103,7 +102,7 @@ class Devices:
     async def answer_refusal(self, refused: commands.Reply) -> bool:
         """What the devices do for a refused opening: shuffle a new shoe when the
         shoe waits for the machine's order, or draw the burn cards. Whether they did anything."""
-        if refused.clause == SHUFFLER or (not self.cards and "shoe" in refused.clause):
+        if refused.clause == commands.SHUFFLING_MACHINE or (not self.cards and "shoe" in refused.clause):
             await self.shuffle()
             return True
         if refused.clause == self.burn_clause and "burn" in refused.reason:
@@ -143,7 +142,8 @@ class Devices:
         return reply
 
     async def maybe_misdraw(self) -> commands.Reply | None:
-        """Now and then, a card drawn while the coup waits for a player: a misdraw (the reply to its report)."""
+        """Now and then, a card drawn while the coup waits for a player, or
+        between coups: a misdraw (the reply to its report)."""
         if self.cards and self._chance():
             self.incidents["misdraw"] += 1
             return await self.read(due=False)

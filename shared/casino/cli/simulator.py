@@ -34,6 +34,7 @@ from casino.store.jetstream import JetStreamEventStore
 
 log = logging.getLogger("casino")
 DEALER_STINT = 20  # coups a simulated dealer deals before the next takes over at the table
+REFUSED_IN_A_ROW = 20  # coups a simulated table has refused in a row when it stops (the others deal on)
 SUPERVISOR = SIMULATED_SUPERVISORS[0]  # the floor supervisor the simulated tables' forfeits are directed by (000 8.20)
 
 
@@ -124,6 +125,8 @@ class SimulatedTable:
         self.reply_times: dict[str, list[float]] | None = None
         self.rules: Ruleset = rulesets.load(config.ruleset)
         self.coups = 0
+        self.refusals = 0  # coups refused (each reported, the table going on)
+        self.on_refusal: Callable[[str, str], None] | None = None  # told of each (the console)
         self.stopped = False  # no coup opened after this is set
 
     async def ask(self, service: str, command: type[commands.Command], **fields: object) -> commands.Reply:
@@ -167,9 +170,23 @@ class SimulatedTable:
         await asyncio.sleep(first)
         if self.devices is not None:
             await self.devices.resume()
+        refused = 0  # coups refused in a row: the table goes on after each, and stops after too many
         while (coups is None or self.coups < coups) and not self.stopped:
             started = loop.time()
-            await self.one_coup()
+            try:
+                await self.one_coup()
+            except Refused as exc:  # this table's trouble, reported; the others deal on, and so does it
+                refused += 1
+                self.refusals += 1
+                if self.on_refusal is not None:
+                    self.on_refusal(self.name, str(exc))
+                log.warning("%s; the table goes on (%d refused in a row)", exc, refused)
+                if refused >= REFUSED_IN_A_ROW:
+                    log.error("%s: %d coups refused in a row: the table stops dealing", self.name, refused)
+                    return
+                await asyncio.sleep(1.0)
+                continue
+            refused = 0
             self.coups += 1
             await asyncio.sleep(max(0.0, started + every - loop.time()))
 
@@ -188,7 +205,11 @@ class SimulatedTable:
         return self.last.waiting.shoe_holder if self.last is not None and self.last.waiting is not None else None
 
     async def _between_coups(self) -> None:
-        """The shoe holder may pass the shoe, or be directed to forfeit it, before the next coup."""
+        """The shoe holder may pass the shoe, or be directed to forfeit it,
+        before the next coup; at a card-reading table, now and then a card
+        comes out of the shoe between coups (held for a ruling as the next opens)."""
+        if self.devices is not None:
+            await self.devices.maybe_misdraw()
         if self.last is None or (holder := self._holder) is None:
             return
         if self._chance("pass_shoe"):
@@ -228,9 +249,22 @@ class SimulatedTable:
                 opened = await self.supervise(commands.OpenCoup, procedure=procedure, dealer=self.dealer)
             else:
                 opened = await self.ask("coup", commands.OpenCoup, procedure=procedure, dealer=self.dealer)
-            if opened.ok or self.devices is None or not await self.devices.answer_refusal(opened):
+            if opened.ok or self.devices is None:
+                break
+            if opened.clause == commands.HELD and await self._before_opening():
+                continue
+            if not await self.devices.answer_refusal(opened):
                 break
         return opened
+
+    async def _before_opening(self) -> bool:
+        """A card out between coups holds the next coup's opening: the dealer
+        keys it in, or the supervisor rules, as the table waits (whether it did)."""
+        status = await self.ask("coup", commands.Status)
+        if not (status.ok and status.waiting is not None and status.waiting.kind in ("key", "ruling", "shuffle")):
+            return False
+        await until_finished(status, lambda waiting: self._respond(status.coup, waiting))
+        return True
 
     async def one_coup(self) -> None:
         await self._between_coups()
@@ -363,14 +397,17 @@ class SimulatedTable:
         if self.devices is not None:
             if w.kind == "read":
                 return await self.devices.read()
+            if w.kind == "shuffle":  # the shoe has ended: its cards out, the machine shuffles and reports the order
+                await self.devices.shuffle()
+                return await self.ask("coup", commands.Status)
             if w.kind == "key":  # the dealer keys in the card the shoe could not read
                 return await self.ask("coup", commands.KeyCard, coup=coup, card=self.devices.unread)
             if w.kind == "ruling" and w.incident == "unread":  # and a supervisor confirms it, seen
                 return await self.supervise(commands.Rule, coup=coup, ruling="confirm", card=self.devices.unread)
             if w.kind == "ruling":  # the floor supervisor rules by the house rule (docs/clauses.md)
-                setting = self.rules.shoe.misdraw if w.incident == "misdrawn" else self.rules.shoe.refused
-                ruled = await self.supervise(commands.Rule, coup=coup, ruling=setting)
-                if ruled.ok and setting == "void":
+                ruling = w.house_rule or "go_on"
+                ruled = await self.supervise(commands.Rule, coup=coup, ruling=ruling)
+                if ruled.ok and ruling in ("void", "end_shoe") and ruled.coup == coup:
                     self.voided = coup
                 return ruled
             misdrawn = await self.devices.maybe_misdraw()
@@ -467,6 +504,8 @@ class Simulator:
             tables.append(SimulatedTable(name, cfg, self.peers[name], rnd, self._settled,
                                          store, self.habits, first=begun[cfg.ruleset], supervisor=self.supervisor,
                                          devices=devices))
+            if self.console is not None:
+                tables[-1].on_refusal = self.console.refused
             begun[cfg.ruleset] += 1
         self.playing = tables
         # Paced tables start at even intervals, as tables on a floor do not deal in step.

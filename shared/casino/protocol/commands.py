@@ -178,19 +178,24 @@ class Status(Command, frozen=True, tag="table.status"):
 
 
 class Rule(Command, frozen=True, tag="table.rule"):
-    """A supervisor's ruling on a coup held for what a card-reading shoe
-    reported (docs/readers.md): ``go_on`` (the card stays out of the coup, in
-    the discard rack, and the coup is dealt on), ``void`` (nothing more is
-    dealt in it, every stake is returned, and the table goes on with its next
-    coup), or, for a card the shoe could not read, ``confirm``: ``card`` is
-    the card the dealer keyed in (``KeyCard``), seen by the supervisor, and
-    the coup takes it as the shoe's report. Taken only on the supervisor's
-    own subject, where ``supervisor`` is the name that subject gives."""
+    """A supervisor's ruling on the first incident a coup is held for, of what
+    a card-reading shoe reported (docs/readers.md): ``go_on`` (the card stays
+    out of the coup, in the discard rack, and the coup is dealt on), ``void``
+    (nothing more is dealt in it, every stake is returned, and the table goes
+    on with its next coup), ``end_shoe`` (void, and the shoe ended: its cards
+    come out and are shuffled again), or, for a card the shoe could not read,
+    ``confirm``: ``card`` is the card the dealer keyed in (``KeyCard``), seen
+    by the supervisor, and the coup takes it as the shoe's report. A card out
+    between coups holds the next coup's opening, and is ruled in that coup's
+    record (``coup`` names it). ``read``, where given, is the report the
+    ruling is on: it must be the first the coup is held for. Taken only on the
+    supervisor's own subject, where ``supervisor`` is the name that subject gives."""
 
     coup: Token
-    ruling: Literal["go_on", "void", "confirm"]
+    ruling: Literal["go_on", "void", "confirm", "end_shoe"]
     supervisor: Text = ""
     card: Annotated[str, msgspec.Meta(pattern=r"^([2-9TJQKA][SHDC])?$")] = ""
+    read: Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_:.-]{0,64}$")] = ""
 
 
 class KeyCard(Command, frozen=True, tag="table.key_card"):
@@ -383,7 +388,30 @@ class TakeRead(Command, frozen=True, tag="shoe.take_read"):
     source: str = ""
 
 
-ShoeCommand = StartRound | DrawCard | EndRound | TakeRead
+class EndShoeNow(Command, frozen=True, tag="shoe.end_now"):
+    """A card-reading table's shoe ended now by a supervisor's ruling under
+    the house rule ``clause`` on the card of report ``read`` (the shoe has
+    left its committed order, or its cut card came out of place): the void
+    coup's cards picked up, the order revealed, and the next shoe filled once
+    its machine reports the order (by hand: at once). Answered as done once
+    the shoe of ``read`` is no longer in play."""
+
+    coup: str
+    ruleset: str
+    read: str
+    clause: str
+    source: Source = ""
+
+
+class ShoeStatus(Command, frozen=True, tag="shoe.status"):
+    """Whether the table's card-reading shoe waits for its shuffling machine's
+    order of a new shoe (answered with ``Waiting`` ``shuffle``); a query."""
+
+    ruleset: str
+    source: Source = ""
+
+
+ShoeCommand = StartRound | DrawCard | EndRound | TakeRead | EndShoeNow | ShoeStatus
 
 
 # ---- replies ----------------------------------------------------------------
@@ -395,7 +423,9 @@ class Waiting(msgspec.Struct, frozen=True):
     ``decision`` (``seat``, blackjack ``box_hand``), ``read`` (the card-reading
     shoe's next card, due to ``seat``/``hand``), ``key`` (the card the shoe
     could not read, keyed in by the dealer), ``ruling`` (held for a card
-    ``incident`` until a supervisor rules), ``finished``, or ``held``
+    ``incident`` until a supervisor rules), ``shuffle`` (a card-reading
+    table's shoe has ended, and its shuffling machine's order of the next is
+    awaited), ``finished``, or ``held``
     (held for compliance: nothing more is dealt in it; the next coup opens). For a
     decision it shows the hand's ``cards``, the dealer's face-up ``dealer`` cards
     and the actions the rules allow now (``options``). At baccarat,
@@ -411,8 +441,10 @@ class Waiting(msgspec.Struct, frozen=True):
     dealer: tuple[Card, ...] = ()
     options: tuple[str, ...] = ()
     shoe_holder: int | None = None
-    # ``key``, ``ruling``: what the coup is held for ("misdrawn", "refused", "unread": docs/readers.md)
+    # ``key``, ``ruling``: what the coup is held for ("misdrawn", "refused", "unread", "cut_card":
+    # docs/readers.md), and the ruling its house rule calls for
     incident: str | None = None
+    house_rule: str | None = None
 
 
 class Reply(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -427,12 +459,17 @@ class Reply(msgspec.Struct, frozen=True, omit_defaults=True):
     cards: tuple[Card, ...] = ()
     positions: tuple[int, ...] = ()
     wagers: tuple[Wager, ...] = ()
-    # What a card-reading shoe's report was recorded as, where not a card dealt:
-    # "burned", "misdrawn", "refused" (not the shoe's), "cut card".
+    # What a card-reading shoe's report was recorded as, where not (only) a card dealt:
+    # "burned", "misdrawn", "refused" (not the shoe's), "cut card", "cut card misplaced"; and the
+    # ruling the house rules call for on an incident (casino.rules.shoe.house_rule).
     incident: str = ""
+    house_rule: str = ""
 
 
 WAGER_SERVICE = "wager service"
+# The refusal of what a card-reading table cannot do until its shuffling machine reports the order of a new
+# shoe (docs/readers.md): the table waits for it (``Waiting`` ``shuffle``), and says so.
+SHUFFLING_MACHINE = "shuffling machine"
 # The refusal of a command to a coup held for compliance (its record holds a message the dealer-policy
 # cannot read or follow): nothing more is dealt in it, and the table goes on with its next coup.
 HELD = "held for compliance"

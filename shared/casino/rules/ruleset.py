@@ -78,14 +78,25 @@ class ShoeRules(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     cut_card_first_of_round: Literal["reshuffle_now", "deal_round"] = "reshuffle_now"
     # House rules where the regulations are silent, for a table with a card-reading shoe (docs/clauses.md):
     # what a supervisor's ruling makes of a coup held for a card out when none was due (``misdraw``: the
-    # card burned and the coup dealt on, or the coup void) and for a card the shoe cannot have given
-    # (``refused``: not the next of the committed order, or one copy too many).
+    # card burned and the coup dealt on, or the coup void), for a card the shoe cannot have given
+    # (``refused``: not the next of the committed order, or one copy too many; ``end_shoe``: the coup void
+    # and the shoe ended, its cards shuffled again), and for a cut card that comes out further than
+    # ``cut_card_tolerance`` cards from where the penetration puts it, or does not come out by then
+    # (``cut_card``: dealt on, the cut card reckoned where the penetration puts it; or the shoe ended).
+    # ``end_shoe_after``: the shoe is ended, whatever the house rule, at the card refused that many times in a
+    # row, and at the coup that would be the table's that many-th voided in a row (a shoe out of its order).
     misdraw: Literal["go_on", "void"] = "go_on"
-    refused: Literal["go_on", "void"] = "void"
+    refused: Literal["go_on", "void", "end_shoe"] = "void"
+    cut_card: Literal["go_on", "end_shoe"] = "go_on"
+    cut_card_tolerance: int = 8
+    end_shoe_after: int = 3
 
     def __post_init__(self) -> None:
         _require(1 <= self.decks <= 8, "decks", "must be 1 to 8")
         _require(0.1 <= self.penetration <= 0.95, "penetration", "must be 0.1 to 0.95")
+        _require(0 <= self.cut_card_tolerance <= 52, "cut_card_tolerance", "must be 0 to 52 cards")
+        _require(1 <= self.end_shoe_after <= 3, "end_shoe_after", "must be 1 to 3 (no table voids more than 3 "
+                                                                  "coups in a row on a shoe out of its order)")
 
     @property
     def cards(self) -> int:

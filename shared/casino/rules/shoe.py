@@ -80,6 +80,15 @@ class EndShoe(ShoeCommand, frozen=True, tag="shoe.end_shoe"):
     salt: str
 
 
+class EndNow(ShoeCommand, frozen=True, tag="shoe.end_now"):
+    """A card-reading shoe ended at once by a supervisor's ruling under the
+    house rule ``clause`` (its order left, or its cut card out of place): the
+    round being dealt, if it has cards, picked up as the layout holds them,
+    and the cards reshuffled now."""
+
+    clause: str
+
+
 # ---- events ---------------------------------------------------------------
 
 
@@ -166,13 +175,40 @@ class ShoeEnded(ShoeEvent, frozen=True, tag="shoe.ended"):
     salt: str
 
 
-AnyShoeCommand = Shuffle | Burn | StartRound | Draw | EndRound | EndShoe | Misdraw | CutCardOut
+class CutCardMisplaced(ShoeEvent, frozen=True, tag="shoe.cut_card_misplaced"):
+    """A card-reading shoe's cut card out further than the ruleset's tolerance
+    from ``cut_index``, where the penetration puts it (``reported``: at
+    ``position``), or not out by then (the card at ``position`` came out from
+    behind it): not taken where it came; the cut card is reckoned where the
+    penetration puts it, and the coup is held for a ruling (``clause``)."""
+
+    position: int
+    cut_index: int
+    reported: bool
+    clause: str
+
+
+class OrderReplaced(ShoeEvent, frozen=True, tag="shoe.order_replaced"):
+    """The order a shuffling machine reported for shoe ``shoe_id`` replaced,
+    before the shoe's first card, by the order of the machine's report
+    ``read`` (a machine that shuffled again, or a forged order put right):
+    recorded, and surveillance alerted. Where the shoe was filled already
+    it is ended, its replaced order revealed, and the next filled."""
+
+    read: str
+
+
+AnyShoeCommand = Shuffle | Burn | StartRound | Draw | EndRound | EndShoe | Misdraw | CutCardOut | EndNow
 AnyShoeEvent = (
     ShoeShuffled | CardBurned | RoundStarted | CutCardReached | CardDrawn | RoundEnded | ReshuffleRequired | ShoeEnded
-    | CardMisdrawn | CardRefused
+    | CardMisdrawn | CardRefused | CutCardMisplaced | OrderReplaced
 )
 # A card-reading shoe's shuffles: the order a shuffling machine reports, or none (by hand).
 SOURCES = ("recognised", "hand")
+TOLERANCE = "setting shoe.cut_card_tolerance"  # the clause of a cut card out of place, or missed
+# The clause of a round the shoe is not dealing, or whose cards are not the shoe's: a fault (a coup the
+# record holds and the shoe does not), for which the dealer-policy holds the coup for compliance.
+ROUND = "shoe round"
 
 
 # ---- state ----------------------------------------------------------------
@@ -203,6 +239,8 @@ class ShoeState(msgspec.Struct, gc=False):
     cut_reached: bool = False
     reshuffle: Literal["", "now", "after_round", "before_next_round"] = ""
     source: str = ""  # ShoeShuffled.source
+    refused_in_a_row: int = 0  # cards a card-reading shoe reported that it cannot have given, since the last it did
+    cut_reckoned: bool = False  # a card-reading shoe's cut card out of place: reckoned where the penetration puts it
 
     @property
     def active(self) -> bool:
@@ -259,6 +297,18 @@ def _cites(document: str, cut_card_first_of_round: str, burn_setting: str) -> Ci
     if document == "003":
         return Cites("003 7.8", "003 7.9" if cut_card_first_of_round == "reshuffle_now" else first, burn)
     return Cites("setting shoe.penetration", first, burn)
+
+
+def house_rule(rules: ShoeRules, state: ShoeState, incident: AnyShoeEvent) -> str:
+    """The ruling the house rules call for on a card-reading shoe's
+    ``incident`` (its shoe ``state`` after it): the ruleset's setting, but the
+    shoe ended at its ``end_shoe_after``-th card refused in a row (a shoe that
+    has left its committed order, whatever the setting)."""
+    if isinstance(incident, CardRefused):
+        return "end_shoe" if state.refused_in_a_row >= rules.end_shoe_after else rules.refused
+    if isinstance(incident, CutCardMisplaced):
+        return rules.cut_card
+    return rules.misdraw
 
 
 def _burns_for(rules: ShoeRules) -> int:
@@ -346,7 +396,7 @@ def _start_round(state: ShoeState, cmd: StartRound, c: Cites) -> list[AnyShoeEve
 
 def _draw(rules: ShoeRules, state: ShoeState, cmd: Draw, c: Cites) -> list[AnyShoeEvent]:
     if state.round != cmd.coup_id:
-        raise RuleViolation("shoe", f"coup {cmd.coup_id} is not the round being dealt")
+        raise RuleViolation(ROUND, f"coup {cmd.coup_id} is not the round being dealt")
     shoe_id = state.shoe_id
     if shoe_id is None:
         raise RuleViolation(c.cut_first, "the cards must be reshuffled before this round is dealt")
@@ -356,8 +406,9 @@ def _draw(rules: ShoeRules, state: ShoeState, cmd: Draw, c: Cites) -> list[AnySh
         raise RuleViolation(c.cut_first, "the cut card came out first in this round: reshuffle immediately")
     _check_card(state, cmd.card)
     pos = len(state.drawn)
-    # A card-reading shoe reports its cut card where it comes (``CutCardOut``): it is not reckoned.
-    if state.cut_index is not None and pos >= state.cut_index and not state.cut_reached and not state.source:
+    if state.source and state.cut_index is not None and not state.cut_reached:
+        return _read_past_the_cut(rules, state, cmd, c)
+    if state.cut_index is not None and pos >= state.cut_index and not state.cut_reached:
         first = state.round_cards == 0
         if first and rules.cut_card_first_of_round == "reshuffle_now":
             # 003 7.9: cut card as the first card of a new round -> reshuffle now.
@@ -369,6 +420,24 @@ def _draw(rules: ShoeRules, state: ShoeState, cmd: Draw, c: Cites) -> list[AnySh
         return [CutCardReached(shoe_id, pos, first, c.cut_first if first else c.cut_card),
                 CardDrawn(shoe_id, cmd.coup_id, pos, cmd.card)]
     return [CardDrawn(shoe_id, cmd.coup_id, pos, cmd.card, cmd.read)]
+
+
+def _read_past_the_cut(rules: ShoeRules, state: ShoeState, cmd: Draw, c: Cites) -> list[AnyShoeEvent]:
+    """A card-reading shoe's card drawn before its cut card came out. It
+    reports its cut card where it comes (``CutCardOut``); once the cards are
+    further past where the penetration puts it than the tolerance, it has
+    missed it (an incident), and the cut card is reckoned, as it is once it
+    came out out of place: reached where the penetration puts it, the round
+    completed, then the reshuffle (the card drawn has left the shoe, so no
+    round is reshuffled before it, whatever the ruleset says of 003 7.9)."""
+    shoe_id, pos, cut = state.shoe_id or "", len(state.drawn), state.cut_index or 0
+    drawn = CardDrawn(shoe_id, cmd.coup_id, pos, cmd.card, cmd.read)
+    if state.cut_reckoned and pos >= cut:
+        return [CutCardReached(shoe_id, pos, state.round_cards == 0, c.cut_card), drawn]
+    if not state.cut_reckoned and pos > cut + rules.cut_card_tolerance:
+        return [CutCardMisplaced(shoe_id, pos, cut, False, TOLERANCE),
+                CutCardReached(shoe_id, pos, state.round_cards == 0, c.cut_card), drawn]
+    return [drawn]
 
 
 def _misdraw(state: ShoeState, cmd: Misdraw) -> list[AnyShoeEvent]:
@@ -385,8 +454,10 @@ def _cut_card_out(rules: ShoeRules, state: ShoeState, c: Cites) -> list[AnyShoeE
     shoe_id = state.shoe_id
     if shoe_id is None or not state.source or state.cut_index is None:
         raise RuleViolation("shoe", "no cut card is in play in this shoe")
-    if state.cut_reached:
+    if state.cut_reached or state.cut_reckoned:
         raise RuleViolation(c.cut_card, "the cut card of this shoe came out already")
+    if abs(state.position - state.cut_index) > rules.cut_card_tolerance:
+        return [CutCardMisplaced(shoe_id, state.position, state.cut_index, True, TOLERANCE)]
     first = state.round is None or state.round_cards == 0
     if first and rules.cut_card_first_of_round == "reshuffle_now":
         return [CutCardReached(shoe_id, state.position, True, c.cut_first),
@@ -398,9 +469,9 @@ def _cut_card_out(rules: ShoeRules, state: ShoeState, c: Cites) -> list[AnyShoeE
 
 def _end_round(rules: ShoeRules, state: ShoeState, cmd: EndRound, c: Cites) -> list[AnyShoeEvent]:
     if state.round != cmd.coup_id:
-        raise RuleViolation("shoe", f"coup {cmd.coup_id} is not the round being dealt")
+        raise RuleViolation(ROUND, f"coup {cmd.coup_id} is not the round being dealt")
     if not same_cards(cmd.pickup, state.layout):
-        raise RuleViolation("shoe", "the cards picked up must be exactly the cards on the layout")
+        raise RuleViolation(ROUND, "the cards picked up must be exactly the cards on the layout")
     shoe_id = state.shoe_id or ""
     events: list[AnyShoeEvent] = [RoundEnded(shoe_id, cmd.coup_id, tuple(cmd.pickup))]
     if state.cut_reached:
@@ -408,6 +479,15 @@ def _end_round(rules: ShoeRules, state: ShoeState, cmd: EndRound, c: Cites) -> l
     elif rules.shuffler == "continuous_shuffler":
         events.append(ReshuffleRequired(shoe_id, "before_next_round", "setting shoe.shuffler"))
     return events
+
+
+def _end_now(state: ShoeState, cmd: EndNow) -> list[AnyShoeEvent]:
+    if state.shoe_id is None or not state.source:
+        raise RuleViolation("shoe", "no card-reading shoe is in play to end")
+    events: list[AnyShoeEvent] = []
+    if state.round is not None and state.round_cards:  # the void coup's cards, as the layout holds them
+        events.append(RoundEnded(state.shoe_id, state.round, tuple(state.layout)))
+    return [*events, ReshuffleRequired(state.shoe_id, "now", cmd.clause)]
 
 
 def _end_shoe(state: ShoeState, cmd: EndShoe, c: Cites) -> list[AnyShoeEvent]:
@@ -456,6 +536,7 @@ def _shuffled(state: ShoeState, e: ShoeShuffled) -> ShoeState:
 
 
 def _burned(state: ShoeState, e: CardBurned) -> ShoeState:
+    state.refused_in_a_row = 0
     due = state.burns_due - 1
     if state.burn_by_value and e.position == 0:
         # The first card is shown and as many more are burned as its value (tens count ten).
@@ -468,6 +549,7 @@ def _burned(state: ShoeState, e: CardBurned) -> ShoeState:
 
 
 def _drawn(state: ShoeState, e: CardDrawn) -> ShoeState:
+    state.refused_in_a_row = 0
     state.drawn.append(e.card)
     state.dealt[DECK_INDEX[e.card]] += 1
     state.layout.append(e.card)
@@ -476,6 +558,7 @@ def _drawn(state: ShoeState, e: CardDrawn) -> ShoeState:
 
 
 def _misdrawn(state: ShoeState, e: CardMisdrawn) -> ShoeState:
+    state.refused_in_a_row = 0
     state.drawn.append(e.card)
     state.dealt[DECK_INDEX[e.card]] += 1
     state.discard.append(e.card)
@@ -504,6 +587,16 @@ def _reshuffle_required(state: ShoeState, e: ReshuffleRequired) -> ShoeState:
     return state
 
 
+def _refused(state: ShoeState, e: CardRefused) -> ShoeState:
+    state.refused_in_a_row += 1
+    return state
+
+
+def _cut_card_misplaced(state: ShoeState, e: CutCardMisplaced) -> ShoeState:
+    state.cut_reckoned = True
+    return state
+
+
 # One entry per message type: a lookup, not a chain of type tests (the hot path of a fold).
 _DECIDE: dict[type, Callable[[ShoeRules, ShoeState, Any, Cites], list[AnyShoeEvent]]] = {
     Shuffle: _shuffle,
@@ -514,6 +607,7 @@ _DECIDE: dict[type, Callable[[ShoeRules, ShoeState, Any, Cites], list[AnyShoeEve
     EndShoe: lambda rules, state, cmd, c: _end_shoe(state, cmd, c),
     Misdraw: lambda rules, state, cmd, c: _misdraw(state, cmd),
     CutCardOut: lambda rules, state, cmd, c: _cut_card_out(rules, state, c),
+    EndNow: lambda rules, state, cmd, c: _end_now(state, cmd),
 }
 _EVOLVE: dict[type, Callable[[ShoeState, Any], ShoeState]] = {
     ShoeShuffled: _shuffled,
@@ -525,4 +619,6 @@ _EVOLVE: dict[type, Callable[[ShoeState, Any], ShoeState]] = {
     ReshuffleRequired: _reshuffle_required,
     ShoeEnded: lambda state, e: ShoeState(round=state.round),
     CardMisdrawn: _misdrawn,
+    CardRefused: _refused,
+    CutCardMisplaced: _cut_card_misplaced,
 }

@@ -28,7 +28,10 @@ class CoupConfigured(msgspec.Struct, frozen=True, gc=False, tag_field="type", ta
     may direct at the table, and since when (the first coup naming them).
     ``dealer``: who dealt it, as signed in at the table's terminal, and
     ``dealer_before``: who dealt the table's coup before (version 5; empty
-    before, and where nobody signed in): where they differ, the dealer changed."""
+    before, and where nobody signed in): where they differ, the dealer changed.
+    ``voids_before``: how many of the table's coups just before it were voided
+    in a row on the shoe in play (version 6; 0 before): the coup that would be
+    the ruleset's ``shoe.end_shoe_after``-th ends the shoe (docs/readers.md)."""
 
     table: str
     game: str
@@ -40,6 +43,7 @@ class CoupConfigured(msgspec.Struct, frozen=True, gc=False, tag_field="type", ta
     supervisors: tuple[str, ...] = ()
     dealer: str = ""
     dealer_before: str = ""
+    voids_before: int = 0
 
 
 OPENINGS_KEPT = 32  # the openings a coup's record names, its own and the table's before it
@@ -76,11 +80,16 @@ class CoupHeld(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="cou
 class CardIncident(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="coup.card_incident"):
     """A card out of the table's card-reading shoe that the coup could not
     take (docs/readers.md): ``misdrawn`` (none was due: ``clause``, 000 8.19 or
-    8.28 where a holder drew it) or ``refused`` (the shoe cannot have given it:
+    8.28 where a holder drew it), ``refused`` (the shoe cannot have given it:
     not the next of the committed order, or a copy too many; ``clause`` names
-    which), as the shoe recorded it under the report ``read``. The coup is
-    held until a supervisor rules (``CoupRuled``) by the house rule
-    ``setting`` (``shoe.misdraw``, ``shoe.refused``), whose value was ``house_rule``."""
+    which), ``unread`` (the shoe could not read it), or ``cut_card`` (the cut
+    card out of place, or missed), as the shoe recorded it under the report
+    ``read``. The coup is held until a supervisor rules (``CoupRuled``) by the
+    house rule ``setting`` (``shoe.misdraw``, ``shoe.refused``,
+    ``shoe.cut_card``), whose ruling was ``house_rule``; each further
+    incident is ruled in turn. ``coup`` is empty for a card out between
+    coups: it holds the next coup's opening, and is filed in that coup's
+    record before its ``coup.configured``."""
 
     table: str
     coup: str
@@ -92,6 +101,10 @@ class CardIncident(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag=
     setting: str
     house_rule: str
 
+
+# The incidents whose card says the shoe has left its committed order (a card it cannot have given, a cut card
+# out of place): a supervisor may end the shoe for one whatever the house rule (docs/readers.md).
+SHOE_ENDING = ("refused", "cut_card")
 
 KEYED = "keyed:"  # the causation of the card a ``CardKeyed`` keyed in, once confirmed: the report's id follows
 
@@ -111,10 +124,12 @@ class CardKeyed(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="co
 class CoupRuled(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="coup.ruled"):
     """A supervisor's ruling on the coup held for the card incident of report
     ``read``, on their own credential: ``go_on`` (the card stays in the discard
-    rack, the coup is dealt on) or ``void`` (nothing more is dealt in it;
-    every wager is returned), as the house rule ``setting`` says; or, for a
-    card the shoe could not read, ``confirm`` (the card keyed in is the card:
-    the coup takes it, in the same message, as the shoe's report)."""
+    rack, the coup is dealt on), ``void`` (nothing more is dealt in it;
+    every wager is returned) or ``end_shoe`` (void, and the shoe ended), as
+    the house rule ``setting`` says; or, for a card the shoe could not read,
+    ``confirm`` (the card keyed in is the card: the coup takes it, in the same
+    message, as the shoe's report). ``coup`` is empty for an incident between
+    coups (``CardIncident``), where no coup is voided."""
 
     table: str
     coup: str
@@ -134,7 +149,7 @@ NOT_OF_THE_GAME = (CoupConfigured, CoupHeld, CardIncident, CardKeyed, CoupRuled)
 # The schema version of each event type now written; a type not listed is at 1.
 VERSIONS: dict[str, int] = {"shoe.shuffled": 3, "baccarat.card_dealt": 2, "shoe.card_burned": 3, "shoe.card_drawn": 2,
                             "blackjack.decision_taken": 2, "baccarat.holder_assigned": 3, "baccarat.coup_opened": 3,
-                            "coup.configured": 5, "baccarat.cards_returned": 2, "baccarat.shoe_given_up": 2,
+                            "coup.configured": 6, "baccarat.cards_returned": 2, "baccarat.shoe_given_up": 2,
                             "settlement.coup_settled": 2}
 # The fields that came with a version of their event type: a record of an
 # earlier version holds them empty (its upcaster gives them so), and is
@@ -143,7 +158,8 @@ ADDED_SINCE: dict[str, tuple[str, ...]] = {
     "baccarat.card_dealt": ("clause",), "shoe.card_burned": ("clause", "read"), "blackjack.decision_taken": ("clause",),
     "shoe.shuffled": ("source",), "shoe.card_drawn": ("read",),
     "baccarat.holder_assigned": ("player",), "baccarat.coup_opened": ("shoe_holder_player", "in_force", "supervisor"),
-    "coup.configured": ("opened_before", "currency", "supervisors", "dealer", "dealer_before"), "baccarat.cards_returned": ("clause",),
+    "coup.configured": ("opened_before", "currency", "supervisors", "dealer", "dealer_before", "voids_before"),
+    "baccarat.cards_returned": ("clause",),
     "baccarat.shoe_given_up": ("player",)}
 
 
