@@ -71,10 +71,13 @@ run: setup $(if $(findstring --observe,$(ARGS)),tools)
 
 # The long fault tests (25 kill -9s of each service over 100 coups per table,
 # the cluster faults over 100 coups per table, two instances of every service
-# with terminals racing over 100 coups per table and 10 kills of each), the
+# with terminals racing over 100 coups per table and 10 kills of each, card-reading
+# tables with faults at 1 card in 10 over 100 coups and 10 kills each of the shoe
+# and the dealer-policy), the
 # property tests with thirty times their random examples, then 16 tables flat
 # out for a minute.
 soak: setup
+	CASINO_SOAK_READING_COUPS=$${CASINO_SOAK_READING_COUPS:-100} CASINO_SOAK_READING_KILLS=$${CASINO_SOAK_READING_KILLS:-10} \
 	CASINO_SOAK_RACING_COUPS=$${CASINO_SOAK_RACING_COUPS:-100} CASINO_SOAK_RACING_KILLS=$${CASINO_SOAK_RACING_KILLS:-10} \
 	CASINO_SOAK_KILLS=$${CASINO_SOAK_KILLS:-25} CASINO_SOAK_COUPS=$${CASINO_SOAK_COUPS:-100} \
 	  CASINO_SOAK_EXAMPLES=$${CASINO_SOAK_EXAMPLES:-30} $(BIN)/pytest -s tests/faults tests/rules/test_properties.py tests/archive/test_archiver.py -k "kill or properties or not archive"

@@ -80,6 +80,8 @@ async def _take(svc: DealerPolicyService, t: TableCoup, read: str, card: str, cu
     or an incident it recorded elsewhere, is answered as it was taken, and
     nothing more is recorded."""
     here = t.place()
+    if not t.in_play and not t.held and t.state is not None:  # between coups: the last round's cards picked up first
+        await svc.end_round(t)
     waits = t.game.waiting(t.rules, t.state) if t.in_play and (confirmed or not t.finished) else None
     due = waits is not None and waits.kind == "card"
     procedure = t.game.procedure(t.state) if t.state is not None else ""
@@ -177,6 +179,8 @@ async def rule(svc: DealerPolicyService, t: TableCoup, cmd: commands.Rule) -> No
         await svc.advance(t)
     await svc.flush(t)
     if cmd.ruling == "end_shoe":
+        if svc.metrics is not None:
+            svc.metrics.shoes_ended.labels(t.name).inc()
         await end_shoe(svc, t)
 
 

@@ -53,6 +53,7 @@ class DealerPolicyService:
         if self.config[name].source and self.metrics is not None:  # each at zero until the first: alerts see it rise
             for kind in reading.KINDS:
                 self.metrics.card_incidents.labels(name, kind)
+            self.metrics.shoes_ended.labels(name)
         return new_table(name, self.config[name])
 
     async def rebuild(self, table: str | None = None) -> None:

@@ -282,6 +282,8 @@ class ShoeService:
     async def handle(self, cmd: ShoeCommand | ShuffleMade) -> Reply:
         if not isinstance(cmd, ShuffleMade | DrawCard):
             (await self.table(cmd.table, cmd.ruleset)).source = cmd.source  # what the dealer-policy says the table is
+            if cmd.source == "recognised" and self.metrics is not None:  # at zero until the first: alerts see it rise
+                self.metrics.orders_replaced.labels(cmd.table)
         match cmd:
             case StartRound():
                 t = await self.table(cmd.table, cmd.ruleset)

@@ -31,6 +31,9 @@ class Metrics:
             "casino_card_incidents_total", "Cards from a card-reading shoe a coup (or, between coups, the next "
             "coup's opening) was held for, by kind (misdrawn, refused, unread, cut_card): each one is for "
             "surveillance and waits for a supervisor's ruling.", ["table", "kind"], registry=r)
+        self.shoes_ended = Counter(
+            "casino_shoes_ended_by_ruling_total", "Card-reading shoes a supervisor's ruling ended (out of their "
+            "order, or their cut card out of place): each one is for surveillance.", ["table"], registry=r)
         self.orders_replaced = Counter(
             "casino_shuffler_orders_replaced_total", "Orders a card-reading table's shuffling machine reported in "
             "place of the one kept for a shoe, before its first card: each one is for surveillance.", ["table"],

@@ -14,6 +14,7 @@ import msgspec
 import pytest
 
 from casino.audit.audits import verify_history
+from casino.cli.console import Console
 from casino.cli.devices import Devices
 from casino.cli.run import default_tables
 from casino.cli.simulator import Simulator
@@ -22,7 +23,7 @@ from casino.protocol import commands
 from casino.protocol.service import Peer
 from casino.rules import shoe
 from casino.store import subjects
-from casino.store.envelope import CardIncident, CardKeyed, CoupRuled
+from casino.store.envelope import CardIncident, CardKeyed, CoupConfigured, CoupRuled
 from tests.e2e.casino import SUPERVISOR, Casino
 
 pytestmark = pytest.mark.anyio
@@ -34,37 +35,63 @@ def _tables(count: int, rulesets_: list[str], readers: int) -> dict[str, object]
 
 
 async def test_simulated_card_reading_tables_with_faulty_devices_deal_and_the_record_verifies(nats_url: str) -> None:
-    """A baccarat and a blackjack table, one shuffled by a recognised machine
-    and one by hand, their devices misbehaving at one card in four: every
-    incident is recorded and ruled, each card the shoe could not read is
-    keyed in by the dealer and confirmed by a supervisor and then drawn as
-    keyed, and verification finds nothing."""
-    tables = _tables(2, ["baccarat-000-methods", "blackjack-002-hole-card"], readers=2)
-    assert {c.source for c in tables.values()} == {"recognised", "hand"}  # type: ignore[attr-defined]
+    """``casino run --tables 6 --readers 3 --faults 0.1 --seed 2``, as the
+    simulator deals it: three card-reading tables, shuffled by a recognised
+    machine and by hand, their devices misbehaving at one card in ten among
+    three that the shoe service shuffles. Every incident is recorded and
+    ruled by its house rule, each card the shoe could not read is keyed in by
+    the dealer and confirmed by a supervisor and then drawn as keyed, no
+    table voids more than three coups in a row, and verification finds nothing."""
+    tables = _tables(6, ["baccarat-000-methods", "baccarat-001-styles", "blackjack-002-hole-card",
+                         "blackjack-003-no-hole-card"], readers=3)
+    assert sorted(c.source for c in tables.values()) == ["", "", "", "hand", "recognised", "recognised"]  # type: ignore[attr-defined]
     async with Casino(nats_url, tables) as casino:  # type: ignore[arg-type]
-        sim = Simulator(casino.nc, tables, seed=7, patience=40, faults=0.25)  # type: ignore[arg-type]
+        sim = Simulator(casino.nc, tables, seed=2, patience=40, faults=0.1)  # type: ignore[arg-type]
         await asyncio.wait_for(sim.run(12), 600)
         history = await casino.store.read(f"{subjects.EVENTS}.>")
     events = [e.data for m in history for e in m.batch.events]
     report = verify_history(history)
-    assert report.findings == [] and report.coups == 24
+    assert report.findings == [] and report.coups == 72, report.findings
+    assert sum(t.refusals for t in sim.playing) == 0
     made = sum((t.devices.incidents for t in sim.playing if t.devices is not None), start=Counter())
-    incidents = [e for e in events if isinstance(e, CardIncident)]
-    rulings = [e for e in events if isinstance(e, CoupRuled)]
+    incidents = {e.read: e for e in events if isinstance(e, CardIncident)}
+    rulings = {e.read: e for e in events if isinstance(e, CoupRuled)}
     assert made["misdraw"] + made["substitute"] > 0, made
-    assert len(incidents) == len(rulings) > 0  # every coup held for a card, ruled
-    assert {(i.kind, r.ruling) for i, r in zip(incidents, rulings, strict=True)} <= {
-        ("misdrawn", "go_on"), ("refused", "void"), ("unread", "confirm")}
-    assert all(r.supervisor for r in rulings)
+    assert incidents and incidents.keys() == rulings.keys()  # every incident ruled
+    assert all(r.ruling == incidents[read].house_rule or r.ruling == "end_shoe" for read, r in rulings.items())
+    assert all(r.supervisor for r in rulings.values())
     keyed = {e.read: e.card for e in events if isinstance(e, CardKeyed)}
-    unread = [i.read for i in incidents if i.kind == "unread"]
+    unread = [i.read for i in incidents.values() if i.kind == "unread"]
     assert made["unread"] == len(unread) > 0 and set(unread) == set(keyed)  # each keyed in, and confirmed
-    assert {e.read: e.card for e in events if isinstance(e, shoe.CardDrawn) and e.read in keyed} == keyed
-    drawn = [e for e in events if isinstance(e, shoe.CardDrawn)]
-    assert drawn and all(e.read for e in drawn)  # every card dealt is a read's, named
+    taken = (shoe.CardDrawn, shoe.CardBurned, shoe.CardMisdrawn)  # between coups, a keyed card is a burn or a misdraw
+    assert {e.read: e.card for e in events if isinstance(e, taken) and e.read in keyed} == keyed
+    drawn = [e for e in events if isinstance(e, shoe.CardDrawn) and e.shoe_id.startswith(("BAC001-2", "BJ002-2"))]
+    assert drawn and all(e.read for e in drawn)  # every card dealt at a card-reading table is a read's, named
+    assert max(e.voids_before for e in events if isinstance(e, CoupConfigured)) <= 2  # never a fourth void in a row
     shuffles = [e for e in events if isinstance(e, shoe.ShoeShuffled)]
-    assert {e.source for e in shuffles} == {"recognised", "hand"}
+    assert {e.source for e in shuffles} == {"", "recognised", "hand"}
     assert all(e.commitment == "" for e in shuffles if e.source == "hand")
+
+
+async def test_one_tables_refusals_are_reported_and_the_rest_of_the_floor_deals_on(nats_url: str) -> None:
+    """A table whose every opening is refused (here: one the dealer-policy is
+    not configured for) is reported each time, goes on trying, and stops
+    after ``give_up_after`` refusals in a row; the other tables deal their
+    coups, and the run ends as it should, every coup of theirs settled."""
+    tables = _tables(2, ["blackjack-002-hole-card"], readers=1)
+    lost = {"NOWHERE-1": next(iter(tables.values()))}
+    async with Casino(nats_url, tables) as casino:  # type: ignore[arg-type]
+        console = Console([*tables, *lost], live=False)
+        sim = Simulator(casino.nc, {**tables, **lost}, seed=3, patience=5, console=console,  # type: ignore[dict-item]
+                        give_up_after=3)
+        await asyncio.wait_for(sim.run(4), 300)
+        history = await casino.store.read(f"{subjects.EVENTS}.>")
+    played = {t.name: t for t in sim.playing}
+    assert played["NOWHERE-1"].refusals == 3 and played["NOWHERE-1"].coups == 0
+    assert all(played[name].coups == 4 and played[name].refusals == 0 for name in tables)
+    assert len(console.refusals) == 3 and all("NOWHERE-1" in line and "not configured" in line
+                                              for line in console.refusals)
+    assert verify_history(history).coups == 8
 
 
 async def test_each_card_the_shoe_reads_is_checked_as_it_leaves_the_shoe(nats_url: str) -> None:

@@ -15,6 +15,7 @@ from typing import TypeVar
 
 from nats.aio.client import Client
 
+from casino.audit.archive import history
 from casino.audit.audits import Report, verify_history
 from casino.cli.devices import Devices
 from casino.config import rulesets
@@ -26,7 +27,6 @@ from casino.rules import settlement
 from casino.store import subjects
 from casino.store.envelope import AnyEvent
 from casino.store.eventstore import Stored
-from casino.store.jetstream import JetStreamEventStore
 from tests.security.secured import Secured, secured_casino
 
 SUPERVISOR = natsauth.SIMULATED_SUPERVISORS[0]
@@ -44,7 +44,7 @@ class Table:
         self.reader, self.shuffler = Peer(reader, timeout=5, attempts=2), Peer(shuffler, timeout=5, attempts=2)
         self.devices = Devices(name, self.config, rulesets.load(self.config.ruleset), self.reader, self.shuffler,
                                random.Random(7))
-        self.store = JetStreamEventStore(compliance)
+        self.store = history(compliance)  # the live stream, and the shoes the archiver has sealed
 
     async def ask(self, command: type[commands.Command], **fields: object) -> commands.Reply:
         """The table's terminal asks the dealer-policy (again while it is told to ask again)."""

@@ -95,7 +95,7 @@ def _verified(coup: str, msgs: list[Stored], everything: list[AnyEvent], configu
             return [Finding(coup, msgs[0].seq, f"the coup was dealt under {configured.ruleset} with digest "
                                                f"{configured.ruleset_digest}; neither the record nor the file "
                                                f"(digest {now}) holds that ruleset")]
-    findings = _redecide(coup, rules, [m for m in msgs if subjects.tokens(m.subject)[3] == "coup"])
+    findings = _redecide(coup, rules, [m for m in msgs if subjects.tokens(m.subject)[3] == "coup"]) + _keyed(coup, msgs)
     book = wagerbook.book_of(everything)
     findings += _book_and_cards(coup, msgs, book)
     findings += _payouts(coup, msgs, everything, book, rules)
@@ -243,7 +243,7 @@ class Readings:
         self.held: list[tuple[int, CardIncident]] = []  # the incidents awaiting a ruling, the first ruled first
         self.void = False
         self.keyed = ""  # the card keyed in for the incident awaiting a ruling
-        self.confirmed: tuple[str, str] | None = None  # (report, card) confirmed: the next event in its message takes it
+        self.confirmed = False  # a card keyed in confirmed: the next event in its message may take it
 
     @property
     def awaiting(self) -> CardIncident | None:
@@ -252,14 +252,9 @@ class Readings:
     def look(self, m: Stored, waits: str) -> None:
         for env in m.batch.events:
             e = env.data
-            if self.confirmed is not None:
-                read, card = self.confirmed
-                self.confirmed = None
-                if not (getattr(e, "card", None) == card and (
-                        env.causation == KEYED + read if not isinstance(e, CardIncident) else e.read == read)):
-                    self.findings.append(Finding(self.coup, m.seq, f"the card taken for report {read} is not "
-                                                 f"{card}, the card keyed in and confirmed"))
-                elif not isinstance(e, CardIncident):
+            if self.confirmed:
+                self.confirmed = False
+                if env.causation.startswith(KEYED) and not isinstance(e, NOT_OF_THE_GAME):
                     continue  # dealt as it came, before any incident after it held the coup
             if isinstance(e, CardIncident):
                 if e.kind == "misdrawn" and waits == "card" and not self.held:  # held, no card is due
@@ -282,7 +277,7 @@ class Readings:
                 if e.ruling == "confirm":
                     if not self.keyed:
                         self.findings.append(Finding(self.coup, m.seq, "a card confirmed that no dealer keyed in"))
-                    self.confirmed = (e.read, self.keyed)
+                    self.confirmed = True
                 first = self.awaiting
                 if first is None or e.read != first.read:
                     self.findings.append(Finding(self.coup, m.seq, f"a ruling on report {e.read}, which is not the "
@@ -314,6 +309,28 @@ class Readings:
 
     def unruled(self) -> list[Finding]:
         return [Finding(self.coup, seq, f"held for {i.what}, and no supervisor has ruled") for seq, i in self.held]
+
+
+def _keyed(coup: str, msgs: list[Stored]) -> list[Finding]:
+    """Each card keyed in for a report the shoe could not read, and
+    confirmed, is the card the shoe took for that report (checked against the
+    order and the composition as the report would have been: dealt, burned,
+    misdrawn or refused)."""
+    keyed: dict[str, str] = {}
+    confirmed: dict[str, tuple[int, str]] = {}
+    taken: dict[str, str] = {}
+    for m in msgs:
+        for env in m.batch.events:
+            e = env.data
+            if isinstance(e, CardKeyed):
+                keyed[e.read] = e.card
+            elif isinstance(e, CoupRuled) and e.ruling == "confirm":
+                confirmed[e.read] = (m.seq, keyed.get(e.read, ""))
+            elif isinstance(e, shoe.CardDrawn | shoe.CardBurned | shoe.CardMisdrawn | shoe.CardRefused) and e.read:
+                taken[e.read] = e.card
+    return [Finding(coup, seq, f"the card taken for report {read} is {taken.get(read) or 'no card'}, not {card}, the "
+                               "card keyed in and confirmed")
+            for read, (seq, card) in confirmed.items() if taken.get(read) != card]
 
 
 def redecided(game: games.Game, rules: Ruleset, state: Any, envelopes: Sequence[Envelope]) -> tuple[Any, str]:

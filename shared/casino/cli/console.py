@@ -67,8 +67,8 @@ class Console:
         self.incidents: Counter[str] = Counter()  # card incidents at card-reading tables, by kind
         self.rulings: Counter[str] = Counter()  # and the supervisors' rulings on them, by kind and ruling
         self.kinds: dict[tuple[str, str], str] = {}  # each incident's kind, by (table, report) until ruled
-        self.voids: Counter[str] = Counter()  # each table's coups voided in a row so far
-        self.longest_voids = 0  # the longest run of voids at any table
+        self.voids: Counter[str] = Counter()  # each table's coups voided in a row so far on its shoe
+        self.longest_voids = 0  # the longest run of voids at any table on one shoe
         self.shoes_ended = 0  # shoes a supervisor's ruling ended
         self.refusals: list[str] = []  # the latest refusals a simulated table met (it goes on)
 
@@ -120,6 +120,8 @@ class Console:
                 if e.coup and e.ruling in ("void", "end_shoe"):
                     self.voids[v.name] += 1
                     self.longest_voids = max(self.longest_voids, self.voids[v.name])
+                if e.ruling == "end_shoe":  # counted again on the next shoe
+                    self.voids[v.name] = 0
 
             case settlement.CoupSettled():
                 v.settled += 1
@@ -130,7 +132,7 @@ class Console:
         if self.incidents:
             lines.append("card incidents: " + ", ".join(f"{k} {n}" for k, n in sorted(self.incidents.items()))
                          + "; ruled: " + (", ".join(f"{k} {n}" for k, n in sorted(self.rulings.items())) or "none")
-                         + f"; shoes ended {self.shoes_ended}; longest run of voids {self.longest_voids}")
+                         + f"; shoes ended {self.shoes_ended}; longest run of voids on a shoe {self.longest_voids}")
         lines += [f"refused: {why}" for why in self.refusals[-3:]]
         return "\n".join(lines)
 

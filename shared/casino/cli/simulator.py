@@ -126,6 +126,7 @@ class SimulatedTable:
         self.rules: Ruleset = rulesets.load(config.ruleset)
         self.coups = 0
         self.refusals = 0  # coups refused (each reported, the table going on)
+        self.give_up_after = REFUSED_IN_A_ROW  # refused in a row, the table stops (the others deal on)
         self.on_refusal: Callable[[str, str], None] | None = None  # told of each (the console)
         self.stopped = False  # no coup opened after this is set
 
@@ -181,7 +182,7 @@ class SimulatedTable:
                 if self.on_refusal is not None:
                     self.on_refusal(self.name, str(exc))
                 log.warning("%s; the table goes on (%d refused in a row)", exc, refused)
-                if refused >= REFUSED_IN_A_ROW:
+                if refused >= self.give_up_after:
                     log.error("%s: %d coups refused in a row: the table stops dealing", self.name, refused)
                     return
                 await asyncio.sleep(1.0)
@@ -409,6 +410,8 @@ class SimulatedTable:
                 ruled = await self.supervise(commands.Rule, coup=coup, ruling=ruling)
                 if ruled.ok and ruling in ("void", "end_shoe") and ruled.coup == coup:
                     self.voided = coup
+                if ruled.ok and ruling == "end_shoe" and self.config.shuffle == "hand":
+                    await self.devices.shuffle()  # the cards out of the shoe, shuffled again by the dealer
                 return ruled
             misdrawn = await self.devices.maybe_misdraw()
             if misdrawn is not None and misdrawn.waiting is not None and misdrawn.waiting.kind == "ruling":
@@ -442,7 +445,7 @@ class Simulator:
                  console: Console | None = None, patience: int = 5, every: float = 0.0,
                  terminals: dict[str, Client] | None = None, habits: Habits | None = None,
                  supervisor: Client | None = None, devices: dict[str, tuple[Client, Client]] | None = None,
-                 faults: float = 0.0, physical: Path | None = None) -> None:
+                 faults: float = 0.0, physical: Path | None = None, give_up_after: int = REFUSED_IN_A_ROW) -> None:
         """``nc`` watches the events; each table's commands go by its terminal's
         connection in ``terminals`` (a terminal user of its own), else by ``nc``,
         and a supervisor's by ``supervisor`` (``SUPERVISOR``'s user), else by ``nc``.
@@ -457,6 +460,7 @@ class Simulator:
         # often they misbehave (a chance at each card); with ``physical``, where their physical shoes are kept.
         self.devices, self.faults, self.physical = devices or {}, faults, physical
         self.patience = patience
+        self.give_up_after = give_up_after  # coups a table has refused in a row when it stops (the others deal on)
         self.playing: list[SimulatedTable] = []
 
     def stop(self) -> None:
@@ -504,6 +508,7 @@ class Simulator:
             tables.append(SimulatedTable(name, cfg, self.peers[name], rnd, self._settled,
                                          store, self.habits, first=begun[cfg.ruleset], supervisor=self.supervisor,
                                          devices=devices))
+            tables[-1].give_up_after = self.give_up_after
             if self.console is not None:
                 tables[-1].on_refusal = self.console.refused
             begun[cfg.ruleset] += 1
