@@ -24,8 +24,8 @@ from typing import Any
 
 import nats
 from nats.aio.client import Client
-from services.shoe.secrets import JetStreamSecrets
-from services.shoe.service import MemorySecrets, ShoeService, secure_shuffle
+from services.shoe.secrets import JetStreamSecrets, MemorySecrets, secure_shuffle
+from services.shoe.service import ShoeService
 
 from bench.load import append_all, latency_percentiles, usage
 from casino.nats.provision import provision

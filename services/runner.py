@@ -48,8 +48,8 @@ from services.messaging import CommandGate, Commands, documented, documented_com
 from services.ownership import TICK, Ownership
 from services.projections.service import Projections, documented_projections
 from services.settlement.service import SettlementService
-from services.shoe.secrets import JetStreamSecrets
-from services.shoe.service import ShoeService, ShuffleSource, secure_shuffle
+from services.shoe.secrets import JetStreamSecrets, ShuffleSource, secure_shuffle
+from services.shoe.service import ShoeService
 from services.wager.service import WagerService
 
 KINDS = ("shoe", "wager", "dealer-policy", "settlement")

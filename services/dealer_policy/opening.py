@@ -82,8 +82,8 @@ async def _open(svc: DealerPolicyService, t: TableCoup, cmd: commands.OpenCoup) 
             table.hold(t, t.last_seq, f"the shoe refused its round's end: {exc.reason}")
     if t.held:
         await _end_held(svc, t)
-    start = ended if ended is not None and ended.coup == coup else await svc.ask_shoe(
-        t, commands.StartRound(f"{coup}:start", t.name, coup, t.config.ruleset, t.config.source))
+    start = ended if ended is not None and ended.coup == coup else await reading.ask_shoe(
+        svc, t, commands.StartRound(f"{coup}:start", t.name, coup, t.config.ruleset, t.config.source))
     opening = t.game.opening(t.rules, t.config, coup, cmd.procedure, carry, start.shoe, cmd.supervisor)
     recorded = await _record_ruleset(svc, t)
     events: list[AnyEvent] = [CoupConfigured(t.name, t.game.name, t.config.ruleset, recorded, number,

@@ -86,7 +86,7 @@ async def _take(svc: DealerPolicyService, t: TableCoup, read: str, card: str, cu
     due = waits is not None and waits.kind == "card"
     procedure = t.game.procedure(t.state) if t.state is not None else ""
     try:
-        reply = await svc.ask_shoe(t, commands.TakeRead(
+        reply = await ask_shoe(svc, t, commands.TakeRead(
             READ + read, t.name, here, t.config.ruleset, read, card, cut, due,
             HOLDER_DRAWS.get(procedure, "setting shoe.misdraw"), t.config.source))
     except RuleViolation as exc:
@@ -190,10 +190,32 @@ async def end_shoe(svc: DealerPolicyService, t: TableCoup) -> None:
     asking failed): the table then waits for the next shoe's order."""
     if not t.ending_shoe:
         return
-    await svc.ask_shoe(t, commands.EndShoeNow(
+    await ask_shoe(svc, t, commands.EndShoeNow(
         f"{t.name}:end-shoe:{t.ending_shoe}", t.name, t.coup if t.void else "", t.config.ruleset, t.ending_shoe,
         f"setting {t.ending_under}", t.config.source))
     t.ending_shoe = ""
+
+
+async def ask_shoe(svc: DealerPolicyService, t: TableCoup, command: commands.ShoeCommand) -> commands.Reply:
+    """Ask the shoe service for the table; what it says of the table's
+    card-reading shoe kept: whether it waits for its shuffling machine's
+    order (``Waiting`` ``shuffle``), and the shoe in play."""
+    try:
+        reply = await svc.peer.must(subjects.command(t.name, "shoe"), command)
+    except RuleViolation as exc:
+        t.shuffling = t.shuffling or exc.clause == commands.SHUFFLING_MACHINE
+        raise
+    t.shuffling = reply.waiting is not None and reply.waiting.kind == "shuffle"
+    t.shoe_seen = reply.shoe or t.shoe_seen
+    return reply
+
+
+async def shuffled(svc: DealerPolicyService, t: TableCoup) -> None:
+    """Whether the machine's order has come since the table last waited for
+    one: the shoe service is the one to know (asked only where it waited)."""
+    if t.shuffling:
+        await ask_shoe(svc, t, commands.ShoeStatus(f"{t.name}:shoe-status", t.name, t.config.ruleset,
+                                                   t.config.source))
 
 
 def answered(taken: commands.Reply, now: commands.Reply) -> commands.Reply:

@@ -22,11 +22,11 @@ from casino.rules.errors import RuleViolation
 from casino.rules.ruleset import RulesetError
 from casino.rules.shoe import ROUND
 from casino.store import subjects
-from casino.store.envelope import AnyEvent, Batch, CoupConfigured
-from casino.store.eventstore import EventStore, Stored, latest_at_table
+from casino.store.envelope import AnyEvent, Batch
+from casino.store.eventstore import EventStore, Stored
 from services.dealer_policy import booking, opening, reading
 from services.dealer_policy.booking import failed, logged
-from services.dealer_policy.table import TableCoup, before_opening, follow, hold
+from services.dealer_policy.table import TableCoup, before_opening, follow, hold, latest_records
 from services.dealer_policy.table import copy as copy_table
 from services.dealer_policy.table import fold as fold_table
 from services.dealer_policy.table import new as new_table
@@ -73,20 +73,12 @@ class DealerPolicyService:
         once it is folded: a read that fails leaves the table as it was, never
         as a table that has dealt nothing (which would open coup 1 again)."""
         t = self.new_table(name)
-        latest = await latest_at_table(self.store, name, "coup")
-        if latest is not None:
-            _, shoe, coup, _ = subjects.tokens(latest.subject)
-            msgs = await self.store.read(subjects.event(name, shoe, coup, "coup"))
-            number = subjects.coup_number(coup) or 0
-            if number > 1 and not any(isinstance(e.data, CoupConfigured) for m in msgs for e in m.batch.events):
-                # The next coup's record before it opens (a card out between coups), filed under the shoe of the
-                # coup before: that coup first.
-                msgs = await self.store.read(subjects.event(name, shoe, f"{name}-{number - 1:06d}", "coup")) + msgs
-            for msg in msgs:
+        latest = await latest_records(self.store, name)
+        for msg in latest:
+            follow(self.repository, t, msg)
+        if latest and not t.coup:  # the latest is a stray under a coup of no number of ours: the table's coups, whole
+            for msg in await self.store.read(subjects.aggregate_filter("coup", name)):
                 follow(self.repository, t, msg)
-            if not t.coup:  # the latest is a stray under a coup of no number of ours: the table's coups, whole
-                for msg in await self.store.read(subjects.aggregate_filter("coup", name)):
-                    follow(self.repository, t, msg)
         self.tables[name] = t
 
     async def _held(self, name: str) -> TableCoup:
@@ -185,7 +177,7 @@ class DealerPolicyService:
             keying = incident.kind == "unread" and not t.keyed
             return commands.Waiting("key" if keying else "ruling", incident=incident.kind,
                                     house_rule=incident.house_rule)
-        if t.shuffling and t.config.source and (t.finished or self._awaits_card(t)):
+        if t.shuffling and t.config.source and (t.finished or t.game.waiting(t.rules, t.state).kind == "card"):
             return commands.Waiting("shuffle")
         if t.held:
             return commands.Waiting("held")
@@ -196,9 +188,6 @@ class DealerPolicyService:
             return msgspec.structs.replace(waits, kind="read")
         return waits
 
-    def _awaits_card(self, t: TableCoup) -> bool:
-        return t.state is not None and t.game.waiting(t.rules, t.state).kind == "card"
-
     def _reply(self, t: TableCoup) -> commands.Reply:
         waiting = self.waiting(t)
         if t.config.source and self.metrics is not None:  # since when the coup waits for the shoe's next card
@@ -207,19 +196,6 @@ class DealerPolicyService:
         # Held for an incident between coups, the coup it is ruled in is the next, before its opening.
         coup = t.place() if t.incidents else t.coup
         return commands.Reply(True, coup=coup, shoe=t.shoe, waiting=waiting)
-
-    async def ask_shoe(self, t: TableCoup, command: commands.ShoeCommand) -> commands.Reply:
-        """Ask the shoe service for the table; what it says of the table's
-        card-reading shoe kept: whether it waits for its shuffling machine's
-        order, and the shoe in play."""
-        try:
-            reply = await self.peer.must(subjects.command(t.name, "shoe"), command)
-        except RuleViolation as exc:
-            t.shuffling = t.shuffling or exc.clause == commands.SHUFFLING_MACHINE
-            raise
-        t.shuffling = reply.waiting is not None and reply.waiting.kind == "shuffle"
-        t.shoe_seen = reply.shoe or t.shoe_seen
-        return reply
 
     async def handle(self, cmd: commands.PolicyCommand) -> commands.Reply:
         """Decide ``cmd`` with the table's lock held throughout (the table
@@ -248,9 +224,7 @@ class DealerPolicyService:
             await reading.key(self, t, cmd)
             return self._reply(t)
         if isinstance(cmd, commands.Status):
-            if t.shuffling:  # whether the machine's order has come since: the shoe service is the one to know
-                await self.ask_shoe(t, commands.ShoeStatus(f"{t.name}:shoe-status", t.name, t.config.ruleset,
-                                                           t.config.source))
+            await reading.shuffled(self, t)
             if t.state is not None and self.waiting(t).kind in ("card", "pass"):
                 # The dealer's own step, left half-taken (its instance stopped, or the table moved
                 # between instances as it stepped): taken now, beside the answer.
@@ -408,8 +382,8 @@ class DealerPolicyService:
         if t.finished:  # its round's end asked again (the shoe answers one ended already as done)
             self._ask_end_round(t)
             return
-        await self.ask_shoe(t, commands.StartRound(f"{t.coup}:start", t.name, t.coup, t.config.ruleset,
-                                                   t.config.source))
+        await reading.ask_shoe(self, t, commands.StartRound(f"{t.coup}:start", t.name, t.coup, t.config.ruleset,
+                                                            t.config.source))
         if t.state.phase == "betting":
             await booking.book_open(self, t)
         else:

@@ -32,7 +32,7 @@ from casino.store.envelope import (
     CoupHeld,
     CoupRuled,
 )
-from casino.store.eventstore import Stored
+from casino.store.eventstore import EventStore, Stored, latest_at_table
 from services.repository import Held, Repository
 
 
@@ -241,6 +241,22 @@ def follow(repository: Repository[TableCoup], t: TableCoup, m: Stored) -> None:
             hold(t, m.seq, why)
     else:
         repository.take(t, m.seq, m.batch)
+
+async def latest_records(store: EventStore, name: str) -> list[Stored]:
+    """The messages of the table's latest coup, where the table is folded from
+    (``follow``); where the latest is the next coup's record before it opens
+    (a card out between coups, filed under the shoe of the coup before), the
+    coup before's first."""
+    latest = await latest_at_table(store, name, "coup")
+    if latest is None:
+        return []
+    _, shoe, coup, _ = subjects.tokens(latest.subject)
+    msgs = await store.read(subjects.event(name, shoe, coup, "coup"))
+    number = subjects.coup_number(coup) or 0
+    if number > 1 and not any(isinstance(e.data, CoupConfigured) for m in msgs for e in m.batch.events):
+        msgs = await store.read(subjects.event(name, shoe, f"{name}-{number - 1:06d}", "coup")) + msgs
+    return msgs
+
 
 def before_opening(events: Sequence[AnyEvent]) -> bool:
     """Whether ``events`` are what the dealer-policy records between coups, in

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from msgspec.structs import replace
 
-from casino.protocol.commands import SHUFFLING_MACHINE, EndShoeNow, Reply, ShuffleMade, TakeRead, Waiting
+from casino.protocol.commands import SHUFFLING_MACHINE, EndShoeNow, Reply, ShoeStatus, ShuffleMade, TakeRead, Waiting
 from casino.rules import shoe as dealing_shoe
 from casino.rules.cards import DECK_INDEX, full_set, same_cards
 from casino.rules.errors import RuleViolation
@@ -187,6 +187,12 @@ async def end_now(service: ShoeService, cmd: EndShoeNow) -> Reply:
                                   f"{t.state.shoe_id}:end-now", cmd.id)
         await _reshuffled(service, t, cmd.table, cmd.coup or subjects.NO_COUP, cmd.id)
     return Reply(True, coup=cmd.coup, shoe=t.state.shoe_id or "", waiting=await awaited(service, t, cmd.table))
+
+
+async def status(service: ShoeService, cmd: ShoeStatus) -> Reply:
+    """The shoe in play, and whether the table waits for its machine's order (``awaited``)."""
+    t = await service.table(cmd.table, cmd.ruleset)
+    return Reply(True, shoe=t.state.shoe_id or "", waiting=await awaited(service, t, cmd.table))
 
 
 async def awaited(service: ShoeService, t: TableShoe, table: str) -> Waiting | None:

@@ -1,17 +1,62 @@
-"""Shuffled orders on their own JetStream stream, one message per shoe."""
+"""Where a shoe's order comes from and where it waits until revealed: the
+shuffle source (the shoe service's own cryptographically secure shuffle),
+the secret store of orders (on their own JetStream stream, one message per
+shoe order kept, out of the public stream), and the store's in-memory fake."""
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import secrets
+from collections.abc import Callable
+from typing import Protocol
 
 import msgspec
 from nats.js import JetStreamContext
 from nats.js.errors import APIError, NotFoundError
 
+from casino.rules.cards import Card, full_set
 from casino.store import subjects
 from casino.store.jetstream import SECRETS_STREAM, WRONG_LAST_SEQUENCE
-from services.shoe.service import Order
+
+Order = tuple[tuple[Card, ...], str]
+ShuffleSource = Callable[[str, int], Order]
+
+
+def secure_shuffle(table: str, decks: int) -> Order:
+    """A cryptographically secure shuffle of a full shoe, and a fresh salt."""
+    cards = list(full_set(decks))
+    secrets.SystemRandom().shuffle(cards)
+    return tuple(cards), secrets.token_hex(16)
+
+
+class SecretStore(Protocol):
+    """Where shuffled orders wait, out of the public stream, until revealed."""
+
+    async def put(self, table: str, shoe: str, order: Order) -> Order:
+        """Keep ``order`` for the shoe unless one is kept already (another
+        instance shuffled it first); the order kept, which the shoe deals."""
+        ...
+
+    async def replace(self, table: str, shoe: str, order: Order) -> None:
+        """Keep ``order`` for the shoe in place of the one kept."""
+        ...
+
+    async def get(self, table: str, shoe: str) -> Order | None: ...
+
+
+class MemorySecrets:
+    def __init__(self) -> None:
+        self.orders: dict[tuple[str, str], Order] = {}
+
+    async def put(self, table: str, shoe: str, order: Order) -> Order:
+        return self.orders.setdefault((table, shoe), order)
+
+    async def replace(self, table: str, shoe: str, order: Order) -> None:
+        self.orders[(table, shoe)] = order
+
+    async def get(self, table: str, shoe: str) -> Order | None:
+        return self.orders.get((table, shoe))
 
 
 class _Secret(msgspec.Struct):

@@ -1,11 +1,10 @@
 """The shoe service's handlers, reaching the world only through its ports: the
-event store, the secret store of shuffled orders, the shuffle source, the clock."""
+event store, the secret store of shuffled orders and the shuffle source
+(services.shoe.secrets), the clock."""
 
 from __future__ import annotations
 
-import secrets
-from collections.abc import Callable, Sequence
-from typing import Protocol
+from collections.abc import Sequence
 
 import msgspec
 
@@ -28,7 +27,7 @@ from casino.protocol.service import Clock, TableLocks, log, utc_now
 from casino.rules import shoe as dealing_shoe
 from casino.rules.baccarat import tableau
 from casino.rules.blackjack import hand as hand_totals
-from casino.rules.cards import Card, full_set
+from casino.rules.cards import Card
 from casino.rules.errors import RuleViolation
 from casino.rules.ruleset import BaccaratRules, BlackjackRules, ShoeRules
 from casino.store import subjects
@@ -36,49 +35,12 @@ from casino.store.envelope import Batch
 from casino.store.eventstore import Appended, EventStore, Stored, latest_at_table
 from services.repository import Held, Repository
 from services.shoe import readers
+from services.shoe.secrets import Order, SecretStore, ShuffleSource, secure_shuffle
 
-Order = tuple[tuple[Card, ...], str]
 READ = "read:"  # how the dealer-policy's TakeRead ids begin: the card-reading shoe's report id follows
-ShuffleSource = Callable[[str, int], Order]
 # What a card-reading shoe's report is taken as (services.shoe.readers), beside the shuffles it may cause.
 TAKEN = (dealing_shoe.CardDrawn, dealing_shoe.CardBurned, dealing_shoe.CardMisdrawn, dealing_shoe.CardRefused,
          dealing_shoe.CutCardReached, dealing_shoe.CutCardMisplaced)
-
-
-def secure_shuffle(table: str, decks: int) -> Order:
-    """A cryptographically secure shuffle of a full shoe, and a fresh salt."""
-    cards = list(full_set(decks))
-    secrets.SystemRandom().shuffle(cards)
-    return tuple(cards), secrets.token_hex(16)
-
-
-class SecretStore(Protocol):
-    """Where shuffled orders wait, out of the public stream, until revealed."""
-
-    async def put(self, table: str, shoe: str, order: Order) -> Order:
-        """Keep ``order`` for the shoe unless one is kept already (another
-        instance shuffled it first); the order kept, which the shoe deals."""
-        ...
-
-    async def replace(self, table: str, shoe: str, order: Order) -> None:
-        """Keep ``order`` for the shoe in place of the one kept."""
-        ...
-
-    async def get(self, table: str, shoe: str) -> Order | None: ...
-
-
-class MemorySecrets:
-    def __init__(self) -> None:
-        self.orders: dict[tuple[str, str], Order] = {}
-
-    async def put(self, table: str, shoe: str, order: Order) -> Order:
-        return self.orders.setdefault((table, shoe), order)
-
-    async def replace(self, table: str, shoe: str, order: Order) -> None:
-        self.orders[(table, shoe)] = order
-
-    async def get(self, table: str, shoe: str) -> Order | None:
-        return self.orders.get((table, shoe))
 
 
 class TableShoe(Held, kw_only=True):
@@ -312,8 +274,7 @@ class ShoeService:
             case EndShoeNow():
                 return await readers.end_now(self, cmd)
             case ShoeStatus():
-                t = await self.table(cmd.table, cmd.ruleset)
-                return Reply(True, shoe=t.state.shoe_id or "", waiting=await readers.awaited(self, t, cmd.table))
+                return await readers.status(self, cmd)
             case EndRound():
                 t = await self.table(cmd.table, cmd.ruleset)
                 ended_in = t.state.shoe_id or ""

@@ -12,7 +12,7 @@ from typing import TypeVar
 import nats
 from nats.aio.client import Client
 from services import runner
-from services.shoe.service import Order, ShuffleSource, secure_shuffle
+from services.shoe.secrets import Order, ShuffleSource, secure_shuffle
 
 from casino.config.tables import TableConfig
 from casino.protocol import commands

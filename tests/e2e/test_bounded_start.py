@@ -14,8 +14,8 @@ import nats
 import pytest
 from services.dealer_policy.service import DealerPolicyService
 from services.dealer_policy.table import TableCoup, carry
-from services.shoe.secrets import JetStreamSecrets
-from services.shoe.service import MemorySecrets, ShoeService, TableShoe, secure_shuffle
+from services.shoe.secrets import JetStreamSecrets, MemorySecrets, secure_shuffle
+from services.shoe.service import ShoeService, TableShoe
 
 from casino.audit.verify import verify_coup
 from casino.cli.run import APPROVALS

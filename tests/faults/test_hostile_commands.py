@@ -15,7 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from services.dealer_policy.service import DealerPolicyService
 from services.settlement.service import SettlementService
-from services.shoe.service import MemorySecrets, ShoeService
+from services.shoe.secrets import MemorySecrets
+from services.shoe.service import ShoeService
 from services.wager.service import WagerService
 
 from casino.audit.history import by_coup

@@ -7,8 +7,8 @@ import asyncio
 
 import nats
 import pytest
-from services.shoe.secrets import JetStreamSecrets
-from services.shoe.service import Order, ShoeService, secure_shuffle
+from services.shoe.secrets import JetStreamSecrets, Order, secure_shuffle
+from services.shoe.service import ShoeService
 
 from casino.protocol import commands
 from casino.rules import shoe as dealing_shoe

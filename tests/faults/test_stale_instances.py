@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 from bench.history import deal
-from services.shoe.service import MemorySecrets, ShoeService, secure_shuffle
+from services.shoe.secrets import MemorySecrets, secure_shuffle
+from services.shoe.service import ShoeService
 from services.wager.service import WagerService
 
 from casino.nats.partitions import PARTITIONS

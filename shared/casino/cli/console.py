@@ -105,6 +105,8 @@ class Console:
                 v.shoe, v.shoe_cards, v.position, v.reshuffle, v.shoe_ended = e.shoe_id, e.cards, 0, "", ""
             case shoe.ReshuffleRequired():
                 v.reshuffle = e.clause
+                if e.when == "now":  # 003 7.9, or a ruling: reshuffled now, the next shoe's order awaited
+                    v.shoe_ended = e.clause
             case shoe.ShoeEnded():
                 v.shoe_ended = v.reshuffle or "ended"
             case shoe.CardDrawn() | shoe.CardBurned():

@@ -23,7 +23,7 @@ from nats.aio.client import Client
 
 from casino.cli.console import LEGEND, Console, where_tables_stand
 from casino.cli.observe import ALERT_RULES, Prometheus
-from casino.cli.simulator import SUPERVISOR, Simulator
+from casino.cli.simulator import REFUSED_IN_A_ROW, SUPERVISOR, Simulator
 from casino.cli.store import URL_FILE
 from casino.config import rulesets
 from casino.config.tables import TableConfig, dump_tables
@@ -195,7 +195,8 @@ async def _simulate(url: str, terminal_urls: dict[str, str], supervisor_url: str
     painter = asyncio.create_task(redraw())
     try:
         await Simulator(nc, tables, seed, console, terminals=terminals, supervisor=supervisor, every=pace,
-                        devices=devices, faults=faults, physical=physical).run(coups)
+                        devices=devices, faults=faults, physical=physical,
+                        give_up_after=REFUSED_IN_A_ROW).run(coups)
         await _projections_caught_up(nc)
     finally:
         painter.cancel()

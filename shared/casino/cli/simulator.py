@@ -34,7 +34,7 @@ from casino.store.jetstream import JetStreamEventStore
 
 log = logging.getLogger("casino")
 DEALER_STINT = 20  # coups a simulated dealer deals before the next takes over at the table
-REFUSED_IN_A_ROW = 20  # coups a simulated table has refused in a row when it stops (the others deal on)
+REFUSED_IN_A_ROW = 20  # coups a table of ``casino run`` has refused in a row when it stops (the others deal on)
 SUPERVISOR = SIMULATED_SUPERVISORS[0]  # the floor supervisor the simulated tables' forfeits are directed by (000 8.20)
 
 
@@ -126,7 +126,9 @@ class SimulatedTable:
         self.rules: Ruleset = rulesets.load(config.ruleset)
         self.coups = 0
         self.refusals = 0  # coups refused (each reported, the table going on)
-        self.give_up_after = REFUSED_IN_A_ROW  # refused in a row, the table stops (the others deal on)
+        # Coups refused in a row when the table stops, each reported, the others dealing on (None: the first
+        # refused ends the run, as a test or a benchmark wants).
+        self.give_up_after: int | None = None
         self.on_refusal: Callable[[str, str], None] | None = None  # told of each (the console)
         self.stopped = False  # no coup opened after this is set
 
@@ -177,6 +179,8 @@ class SimulatedTable:
             try:
                 await self.one_coup()
             except Refused as exc:  # this table's trouble, reported; the others deal on, and so does it
+                if self.give_up_after is None:
+                    raise
                 refused += 1
                 self.refusals += 1
                 if self.on_refusal is not None:
@@ -445,7 +449,7 @@ class Simulator:
                  console: Console | None = None, patience: int = 5, every: float = 0.0,
                  terminals: dict[str, Client] | None = None, habits: Habits | None = None,
                  supervisor: Client | None = None, devices: dict[str, tuple[Client, Client]] | None = None,
-                 faults: float = 0.0, physical: Path | None = None, give_up_after: int = REFUSED_IN_A_ROW) -> None:
+                 faults: float = 0.0, physical: Path | None = None, give_up_after: int | None = None) -> None:
         """``nc`` watches the events; each table's commands go by its terminal's
         connection in ``terminals`` (a terminal user of its own), else by ``nc``,
         and a supervisor's by ``supervisor`` (``SUPERVISOR``'s user), else by ``nc``.
@@ -460,7 +464,7 @@ class Simulator:
         # often they misbehave (a chance at each card); with ``physical``, where their physical shoes are kept.
         self.devices, self.faults, self.physical = devices or {}, faults, physical
         self.patience = patience
-        self.give_up_after = give_up_after  # coups a table has refused in a row when it stops (the others deal on)
+        self.give_up_after = give_up_after  # SimulatedTable.give_up_after
         self.playing: list[SimulatedTable] = []
 
     def stop(self) -> None:
