@@ -106,8 +106,10 @@ async def _take(svc: DealerPolicyService, t: TableCoup, read: str, card: str, cu
         clause = reply.reason if kind == "misdrawn" else reply.clause
         svc.stage(t, [CardIncident(t.name, _coup_of(t), kind, card, read, clause, what, setting, reply.house_rule)],
                   commands.write_id(here, cause), cause, command)
+        await svc.flush(t)
         count(svc, t, kind)
-    elif reply.cards and due and not t.finished:
+        return reply
+    if reply.cards and due and not t.finished:
         await svc.advance(t)
     # Else a burn card, the cut card where it belongs, or a card taken before: the shoe's record holds it.
     await svc.flush(t)

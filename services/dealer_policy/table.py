@@ -242,6 +242,7 @@ def follow(repository: Repository[TableCoup], t: TableCoup, m: Stored) -> None:
     else:
         repository.take(t, m.seq, m.batch)
 
+
 async def latest_records(store: EventStore, name: str) -> list[Stored]:
     """The messages of the table's latest coup, where the table is folded from
     (``follow``); where the latest is the next coup's record before it opens
