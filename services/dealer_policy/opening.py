@@ -11,7 +11,7 @@ from casino.config import rulesets
 from casino.protocol import commands
 from casino.protocol.service import log
 from casino.rules.errors import RuleViolation
-from casino.rules.shoe import ROUND, CardDrawn
+from casino.rules.shoe import ROUND
 from casino.store import subjects
 from casino.store.envelope import OPENINGS_KEPT, AnyEvent, CoupConfigured, CoupHeld, RulesetRecorded
 from services.dealer_policy import booking, reading, table
@@ -109,18 +109,16 @@ async def _open(svc: DealerPolicyService, t: TableCoup, cmd: commands.OpenCoup) 
 async def _end_held(svc: DealerPolicyService, t: TableCoup) -> None:
     """A held coup recorded as held (``coup.held``), and its round ended at
     the shoe with the cards the shoe drew for it, in the order drawn (a
-    house rule: docs/clauses.md, "A coup held for compliance"), so that
-    the table goes on with its next coup. A round the shoe is not dealing
-    (never started, or ended) has nothing to end."""
+    house rule: docs/clauses.md, "A coup held for compliance"), whatever
+    round the shoe is dealing (a round it never started for the coup, or an
+    earlier coup's left open), so that the table goes on with its next coup."""
     if not t.held_recorded:
         svc.stage(t, [CoupHeld(t.name, t.coup, t.held_seq, t.held)], f"{t.coup}:held", f"{t.coup}:held")
         await svc.flush(t)
-    drawn = [e.data for m in await svc.store.read(subjects.event(t.name, "*", t.coup, "shoe"))
-             for e in m.batch.events if isinstance(e.data, CardDrawn) and e.data.coup_id == t.coup]
     reply = await svc.peer.ask(subjects.command(t.name, "shoe"), commands.EndRound(
-        f"{t.coup}:end", t.name, t.coup, t.config.ruleset, tuple(c.card for c in drawn), source=t.config.source))
+        f"{t.coup}:end", t.name, t.coup, t.config.ruleset, (), source=t.config.source, held=True))
     if not reply.ok:
-        log.info("table %s: held coup %s has no round to end at the shoe (%s)", t.name, t.coup, reply.reason)
+        log.warning("table %s: held coup %s's round not ended at the shoe (%s)", t.name, t.coup, reply.reason)
 
 
 async def _record_ruleset(svc: DealerPolicyService, t: TableCoup) -> str:

@@ -278,9 +278,10 @@ class ShoeService:
             case EndRound():
                 t = await self.table(cmd.table, cmd.ruleset)
                 ended_in = t.state.shoe_id or ""
-                if t.last_round != cmd.coup:  # else asked again, perhaps once the next round has started
-                    events = dealing_shoe.decide(t.rules, t.state, dealing_shoe.EndRound(cmd.coup, cmd.pickup),
-                                                 t.document)
+                # Else asked again, perhaps once the next round has started (a held coup's: once it has ended).
+                if t.last_round != cmd.coup and not (cmd.held and t.last_round > cmd.coup):
+                    ending = dealing_shoe.EndHeld(cmd.coup) if cmd.held else dealing_shoe.EndRound(cmd.coup, cmd.pickup)
+                    events = dealing_shoe.decide(t.rules, t.state, ending, t.document)
                     await self._commit(cmd.table, t, events + self._next_round(t, events, cmd), cmd.coup,
                                        f"{cmd.coup}:end", cmd.id)
                     if t.state.reshuffle and t.state.round is None:

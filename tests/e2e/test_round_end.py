@@ -10,6 +10,7 @@ import asyncio
 import pytest
 from services.shoe.service import ShoeService
 
+from casino.audit.audits import verify_history
 from casino.cli.run import default_tables
 from casino.cli.simulator import Simulator
 from casino.protocol import commands
@@ -81,3 +82,34 @@ async def test_a_dealer_policy_stopping_waits_for_the_round_end_it_asked(nats_ur
         dealer = await casino.stop("dealer-policy")
         ending = dealer.service.tables[TABLE].ending
         assert ending is not None and ending.done() and ending.result().ok
+
+
+async def test_a_round_the_shoe_does_not_deal_holds_its_coup_for_compliance_and_the_table_deals_on(
+        nats_url: str) -> None:
+    """The shoe ends a coup's round before the dealer-policy has (a fault, or
+    whoever holds a writer's credential): the coup's next card is refused by
+    the shoe (``shoe round``), the coup is held for compliance, the next
+    opening records it held and ends its round as the shoe holds it, and the
+    table deals on; verification names the held coup and nothing else."""
+    tables = default_tables(1, ["blackjack-002-hole-card"])
+    [table] = tables
+    async with Casino(nats_url, tables) as casino:
+        coup = (await casino.ask(table, "coup", commands.OpenCoup)).coup
+        await casino.patiently(table, "wager", commands.Sit, coup=coup, seat=1, player="P1")
+        await casino.patiently(table, "wager", commands.PlaceWager, coup=coup, seat=1, bet="box", amount=1000)
+        closed = await casino.ask(table, "coup", commands.CloseBetting, coup=coup)
+        assert closed.waiting is not None and closed.waiting.kind == "decision", closed
+        layout = [e.card for _, e in await casino.events(subjects.event(table, "*", coup, "shoe"))
+                  if type(e).__name__ == "CardDrawn"]
+        ended = await Peer(casino.nc).ask(subjects.command(table, "shoe"), commands.EndRound(
+            "not-the-dealer", table, coup, tables[table].ruleset, tuple(layout)))
+        assert ended.ok, ended
+        refused = await casino.ask(table, "coup", commands.Decide, coup=coup, seat=1, hand=0, action="stand")
+        assert not refused.ok and refused.clause in (commands.HELD, "shoe round"), refused
+        status = await casino.ask(table, "coup", commands.Status)
+        assert status.waiting is not None and status.waiting.kind == "held", status
+        await Simulator(casino.nc, tables, seed=4, patience=40).run(3)  # the table deals on
+        history = await casino.store.read(f"{subjects.EVENTS}.>")
+    report = verify_history(history)
+    assert {f.coup for f in report.findings} == {coup} and report.coups == 4, report.findings
+    assert any("held for compliance" in f.what and "shoe refused" in f.what for f in report.findings)

@@ -362,13 +362,16 @@ class EndRound(Command, frozen=True, tag="shoe.end_round"):
     ``pickup`` order; with ``next``, the table's next coup, the round of that
     coup started in the same step where the shoe can deal it at once (no
     reshuffle, no burn due): answered with ``next`` and its shoe, or else with
-    ``coup`` (the next coup's opening then starts its round)."""
+    ``coup`` (the next coup's opening then starts its round). ``held``: the
+    coup is held for compliance, and its round ends with the cards the shoe
+    drew for it, whatever round the shoe is dealing (casino.rules.shoe.EndHeld)."""
 
     coup: Token
     ruleset: str
     pickup: tuple[Card, ...]
     next: Token | None = None
     source: Source = ""
+    held: bool = False
 
 
 class TakeRead(Command, frozen=True, tag="shoe.take_read"):

@@ -75,6 +75,15 @@ class EndRound(ShoeCommand, frozen=True, tag="shoe.end_round"):
     pickup: tuple[Card, ...]
 
 
+class EndHeld(ShoeCommand, frozen=True, tag="shoe.end_held"):
+    """The round of coup ``coup_id``, held for compliance, ended whatever the
+    shoe was dealing: the round in hand (the held coup's, or an earlier
+    coup's left open) picked up as the layout holds it, and the held coup's
+    round ended with no card where the shoe never dealt it."""
+
+    coup_id: str
+
+
 class EndShoe(ShoeCommand, frozen=True, tag="shoe.end_shoe"):
     order: tuple[Card, ...]
     salt: str
@@ -198,7 +207,7 @@ class OrderReplaced(ShoeEvent, frozen=True, tag="shoe.order_replaced"):
     read: str
 
 
-AnyShoeCommand = Shuffle | Burn | StartRound | Draw | EndRound | EndShoe | Misdraw | CutCardOut | EndNow
+AnyShoeCommand = Shuffle | Burn | StartRound | Draw | EndRound | EndShoe | Misdraw | CutCardOut | EndNow | EndHeld
 AnyShoeEvent = (
     ShoeShuffled | CardBurned | RoundStarted | CutCardReached | CardDrawn | RoundEnded | ReshuffleRequired | ShoeEnded
     | CardMisdrawn | CardRefused | CutCardMisplaced | OrderReplaced
@@ -490,6 +499,20 @@ def _end_now(state: ShoeState, cmd: EndNow) -> list[AnyShoeEvent]:
     return [*events, ReshuffleRequired(state.shoe_id, "now", cmd.clause)]
 
 
+def _end_held(state: ShoeState, cmd: EndHeld) -> list[AnyShoeEvent]:
+    # Coup ids are the table's and a zero-padded number: a later coup's id sorts after an earlier one's.
+    if state.round is not None and state.round > cmd.coup_id:
+        raise RuleViolation(ROUND, f"the shoe deals coup {state.round}'s round, which comes after held coup "
+                                   f"{cmd.coup_id}")
+    shoe_id = state.shoe_id or ""
+    events: list[AnyShoeEvent] = []
+    if state.round is not None:
+        events.append(RoundEnded(shoe_id, state.round, tuple(state.layout)))
+    if state.round != cmd.coup_id:
+        events.append(RoundEnded(shoe_id, cmd.coup_id, ()))
+    return events
+
+
 def _end_shoe(state: ShoeState, cmd: EndShoe, c: Cites) -> list[AnyShoeEvent]:
     if not state.active:
         raise RuleViolation("shoe", "no shoe is in play")
@@ -608,6 +631,7 @@ _DECIDE: dict[type, Callable[[ShoeRules, ShoeState, Any, Cites], list[AnyShoeEve
     Misdraw: lambda rules, state, cmd, c: _misdraw(state, cmd),
     CutCardOut: lambda rules, state, cmd, c: _cut_card_out(rules, state, c),
     EndNow: lambda rules, state, cmd, c: _end_now(state, cmd),
+    EndHeld: lambda rules, state, cmd, c: _end_held(state, cmd),
 }
 _EVOLVE: dict[type, Callable[[ShoeState, Any], ShoeState]] = {
     ShoeShuffled: _shuffled,
