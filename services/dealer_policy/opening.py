@@ -33,7 +33,10 @@ async def open_coup(svc: DealerPolicyService, t: TableCoup, cmd: commands.OpenCo
     if (earlier := opened_earlier(t, cmd.id)) is not None:
         raise RuleViolation("command id", f"command id {cmd.id} opened coup {earlier} already, and "
                             f"{t.coup} has opened since: a new coup takes a new command id")
-    if cmd.number and cmd.number != t.number + 1:
+    if not cmd.number:
+        raise RuleViolation("protocol", f"an opening names the number of the coup it opens: table {t.name}'s next "
+                                        f"is {t.number + 1}")
+    if cmd.number != t.number + 1:
         raise RuleViolation("coup", f"command id {cmd.id} opens coup number {cmd.number}, and the table's "
                             f"next is {t.number + 1} ({t.coup or 'no coup'} the latest): a new coup "
                             "takes a new command id")

@@ -64,6 +64,13 @@ async def report(svc: DealerPolicyService, t: TableCoup,
                        isinstance(cmd, commands.CutCardRead), cause, commands.digest(cmd))
 
 
+def _names(t: TableCoup, coup: str) -> bool:
+    """Whether a command naming ``coup`` is for what the table is held for:
+    the coup in play; between coups, the next coup (whose record holds the
+    incidents) or the latest (``table.status`` names it)."""
+    return coup == t.place() or (coup == t.coup and not t.in_play)
+
+
 def _coup_of(t: TableCoup) -> str:
     """The coup an incident or ruling now names: the coup in play, or none (between coups)."""
     return t.coup if t.in_play else ""
@@ -136,7 +143,7 @@ def count(svc: DealerPolicyService, t: TableCoup, kind: str) -> None:
 async def key(svc: DealerPolicyService, t: TableCoup, cmd: commands.KeyCard) -> None:
     """The dealer keys in the card the shoe could not read (keyed again, the latest stands until confirmed)."""
     incident = t.incident
-    if cmd.coup != t.place() or incident is None or incident.kind != "unread":
+    if not _names(t, cmd.coup) or incident is None or incident.kind != "unread":
         if t.recorded(cmd) or t.taken(cmd.id):
             return
         raise RuleViolation(UNREAD, f"coup {cmd.coup} waits for no card the shoe could not read at table {t.name}")
@@ -154,7 +161,7 @@ async def rule(svc: DealerPolicyService, t: TableCoup, cmd: commands.Rule) -> No
     one the shoe could not read, confirmed and taken as the shoe's report
     would have been."""
     incident, here, in_coup = t.incident, t.place(), t.in_play
-    if cmd.coup != here or incident is None:
+    if not _names(t, cmd.coup) or incident is None:
         if t.recorded(cmd) or t.taken(cmd.id):
             return
         raise RuleViolation(commands.HELD, f"coup {cmd.coup} waits for no ruling at table {t.name}")

@@ -193,9 +193,7 @@ class DealerPolicyService:
         if t.config.source and self.metrics is not None:  # since when the coup waits for the shoe's next card
             t.awaiting_card = (t.awaiting_card or time.time()) if waiting.kind == "read" else 0.0
             self.metrics.awaiting_card.labels(t.name).set(t.awaiting_card)
-        # Held for an incident between coups, the coup it is ruled in is the next, before its opening.
-        coup = t.place() if t.incidents else t.coup
-        return commands.Reply(True, coup=coup, shoe=t.shoe, waiting=waiting)
+        return commands.Reply(True, coup=t.coup, shoe=t.shoe, waiting=waiting)
 
     async def handle(self, cmd: commands.PolicyCommand) -> commands.Reply:
         """Decide ``cmd`` with the table's lock held throughout (the table
@@ -224,6 +222,7 @@ class DealerPolicyService:
             await reading.key(self, t, cmd)
             return self._reply(t)
         if isinstance(cmd, commands.Status):
+            await self.caught_up(t)  # the latest coup as the record has it, whichever instance opened it
             await reading.shuffled(self, t)
             if t.state is not None and self.waiting(t).kind in ("card", "pass"):
                 # The dealer's own step, left half-taken (its instance stopped, or the table moved

@@ -83,7 +83,17 @@ class Casino:
                         **fields: object) -> commands.Reply:
         """As a terminal asks: the same command asked again (for a minute at most) while
         the refusal is one to ask again (``commands.ASK_AGAIN``: a service away, say)."""
+        fields = await self.numbered(table, command, fields)
         return await self.again(service, command(id=f"t-{next(_ids)}", table=table, **fields))  # type: ignore[call-arg]
+
+    async def numbered(self, table: str, command: type[commands.Command],
+                       fields: dict[str, object]) -> dict[str, object]:
+        """An opening's fields with the number of the coup it opens, as a
+        terminal names it (the latest coup ``table.status`` names, and one),
+        unless the test names one."""
+        if command is not commands.OpenCoup or "number" in fields:
+            return fields
+        return {**fields, "number": await next_number(self.peer, table)}
 
     async def again(self, service: str, cmd: commands.Command) -> commands.Reply:
         """``cmd`` asked, and asked again as ``patiently`` says."""
@@ -100,6 +110,7 @@ class Casino:
 
     async def _send(self, subject: str, table: str, command: type[commands.Command],
                     fields: dict[str, object]) -> commands.Reply:
+        fields = await self.numbered(table, command, fields)
         return await self.peer.ask(subject, command(id=f"t-{next(_ids)}", table=table, **fields))  # type: ignore[call-arg]
 
     async def events(self, flt: str) -> list[tuple[str, AnyEvent]]:
@@ -117,6 +128,12 @@ class Casino:
 
     async def settled(self, coup: str, timeout: float = 10.0) -> settlement.CoupSettled:
         return await self.recorded(coup, settlement.CoupSettled, timeout)
+
+
+async def next_number(peer: Peer, table: str) -> int:
+    """The number of the table's next coup, as a terminal learns it: the latest coup ``table.status`` names, and one."""
+    status = await peer.ask(subjects.command(table, "coup"), commands.Status(id=f"t-{next(_ids)}", table=table))
+    return (subjects.coup_number(status.coup) or 0) + 1
 
 
 def order_of(cards: Sequence[Card]) -> Order:

@@ -90,7 +90,7 @@ async def test_an_opening_asked_again_is_answered_with_the_coup_it_opened_even_o
     """A terminal asks its opening again (refused for a moment, or its answer lost) while another
     terminal deals the coup it opened to its end: answered with that coup, never by opening the next."""
     async with Casino(nats_url, TABLES, SHOES) as casino:
-        opening = commands.OpenCoup(id="terminal-open-1", table="BAC000")
+        opening = commands.OpenCoup(id="terminal-open-1", table="BAC000", number=1)
         first = await casino.peer.ask(subjects.command("BAC000", "coup"), opening)
         assert first.ok and first.coup == "BAC000-000001", first
         await casino.ask("BAC000", "wager", commands.PlaceWager, coup=first.coup, seat=2, bet="banker", amount=5000)
@@ -118,14 +118,17 @@ async def test_an_opening_asked_again_once_later_coups_have_opened_is_refused_na
     """A command id is applied once, whenever it is asked again: an opening
     asked after later coups have opened is refused naming the coup it opened
     and writes nothing, from the table's record (each coup's record names
-    the openings before it), after a restart too; beyond the openings a
-    record names, the stream itself refuses to write it twice (its message id
-    is the table's and the command's) within its duplicate window; an
-    opening that names the number of the coup it opens is refused whenever
-    the table is past that number, before anything is written."""
+    the openings before it), after a restart too; an opening names the
+    number of the coup it opens, and is refused whenever the table is past
+    that number (beyond the openings a record names, minutes later), before
+    anything is written; one that names no number is refused in one line,
+    naming the table's next."""
     table = "BAC-1"
     async with Casino(nats_url, {table: TableConfig("baccarat-000-methods")}) as casino:
-        opening = commands.OpenCoup(id="terminal-open-A", table=table)
+        nameless = await casino.peer.ask(subjects.command(table, "coup"),
+                                         commands.OpenCoup(id="terminal-open-0", table=table))
+        assert (nameless.ok, nameless.clause) == (False, "protocol") and "next is 1" in nameless.reason, nameless
+        opening = commands.OpenCoup(id="terminal-open-A", table=table, number=1)
         assert await deal_method_a(casino, table, opening) == f"{table}-000001"
         numbered = commands.OpenCoup(id="terminal-open-B", table=table, number=2)
         second = await deal_method_a(casino, table, numbered)
@@ -144,7 +147,7 @@ async def test_an_opening_asked_again_once_later_coups_have_opened_is_refused_na
         for _ in range(OPENINGS_KEPT):
             await deal_method_a(casino, table)
         again = await casino.peer.ask(subjects.command(table, "coup"), opening)
-        assert (again.ok, again.clause) == (False, "command id") and "opened a coup" in again.reason, again
+        assert (again.ok, again.clause) == (False, "coup") and "opens coup number 1" in again.reason, again
         before = await count(casino)
         again = await casino.peer.ask(subjects.command(table, "coup"), numbered)  # named: refused whenever
         assert (again.ok, again.clause) == (False, "coup") and "opens coup number 2" in again.reason, again
@@ -334,7 +337,8 @@ async def test_every_coup_records_who_dealt_it_and_a_change_of_dealer(nats_url: 
             if n == 4:
                 await casino.stop("dealer-policy")
                 await casino.start("dealer-policy")
-            coup = await deal_method_a(casino, table, commands.OpenCoup(id=f"dealt-{n}", table=table, dealer=dealer))
+            coup = await deal_method_a(casino, table, commands.OpenCoup(id=f"dealt-{n}", table=table, dealer=dealer,
+                                                                          number=n))
             configured = await casino.recorded(coup, CoupConfigured)
             dealt.append((configured.dealer, configured.dealer_before))
         assert dealt == [("D-ANN", ""), ("D-ANN", "D-ANN"), ("D-BOB", "D-ANN"), ("D-BOB", "D-BOB")]

@@ -67,7 +67,7 @@ async def test_a_failed_round_end_is_asked_again_before_the_next_coup_starts(
         # A round's end asked again (an instance restarted, another finished the
         # coup) once the next round has started is answered as done, nothing written.
         peer = Peer(casino.nc, timeout=10)
-        third = await peer.ask(subjects.command(TABLE, "coup"), commands.OpenCoup(id="third", table=TABLE))
+        third = await peer.ask(subjects.command(TABLE, "coup"), commands.OpenCoup(id="third", table=TABLE, number=3))
         assert third.ok and third.coup == f"{TABLE}-000003"
         before = await shoe_events()
         again = await peer.ask(subjects.command(TABLE, "shoe"), commands.EndRound(

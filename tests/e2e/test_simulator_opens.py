@@ -28,24 +28,29 @@ class Dealer:
     def __init__(self) -> None:
         self.held = True
         self.asked: list[str] = []
+        self.next = 8  # the number of the table's next coup
 
     async def ask(self, subject: str, cmd: commands.Command) -> commands.Reply:
         by = f" by {subject.rsplit('.', 1)[1]}" if ".supervise." in subject else ""
         self.asked.append(f"{type(cmd).__name__} {getattr(cmd, 'procedure', '')}".strip() + by)
         match cmd:
             case commands.Status():
-                return commands.Reply(True, coup="T-000007", waiting=commands.Waiting(
+                return commands.Reply(True, coup=f"T-{self.next - 1:06d}", waiting=commands.Waiting(
                     "finished", shoe_holder=HOLDER if self.held else None))
             case commands.PassShoe() | commands.ForfeitShoe():
                 assert cmd.seat == HOLDER and cmd.coup == "T-000007"
                 self.held = False
                 return commands.Reply(True, coup=cmd.coup)
+            case commands.OpenCoup() if cmd.number != self.next:
+                return commands.Reply(False, f"opens coup number {cmd.number}, and the table's next is {self.next}",
+                                      "coup")
             case commands.OpenCoup() if cmd.procedure == "method_b":
                 return commands.Reply(False, "Method B needs the prior approval of an inspector", "000 8.4")
             case commands.OpenCoup() if self.held:
                 return commands.Reply(False, f"seat {HOLDER} holds the shoe under Method C", "000 8.18")
             case commands.OpenCoup():
-                return commands.Reply(True, coup="T-000008", waiting=commands.Waiting("close_betting"))
+                self.next += 1
+                return commands.Reply(True, coup=f"T-{self.next - 1:06d}", waiting=commands.Waiting("close_betting"))
         raise AssertionError(f"not scripted: {cmd}")
 
 
@@ -60,8 +65,10 @@ async def test_a_refused_procedure_falls_back_to_the_tables_own_once_the_shoe_is
     assert not dealer.held
     given_up = next(a for a in dealer.asked if a in ("PassShoe", "ForfeitShoe by SUP-SIM"))
     sup = "by SUP-SIM"
-    expected = {"method_b": [f"OpenCoup method_b {sup}", "OpenCoup", "Status", given_up, "OpenCoup"],
-                "method_a": [f"OpenCoup method_a {sup}", "Status", given_up, f"OpenCoup method_a {sup}"]}[procedure]
+    # The table asked first for the number of its next coup, which every opening names.
+    expected = {"method_b": ["Status", f"OpenCoup method_b {sup}", "OpenCoup", "Status", given_up, "OpenCoup"],
+                "method_a": ["Status", f"OpenCoup method_a {sup}", "Status", given_up,
+                             f"OpenCoup method_a {sup}"]}[procedure]
     assert dealer.asked == expected
     # The next coup: by the procedure the table now deals by, from the terminal; another one, as directed.
     del dealer.asked[:]

@@ -49,7 +49,7 @@ async def test_a_restarted_wager_service_reads_no_book_until_a_command_names_its
         await Simulator(casino.nc, TABLES, seed=9, patience=40).run(3)
         table = next(iter(TABLES))
         peer = Peer(casino.nc, timeout=10)
-        opened = await peer.ask(subjects.command(table, "coup"), commands.OpenCoup(id="open-4", table=table))
+        opened = await peer.ask(subjects.command(table, "coup"), commands.OpenCoup(id="open-4", table=table, number=4))
         assert opened.ok
         wager = subjects.command(table, "wager")
         first = commands.PlaceWager(id="bet-1", table=table, coup=opened.coup, seat=1, bet="banker", amount=5000)

@@ -72,7 +72,8 @@ async def deal_in_memory(coups: int, same_ids: bool = False) -> InMemoryEventSto
     for table in TABLES:
         tid = "" if same_ids else table
         for n in range(coups):
-            reply = await peer.ask(f"casino.cmd.{table}.coup", commands.OpenCoup(id=f"o{tid}{n}", table=table))
+            reply = await peer.ask(f"casino.cmd.{table}.coup", commands.OpenCoup(id=f"o{tid}{n}", table=table,
+                                                                                 number=n + 1))
             assert reply.ok, reply
             coup = reply.coup
             for seat, bet in ((1, "banker" if table == "B" else "box"), (3, "player" if table == "B" else "box")):
@@ -143,7 +144,8 @@ async def run(steps: list[tuple[Any, ...]]) -> None:
             cmd: commands.Command
             if kind == "open":
                 cmd = commands.OpenCoup(id=cid, table=table, procedure=s[1] if table == "B" else "",
-                                        supervisor="SUP-1" if s[2] else "")
+                                        supervisor="SUP-1" if s[2] else "",
+                                        number=(subjects.coup_number(coup) or 0) + 1)
             elif kind == "wager":
                 cmd = commands.PlaceWager(id=cid, table=table, coup=coup, seat=s[1], bet=s[2], amount=s[3])
             elif kind == "close":
@@ -346,7 +348,7 @@ async def test_a_coup_opened_while_the_wager_service_is_away_gets_its_book_once_
     tables = {"BAC000-1": TableConfig("baccarat-000-methods")}
     async with Casino(nats_url, tables) as casino:
         await casino.stop("wager")
-        opening = commands.OpenCoup(id="open-while-away", table="BAC000-1", procedure="method_a")
+        opening = commands.OpenCoup(id="open-while-away", table="BAC000-1", procedure="method_a", number=1)
         first = await casino.peer.ask(subjects.command("BAC000-1", "coup"), opening)
         assert (first.ok, first.clause) == (False, commands.WAGER_SERVICE), first
         assert "BAC000-1-000001 is open and its wager book not yet" in first.reason

@@ -87,7 +87,7 @@ async def test_a_record_the_readers_could_not_take_is_read_shown_escaped_and_sto
         assert "\\u001b[2J" in cli(casino, "replay", "coup", TABLE, "3", "--json").stdout  # JSON's own escape
 
         # 2. Bytes that are no batch, written as the dealer-policy writes, in the coup being dealt.
-        opened = await ask(terminal, "coup", commands.OpenCoup(id="open-4", table=TABLE))
+        opened = await ask(terminal, "coup", commands.OpenCoup(id="open-4", table=TABLE, number=4))
         assert opened.ok and opened.coup == f"{TABLE}-000004", opened
         await ask(terminal, "wager", commands.PlaceWager(id="w-4", table=TABLE, coup=opened.coup, seat=1,
                                                          bet="banker", amount=5000))
@@ -174,7 +174,7 @@ async def test_a_stray_the_server_writes_at_a_readers_request_holds_no_coup(tmp_
     async with secured_casino(tmp_path, tables) as casino:
         terminal, floor = await casino.connect(f"terminal-{TABLE}"), await casino.connect("floor")
         compliance = await casino.connect("compliance")
-        opened = await ask(terminal, "coup", commands.OpenCoup(id="open-1", table=TABLE))
+        opened = await ask(terminal, "coup", commands.OpenCoup(id="open-1", table=TABLE, number=1))
         await ask(terminal, "wager", commands.PlaceWager(id="w-1", table=TABLE, coup=opened.coup, seat=1,
                                                          bet="banker", amount=5000))
         for m in await JetStreamEventStore(compliance).read(subjects.coup_filter(opened.coup, TABLE)):

@@ -27,6 +27,7 @@ from casino.rules import settlement
 from casino.store import subjects
 from casino.store.envelope import AnyEvent
 from casino.store.eventstore import Stored
+from tests.e2e.casino import next_number
 from tests.security.secured import Secured, secured_casino
 
 SUPERVISOR = natsauth.SIMULATED_SUPERVISORS[0]
@@ -71,6 +72,8 @@ class Table:
 
     async def _again(self, peer: Peer, subject: str, command: type[commands.Command],
                      fields: dict[str, object]) -> commands.Reply:
+        if command is commands.OpenCoup and "number" not in fields:
+            fields = {**fields, "number": await next_number(self.terminal, self.name)}
         return await self._ask_again(peer, subject, command(id=f"t-{uuid.uuid4().hex[:12]}", table=self.name,
                                                             **fields))  # type: ignore[call-arg]
 

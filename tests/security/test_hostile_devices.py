@@ -92,7 +92,7 @@ async def test_cards_out_between_coups_are_each_an_incident_that_holds_the_next_
         held = await table.ask(commands.OpenCoup)
         assert (held.ok, held.clause) == (False, commands.HELD) and "between-1" in held.reason, held
         status = await table.ask(commands.Status)
-        assert status.coup == f"{table.name}-000002" and status.waiting is not None, status
+        assert status.coup == first and status.waiting is not None, status  # the latest coup; held before the next
         assert (status.waiting.kind, status.waiting.incident, status.waiting.house_rule) == ("ruling", "misdrawn", "go_on")
         wrong = await table.supervise(commands.Rule, coup=status.coup, ruling="go_on", read="between-refused-0")
         assert (wrong.ok, wrong.clause) == (False, commands.HELD) and "each incident is ruled in turn" in wrong.reason

@@ -206,7 +206,8 @@ async def test_000_8_2_a_change_of_procedure_is_directed_on_a_supervisors_own_cr
             refused = await casino.ask("BAC000-1", "coup", commands.OpenCoup, procedure="method_d", supervisor=named)
             assert (refused.ok, refused.clause) == (False, "000 8.2") and "supervisor" in refused.reason, refused
         assert await count(casino) == before
-        directed = commands.OpenCoup(id="sup-open", table="BAC000-1", procedure="method_d", supervisor="made-up")
+        directed = commands.OpenCoup(id="sup-open", table="BAC000-1", procedure="method_d", supervisor="made-up",
+                                     number=1)
         first = await casino.peer.ask(subjects.supervise("BAC000-1", "SUP-7"), directed)
         assert first.ok, first
         opened = await casino.recorded(first.coup, CoupOpened)

@@ -100,7 +100,8 @@ async def terminal_deals(nc: Client, table: str, until: float) -> tuple[int, lis
         n += 1
         status = await ask(nc, at("coup"), commands.Status(id=f"st-{n}", table=table))
         if status.waiting is None or status.waiting.kind in ("open", "finished"):
-            status = await ask(nc, at("coup"), commands.OpenCoup(id=f"op-{n}", table=table))
+            status = await ask(nc, at("coup"), commands.OpenCoup(
+                id=f"op-{n}", table=table, number=(subjects.coup_number(status.coup) or 0) + 1))
             if not status.ok:
                 if status.clause in commands.ASK_AGAIN:
                     asked_again.append(status.clause)
@@ -129,7 +130,7 @@ async def test_a_supervisors_credential_flooding_a_table_takes_nothing_of_its_te
         until = time.monotonic() + 8.0
         replies: list[commands.Reply] = []
         flooding = flood(supervisor, subjects.supervise(BACCARAT, SUPERVISOR), lambda i: commands.OpenCoup(
-            id=i, table=BACCARAT, procedure="method_a"), until, replies)
+            id=i, table=BACCARAT, procedure="method_a", number=1), until, replies)
         dealt, asked_again = await terminal_deals(terminal, BACCARAT, until)
         await asyncio.gather(*flooding)
         refused = [r for r in replies if not r.ok and r.clause == "rate limit"]
@@ -153,12 +154,13 @@ async def test_what_a_supervisor_cannot_direct_at_a_table_is_refused_and_writes_
         before = (await compliance.jetstream().stream_info("CASINO")).state.messages
         for n, procedure in enumerate(("method_b", "style_a", "")):
             refused = await ask(supervisor, subjects.supervise(BLACKJACK, SUPERVISOR), commands.OpenCoup(
-                id=f"d-{n}", table=BLACKJACK, procedure=procedure))
+                id=f"d-{n}", table=BLACKJACK, procedure=procedure, number=1))
             assert (refused.ok, refused.clause) == (False, "002 (4)"), refused
             assert "dealt one way" in refused.reason
         assert (await compliance.jetstream().stream_info("CASINO")).state.messages == before
         terminal = await casino.connect(f"terminal-{BLACKJACK}")
-        assert (await ask(terminal, subjects.command(BLACKJACK, "coup"), commands.OpenCoup(id="o", table=BLACKJACK))).ok
+        assert (await ask(terminal, subjects.command(BLACKJACK, "coup"), commands.OpenCoup(id="o", table=BLACKJACK,
+                                                                                           number=1))).ok
         for nc in (supervisor, compliance, terminal):
             await nc.close()
 

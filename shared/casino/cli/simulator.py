@@ -125,6 +125,7 @@ class SimulatedTable:
         self.reply_times: dict[str, list[float]] | None = None
         self.rules: Ruleset = rulesets.load(config.ruleset)
         self.coups = 0
+        self.next_number = 0  # the number of the coup the table opens next (0: not known yet)
         self.refusals = 0  # coups refused (each reported, the table going on)
         # Coups refused in a row when the table stops, each reported, the others dealing on (None: the first
         # refused ends the run, as a test or a benchmark wants).
@@ -248,12 +249,28 @@ class SimulatedTable:
         """Who is signed in at the table's terminal: dealers take turns, ``DEALER_STINT`` coups each."""
         return f"{self.name}-D{self.coups // DEALER_STINT % 3 + 1}"
 
+    async def _number(self) -> int:
+        """The number of the coup the table opens next: the latest coup's, and
+        one (the table asked where this terminal does not know it)."""
+        if not self.next_number:
+            status = await self.ask("coup", commands.Status)
+            self.next_number = (subjects.coup_number(status.coup) or 0) + 1
+        return self.next_number
+
     async def _open(self, procedure: str, directed: bool) -> commands.Reply:
         for _ in range(16):  # at a card-reading table, a new shoe's order reported or its burn cards read first
+            number = await self._number()
             if directed:
-                opened = await self.supervise(commands.OpenCoup, procedure=procedure, dealer=self.dealer)
+                opened = await self.supervise(commands.OpenCoup, procedure=procedure, dealer=self.dealer,
+                                              number=number)
             else:
-                opened = await self.ask("coup", commands.OpenCoup, procedure=procedure, dealer=self.dealer)
+                opened = await self.ask("coup", commands.OpenCoup, procedure=procedure, dealer=self.dealer,
+                                        number=number)
+            if not opened.ok and opened.clause == "coup" and "the table's next is" in opened.reason:
+                self.next_number = 0  # another terminal opened one meanwhile: asked again
+                continue
+            if opened.ok:
+                self.next_number = (subjects.coup_number(opened.coup) or 0) + 1
             if opened.ok or self.devices is None:
                 break
             if opened.clause == commands.HELD and await self._before_opening():
@@ -268,7 +285,8 @@ class SimulatedTable:
         status = await self.ask("coup", commands.Status)
         if not (status.ok and status.waiting is not None and status.waiting.kind in ("key", "ruling", "shuffle")):
             return False
-        await until_finished(status, lambda waiting: self._respond(status.coup, waiting))
+        coup = f"{self.name}-{await self._number():06d}"  # the next coup's record holds what is ruled on
+        await until_finished(status, lambda waiting: self._respond(coup, waiting))
         return True
 
     async def one_coup(self) -> None:
@@ -278,7 +296,7 @@ class SimulatedTable:
             # A coup left in hand (the terminal stopped in the middle of it) is dealt to its end first.
             refusal = opened
             opened = await self.ask("coup", commands.Status)
-            if not (opened.ok and opened.waiting and opened.waiting.kind not in ("open", "finished")):
+            if not (opened.ok and opened.coup and opened.waiting and opened.waiting.kind not in ("open", "finished")):
                 raise Refused(f"{self.name}: opening a coup refused: {refusal.clause}: {refusal.reason}")
         with self.settled(coup := opened.coup) as done:
             await self._deal(coup, done, opened.waiting)
@@ -287,6 +305,7 @@ class SimulatedTable:
         """Place the wagers and close the betting (unless closed already), answer
         what the coup waits for, and wait for its settlement."""
         closing = time.perf_counter()
+        self.next_number = (subjects.coup_number(coup) or 0) + 1
         reply = commands.Reply(True, coup=coup, waiting=waiting)
         if waiting is None or waiting.kind == "close_betting":
             await self._seat_players(coup)

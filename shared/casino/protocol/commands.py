@@ -101,11 +101,10 @@ class OpenCoup(Command, frozen=True, tag="table.open_coup"):
     taken only on a supervisor's own subject (``subjects.supervise``), where
     ``supervisor`` is the name that subject gives; from a table's terminal it
     is always empty, whatever the terminal wrote. ``number``: the number of
-    the coup it opens (the last coup the terminal saw, and one), or 0 for
-    whichever is next; an opening that names it is applied once however late
-    it is asked again (the table past that number, it is refused), one that
-    does not, once among the openings the table's record names
-    (``OPENINGS_KEPT``) and the stream's duplicate window. ``dealer``: who
+    the coup it opens (the last coup the terminal saw, and one; ``table.status``
+    names the latest), always: an opening is applied once however late it is
+    asked again (the table past that number, it is refused), and one that
+    names none is refused, naming the table's next. ``dealer``: who
     deals the coup, as signed in at the table's terminal (empty: the dealer
     who dealt the table's last coup deals on); recorded with the coup, and a
     change of dealer with it."""
