@@ -104,7 +104,8 @@ async def test_a_round_the_shoe_does_not_deal_holds_its_coup_for_compliance_and_
         ended = await Peer(casino.nc).ask(subjects.command(table, "shoe"), commands.EndRound(
             "not-the-dealer", table, coup, tables[table].ruleset, tuple(layout)))
         assert ended.ok, ended
-        refused = await casino.ask(table, "coup", commands.Decide, coup=coup, seat=1, hand=0, action="stand")
+        # a hit always asks the shoe for a card (a stand may need none: a dealer on 17 or more)
+        refused = await casino.ask(table, "coup", commands.Decide, coup=coup, seat=1, hand=0, action="hit")
         assert not refused.ok and refused.clause in (commands.HELD, "shoe round"), refused
         status = await casino.ask(table, "coup", commands.Status)
         assert status.waiting is not None and status.waiting.kind == "held", status
