@@ -73,10 +73,11 @@ class DealerPolicyService:
         once it is folded: a read that fails leaves the table as it was, never
         as a table that has dealt nothing (which would open coup 1 again)."""
         t = self.new_table(name)
-        latest = await latest_records(self.store, name)
+        t.number, latest = await latest_records(self.store, name)
         for msg in latest:
             follow(self.repository, t, msg)
         if latest and not t.coup:  # the latest is a stray under a coup of no number of ours: the table's coups, whole
+            t = self.new_table(name)
             for msg in await self.store.read(subjects.aggregate_filter("coup", name)):
                 follow(self.repository, t, msg)
         self.tables[name] = t

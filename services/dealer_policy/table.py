@@ -208,11 +208,16 @@ def follow(repository: Repository[TableCoup], t: TableCoup, m: Stored) -> None:
     if coup < t.coup or (m.seq <= t.last_seq and coup == t.coup):
         return
     if coup != t.coup:
-        if not any(isinstance(e.data, CoupConfigured) for e in m.batch.events):
+        opening = next((e.data for e in m.batch.events if isinstance(e.data, CoupConfigured)), None)
+        if opening is None:
             if number == t.number + 1 and before_opening([e.data for e in m.batch.events]):
                 take_prelude(repository, t, coup, shoe, m)
             else:
                 log.warning("%s seq %d is under a coup no opening opened: passed over", m.subject, m.seq)
+            return
+        if why := out_of_turn(t, coup, opening):
+            log.error("table %s: %s seq %d %s: passed over, the table deals on (verification names it)",
+                      t.name, m.subject, m.seq, why)
             return
         next_coup(t)
         t.coup, t.shoe, t.number = coup, shoe, number
@@ -243,20 +248,44 @@ def follow(repository: Repository[TableCoup], t: TableCoup, m: Stored) -> None:
         repository.take(t, m.seq, m.batch)
 
 
-async def latest_records(store: EventStore, name: str) -> list[Stored]:
+def out_of_turn(t: TableCoup, coup: str, opening: CoupConfigured) -> str:
+    """Why an opening recorded under ``coup`` is not the table's next coup ("" if it is):
+    it names another table or number than its subject, or its number does not follow
+    the table's latest coup (``t.number``; any, before the first coup is followed
+    where nothing before it was read)."""
+    number = subjects.coup_number(coup)
+    if opening.table != t.name or opening.coup_number != number:
+        return f"opens coup {opening.coup_number} of table {opening.table}, not the coup of its subject"
+    if (t.coup or t.number) and number != t.number + 1:
+        return f"opens coup {number}, and the table's next is {t.number + 1}"
+    return ""
+
+
+async def latest_records(store: EventStore, name: str) -> tuple[int, list[Stored]]:
     """The messages of the table's latest coup, where the table is folded from
-    (``follow``); where the latest is the next coup's record before it opens
-    (a card out between coups, filed under the shoe of the coup before), the
-    coup before's first."""
+    (``follow``), and the number of the coup before them; where the latest is
+    the next coup's record before it opens (a card out between coups, filed
+    under the shoe of the coup before), the coup before's first. Where the
+    coup before the latest is in neither its shoe nor the one before (an
+    opening out of turn, or a shoe the archiver has removed), the table's
+    coups, whole, from no number: ``follow`` passes over an opening out of turn."""
     latest = await latest_at_table(store, name, "coup")
     if latest is None:
-        return []
+        return 0, []
     _, shoe, coup, _ = subjects.tokens(latest.subject)
     msgs = await store.read(subjects.event(name, shoe, coup, "coup"))
     number = subjects.coup_number(coup) or 0
-    if number > 1 and not any(isinstance(e.data, CoupConfigured) for m in msgs for e in m.batch.events):
-        msgs = await store.read(subjects.event(name, shoe, f"{name}-{number - 1:06d}", "coup")) + msgs
-    return msgs
+    if number <= 1:
+        return 0, msgs
+    before = f"{name}-{number - 1:06d}"
+    shoes = [s for s in (shoe, subjects.shoe_id(name, (subjects.shoe_number(name, shoe) or 1) - 1)) if s]
+    for s in dict.fromkeys(shoes):
+        if any(isinstance(e.data, CoupConfigured) for m in msgs for e in m.batch.events):
+            if await store.last(subjects.event(name, s, before, "coup")) is not None:
+                return number - 1, msgs
+        elif earlier := await store.read(subjects.event(name, s, before, "coup")):
+            return number - 2, earlier + msgs
+    return 0, await store.read(subjects.aggregate_filter("coup", name))
 
 
 def before_opening(events: Sequence[AnyEvent]) -> bool:

@@ -139,3 +139,80 @@ async def test_ctrl_c_with_its_server_gone_ends_every_process_within_ten_seconds
     assert proc.stderr is not None
     err = (await proc.stderr.read()).decode()
     assert "Traceback" not in err and "killed" not in err, err  # no service had to be killed either
+
+
+def process_of(pids: set[int], module: str) -> int:
+    """The pid among ``pids`` running ``python -m <module>``."""
+    return next(p for p in alive(pids) if f"-m\0{module}\0".encode() in Path(f"/proc/{p}/cmdline").read_bytes())
+
+
+def listens(port: int) -> bool:
+    import socket
+    try:
+        socket.create_connection(("127.0.0.1", port), 0.5).close()
+        return True
+    except OSError:
+        return False
+
+
+async def test_the_launcher_starts_again_every_service_it_started_and_its_web(tmp_path: Path) -> None:
+    """kill -9 of the dealer-policy, then of the web: each is started again
+    (its backoff, 0.5 s, then as long as it takes to start), the tables
+    deal on, and the web answers again on its address."""
+    proc, started = await dealing(tmp_path)
+    web = process_of(started, "services.web")
+    port = int(Path(f"/proc/{web}/cmdline").read_bytes().split(b"\0")[-2])
+    for module in ("services.dealer_policy", "services.web"):
+        killed = process_of(started, module)
+        before = await settled(tmp_path)
+        at = time.monotonic()
+        os.kill(killed, signal.SIGKILL)
+        for _ in range(600):
+            now = descendants(proc.pid)
+            if (again := [p for p in alive(now) if p != killed and f"-m\0{module}\0".encode() in
+                          Path(f"/proc/{p}/cmdline").read_bytes()]) and \
+                    (module != "services.web" or listens(port)) and await settled(tmp_path) >= before + 4:
+                break
+            await asyncio.sleep(0.1)
+        assert again, f"{module} was not started again"
+        print(f"{module} killed with -9: started again and dealing on within {time.monotonic() - at:.1f} s")
+        started |= set(again)
+    assert proc.returncode is None
+    took = await stopped_within(proc, started | descendants(proc.pid), signal.SIGTERM)
+    assert took < STOPS_WITHIN, took
+    assert proc.stderr is not None
+    err = (await proc.stderr.read()).decode()
+    assert "dealer-policy exited (status -9)" in err and "web exited (status -9)" in err, err
+
+
+async def test_the_launchers_children_end_with_it_and_its_store_is_run_by_one_server_at_a_time(
+        tmp_path: Path) -> None:
+    """A second launcher on a running store is refused in one line naming
+    the server that runs it, and leaves the store's files as they were; kill
+    -9 of the launcher ends every process it started (a parent-death signal),
+    and the store is then free for the next launcher, which deals on."""
+    proc, started = await dealing(tmp_path)
+    server = server_of(started)
+    auth = (tmp_path / natsauth.AUTH_FILE).read_bytes()
+    second = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "casino.cli.main", "run", "--var", str(tmp_path), "--port", str(free_port()),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(second.communicate(), 60)
+    refusal = err.decode().strip()
+    assert second.returncode == 2 and len(refusal.splitlines()) == 1, (out, err)
+    assert f"nats-server pid {server}" in refusal and "one store, one server" in refusal, refusal
+    assert (tmp_path / natsauth.AUTH_FILE).read_bytes() == auth
+    assert alive({server}) == {server}
+
+    at = time.monotonic()
+    proc.kill()
+    await proc.wait()
+    while alive(started) and time.monotonic() - at < 30:
+        await asyncio.sleep(0.05)
+    print(f"launcher killed with -9: its {len(started)} processes ended within {time.monotonic() - at:.1f} s")
+    assert alive(started) == set(), [Path(f"/proc/{p}/cmdline").read_bytes() for p in alive(started)]
+
+    again, _ = await dealing(tmp_path)  # the store is free: the next launcher runs it
+    assert await settled(tmp_path) >= 4
+    again.send_signal(signal.SIGTERM)
+    await asyncio.wait_for(again.wait(), 30)

@@ -155,8 +155,8 @@ def test_prometheus_scrapes_every_series_the_dashboards_and_alerts_use_and_a_ser
             prometheus.query(expr)  # every rule evaluates (an error names it)
         assert not any(a["labels"]["alertname"] == "CasinoServiceDown" for a in prometheus.alerts())
 
-        procs["settlement"][0].send_signal(signal.SIGKILL)
-        procs["settlement"][0].wait(10)
+        procs["settlement"][0].process.send_signal(signal.SIGKILL)
+        procs["settlement"][0].process.wait(10)
 
         def down() -> list[dict[str, Any]]:
             return [a for a in receiver.alerts if a["labels"].get("alertname") == "CasinoServiceDown"]

@@ -17,7 +17,9 @@ from casino.audit.parallel import in_processes
 from casino.audit.verify import (
     Carried,
     Finding,
+    Openings,
     carried_over,
+    off_roster,
     recorded_rulesets,
     unreadable,
     verify_coup,
@@ -28,7 +30,7 @@ from casino.nats import client as natsclient
 from casino.rules.ruleset import Ruleset
 from casino.rules.shoe import ShoeEnded
 from casino.store import subjects
-from casino.store.envelope import AnyEvent
+from casino.store.envelope import AnyEvent, CoupConfigured
 from casino.store.eventstore import EventStore, Stored
 from casino.store.jetstream import STREAM
 
@@ -113,10 +115,12 @@ class _Verifying:
         self.findings: list[Finding] = []
         self.rulesets: dict[str, Ruleset] = {}  # recorded at the table (before the coups dealt under them)
         self.carried: Carried = {}  # the coups are handed over in order: each checked against the one before
+        self.openings = Openings()
 
     def take(self, m: Stored) -> None:
         self.read += m.seq <= self.last_seq
         self.findings += between_coups([m])
+        self.openings.take(m)
         if m.subject.endswith(".ruleset"):
             found, findings = recorded_rulesets([m])
             self.rulesets.update(found)
@@ -125,7 +129,7 @@ class _Verifying:
 
     def _coup(self, records: list[Stored]) -> None:
         coup = subjects.tokens(records[0].subject)[2]
-        report = _verify_coups({coup: records}, self.each_coup, self.rulesets, self.carried)
+        report = _verify_coups({coup: records}, self.each_coup, self.rulesets, self.carried, self.openings)
         self.coups += report.coups
         self.findings += report.findings
         if not report.coups:
@@ -139,29 +143,44 @@ class _Verifying:
         self.grouped.rest()
         for coup in sorted(self.grouped.again):
             report = _verify_coups({coup: await store.read(subjects.coup_filter(coup, self.table))}, None,
-                                   self.rulesets)
+                                   self.rulesets, None, self.openings)
             self.findings = [f for f in self.findings if f.coup != coup] + report.findings
             self.coups += report.coups - (coup not in self.unfinished)
-        return Report(self.coups, self.ended, self.findings)
+        return Report(self.coups, self.ended, self.findings + self.openings.findings + self.openings.left_in_play())
 
 
 def _verify_coups(coups: dict[str, list[Stored]], each_coup: Callable[[list[Stored]], object] | None,
-                  rulesets: Mapping[str, Ruleset] | None = None, carried: Carried | None = None) -> Report:
-    """Every finished coup of ``coups`` verified (one being dealt is skipped)
-    under the ``rulesets`` recorded (by digest), in order, each opening against
-    what the coup before it left (``carried``: kept across calls by a caller
-    that hands the coups over in turn); ``each_coup`` is given every one's records."""
+                  rulesets: Mapping[str, Ruleset] | None = None, carried: Carried | None = None,
+                  openings: Openings | None = None) -> Report:
+    """Every finished coup of ``coups`` verified under the ``rulesets``
+    recorded (by digest), in order, each opening against what the coup before
+    it left (``carried``: kept across calls by a caller that hands the coups
+    over in turn); ``each_coup`` is given every one's records. A coup being
+    dealt is not decided yet: only its directions are checked against its
+    roster, and it is named in ``openings`` (``Openings.left_in_play``)."""
     findings: list[Finding] = []
     verified = 0
     carried = {} if carried is None else carried
-    for _, msgs in sorted(coups.items()):
+    for coup, msgs in sorted(coups.items()):
         if each_coup is not None:
             each_coup(msgs)
         if not any(subjects.tokens(m.subject)[3] == "settle" for m in msgs) and _in_play(msgs):
+            findings += _directions(coup, msgs)
+            if openings is not None:
+                openings.in_play[coup] = subjects.tokens(msgs[0].subject)[0]
             continue
+        if openings is not None:
+            openings.in_play.pop(coup, None)
         verified += 1
         findings += verify_coup(msgs, rulesets) + carried_over(msgs, carried)
     return Report(verified, 0, findings)
+
+
+def _directions(coup: str, msgs: list[Stored]) -> list[Finding]:
+    """The directions in a coup in play from a name not on its roster."""
+    events = [(m.seq, e.data) for m in msgs if subjects.tokens(m.subject)[3] == "coup" for e in m.batch.events]
+    configured = next((e for _, e in events if isinstance(e, CoupConfigured)), None)
+    return [] if configured is None else off_roster(coup, configured, events)
 
 
 def verify_history(stored: list[Stored], carried: Carried | None = None) -> Report:
@@ -169,11 +188,19 @@ def verify_history(stored: list[Stored], carried: Carried | None = None) -> Repo
     return verify_all(stored, [m for m in stored if subjects.tokens(m.subject)[3] == "shoe"], carried)
 
 
-def verify_all(stored: list[Stored], shoe_events: list[Stored], carried: Carried | None = None) -> Report:
-    """Verify every coup in ``stored`` (finished ones; one being dealt is skipped)
-    and every ended shoe in ``shoe_events``."""
+def verify_all(stored: list[Stored], shoe_events: list[Stored], carried: Carried | None = None,
+               openings: Openings | None = None) -> Report:
+    """Verify every coup in ``stored`` (finished ones; one being dealt is
+    checked as ``_verify_coups`` checks it) and every ended shoe in
+    ``shoe_events``; their openings taken into ``openings`` (kept across
+    calls by a caller that hands the coups over in turn, else named here)."""
     recorded, findings = recorded_rulesets(stored)
-    report = _verify_coups(by_coup(stored), None, recorded, carried)
+    turns = Openings() if openings is None else openings
+    for m in sorted(stored, key=lambda m: m.seq):
+        turns.take(m)
+    report = _verify_coups(by_coup(stored), None, recorded, carried, turns)
+    if openings is None:
+        findings += turns.findings + turns.left_in_play()
     report.findings += findings + between_coups({m.seq: m for m in [*stored, *shoe_events]}.values())
     ended = {e.data.shoe_id for m in shoe_events for e in m.batch.events if isinstance(e.data, ShoeEnded)}
     return Report(report.coups, len(ended), report.findings + verify_shoes(shoe_events))
@@ -205,11 +232,11 @@ async def verify_window(store: EventStore, table: str, bounds: Bounds) -> Report
     numbers, _ = await coups_within(store, table, bounds)
     if numbers is None:
         return None
-    parts, shoes, carried = [], set(), Carried()
+    parts, shoes, carried, openings = [], set(), Carried(), Openings()
     async for msgs in read_coups(store, table, numbers):  # each verified as read: a coup's records held at a time
         if (opening := opening_of(msgs)) is not None and bounds.hold(opening):
-            parts.append(verify_all(msgs, [], carried))
+            parts.append(verify_all(msgs, [], carried, openings))
             shoes |= {subjects.tokens(m.subject)[1] for m in msgs if subjects.tokens(m.subject)[3] == "shoe"}
     for shoe in sorted(shoes):
         parts.append(verify_all([], await store.read(subjects.event(table, shoe, "*", "shoe"))))
-    return Report.of(parts)
+    return Report.of([*parts, Report(0, 0, openings.findings + openings.left_in_play())])

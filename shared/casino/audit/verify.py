@@ -131,6 +131,7 @@ def carried_over(stored: list[Stored], carried: Carried) -> list[Finding]:
     if configured_at is None:
         return []
     configured_seq, configured_envelope = configured_at
+    filed = subjects.tokens(msgs[0].subject)[2]  # the coup whose record holds it, whatever its events name
     configured = configured_envelope.data
     assert isinstance(configured, CoupConfigured)
     game = games.named(configured.game)
@@ -138,32 +139,29 @@ def carried_over(stored: list[Stored], carried: Carried) -> list[Finding]:
     findings = []
     opened_by = id_digest(configured_envelope.causation)
     if opened_by in configured.opened_before:  # a command applied twice
-        findings.append(Finding(configured_envelope.coup, configured_seq, f"the coup was opened by command "
+        findings.append(Finding(filed, configured_seq, f"the coup was opened by command "
                                 f"{configured_envelope.causation}, which had opened an earlier coup of the table"))
     opening = next(((seq, e) for seq, e in events if not isinstance(e, NOT_OF_THE_GAME)), None)
-    if configured.supervisors:  # the roster recorded with the coup (version 4): every direction from a name on it
-        findings += [Finding(configured_envelope.coup, seq, f"directed by {name}, who is not on the roster of "
-                                                            f"supervisors recorded with the coup")
-                     for seq, e in events if (name := getattr(e, "supervisor", "")) not in ("", *configured.supervisors)]
+    findings += off_roster(filed, configured, events)
     before = carried.get(configured.table)
     if before is not None and before[0] == configured.coup_number - 1 and configured.opened_before and \
             configured.opened_before != before[4][:len(configured.opened_before)]:
-        findings.append(Finding(configured_envelope.coup, configured_seq, "the coup's record does not name the "
+        findings.append(Finding(filed, configured_seq, "the coup's record does not name the "
                                 "openings of the coups before it as their records do"))
     if before is not None and before[0] == configured.coup_number - 1 and \
             (configured.dealer or configured.dealer_before) and configured.dealer_before != before[5]:
-        findings.append(Finding(configured_envelope.coup, configured_seq, f"the coup names "
+        findings.append(Finding(filed, configured_seq, f"the coup names "
                                 f"{configured.dealer_before or 'nobody'} as the dealer before it, but the coup before "
                                 f"was dealt by {before[5] or 'nobody signed in'}"))
     ended_before = any(isinstance(e, CoupRuled) and e.ruling == "end_shoe" and not e.coup for _, e in events)
     if before is not None and before[0] == configured.coup_number - 1 and \
             configured.voids_before != (0 if ended_before else before[6]):
-        findings.append(Finding(configured_envelope.coup, configured_seq, f"the coup names "
+        findings.append(Finding(filed, configured_seq, f"the coup names "
                                 f"{configured.voids_before} coups voided in a row before it, but the record has "
                                 f"{0 if ended_before else before[6]} (docs/readers.md)"))
     if opening is not None and before is not None and before[0] == configured.coup_number - 1:
         seq, opened = opening
-        coup = configured_envelope.coup
+        coup = filed
         seat, player = getattr(opened, "shoe_holder", None), getattr(opened, "shoe_holder_player", "")
         if seat != before[1] or (player and before[2] and player != before[2]):
             findings.append(Finding(coup, seq, f"the coup opened with the shoe held by {_holding(seat, player)}, "
@@ -188,6 +186,57 @@ def carried_over(stored: list[Stored], carried: Carried) -> list[Finding]:
     carried[configured.table] = (configured.coup_number, left.holder, left.holder_player, left.procedure,
                                  (opened_by, *configured.opened_before)[:OPENINGS_KEPT], configured.dealer, voids)
     return findings
+
+
+def off_roster(coup: str, configured: CoupConfigured, events: Iterable[tuple[int, AnyEvent]]) -> list[Finding]:
+    """Every direction in a coup from a name not on the roster of supervisors
+    recorded with it (``coup.configured`` version 4)."""
+    if not configured.supervisors:
+        return []
+    return [Finding(coup, seq, f"directed by {name}, who is not on the roster of supervisors recorded with the "
+                               f"coup") for seq, e in events
+            if (name := getattr(e, "supervisor", "")) not in ("", *configured.supervisors)]
+
+
+class Openings:
+    """Each table's openings as the record holds them, taken in stream order:
+    each against its subject and the table's coup before it (a table's coups
+    are numbered one after another; an opening out of turn is passed over,
+    as the dealer-policy passes it over, and the next is checked against the
+    last in turn), and the coups left in play (``in_play``, as they are found):
+    only a table's latest opening may be in play (``left_in_play``)."""
+
+    def __init__(self) -> None:
+        self.latest: dict[str, int] = {}  # by table: the number of its last coup opened in turn
+        self.last_opened: dict[str, str] = {}  # by table: the coup opened last, in turn or not
+        self.in_play: dict[str, str] = {}  # the coups found in play, and their tables
+        self.findings: list[Finding] = []
+
+    def take(self, m: Stored) -> None:
+        table, _, coup, aggregate = subjects.tokens(m.subject)
+        if aggregate != "coup":
+            return
+        for e in m.batch.events:
+            if isinstance(e.data, CoupConfigured):
+                self.findings += self._opened(table, coup, m.seq, e.data)
+
+    def _opened(self, table: str, coup: str, seq: int, c: CoupConfigured) -> list[Finding]:
+        self.last_opened[table] = coup
+        number = subjects.coup_number(coup)
+        if c.table != table or c.coup_number != number:
+            return [Finding(coup, seq, f"the coup's opening names coup {c.coup_number} of table {c.table}, not "
+                                       f"the coup it is recorded under")]
+        before = self.latest.get(table)
+        if before is not None and number != before + 1:
+            return [Finding(coup, seq, f"the coup opened as number {number}, and the table's coup before it is "
+                                       f"{before}: a table's coups are numbered one after another")]
+        self.latest[table] = c.coup_number
+        return []
+
+    def left_in_play(self) -> list[Finding]:
+        """Every coup in play that is not its table's latest: it can never end."""
+        return [Finding(coup, 0, f"the coup was never finished, and {after} opened after it")
+                for coup, table in sorted(self.in_play.items()) if (after := self.last_opened.get(table, coup)) != coup]
 
 
 def recorded_rulesets(stored: Iterable[Stored]) -> tuple[dict[str, Ruleset], list[Finding]]:

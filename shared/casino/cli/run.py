@@ -10,11 +10,12 @@ import contextlib
 import itertools
 import os
 import signal
+import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Coroutine
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,8 @@ from casino.config.tables import TableConfig, dump_tables
 from casino.nats import client as natsclient
 from casino.nats import permissions as natsauth
 from casino.nats.provision import provision
-from casino.nats.server import NatsServer, free_port
+from casino.nats.server import NatsServer, StoreInUse, free_port
+from casino.processes import Child, Supervised, dies_with_parent
 from casino.readmodels.projections import KvProjections, Takings
 from casino.rules.baccarat.messages import Approval
 from casino.store import subjects
@@ -226,44 +228,6 @@ SERVICES_STOP_WITHIN = 7.0
 SERVER_STOP_WITHIN = 2.0
 
 
-class Watched:
-    """The embedded nats-server, started again on the same store (and port)
-    whenever it exits while the casino runs: the services and the tables
-    reconnect, and deal on from the store."""
-
-    def __init__(self, server: NatsServer) -> None:
-        self.server = server
-        self.stopping = threading.Event()
-        self.thread = threading.Thread(target=self._watch, name="nats-server-watch", daemon=True)
-
-    def start(self) -> None:
-        self.thread.start()
-
-    def _watch(self) -> None:
-        while not self.stopping.wait(0.5):
-            process = self.server.process
-            if process is None or process.poll() is None:
-                continue
-            print(f"nats-server exited (status {process.returncode}): started again on the same store",
-                  file=sys.stderr, flush=True)
-            try:
-                self.server.start()
-            except Exception as exc:  # asked again at the next turn
-                if not self.stopping.is_set():
-                    print(f"nats-server could not be started again ({exc}): trying again", file=sys.stderr, flush=True)
-
-    def stop(self) -> None:
-        """No more restarts; the server stopped (one being started again, too)."""
-        self.stopping.set()
-        deadline = time.monotonic() + SERVER_STOP_WITHIN
-        while self.thread.is_alive() and time.monotonic() < deadline:
-            process = self.server.process
-            if process is not None and process.poll() is None:
-                process.terminate()  # a start under way fails on it, and the watch ends
-            self.thread.join(0.1)
-        self.server.stop(SERVER_STOP_WITHIN)
-
-
 def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
@@ -315,23 +279,24 @@ def _read_models_caught_up(url: str, within: float) -> None:
         nc = await natsclient.connect(url, **{**_quietly(), "connect_timeout": 1, "max_reconnect_attempts": 0,
                                               "allow_reconnect": False})
         try:
-            await asyncio.wait_for(_projections_caught_up(nc, within), within)
+            await _projections_caught_up(nc, within)
         finally:
             await nc.close()
 
     with contextlib.suppress(Exception, KeyboardInterrupt):
-        _run(caught_up())
+        _run(asyncio.wait_for(caught_up(), within))  # its connection too: a server away is not waited for
 
 
-Processes = dict[str, list[subprocess.Popen[bytes]]]
+Processes = dict[str, list[Child]]
 
 
 def start_services(var: Path, tables_file: Path, url_of: Callable[[str], str], replicas: int = 1) -> tuple[Processes, dict[str, list[str]]]:
     """Every service, ``replicas`` processes of each, connecting as its own
     user (``url_of`` its name gives its URL, passed in the environment, never
     on the command line), each serving its metrics and health on a free
-    loopback port: the processes, and where each service's are served
-    (its name -> ``host:port`` of each instance)."""
+    loopback port: the processes (each started again as it was, on the same
+    port), and where each service's are served (its name -> ``host:port``
+    of each instance)."""
     procs: Processes = {}
     targets: dict[str, list[str]] = {}
     for service in SERVICES:
@@ -342,26 +307,46 @@ def start_services(var: Path, tables_file: Path, url_of: Callable[[str], str], r
         env = {**os.environ, "CASINO_NATS_URL": url_of(name)}
         for n in range(1, max(1, replicas) + 1):
             port = free_port()
-            log_name = f"{service}.log" if n == 1 else f"{service}-{n}.log"
-            with (var / "logs" / log_name).open("ab") as log:
-                # A session of their own: Ctrl-C reaches the launcher, which stops them in order.
-                procs.setdefault(service, []).append(subprocess.Popen(
-                    [*cmd, "--http-port", str(port)], stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                    env=env))
+            instance, log_name = (name, f"{service}.log") if n == 1 else (f"{name}-{n}", f"{service}-{n}.log")
+            procs.setdefault(service, []).append(Child(instance, partial(
+                _child, [*cmd, "--http-port", str(port)], var / "logs" / log_name, env)))
             targets.setdefault(name, []).append(f"127.0.0.1:{port}")
     return procs, targets
 
 
-def start_web(var: Path, tables_file: Path, url: str) -> tuple[subprocess.Popen[bytes], str]:
+def _child(cmd: list[str], log_file: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """One of the launcher's processes: its output to ``log_file``, in a
+    session of its own (Ctrl-C reaches the launcher, which stops them in
+    order), ended when the launcher dies."""
+    with log_file.open("ab") as log:
+        return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env,
+                                preexec_fn=dies_with_parent())
+
+
+def start_web(var: Path, tables_file: Path, url: str) -> tuple[Child, str]:
     """The web pages (services.web) on a free loopback port, as the web user;
     their accounts made once under ``var``: the process, and its address."""
     port = free_port()
-    with (var / "logs" / "web.log").open("ab") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "services.web", "--tables", str(tables_file), "--accounts",
-             str(var / "web-auth.json"), "--passwords", str(var / WEB_PASSWORDS), "--http-port", str(port)],
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env={**os.environ, "CASINO_NATS_URL": url})
-    return proc, f"http://127.0.0.1:{port}/"
+    return Child("web", partial(_child, [
+        sys.executable, "-m", "services.web", "--tables", str(tables_file), "--accounts", str(var / "web-auth.json"),
+        "--passwords", str(var / WEB_PASSWORDS), "--http-port", str(port)], var / "logs" / "web.log",
+        {**os.environ, "CASINO_NATS_URL": url})), f"http://127.0.0.1:{port}/"
+
+
+def _listening(addresses: list[str], within: float = 30.0) -> None:
+    """Until every ``host:port`` takes a connection (a service serves its
+    metrics and health once it has started)."""
+    deadline = time.monotonic() + within
+    for address in addresses:
+        host, _, port = address.rpartition(":")
+        while True:
+            try:
+                socket.create_connection((host, int(port)), 0.5).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"nothing listens on {address} after {within:g} s: see the logs") from None
+                time.sleep(0.1)
 
 
 def stop_services(procs: Processes, url: str, within: float = SERVICES_STOP_WITHIN) -> None:
@@ -370,11 +355,12 @@ def stop_services(procs: Processes, url: str, within: float = SERVICES_STOP_WITH
     still running then is killed."""
     deadline = time.monotonic() + within
     for service in (s for s in STOP_ORDER if s in procs):
-        if service == "projections" and any(p.poll() is None for p in procs[service]):
+        running = [c.process for c in procs[service]]
+        if service == "projections" and any(p.poll() is None for p in running):
             _read_models_caught_up(url, max(0.1, min(3.0, deadline - time.monotonic() - 1.0)))
-        for p in procs[service]:
+        for p in running:
             p.terminate()
-        for p in procs[service]:
+        for p in running:
             try:
                 p.wait(max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
@@ -395,17 +381,23 @@ def run(args: argparse.Namespace) -> int:
     (var / "logs").mkdir(parents=True, exist_ok=True)
     tables = default_tables(args.tables, names, min(args.readers, args.tables))
     readers = [t for t, c in tables.items() if c.cards == "read"]
+    server = NatsServer(var / "nats", port=args.port, config=var / natsauth.CONFIG_FILE,
+                        log_file=var / "logs" / "nats-server.log")
+    try:  # before anything under var is written: a store another launcher runs is left as it is
+        server.lock_store()
+    except StoreInUse as exc:
+        print(f"casino run: {exc}", file=sys.stderr, flush=True)
+        return 2
     tables_file = var / "tables.toml"
     tables_file.write_text(dump_tables(tables), encoding="utf-8")
     pw = natsauth.local_auth(var, tables, readers=readers)  # every service and device its own user; none anonymous
-    server = NatsServer(var / "nats", port=args.port, config=var / natsauth.CONFIG_FILE,
-                        log_file=var / "logs" / "nats-server.log")
     if server.holds_store():
         print(f"nats-server reads the store in {var / 'nats'} back before it listens: a long history takes "
               f"a while, after a crash minutes (docs/operations.md: Sizing the nats-server)", flush=True)
-    server.start()
-    watched = Watched(server)
-    watched.start()
+    # The server is started again until the services have stopped; they, until they are stopped.
+    servers, children = Supervised([Child("nats-server", lambda: _started(server))]), Supervised()
+    servers.start()
+    children.start()
 
     def url(user: str) -> str:
         return natsauth.with_credentials(server.url, user, pw[user])
@@ -418,11 +410,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         _run(_provision(url("admin"), args.casino))
         procs, targets = start_services(var, tables_file, url, args.replicas)
+        for child in (c for instances in procs.values() for c in instances):
+            children.add(child)
         for name, where in targets.items():
             print(f"{name:<14} " + "  ".join(f"http://{w}/metrics" for w in where) + "  (and /healthz, /readyz)",
                   flush=True)
         web, address = start_web(var, tables_file, url("web"))
-        procs["web"] = [web]
+        procs["web"] = [children.add(web)]
         print(f"{'web':<14} {address}  (sign in as pit, surveillance or compliance: passwords in "
               f"{var / WEB_PASSWORDS})", flush=True)
         if args.observe:
@@ -431,6 +425,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"Prometheus on {prometheus.url}, scraping every service with the alert rules of "
                   f"{ALERT_RULES.relative_to(ALERT_RULES.parents[2])} loaded; data in {prometheus.folder}", flush=True)
         _run(_wait_ready(url("admin")))
+        _listening([w for where in targets.values() for w in where] + [address.removeprefix("http://").rstrip("/")])
         pace = args.pace if args.pace is not None else 0.0 if args.coups else PACE
         print(f"dealing at {', '.join(tables)}" + (f", {args.coups} coups each" if args.coups else "; Ctrl-C stops")
               + (f", a coup every {pace:g} s a table" if pace else ", flat out"), flush=True)
@@ -445,11 +440,19 @@ def run(args: argparse.Namespace) -> int:
         print("\nstopping", flush=True)
         return 0
     finally:
+        children.stop_restarting()
         stop_services(procs, url("floor"))
         if prometheus is not None:
             prometheus.stop()
-        watched.stop()
+        servers.stop_restarting()
+        server.stop(SERVER_STOP_WITHIN)
         url_file.unlink(missing_ok=True)
+
+
+def _started(server: NatsServer) -> subprocess.Popen[bytes]:
+    server.start()
+    assert server.process is not None
+    return server.process
 
 
 

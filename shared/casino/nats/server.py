@@ -4,6 +4,7 @@ package puts in the virtual environment, on loopback, with its own store."""
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -14,6 +15,7 @@ import time
 from pathlib import Path
 
 from casino.nats import partitions
+from casino.processes import dies_with_parent
 
 
 def binary() -> str:
@@ -85,6 +87,15 @@ SYNC = "jetstream { sync_interval: always }\n"
 BASE = SYNC + partitions.server_mappings()
 
 
+LOCK_FILE = "casino-store.lock"
+LOCK_WAIT = 5.0  # seconds a lock is waited for: a server that has been told to stop is let finish
+_held: dict[Path, tuple[int, NatsServer]] = {}  # the stores this process holds locked, by path
+
+
+class StoreInUse(RuntimeError):
+    """The store is run by another server."""
+
+
 class NatsServer:
     """A nats-server process; ``url`` once started. Its configuration is
     ``BASE`` and the text of ``config`` (users and accounts), written with
@@ -112,15 +123,63 @@ class NatsServer:
         """Whether the store directory holds JetStream data to read back at the start."""
         return (self.store_dir / "jetstream").is_dir()
 
-    def start(self) -> NatsServer:
+    def lock_store(self, wait: float = LOCK_WAIT) -> int:
+        """Lock the store for this server (an advisory lock on a file in it,
+        which the server process holds too, so it lasts as long as either):
+        one store is run by one server at a time. A store another process
+        holds is waited for ``wait`` seconds, then refused naming who holds it."""
         self.store_dir.mkdir(parents=True, exist_ok=True)
+        key = self.store_dir.resolve()
+        if (held := _held.get(key)) is not None:
+            fd, owner = held
+            if owner is self or owner.process is None or owner.process.poll() is not None:
+                _held[key] = (fd, self)
+                return fd
+            raise StoreInUse(f"the store in {key} is run by {self._holder(fd)}: one store, one server")
+        fd = os.open(key / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    holder = self._holder(fd)
+                    os.close(fd)
+                    raise StoreInUse(f"the store in {key} is run by {holder}: one store, one server "
+                                     f"(stop it first)") from None
+                time.sleep(0.1)
+        _held[key] = (fd, self)
+        self._say_holder(fd, "")
+        return fd
+
+    @staticmethod
+    def _holder(fd: int) -> str:
+        return os.pread(fd, 300, 0).decode("utf-8", "replace").strip() or "another process"
+
+    def _say_holder(self, fd: int, server: str) -> None:
+        text = f"{server}started by pid {os.getpid()} on {self.url}, {time.strftime('%Y-%m-%d %H:%M:%S %Z')}"
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, text.encode(), 0)
+
+    def _unlock(self) -> None:
+        key = self.store_dir.resolve()
+        if (held := _held.get(key)) is not None and held[1] is self:
+            del _held[key]
+            os.close(held[0])
+
+    def start(self) -> NatsServer:
+        lock = self.lock_store()
         conf = self.store_dir / "nats-server.conf"
         write_private(conf, BASE + (Path(self.config).read_text() if self.config else ""))
         args = [*self.wrapper, binary(), "-js", "-a", "127.0.0.1", "-p", str(self.port), "-sd", str(self.store_dir),
                 "-c", str(conf)]
         with self.log_file.open("ab") as log:
-            self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT,
-                                            start_new_session=True, env={**os.environ})
+            # The server holds the store's lock too, and ends when whoever started it dies.
+            self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, pass_fds=(lock,),
+                                            start_new_session=True, env={**os.environ},
+                                            preexec_fn=dies_with_parent())
+        self._say_holder(lock, f"nats-server pid {self.process.pid}, ")
         deadline = time.monotonic() + self.ready_within
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -133,11 +192,13 @@ class NatsServer:
 
     def stop(self, within: float = 10) -> None:
         stop_process(self.process, within)
+        self._unlock()
 
     def kill(self) -> None:
         if self.process and self.process.poll() is None:
             self.process.kill()
             self.process.wait()
+        self._unlock()
 
     def __enter__(self) -> NatsServer:
         return self.start()

@@ -1,0 +1,195 @@
+"""What stands between a hostile browser and the pages: sign-in limited by
+client address and by user (``SignInLimits``), a token against cross-site
+forms (``CSRF_COOKIE``, checked on every POST), the security headers on
+every answer (``Guarded``), and a server that drops a connection whose
+request never finishes arriving (``Deadlined``)."""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import secrets
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+CSRF_COOKIE = "casino_csrf"
+CSRF_FIELD = "csrf"
+# No script but the site's own files, no style but its own sheet, nothing framed, no form sent elsewhere.
+CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+       "font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+HEADERS = ((b"content-security-policy", CSP.encode()), (b"x-content-type-options", b"nosniff"),
+           (b"referrer-policy", b"no-referrer"), (b"x-frame-options", b"DENY"),
+           (b"cross-origin-opener-policy", b"same-origin"), (b"permissions-policy", b"camera=(), microphone=()"))
+HSTS = (b"strict-transport-security", b"max-age=31536000")
+
+
+def over_tls(scope: dict[str, Any]) -> bool:
+    """Whether the browser reached the site over TLS: served so, or behind a
+    proxy (the Ingress) that says so. Trusting the header can only make a
+    cookie stricter (``Secure``) and the answer stricter (HSTS)."""
+    if scope.get("scheme") == "https":
+        return True
+    return any(k == b"x-forwarded-proto" and v.split(b",")[0].strip() == b"https" for k, v in scope.get("headers", ()))
+
+
+def cookie_header(name: str, value: str, scope: dict[str, Any], max_age: int | None = None) -> bytes:
+    """A ``Set-Cookie`` value: HttpOnly, SameSite=Strict, on the whole site, Secure over TLS."""
+    parts = [f"{name}={value}", "Path=/", "HttpOnly", "SameSite=Strict"]
+    if max_age is not None:
+        parts.append(f"Max-Age={max_age}")
+    if over_tls(scope):
+        parts.append("Secure")
+    return "; ".join(parts).encode()
+
+
+def csrf_matches(scope: dict[str, Any], form: dict[str, str]) -> bool:
+    """Whether a form came with the token its browser's cookie holds (a
+    site elsewhere can make a browser send the cookie, never read it)."""
+    token = scope.get("state", {}).get("csrf_cookie", "")
+    return bool(token) and hmac.compare_digest(token, form.get(CSRF_FIELD, ""))
+
+
+class Guarded:
+    """ASGI middleware: every answer gets the security headers (HSTS over
+    TLS), and a browser without a form token gets one in a cookie; the token
+    is ``request.state.csrf`` for the forms, and what the cookie held,
+    ``request.state.csrf_cookie``, for the check."""
+
+    def __init__(self, app: Callable[..., Any]) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Callable[..., Any], send: Callable[..., Any]) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        held = ""
+        for k, v in scope.get("headers", ()):
+            if k == b"cookie":
+                for part in v.decode("latin-1").split(";"):
+                    name, _, value = part.strip().partition("=")
+                    if name == CSRF_COOKIE and 20 <= len(value) <= 64 and value.isascii():
+                        held = value
+        token = held or secrets.token_urlsafe(24)
+        state = scope.setdefault("state", {})
+        state["csrf"], state["csrf_cookie"] = token, held
+        extra = [*HEADERS, *([HSTS] if over_tls(scope) else [])]
+        if not held:
+            extra.append((b"set-cookie", cookie_header(CSRF_COOKIE, token, scope)))
+
+        async def with_headers(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                names = {k.lower() for k, _ in message.get("headers", ())}
+                message["headers"] = [*message.get("headers", ()), *((k, v) for k, v in extra
+                                                                       if k not in names or k == b"set-cookie")]
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+
+class SignInLimits:
+    """Sign-in limited by client address and by user. Each is locked while
+    it has failed ``client_failures`` (``user_failures``) times within the
+    last ``window`` seconds: a lock lasts as long as the guessing goes on,
+    and a ``window`` more. A locked sign-in is refused before its password
+    is looked at, so a right guess during a lock opens nothing. Attempts
+    from one address are paced besides (``per_second``, ``burst``), right
+    or wrong. Memory is bounded: the ``most`` addresses and users seen last."""
+
+    def __init__(self, registry: CollectorRegistry, client_failures: int = 5, user_failures: int = 10,
+                 window: float = 60.0, per_second: float = 1.0, burst: int = 5, most: int = 10_000,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.client_failures, self.user_failures, self.window = client_failures, user_failures, window
+        self.per_second, self.burst, self.most, self.clock = per_second, burst, most, clock
+        self.failures: dict[str, OrderedDict[str, deque[float]]] = {"client": OrderedDict(), "user": OrderedDict()}
+        self.paced: OrderedDict[str, tuple[float, float]] = OrderedDict()  # client -> (tokens, at)
+        self.outcomes = Counter("casino_web_signins", "Sign-ins, by outcome: signed_in, wrong (user or password), "
+                                "locked (the client or the user), paced (too fast from one client)",
+                                ["outcome"], registry=registry)
+        for outcome in ("signed_in", "wrong", "locked", "paced"):
+            self.outcomes.labels(outcome)
+        self.locked = Gauge("casino_web_signin_locked", "Client addresses and users locked out of sign-in now, by "
+                            "what is locked", ["by"], registry=registry)
+        for by in ("client", "user"):
+            self.locked.labels(by).set_function(lambda by=by: self._locked_now(by))
+
+    def _recent(self, by: str, key: str) -> deque[float]:
+        found = self.failures[by].get(key)
+        if found is None:
+            return deque()
+        cutoff = self.clock() - self.window
+        while found and found[0] < cutoff:
+            found.popleft()
+        return found
+
+    def _locked_now(self, by: str) -> int:
+        most = self.client_failures if by == "client" else self.user_failures
+        return sum(len(self._recent(by, key)) >= most for key in list(self.failures[by]))
+
+    def refusal(self, client: str, user: str) -> str:
+        """Why this attempt is refused before its password is looked at ("" if it is not)."""
+        if len(self._recent("client", client)) >= self.client_failures or \
+                len(self._recent("user", user)) >= self.user_failures:
+            self.outcomes.labels("locked").inc()
+            return "too many wrong sign-ins: wait a minute and try again"
+        now = self.clock()
+        tokens, at = self.paced.get(client, (float(self.burst), now))
+        tokens = min(float(self.burst), tokens + (now - at) * self.per_second)
+        if tokens < 1:
+            self.outcomes.labels("paced").inc()
+            return "sign-ins come too fast from your address: wait a moment"
+        self._keep(self.paced, client, (tokens - 1, now))
+        return ""
+
+    def failed(self, client: str, user: str) -> None:
+        self.outcomes.labels("wrong").inc()
+        now = self.clock()
+        for by, key in (("client", client), ("user", user)):
+            self._keep(self.failures[by], key, self._recent(by, key))
+            self.failures[by][key].append(now)
+
+    def signed_in(self) -> None:
+        self.outcomes.labels("signed_in").inc()
+
+    def _keep(self, kept: OrderedDict[str, Any], key: str, value: Any) -> None:
+        kept[key] = value
+        kept.move_to_end(key)
+        while len(kept) > self.most:
+            kept.popitem(last=False)
+
+
+# Seconds a connection may take to send a request's head (its line and headers) before it is dropped.
+HEAD_WITHIN = 10.0
+
+
+class Deadlined(H11Protocol):
+    """uvicorn's h11 protocol (``uvicorn.Config(http=...)``), with a deadline
+    for the head of the first request on each connection: one still short of
+    its blank line after ``HEAD_WITHIN`` seconds is closed, so that a crowd of
+    unfinished requests holds no socket for long. Later requests on a kept
+    connection are bounded by uvicorn's keep-alive timeout between them."""
+
+    def connection_made(self, transport: Any) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._socket, self._head, self._head_done = transport, b"", False
+        self._deadline = asyncio.get_running_loop().call_later(HEAD_WITHIN, self._too_slow)
+
+    def data_received(self, data: bytes) -> None:
+        if not self._head_done:
+            self._head = (self._head + data)[-4096:]
+            if b"\r\n\r\n" in self._head:
+                self._head_done, self._head = True, b""
+                self._deadline.cancel()
+        super().data_received(data)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._deadline.cancel()
+        super().connection_lost(exc)
+
+    def _too_slow(self) -> None:
+        if not self._head_done and not self._socket.is_closing():
+            self._socket.close()

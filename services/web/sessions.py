@@ -1,0 +1,111 @@
+"""Signed-in browsers' sessions, kept on the server: in the web's own
+key-value bucket (``SESSIONS``), so that any instance of the web answers any
+browser, a sign-out ends a session everywhere at once, and a session ends
+when its user's password changes. The cookie holds a random token; the
+bucket holds only the token's hash, so a reader of the bucket holds no
+cookie. Each entry lapses with the session (the bucket's age limit)."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import time
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from nats.js.api import KeyValueConfig, StorageType
+from nats.js.errors import KeyNotFoundError
+
+from services.web.accounts import ROLES, SESSION_SECONDS, Accounts, read_accounts
+
+SESSIONS = "casino_web_sessions"
+SESSIONS_BYTES = 64 << 20  # room for some 300,000 sessions; a flood of sign-ins is paced before it (guard)
+
+
+def sessions_config(replicas: int = 1) -> KeyValueConfig:
+    return KeyValueConfig(bucket=SESSIONS, history=1, ttl=SESSION_SECONDS, storage=StorageType.FILE,
+                          max_bytes=SESSIONS_BYTES, direct=True, replicas=replicas)
+
+
+class Session(msgspec.Struct, frozen=True):
+    user: str
+    role: str
+    expires: float
+    password: str  # a fingerprint of the password's hash when the session began: a new password ends it
+
+
+class AccountsFile:
+    """The accounts as their file holds them now: read again when it changes
+    (an administrator's new password; in Kubernetes, the Secret updated)."""
+
+    def __init__(self, path: Path | None = None, accounts: Accounts | None = None) -> None:
+        self.path = path
+        self.accounts = accounts if accounts is not None else read_accounts(path) if path else Accounts("")
+        self.stamp = self._stamp()
+
+    def _stamp(self) -> tuple[int, int] | None:
+        if self.path is None:
+            return None
+        try:
+            st = self.path.stat()
+        except OSError:
+            return None
+        return st.st_mtime_ns, st.st_size
+
+    def current(self) -> Accounts:
+        if self.path is not None and (stamp := self._stamp()) != self.stamp and stamp is not None:
+            try:
+                self.accounts, self.stamp = read_accounts(self.path), stamp
+            except Exception:  # a file half written: the accounts as they were, until it is whole
+                pass
+        return self.accounts
+
+
+def fingerprint(accounts: Accounts, user: str) -> str:
+    account = accounts.users.get(user)
+    return "" if account is None else hashlib.sha256(account.scrypt.encode()).hexdigest()[:16]
+
+
+def _key(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+class Sessions:
+    """The sessions of the web's users, in the bucket ``kv`` (nats-py's KeyValue)."""
+
+    def __init__(self, kv: Any, accounts: AccountsFile) -> None:
+        self.kv, self.accounts = kv, accounts
+
+    async def begin(self, user: str, role: str) -> str:
+        """A new session for ``user``: its token, for the cookie."""
+        token = secrets.token_urlsafe(32)
+        session = Session(user, role, time.time() + SESSION_SECONDS, fingerprint(self.accounts.current(), user))
+        await self.kv.put(_key(token), msgspec.json.encode(session))
+        return token
+
+    async def who(self, token: str) -> tuple[str, str] | None:
+        """The user and role of a live session, None for a token that names
+        none (never given, ended, lapsed, or its password changed since)."""
+        if not token or len(token) > 128 or not token.isascii():
+            return None
+        try:
+            entry = await self.kv.get(_key(token))
+        except KeyNotFoundError:
+            return None
+        if not entry.value:
+            return None
+        try:
+            session = msgspec.json.decode(entry.value, type=Session)
+        except msgspec.DecodeError:
+            return None
+        accounts = self.accounts.current()
+        account = accounts.users.get(session.user)
+        if session.expires <= time.time() or account is None or account.role != session.role or \
+                session.role not in ROLES or fingerprint(accounts, session.user) != session.password:
+            return None
+        return session.user, session.role
+
+    async def end(self, token: str) -> None:
+        if token and len(token) <= 128 and token.isascii():
+            await self.kv.purge(_key(token))
