@@ -10,22 +10,23 @@ import json
 import os
 from pathlib import Path
 
-import uvicorn
-
 from casino.config.tables import load_tables
 from casino.nats import client as natsclient
-from services.web.accounts import ROLES, read_accounts, write_accounts
+from services.web.accounts import ROLES, write_accounts
 from services.web.clauses import Regulations
-from services.web.site import Site, app
+from services.web.guard import server as web_server
+from services.web.sessions import AccountsFile
+from services.web.site import STREAMS_MOST, STREAMS_PER_SESSION, Site, app
 
 
-async def serve(url: str, tables_file: Path, accounts_file: Path, regulations: Path, host: str, port: int) -> None:
+async def serve(url: str, tables_file: Path, accounts_file: Path, regulations: Path, host: str, port: int,
+                forwarded_allow_ips: str, streams: int) -> None:
     tables = load_tables(tables_file)
     nc = await natsclient.connect(url)
-    site = Site(nc, {t: c.currency for t, c in tables.items()}, read_accounts(accounts_file), Regulations(regulations))
+    site = Site(nc, {t: c.currency for t, c in tables.items()}, AccountsFile(accounts_file), Regulations(regulations),
+                streams)
     await site.start()
-    web = app(site)
-    server = uvicorn.Server(uvicorn.Config(web, host=host, port=port, log_level="warning", lifespan="off"))
+    server = web_server(app(site), host, port, forwarded_allow_ips)
     try:
         await server.serve()
     finally:
@@ -45,6 +46,12 @@ def main() -> None:
                         "image holds them in /opt/casino/regulations)")
     p.add_argument("--http-host", default="127.0.0.1", help="the address the pages are served on (a pod: 0.0.0.0)")
     p.add_argument("--http-port", type=int, default=8080, help="the port the pages, /metrics, /healthz and /readyz are served on")
+    p.add_argument("--forwarded-allow-ips", default="127.0.0.1",
+                   help="the proxies whose X-Forwarded-For and X-Forwarded-Proto are believed (a pod behind the "
+                        "Ingress, reachable from its controller alone: '*')")
+    p.add_argument("--streams", type=int, default=STREAMS_MOST,
+                   help=f"live floor streams this instance serves at once (default {STREAMS_MOST}; "
+                        f"{STREAMS_PER_SESSION} a session)")
     args = p.parse_args()
     if args.nats is None:
         p.error("the web user's NATS URL: --nats or $CASINO_NATS_URL")
@@ -53,7 +60,8 @@ def main() -> None:
         passwords = write_accounts(accounts, {role: role for role in ROLES})
         Path(args.passwords).write_text(json.dumps(passwords, indent=2) + "\n")
         Path(args.passwords).chmod(0o600)
-    asyncio.run(serve(args.nats, Path(args.tables), accounts, Path(args.regulations), args.http_host, args.http_port))
+    asyncio.run(serve(args.nats, Path(args.tables), accounts, Path(args.regulations), args.http_host, args.http_port,
+                      args.forwarded_allow_ips, args.streams))
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Who may sign in to the web pages, with which role; the signed session cookies.
+"""Who may sign in to the web pages, with which role (their sessions: services.web.sessions).
 
 Made by the casino's administrator: python -m services.web.accounts FILE USER=ROLE ...
 writes FILE (owner-only; in Kubernetes, the Secret casino-web-accounts) and
@@ -16,7 +16,6 @@ from pathlib import Path
 import msgspec
 
 ROLES = ("pit", "surveillance", "compliance")
-SESSION_SECONDS = 8 * 3600  # a signed-in browser is asked to sign in again after a shift
 
 
 class Account(msgspec.Struct):
@@ -26,9 +25,10 @@ class Account(msgspec.Struct):
 
 
 class Accounts(msgspec.Struct):
-    """Who may sign in, with which role; and the key the session cookies are signed with."""
+    """Who may sign in, with which role. (``secret``: the key an earlier web
+    signed its cookies with, read and no longer used: sessions live on the server.)"""
 
-    secret: str
+    secret: str = ""
     users: dict[str, Account] = {}
 
     @staticmethod
@@ -43,7 +43,7 @@ class Accounts(msgspec.Struct):
         for user, role in roles.items():
             salt = secrets.token_hex(16)
             users[user] = Account(role, salt, cls.hashed(passwords[user], salt))
-        return cls(secrets.token_hex(32), users), passwords
+        return cls("", users), passwords
 
     def role_of(self, user: str, password: str) -> str | None:
         account = self.users.get(user)
@@ -51,22 +51,6 @@ class Accounts(msgspec.Struct):
             self.hashed(password, "00" * 16)  # as long either way
             return None
         return account.role if hmac.compare_digest(self.hashed(password, account.salt), account.scrypt) else None
-
-    def cookie(self, user: str, role: str, now: float) -> str:
-        body = f"{user}|{role}|{int(now) + SESSION_SECONDS}"
-        return f"{body}|{self._sign(body)}"
-
-    def session(self, cookie: str, now: float) -> tuple[str, str] | None:
-        """The signed-in user and role of a session cookie, or None (unsigned, altered or expired)."""
-        body, _, signature = cookie.rpartition("|")
-        parts = body.split("|")
-        if len(parts) != 3 or not hmac.compare_digest(signature, self._sign(body)):
-            return None
-        user, role, expires = parts
-        return (user, role) if expires.isdigit() and int(expires) > now and role in ROLES else None
-
-    def _sign(self, body: str) -> str:
-        return hmac.new(bytes.fromhex(self.secret), body.encode(), hashlib.sha256).hexdigest()
 
 
 def write_accounts(path: Path, roles: dict[str, str]) -> dict[str, str]:

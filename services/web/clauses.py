@@ -16,6 +16,10 @@ from casino.rules.text import escaped
 CITED = re.compile(r"\b(00[0-3])\b|(\d+(?:\.\d+)+(?:\([0-9a-z]+\))*|(?:\(\d+\))+(?:\([a-z]\))*)")
 
 
+# A clause's number as a link names it: "8.19", "8.9(a)", "(4)(a)"; a few digits to each part.
+NUMBER = re.compile(r"\d{1,3}(?:\.\d{1,3}){0,5}(?:\([0-9a-z]{1,3}\)){0,3}|(?:\(\d{1,3}\)){1,3}(?:\([a-z]\)){0,2}")
+
+
 class Regulations:
     def __init__(self, directory: Path) -> None:
         self.texts = {p.name[:3]: p.read_text(encoding="utf-8") for p in sorted(directory.glob("[0-9][0-9][0-9]-*.txt"))}
@@ -25,7 +29,7 @@ class Regulations:
     def text(self, document: str, number: str) -> str | None:
         """The clause's text, its sub-clauses with it; None where the document has no such clause."""
         text = self.texts.get(document)
-        if text is None:
+        if text is None or not NUMBER.fullmatch(number):
             return None
         inline = re.match(r"\((\d+)\)", number)
         if inline:  # numbered in the running text: "(1) ... (2) ..."

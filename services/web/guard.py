@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import resource
 import secrets
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
+from functools import partial
 from typing import Any
 
+import uvicorn
 from prometheus_client import CollectorRegistry, Counter, Gauge
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
@@ -28,7 +31,7 @@ HEADERS = ((b"content-security-policy", CSP.encode()), (b"x-content-type-options
 HSTS = (b"strict-transport-security", b"max-age=31536000")
 
 
-def over_tls(scope: dict[str, Any]) -> bool:
+def over_tls(scope: MutableMapping[str, Any]) -> bool:
     """Whether the browser reached the site over TLS: served so, or behind a
     proxy (the Ingress) that says so. Trusting the header can only make a
     cookie stricter (``Secure``) and the answer stricter (HSTS)."""
@@ -37,7 +40,7 @@ def over_tls(scope: dict[str, Any]) -> bool:
     return any(k == b"x-forwarded-proto" and v.split(b",")[0].strip() == b"https" for k, v in scope.get("headers", ()))
 
 
-def cookie_header(name: str, value: str, scope: dict[str, Any], max_age: int | None = None) -> bytes:
+def cookie_header(name: str, value: str, scope: MutableMapping[str, Any], max_age: int | None = None) -> bytes:
     """A ``Set-Cookie`` value: HttpOnly, SameSite=Strict, on the whole site, Secure over TLS."""
     parts = [f"{name}={value}", "Path=/", "HttpOnly", "SameSite=Strict"]
     if max_age is not None:
@@ -47,7 +50,7 @@ def cookie_header(name: str, value: str, scope: dict[str, Any], max_age: int | N
     return "; ".join(parts).encode()
 
 
-def csrf_matches(scope: dict[str, Any], form: dict[str, str]) -> bool:
+def csrf_matches(scope: MutableMapping[str, Any], form: dict[str, str]) -> bool:
     """Whether a form came with the token its browser's cookie holds (a
     site elsewhere can make a browser send the cookie, never read it)."""
     token = scope.get("state", {}).get("csrf_cookie", "")
@@ -63,7 +66,7 @@ class Guarded:
     def __init__(self, app: Callable[..., Any]) -> None:
         self.app = app
 
-    async def __call__(self, scope: dict[str, Any], receive: Callable[..., Any], send: Callable[..., Any]) -> None:
+    async def __call__(self, scope: MutableMapping[str, Any], receive: Callable[..., Any], send: Callable[..., Any]) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -81,7 +84,7 @@ class Guarded:
         if not held:
             extra.append((b"set-cookie", cookie_header(CSRF_COOKIE, token, scope)))
 
-        async def with_headers(message: dict[str, Any]) -> None:
+        async def with_headers(message: MutableMapping[str, Any]) -> None:
             if message["type"] == "http.response.start":
                 names = {k.lower() for k, _ in message.get("headers", ())}
                 message["headers"] = [*message.get("headers", ()), *((k, v) for k, v in extra
@@ -115,7 +118,7 @@ class SignInLimits:
         self.locked = Gauge("casino_web_signin_locked", "Client addresses and users locked out of sign-in now, by "
                             "what is locked", ["by"], registry=registry)
         for by in ("client", "user"):
-            self.locked.labels(by).set_function(lambda by=by: self._locked_now(by))
+            self.locked.labels(by).set_function(partial(self._locked_now, by))
 
     def _recent(self, by: str, key: str) -> deque[float]:
         found = self.failures[by].get(key)
@@ -164,6 +167,7 @@ class SignInLimits:
 
 # Seconds a connection may take to send a request's head (its line and headers) before it is dropped.
 HEAD_WITHIN = 10.0
+CONNECTIONS_MOST = 8000  # connections one instance holds at once; a request beyond is answered 503
 
 
 class Deadlined(H11Protocol):
@@ -173,7 +177,7 @@ class Deadlined(H11Protocol):
     unfinished requests holds no socket for long. Later requests on a kept
     connection are bounded by uvicorn's keep-alive timeout between them."""
 
-    def connection_made(self, transport: Any) -> None:  # type: ignore[override]
+    def connection_made(self, transport: Any) -> None:
         super().connection_made(transport)
         self._socket, self._head, self._head_done = transport, b"", False
         self._deadline = asyncio.get_running_loop().call_later(HEAD_WITHIN, self._too_slow)
@@ -193,3 +197,19 @@ class Deadlined(H11Protocol):
     def _too_slow(self) -> None:
         if not self._head_done and not self._socket.is_closing():
             self._socket.close()
+
+
+def server(app: Any, host: str, port: int, forwarded_allow_ips: str = "127.0.0.1") -> uvicorn.Server:
+    """The web's HTTP server: connections bounded (``CONNECTIONS_MOST``, the
+    process allowed the files for them), each request's head due within
+    ``HEAD_WITHIN`` seconds, an idle kept connection closed after 5 s. The
+    client's address and scheme are taken from the X-Forwarded-For and
+    -Proto headers of a proxy at ``forwarded_allow_ips`` alone (behind the
+    Ingress: the sign-in limits count each browser, not the proxy)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = CONNECTIONS_MOST + 1024 if hard == resource.RLIM_INFINITY else min(hard, CONNECTIONS_MOST + 1024)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+    return uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off",
+                                         http=Deadlined, limit_concurrency=CONNECTIONS_MOST, timeout_keep_alive=5,
+                                         proxy_headers=True, forwarded_allow_ips=forwarded_allow_ips))

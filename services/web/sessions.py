@@ -7,6 +7,7 @@ cookie. Each entry lapses with the session (the bucket's age limit)."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import secrets
 import time
@@ -14,18 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-from nats.js.api import KeyValueConfig, StorageType
 from nats.js.errors import KeyNotFoundError
 
-from services.web.accounts import ROLES, SESSION_SECONDS, Accounts, read_accounts
+from casino.nats.permissions import WEB_SESSIONS
+from casino.nats.provision import SESSION_SECONDS
+from services.web.accounts import ROLES, Accounts, read_accounts
 
-SESSIONS = "casino_web_sessions"
-SESSIONS_BYTES = 64 << 20  # room for some 300,000 sessions; a flood of sign-ins is paced before it (guard)
-
-
-def sessions_config(replicas: int = 1) -> KeyValueConfig:
-    return KeyValueConfig(bucket=SESSIONS, history=1, ttl=SESSION_SECONDS, storage=StorageType.FILE,
-                          max_bytes=SESSIONS_BYTES, direct=True, replicas=replicas)
+SESSIONS = WEB_SESSIONS  # the bucket (casino.nats.provision.sessions_config)
 
 
 class Session(msgspec.Struct, frozen=True):
@@ -55,10 +51,8 @@ class AccountsFile:
 
     def current(self) -> Accounts:
         if self.path is not None and (stamp := self._stamp()) != self.stamp and stamp is not None:
-            try:
+            with contextlib.suppress(Exception):  # a file half written: the accounts as they were, until whole
                 self.accounts, self.stamp = read_accounts(self.path), stamp
-            except Exception:  # a file half written: the accounts as they were, until it is whole
-                pass
         return self.accounts
 
 

@@ -8,6 +8,7 @@ escaping, and control characters shown as escapes)."""
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import io
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -21,16 +22,18 @@ from nats.aio.client import Client
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, make_asgi_app
 from sse_starlette import EventSourceResponse
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from casino.audit.archive import history
-from casino.audit.history import Absent, Bounds, coup_id, coups_within, opening_of, read_coups
+from casino.audit.history import Absent, Bounds, coup_id, coups_within, opened_at, played_at
 from casino.audit.replay import render_shoe, replay_coup
 from casino.audit.verify import verify_coup
 from casino.cli.replay import NAME, exported
+from casino.nats.provision import SESSION_SECONDS
 from casino.rules import shoe as dealing_shoe
 from casino.rules.baccarat import messages as baccarat_messages
 from casino.rules.blackjack import messages as blackjack_messages
@@ -40,15 +43,22 @@ from casino.store.envelope import KEYED, CoupConfigured, Envelope
 from casino.store.eventstore import Stored, latest_at_table
 from casino.store.jetstream import casino_named
 from services.web import roads
-from services.web.accounts import SESSION_SECONDS, Accounts
-from services.web.clauses import Regulations, linked
+from services.web.accounts import Accounts
+from services.web.clauses import NUMBER, Regulations, linked
 from services.web.floor import Floor
+from services.web.guard import CSRF_FIELD, Guarded, SignInLimits, cookie_header, csrf_matches
+from services.web.sessions import SESSIONS, AccountsFile, Sessions
 
 HERE = Path(__file__).resolve().parent
 COOKIE = "casino_session"
 PAGES = ("floor", "floor_events", "table", "shoe", "coup", "find", "clause", "export", "signin")
 FOUND_AT_MOST = 50  # coups a search by player lists
 SEARCHED_AT_MOST = 2000  # coups a search by player reads, the latest in its window
+STREAMS_PER_SESSION = 4  # live floor streams one session may hold open (a few tabs)
+STREAMS_MOST = 500  # live floor streams in all, on one instance of the web
+SESSION_CHECK = 30.0  # seconds between checks that a live stream's session is still open
+FORM_BYTES = 4096  # the most a form (sign-in, sign-out) may send
+CSRF = contextvars.ContextVar("csrf", default="")  # the form token of the request being answered
 
 
 class WebMetrics:
@@ -93,12 +103,19 @@ def cause(env: Envelope) -> str:
 
 
 class Site:
-    def __init__(self, nc: Client, tables: dict[str, str], accounts: Accounts, regulations: Regulations) -> None:
-        """``tables``: each table's currency."""
-        self.nc, self.accounts, self.regulations = nc, accounts, regulations
+    def __init__(self, nc: Client, tables: dict[str, str], accounts: Accounts | AccountsFile,
+                 regulations: Regulations, streams_most: int = STREAMS_MOST) -> None:
+        """``tables``: each table's currency; ``accounts``: as read once, or
+        their file (read again as it changes: a new password ends its sessions)."""
+        self.nc, self.regulations = nc, regulations
+        self.accounts = accounts if isinstance(accounts, AccountsFile) else AccountsFile(accounts=accounts)
+        self.sessions: Sessions | None = None  # once started
         self.store = history(nc)  # live and sealed alike
         self.env = _env()
         self.metrics = WebMetrics()
+        self.limits = SignInLimits(self.metrics.registry)
+        self.streams_most = streams_most
+        self.streams: dict[str, int] = {}  # live floor streams open, by session
         self.floor = Floor(nc, tables, lambda tile: self.render("tile.html", t=tile, now=time.time()),
                            lambda down: self.render("down.html", down=down))
         self.floor.on_drawn = lambda table: self.metrics.drawn.inc()
@@ -106,36 +123,74 @@ class Site:
         self.ready = False
 
     async def start(self) -> None:
+        try:
+            kv = await self.nc.jetstream().key_value(SESSIONS)
+        except Exception as exc:
+            raise RuntimeError(f"the web's sessions bucket {SESSIONS} cannot be opened ({exc}): the administrator "
+                               f"provisions it (`casino run` does, or casino.nats.provision)") from exc
+        self.sessions = Sessions(kv, self.accounts)
         await self.floor.start()
         self.ready = True
 
     def render(self, template: str, **context: Any) -> str:
-        return self.env.get_template(template).render(**context)
+        return self.env.get_template(template).render(csrf=CSRF.get(), csrf_field=CSRF_FIELD, **context)
 
     # ---- sign-in ---------------------------------------------------------
 
-    def who(self, request: Request) -> tuple[str, str] | None:
-        return self.accounts.session(request.cookies.get(COOKIE, ""), time.time())
+    async def who(self, request: Request) -> tuple[str, str] | None:
+        assert self.sessions is not None, "the site is not started"
+        return await self.sessions.who(request.cookies.get(COOKIE, ""))
+
+    async def _form(self, request: Request) -> dict[str, str] | None:
+        """A small urlencoded form, None if it is larger than a form of ours."""
+        if int(request.headers.get("content-length") or 0) > FORM_BYTES:
+            return None
+        body = b""
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > FORM_BYTES:
+                return None
+        return {k: v[0] for k, v in parse_qs(body.decode(errors="replace")).items()}
 
     async def signin(self, request: Request) -> Response:
+        CSRF.set(request.state.csrf)
+        then = request.query_params.get("then", "/")
         if request.method == "GET":
-            return HTMLResponse(self.render("signin.html", failed=False, then=request.query_params.get("then", "/")))
-        if int(request.headers.get("content-length") or 0) > 4096:
+            return HTMLResponse(self.render("signin.html", refused="", then=then))
+        form = await self._form(request)
+        if form is None:
             return PlainTextResponse("a sign-in is a user and a password", 413)
-        form = {k: v[0] for k, v in parse_qs((await request.body())[:4096].decode(errors="replace")).items()}
-        user, password = form.get("user", "")[:64], form.get("password", "")[:256]
-        then = form.get("then", "/")
-        role = await asyncio.to_thread(self.accounts.role_of, user, password)
+        user, password, then = form.get("user", "")[:64], form.get("password", "")[:256], form.get("then", "/")
+        if not csrf_matches(request.scope, form):
+            return HTMLResponse(self.render("signin.html", refused="That form had expired: sign in again.",
+                                            then=then), status_code=403)
+        client = request.client.host if request.client else ""
+        if why := self.limits.refusal(client, user):
+            return HTMLResponse(self.render("signin.html", refused=why, then=then), status_code=429,
+                                headers={"Retry-After": "60"})
+        role = await asyncio.to_thread(self.accounts.current().role_of, user, password)
         if role is None:
-            return HTMLResponse(self.render("signin.html", failed=True, then=then), status_code=401)
+            self.limits.failed(client, user)
+            return HTMLResponse(self.render("signin.html", refused="That user and password do not sign in.",
+                                            then=then), status_code=401)
+        self.limits.signed_in()
+        assert self.sessions is not None
+        token = await self.sessions.begin(user, role)
         response = RedirectResponse(then if then.startswith("/") and not then.startswith("//") else "/", 303)
-        response.set_cookie(COOKIE, self.accounts.cookie(user, role, time.time()), max_age=SESSION_SECONDS,
-                            httponly=True, samesite="strict")
+        response.headers.append("set-cookie", cookie_header(COOKIE, token, request.scope, SESSION_SECONDS).decode())
         return response
 
     async def signout(self, request: Request) -> Response:
+        """The session ended on the server (a copy of its cookie opens nothing
+        after), by a POST from the site's own form."""
+        CSRF.set(request.state.csrf)
+        form = await self._form(request)
+        if form is None or not csrf_matches(request.scope, form):
+            return PlainTextResponse("sign out from the site's own Sign out button", 403)
+        assert self.sessions is not None
+        await self.sessions.end(request.cookies.get(COOKIE, ""))
         response = RedirectResponse("/signin", 303)
-        response.delete_cookie(COOKIE)
+        response.headers.append("set-cookie", cookie_header(COOKIE, "", request.scope, 0).decode())
         return response
 
     def page(self, name: str, roles: tuple[str, ...] = ()) -> Callable[[Request], Awaitable[Response]]:
@@ -145,8 +200,9 @@ class Site:
 
         async def answer(request: Request) -> Response:
             self.metrics.requests.labels(name).inc()
+            CSRF.set(request.state.csrf)
             with self.metrics.seconds.labels(name).time():
-                who = self.who(request)
+                who = await self.who(request)
                 if who is None:  # a page sends to sign in; the live stream, an EventSource, is refused
                     return PlainTextResponse("sign in first", 401) if name == "floor_events" else \
                         RedirectResponse(f"/signin?then={quote(request.url.path)}", 303)
@@ -158,7 +214,7 @@ class Site:
         return answer
 
     def missing(self, who: tuple[str, str] | None, what: str, status: int = 404) -> Response:
-        return HTMLResponse(self.render("missing.html", who=who, what=what), status_code=status)
+        return HTMLResponse(self.render("missing.html", who=who, what=what, status=status), status_code=status)
 
     # ---- the floor ---------------------------------------------------------
 
@@ -166,19 +222,39 @@ class Site:
         return HTMLResponse(self.render("floor.html", who=who, floor=self.floor))
 
     async def floor_events_page(self, request: Request, who: tuple[str, str]) -> Response:
-        """The tiles changed, as they change: each drawn, and each event encoded, once for every browser."""
+        """The tiles changed, as they change: each drawn, and each event encoded,
+        once for every browser. Bounded: ``STREAMS_PER_SESSION`` a session,
+        ``streams_most`` in all; a stream whose session has ended is closed
+        within ``SESSION_CHECK`` seconds."""
+        session = request.cookies.get(COOKIE, "")
+        if self.streams.get(session, 0) >= STREAMS_PER_SESSION:
+            return PlainTextResponse(f"a session may watch the floor in {STREAMS_PER_SESSION} windows at most: "
+                                     f"close one", 429)
+        if sum(self.streams.values()) >= self.streams_most:
+            return PlainTextResponse("the floor's live streams are all taken on this instance: try again soon",
+                                     503, headers={"Retry-After": "10"})
         queue: asyncio.Queue[bytes] = asyncio.Queue(maxsize=16)
         self.floor.watchers.add(queue)
+        self.streams[session] = self.streams.get(session, 0) + 1
         self.metrics.streams.inc()
 
         async def tiles() -> AsyncIterator[bytes]:
             try:
                 while True:
-                    frame = await queue.get()
+                    try:
+                        frame = await asyncio.wait_for(queue.get(), SESSION_CHECK)
+                    except TimeoutError:
+                        if await self.who(request) is None:
+                            return
+                        continue
                     self.metrics.sent.inc()
                     yield frame
             finally:
                 self.floor.watchers.discard(queue)
+                if (left := self.streams.get(session, 0) - 1) > 0:
+                    self.streams[session] = left
+                else:
+                    self.streams.pop(session, None)
                 self.metrics.streams.dec()
 
         return EventSourceResponse(tiles(), ping=15)
@@ -246,6 +322,7 @@ class Site:
         table = q.get("table", "")
         tables = list(self.floor.tiles)
         found: list[tuple[int, str]] = []
+        searched, earlier = range(0), False
         asked = table and any(q.get(k) for k in ("number", "at", "player"))
         if asked and table not in self.floor.tiles:
             return self.missing(who, f"table {table}")
@@ -254,26 +331,32 @@ class Site:
         try:
             at, since, until = (_time(q.get(k, "")) for k in ("at", "since", "until"))
         except ValueError:
-            return self.missing(who, "such a time", 400)
+            return self.missing(who, "a time is written as in 2026-12-06T14:30:00 (UTC)", 400)
         if asked and at is not None:
+            if at >= datetime.max.replace(tzinfo=UTC) - timedelta(days=1):
+                return self.missing(who, "a coup is found at a time before the year 9999", 400)
             numbers, _ = await coups_within(self.store, table, Bounds(until=at + timedelta(microseconds=1)))
             if numbers:
                 return RedirectResponse(f"/coup/{table}/{numbers[-1]}", 303)
             return self.missing(who, f"coup in play at {table} at {at:%Y-%m-%d %H:%M:%S} UTC")
         player = q.get("player", "")[:64]
         if asked and player:
-            numbers, _ = await coups_within(self.store, table, Bounds(since=since, until=until))
-            numbers = numbers[-SEARCHED_AT_MOST:] if numbers is not None else range(0)
-            async for msgs in read_coups(self.store, table, numbers):
-                opening = opening_of(msgs)
-                if opening is not None and any(player in _players(e.data) for m in msgs for e in m.batch.events):
-                    found.append((opening[0], f"{opening[1]:%Y-%m-%d %H:%M:%S} UTC"))
-            found = found[-FOUND_AT_MOST:]
+            window, _ = await coups_within(self.store, table, Bounds(since=since, until=until))
+            numbers = window[-SEARCHED_AT_MOST:] if window is not None else range(0)
+            searched = numbers
+            played = [n async for n in played_at(self.store, table, numbers, player, _players)][-FOUND_AT_MOST:]
+            for n in played:
+                opened = await opened_at(self.store, table, n)
+                found.append((n, f"{opened:%Y-%m-%d %H:%M:%S} UTC" if opened else "-"))
+            earlier = window is not None and len(window) > len(numbers)
         return HTMLResponse(self.render("find.html", who=who, tables=tables, q=q, found=found, player=player,
-                                        table=table, searched=bool(asked and player)))
+                                        table=table, searched=bool(asked and player), window=searched,
+                                        earlier=asked and player and earlier))
 
     async def clause_page(self, request: Request, who: tuple[str, str]) -> Response:
         document, number = request.path_params["document"], request.path_params["number"]
+        if not NUMBER.fullmatch(number):
+            return self.missing(who, "a clause is numbered as the regulations number it: 8.19, 8.9(a), (4)(a)", 400)
         text = self.regulations.text(document, number)
         if text is None:
             return self.missing(who, f"clause {document} {number}")
@@ -294,7 +377,7 @@ class Site:
         try:
             since, until = (_time(q.get(k, "")) for k in ("since", "until"))
         except ValueError:
-            return self.missing(who, "such a time", 400)
+            return self.missing(who, "a time is written as in 2026-12-06T14:30:00 (UTC)", 400)
         named, now = await casino_named(self.nc.jetstream()), f"{datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC"
         out = io.BytesIO()
         try:
@@ -362,7 +445,7 @@ async def healthz(_: Request) -> Response:
 
 
 def app(site: Site) -> Starlette:
-    return Starlette(routes=[
+    return Starlette(middleware=[Middleware(Guarded)], routes=[
         Route("/", site.page("floor")),
         Route("/floor/events", site.page("floor_events")),
         Route("/coup/{table}/{number:int}", site.page("coup")),
@@ -372,7 +455,7 @@ def app(site: Site) -> Starlette:
         Route("/clause/{document}/{number}", site.page("clause")),
         Route("/export", site.page("export", roles=("compliance",))),
         Route("/signin", site.signin, methods=["GET", "POST"]),
-        Route("/signout", site.signout, methods=["POST", "GET"]),
+        Route("/signout", site.signout, methods=["POST"]),
         Route("/healthz", healthz),
         Route("/readyz", site.readyz),
         Mount("/metrics", make_asgi_app(site.metrics.registry)),

@@ -79,10 +79,13 @@ def test_deployments_probes_resources_security_and_replicas(overlay: str, replic
     consumers = {d["spec"]["durableName"]: d["spec"] for d in docs if d["kind"] == "Consumer"}  # type: ignore[index]
     assert consumers["archiver"]["deliverSubject"] == f"{natsauth.inbox('archiver')}.events"
     buckets = {d["spec"]["bucket"]: d["spec"] for d in docs if d["kind"] == "KeyValue"}  # type: ignore[index]
-    assert set(buckets) == {*BUCKETS.values(), META, natsauth.OWNERS, natsauth.LIVE}
+    assert set(buckets) == {*BUCKETS.values(), META, natsauth.OWNERS, natsauth.LIVE, natsauth.WEB_SESSIONS}
     assert all(b["replicas"] == js_replicas and b["history"] == 1 for b in buckets.values())
     live = provision.live_config()
     assert (buckets[natsauth.LIVE]["ttl"], buckets[natsauth.LIVE]["maxBytes"]) == (f"{live.ttl:.0f}s", live.max_bytes)
+    sessions = provision.sessions_config()
+    assert (buckets[natsauth.WEB_SESSIONS]["ttl"], buckets[natsauth.WEB_SESSIONS]["maxBytes"]) == \
+        (f"{sessions.ttl / 3600:.0f}h", sessions.max_bytes)
 
 
 def test_the_prometheus_rule_is_the_tested_alert_file() -> None:

@@ -14,10 +14,10 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-import uvicorn
 from playwright.async_api import Browser, Page, async_playwright
 from services.web.accounts import Accounts
 from services.web.clauses import Regulations
+from services.web.guard import server as web_server
 from services.web.site import Site, app
 
 from casino.audit.archive import verify_export
@@ -53,7 +53,7 @@ async def signed_in(browser: Browser, base: str, user: str, password: str, asked
     assert page.url.startswith(f"{base}/signin")  # an unsigned browser is sent to sign in
     await page.fill("input[name=user]", user)
     await page.fill("input[name=password]", password)
-    await page.click("button[type=submit]")
+    await page.click("main button[type=submit]")
     await page.wait_for_url(f"{base}/")
     return page
 
@@ -74,8 +74,7 @@ async def serving(nats_url: str, tables: dict[str, TableConfig]) -> AsyncIterato
         site = Site(casino.nc, {t: c.currency for t, c in tables.items()}, accounts, Regulations(DOCS / "regulations"))
         await site.start()
         port = free_port()
-        server = uvicorn.Server(uvicorn.Config(app(site), host="127.0.0.1", port=port, log_level="warning",
-                                               lifespan="off"))
+        server = web_server(app(site), "127.0.0.1", port)
         serving = asyncio.create_task(server.serve())
         while not server.started:
             await asyncio.sleep(0.05)
@@ -166,7 +165,7 @@ async def test_nothing_but_health_is_served_without_signing_in(web: tuple[Casino
     assert (await page.request.get(f"{w.base}/healthz")).ok
     await page.fill("input[name=user]", "pit1")
     await page.fill("input[name=password]", "not the password")
-    await page.click("button[type=submit]")
+    await page.click("main button[type=submit]")
     assert "do not sign in" in await page.inner_text("main")
 
 
@@ -213,7 +212,7 @@ async def test_compliance_exports_a_table_as_casino_export_writes_it_and_the_pit
     page = await signed_in(w.browser, w.base, "comp1", w.passwords["comp1"])
     await page.goto(f"{w.base}/export")
     await page.select_option("select[name=table]", table)
-    await page.click("button[type=submit]")
+    await page.click("main button[type=submit]")
     shown = (await page.inner_text(".chain-end")).strip()
     async with page.expect_download() as downloading:
         await page.click("#download")

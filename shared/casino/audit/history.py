@@ -99,6 +99,36 @@ async def _coup_records(store: EventStore, table: str, coup: str, after: int | N
     return await store.read(subjects.coup_filter(coup, table))
 
 
+async def played_at(store: EventStore, table: str, numbers: range, player: str,
+                    players: Callable[[AnyEvent], set[str]]) -> AsyncIterator[int]:
+    """The numbers among ``numbers`` of the table's coups whose wager book
+    names ``player`` (``players``: the players an event names), in order.
+    The books are read shoe by shoe, one read a shoe live or sealed, from
+    the shoe the first coup opened in: a wager book is filed under the shoe
+    its coup opened in, and a table's shoes are numbered in turn."""
+    if not numbers:
+        return
+    first = await store.first(subjects.event(table, "*", coup_id(table, str(numbers[0])), "coup"))
+    shoe = subjects.shoe_number(table, subjects.tokens(first.subject)[1]) if first is not None else None
+    if shoe is None:
+        return
+    while True:
+        books = await store.read(subjects.event(table, subjects.shoe_id(table, shoe), "*", "wager"))
+        if not books:
+            return
+        found: set[int] = set()
+        for m in books:
+            number = subjects.coup_number(subjects.tokens(m.subject)[2])
+            if number is not None and number in numbers and number not in found and \
+                    any(player in players(e.data) for e in m.batch.events):
+                found.add(number)
+        for number in sorted(found):
+            yield number
+        if max((subjects.coup_number(subjects.tokens(m.subject)[2]) or 0) for m in books) >= numbers[-1]:
+            return
+        shoe += 1
+
+
 async def listed_in_one_pass(store: EventStore, table: str, bounds: Bounds) -> list[str]:
     """The lines of the table's coups within ``bounds``, read in one pass,
     a few shoes' records held at a time (``AsRead``)."""

@@ -60,7 +60,9 @@ OWNERS = "casino_owners"  # which instance of each service owns which partition 
 # Who is live, for as long as the server says: each instance's membership and the projections' writer's
 # lease, every entry removed by the server a lapse after it was written (services.ownership).
 LIVE = "casino_live"
-KV_STREAMS = tuple(f"KV_{bucket}" for bucket in (*BUCKETS.values(), META, OWNERS, LIVE))
+# The web's sessions (services.web.sessions): the web alone reads and writes them.
+WEB_SESSIONS = "casino_web_sessions"
+KV_STREAMS = tuple(f"KV_{bucket}" for bucket in (*BUCKETS.values(), META, OWNERS, LIVE, WEB_SESSIONS))
 ARCHIVE_KV = f"KV_{META}"  # where the archiver reads the read models' checkpoint
 RESPONDERS = ("shoe", "wager", "dealer-policy")  # they answer requests
 SERVICES = ("shoe", "wager", "dealer-policy", "settlement", "projections", "archiver")
@@ -95,7 +97,7 @@ def _events(aggregate: str) -> str:
 # from a sequence, or the last on a subject), and the stream's information.
 READ = ("$JS.API.STREAM.INFO.CASINO", "$JS.API.DIRECT.GET.CASINO", "$JS.API.DIRECT.GET.CASINO.>")
 # Reading the read models (key-value buckets) the same way.
-READ_MODELS = tuple(s for kv in KV_STREAMS if kv not in (f"KV_{OWNERS}", f"KV_{LIVE}") for s in (
+READ_MODELS = tuple(s for kv in KV_STREAMS if kv not in (f"KV_{OWNERS}", f"KV_{LIVE}", f"KV_{WEB_SESSIONS}") for s in (
     f"$JS.API.STREAM.INFO.{kv}", f"$JS.API.DIRECT.GET.{kv}", f"$JS.API.DIRECT.GET.{kv}.>"))
 # Reading the archive of sealed shoes the same way.
 READ_ARCHIVE = (f"$JS.API.STREAM.INFO.{ARCHIVE}", f"$JS.API.DIRECT.GET.{ARCHIVE}", f"$JS.API.DIRECT.GET.{ARCHIVE}.>")
@@ -121,6 +123,9 @@ def living(service: str) -> tuple[str, ...]:
             f"$JS.API.DIRECT.GET.KV_{LIVE}.$KV.{LIVE}.{service}.>")
 
 
+# The web's sessions: written (begun, ended) and read by the web alone.
+SESSIONS = (f"$KV.{WEB_SESSIONS}.>", f"$JS.API.STREAM.INFO.KV_{WEB_SESSIONS}",
+            f"$JS.API.DIRECT.GET.KV_{WEB_SESSIONS}.>")
 # Which instances of every service are live: the live bucket's entries, read (``living`` writes one service's).
 LIVENESS = (f"$JS.API.STREAM.INFO.KV_{LIVE}", f"$JS.API.DIRECT.GET.KV_{LIVE}")
 
@@ -200,10 +205,10 @@ def permissions(tables: Iterable[str], supervisors: Iterable[str] = (), readers:
                       "the pit's console: the live events as recorded and the read models; writes nothing"),
         "compliance": User(CASINO, (*READ, *READ_MODELS, *READ_ARCHIVE), (),
                            "replay, verification and export: reads the record, live and archived; writes nothing"),
-        "web": User(CASINO, (*READ, *READ_MODELS, *READ_ARCHIVE, *LIVENESS), ("casino.ev.>",),
+        "web": User(CASINO, (*READ, *READ_MODELS, *READ_ARCHIVE, *LIVENESS, *SESSIONS), ("casino.ev.>",),
                     "the pit's, surveillance's and the regulator's web pages: the live events as recorded, the "
                     "record live and archived, the read models, and which services have a live instance; "
-                    "writes nothing and creates no consumer"),
+                    "writes its own sessions alone, and creates no consumer"),
         "admin": User(CASINO, (*PROVISION, "casino.cmd.-.*.*"), (),
                       "creates the streams and buckets once; may ping the services (table '-', which "
                       "they refuse); reads nothing"),

@@ -8,7 +8,7 @@ from nats.aio.client import Client
 from nats.js.api import KeyValueConfig, StorageType
 from nats.js.errors import BucketNotFoundError
 
-from casino.nats.permissions import LIVE, OWNERS
+from casino.nats.permissions import LIVE, OWNERS, WEB_SESSIONS
 from casino.readmodels.projections import KvProjections
 from casino.store.jetstream import ensure_streams, require_declared, secrets_config, stream_config
 
@@ -20,12 +20,12 @@ async def provision(nc: Client, replicas: int = 1, casino: str = "") -> None:
     js = nc.jetstream()
     await ensure_streams(js, replicas, casino)
     await KvProjections.create(js, replicas)
-    for bucket in (OWNERS, LIVE):
+    for config in (KeyValueConfig(bucket=OWNERS, history=1, direct=True, replicas=replicas), live_config(replicas),
+                   sessions_config(replicas)):
         try:
-            await js.key_value(bucket)
-        except BucketNotFoundError:  # which instance of each service owns which tables, and who is live
-            await js.create_key_value(live_config(replicas) if bucket == LIVE else KeyValueConfig(
-                bucket=OWNERS, history=1, direct=True, replicas=replicas))
+            await js.key_value(config.bucket)
+        except BucketNotFoundError:  # which instance of each service owns which tables, who is live, who signed in
+            await js.create_key_value(config)
 
 
 # The live bucket's entries (memberships, leases) last as long as the server keeps them: LAPSE
@@ -39,6 +39,16 @@ LIVE_BYTES = 1 << 20
 def live_config(replicas: int = 1) -> KeyValueConfig:
     return KeyValueConfig(bucket=LIVE, history=1, ttl=LIVE_LAPSE, storage=StorageType.FILE, max_bytes=LIVE_BYTES,
                           direct=True, replicas=replicas)
+
+
+# The web's sessions (services.web.sessions), each gone with its cookie's lifetime, in a bounded room.
+SESSION_SECONDS = 8 * 3600
+SESSIONS_BYTES = 64 << 20
+
+
+def sessions_config(replicas: int = 1) -> KeyValueConfig:
+    return KeyValueConfig(bucket=WEB_SESSIONS, history=1, ttl=SESSION_SECONDS, storage=StorageType.FILE,
+                          max_bytes=SESSIONS_BYTES, direct=True, replicas=replicas)
 
 
 async def require_provisioned(nc: Client, secrets: bool = False) -> None:
