@@ -73,7 +73,8 @@ SIZES: dict[str, Any] = {"rules_coups": 2000, "replay_coups_a_table": 150, "veri
                          # card-reading tables against shuffled ones: this many tables, coups a table in each CPU run
                          "reading": {"tables": 16, "coups": 20},
                          # the web pages: tables flat out; sealed coups' pages asked in each run, from this many shoes
-                         "web": {"tables": 64, "asks": 200, "shoes": 3},
+                         # and a search by player over one table's history of this many coups
+                         "web": {"tables": 64, "asks": 200, "shoes": 3, "search_coups": 2000},
                          # from 250 tables, each a coup a minute, every step measured for a minute
                          "capacity": {"start": 250, "period": capacity.PERIOD, "window": 60.0, "halvings": 2}}
 QUICK: dict[str, Any] = {**SIZES, "rules_coups": 100, "scale_tables": [1, 4, 16, 64], "replay_coups_a_table": 5, "verifying_coups": 20, "window": 2,
@@ -81,7 +82,7 @@ QUICK: dict[str, Any] = {**SIZES, "rules_coups": 100, "scale_tables": [1, 4, 16,
                          "bounded_coups": (2400, 4800), "series_coups": 4,
                          "cost": {"tables": 4, "coups": 3, "instances": 2},
                          "reading": {"tables": 4, "coups": 3},
-                         "web": {"tables": 4, "asks": 10, "shoes": 1},
+                         "web": {"tables": 4, "asks": 10, "shoes": 1, "search_coups": 20},
                          "capacity": {"start": 4, "most": 8, "period": 3.0, "window": 3.0, "halvings": 0}}
 
 

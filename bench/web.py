@@ -8,7 +8,9 @@ of its own.
 - ``cpu``: the web service's CPU a coup dealt with 100 floors connected
   against one, at the same offered rate (1.5 or less);
 - ``sealed``: a page of a coup whose shoe is sealed in the archive, asked
-  one after another, p99 (200 ms or less).
+  one after another, p99 (200 ms or less);
+- ``search``: a search by player over one table's whole history (its
+  shoes sealed), asked one after another, p99 (200 ms or less).
 
 ``python -m bench.web`` prints them; ``make bench`` judges them."""
 
@@ -18,6 +20,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import random
 import re
 import statistics
 import subprocess
@@ -69,18 +72,33 @@ class WebProcess:
                 break
             except OSError:
                 await asyncio.sleep(0.1)
-        form = f"user=pit&password={self.password}&then=/".encode()
+        self.cookie = await self.sign_in()
+
+    async def sign_in(self, client: str = "") -> str:
+        """A new session of the pit boss's, signed in from ``client`` (the
+        address a proxy names, as behind the Ingress): its cookies."""
+        via = f"X-Forwarded-For: {client}\r\n" if client else ""
+        page = await self._ask(f"GET /signin HTTP/1.1\r\nHost: b\r\n{via}Connection: close\r\n\r\n".encode())
+        csrf = re.search(rb"set-cookie: (casino_csrf=[^;]+)", page, re.I)[1].decode()  # type: ignore[index]
+        token = re.search(rb'name="csrf" value="([^"]+)"', page)[1].decode()  # type: ignore[index]
+        form = f"csrf={token}&user=pit&password={self.password}&then=/".encode()
+        answer = await self._ask(b"POST /signin HTTP/1.1\r\nHost: b\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+                                 + f"Cookie: {csrf}\r\n{via}Content-Length: {len(form)}\r\nConnection: close\r\n\r\n"
+                                 .encode() + form)
+        session = re.search(rb"set-cookie: (casino_session=[^;]+)", answer, re.I)[1].decode()  # type: ignore[index]
+        return f"{csrf}; {session}"
+
+    async def _ask(self, request: bytes) -> bytes:
         reader, writer = await asyncio.open_connection("127.0.0.1", self.port)
-        writer.write(b"POST /signin HTTP/1.1\r\nHost: b\r\nContent-Type: application/x-www-form-urlencoded\r\n"
-                     + f"Content-Length: {len(form)}\r\nConnection: close\r\n\r\n".encode() + form)
+        writer.write(request)
         answer = await reader.read()
         writer.close()
-        self.cookie = re.search(rb"set-cookie: (casino_session=[^;]+)", answer, re.I)[1].decode()  # type: ignore[index]
+        return answer
 
-    async def floor(self, seen: dict[tuple[str, int], float] | None, stop: asyncio.Event) -> None:
+    async def floor(self, seen: dict[tuple[str, int], float] | None, stop: asyncio.Event, cookie: str) -> None:
         """One browser's live floor: each tile's coup as it first shows (``seen``, None: read and let go)."""
         reader, writer = await asyncio.open_connection("127.0.0.1", self.port, limit=1 << 22)
-        writer.write(f"GET /floor/events HTTP/1.1\r\nHost: b\r\nCookie: {self.cookie}\r\n"
+        writer.write(f"GET /floor/events HTTP/1.1\r\nHost: b\r\nCookie: {cookie}\r\n"
                      "Accept: text/event-stream\r\n\r\n".encode())
         pending = b""
         try:
@@ -140,7 +158,9 @@ async def dealing(tables: dict[str, TableConfig], seconds: float, floors: int, e
         await nc.subscribe(f"{subjects.EVENTS}.*.*.*.coup", cb=heard)
         seen: dict[tuple[str, int], float] = {}
         stop = asyncio.Event()
-        browsers = [asyncio.create_task(web.floor(seen if i == 0 else None, stop)) for i in range(floors)]
+        # A browser a session (a session may watch the floor in a few windows only), each from its own address.
+        cookies = [web.cookie] + [await web.sign_in(f"10.1.{i // 250}.{i % 250}") for i in range(1, floors)]
+        browsers = [asyncio.create_task(web.floor(seen if i == 0 else None, stop, cookies[i])) for i in range(floors)]
         sim = Simulator(nc, tables, seed=9, patience=40, every=every or 0.0)
         task = asyncio.create_task(sim.run(None))
         await asyncio.sleep(min(5.0, seconds / 4))  # every process warm
@@ -176,8 +196,21 @@ async def sealed_pages(asks: int, shoes: int) -> dict[str, Any]:
     return {"sealed_shoes": len(kept), "pages": asks, **latency_percentiles(seconds)}
 
 
+async def search_pages(asks: int, coups: int) -> dict[str, Any]:
+    """One baccarat table dealt ``coups`` coups (its shoes sealed and removed
+    from the live stream as they end); a search by player over its whole
+    history asked ``asks`` times one after another, for players picked at random."""
+    tables = {"SRCH": TableConfig("baccarat-000-methods")}
+    async with served(tables) as (nc, web):
+        await Simulator(nc, tables, seed=11, patience=40).run(coups)
+        pick = random.Random(5)
+        seconds = [await asyncio.to_thread(web.get, f"/coup?table=SRCH&player=SRCH-P{pick.randint(1, 60)}")
+                   for _ in range(asks)]
+    return {"coups": coups, "asks": asks, **latency_percentiles(seconds)}
+
+
 async def measure(tables: int = 64, seconds: float = 20, runs: int = 3, asks: int = 200,
-                  shoes: int = 3) -> dict[str, Any]:
+                  shoes: int = 3, search_coups: int = 2000) -> dict[str, Any]:
     config = tables_of(tables)
     live = [await dealing(config, seconds, 1, None) for _ in range(runs)]
     rate = statistics.median(r["coups_per_s"] for r in live)
@@ -188,6 +221,7 @@ async def measure(tables: int = 64, seconds: float = 20, runs: int = 3, asks: in
         hundreds.append(await dealing(config, seconds, 100, every))
         ratios.append(hundreds[-1]["web_cpu_ms_per_coup"] / ones[-1]["web_cpu_ms_per_coup"])
     pages = [await sealed_pages(asks, shoes) for _ in range(runs)]
+    search = await search_pages(asks, search_coups)
     p99s = [r["p99_ms"] for r in live]
     return {"tables": tables, "runs": runs,
             "live": {"coups_per_s": rate, "p50_ms": statistics.median(r["p50_ms"] for r in live),
@@ -199,7 +233,8 @@ async def measure(tables: int = 64, seconds: float = 20, runs: int = 3, asks: in
                     "ratio": statistics.median(ratios), "ratio_range": span(ratios)},
             "sealed": {"pages": asks, "shoes": shoes, "p50_ms": statistics.median(r["p50_ms"] for r in pages),
                        "p99_ms": statistics.median(r["p99_ms"] for r in pages),
-                       "p99_ms_range": span([r["p99_ms"] for r in pages])}}
+                       "p99_ms_range": span([r["p99_ms"] for r in pages])},
+            "search": search}
 
 
 def summary(r: dict[str, Any]) -> str:
@@ -209,7 +244,8 @@ def summary(r: dict[str, Any]) -> str:
             f"{live['p50_ms']:.0f} ms, p99 {live['p99_ms']:.0f} ms; the web's CPU a coup with 100 floors "
             f"{cpu['hundred_ms']:.2f} ms against one {cpu['one_ms']:.2f} ms at {cpu['offered_coups_per_s']:.1f} "
             f"coups/s, ratio {cpu['ratio']:.2f}; a sealed coup's page p99 {sealed['p99_ms']:.1f} ms "
-            f"(p50 {sealed['p50_ms']:.1f})")
+            f"(p50 {sealed['p50_ms']:.1f}); a search by player over {r['search']['coups']} coups p99 "
+            f"{r['search']['p99_ms']:.0f} ms (p50 {r['search']['p50_ms']:.0f})")
 
 
 def main() -> None:
@@ -218,8 +254,9 @@ def main() -> None:
     p.add_argument("--seconds", type=float, default=20)
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--asks", type=int, default=200, help="sealed coups' pages asked in each run")
+    p.add_argument("--search-coups", type=int, default=2000, help="coups dealt at the table searched by player")
     args = p.parse_args()
-    r = asyncio.run(measure(args.tables, args.seconds, args.runs, args.asks))
+    r = asyncio.run(measure(args.tables, args.seconds, args.runs, args.asks, search_coups=args.search_coups))
     print(summary(r))
     print(json.dumps(r, indent=2))
 

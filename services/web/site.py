@@ -29,7 +29,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from casino.audit.archive import history
-from casino.audit.history import Absent, Bounds, coup_id, coups_within, opened_at, played_at
+from casino.audit.history import Absent, Bounds, coup_id, coups_within, played_at
 from casino.audit.replay import render_shoe, replay_coup
 from casino.audit.verify import verify_coup
 from casino.cli.replay import NAME, exported
@@ -53,7 +53,7 @@ HERE = Path(__file__).resolve().parent
 COOKIE = "casino_session"
 PAGES = ("floor", "floor_events", "table", "shoe", "coup", "find", "clause", "export", "signin")
 FOUND_AT_MOST = 50  # coups a search by player lists
-SEARCHED_AT_MOST = 2000  # coups a search by player reads, the latest in its window
+SEARCHED_AT_MOST = 1000  # coups a search by player reads, the latest in its window
 STREAMS_PER_SESSION = 4  # live floor streams one session may hold open (a few tabs)
 STREAMS_MOST = 500  # live floor streams in all, on one instance of the web
 SESSION_CHECK = 30.0  # seconds between checks that a live stream's session is still open
@@ -344,10 +344,8 @@ class Site:
             window, _ = await coups_within(self.store, table, Bounds(since=since, until=until))
             numbers = window[-SEARCHED_AT_MOST:] if window is not None else range(0)
             searched = numbers
-            played = [n async for n in played_at(self.store, table, numbers, player, _players)][-FOUND_AT_MOST:]
-            for n in played:
-                opened = await opened_at(self.store, table, n)
-                found.append((n, f"{opened:%Y-%m-%d %H:%M:%S} UTC" if opened else "-"))
+            found = [(n, f"{at:%Y-%m-%d %H:%M:%S} UTC")
+                     async for n, at in played_at(self.store, table, numbers, player, _players)][-FOUND_AT_MOST:]
             earlier = window is not None and len(window) > len(numbers)
         return HTMLResponse(self.render("find.html", who=who, tables=tables, q=q, found=found, player=player,
                                         table=table, searched=bool(asked and player), window=searched,

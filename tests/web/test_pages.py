@@ -295,6 +295,12 @@ async def test_a_sealed_shoe_shows_its_seal_and_its_coups_replay_from_the_archiv
         await page.goto(f"{w.base}/coup/BJ1/{kept.first_coup}")
         assert kept.hash in await page.inner_text("main")
         assert (await page.inner_text(".verdict")).startswith("Verified")
+        # A search by player reads the sealed shoe's wager books from its seal.
+        first = await site.store.read(subjects.coup_filter(f"BJ1-{kept.first_coup:06d}", "BJ1"))
+        player = next(p for m in first for e in m.batch.events if (p := getattr(e.data, "player", "")))
+        await page.goto(f"{w.base}/coup?table=BJ1&player={player}")
+        found = await page.locator("ol.found a").evaluate_all("links => links.map(a => a.getAttribute('href'))")
+        assert f"/coup/BJ1/{kept.first_coup}" in found
 
 
 async def test_the_floor_says_a_service_has_no_live_instance_and_when_it_is_back(

@@ -428,7 +428,7 @@ class WithArchive:
 
     def __init__(self, live: JetStreamEventStore, seals: SealStore) -> None:
         self.live, self.seals = live, seals
-        self.opened: dict[tuple[str, str], list[Stored]] = {}
+        self.opened: dict[tuple[str, str], Seal] = {}
         self.archived_only = 0  # messages scanned from seals alone (their shoes removed from the live stream)
 
     async def append(self, *args: object, **kwargs: object) -> Appended:
@@ -483,15 +483,17 @@ class WithArchive:
             else:
                 kept = await self.seals.seals(t)
             for k in kept:
-                out.extend(m for m in self._open(k) if subjects.matches(filter_, m.subject))
+                # decoded as asked: a shoe's wager books read without its cards, a coup without its shoe's others
+                out.extend(read_stored(m.seq, m.subject, m.batch, m.msg_id) for m in self._open(k).messages
+                           if subjects.matches(filter_, m.subject))
         return out
 
-    def _open(self, kept: Kept) -> list[Stored]:
+    def _open(self, kept: Kept) -> Seal:
         key = (kept.table, kept.shoe)
         if key not in self.opened:
             if len(self.opened) >= self.OPENED:
                 del self.opened[next(iter(self.opened))]
-            self.opened[key] = open_seal(Sealed(kept.data, kept.hash)).stored()
+            self.opened[key] = open_seal(Sealed(kept.data, kept.hash))
         return self.opened[key]
 
     async def _holding(self, table: str, number: int) -> Kept | None:

@@ -100,12 +100,13 @@ async def _coup_records(store: EventStore, table: str, coup: str, after: int | N
 
 
 async def played_at(store: EventStore, table: str, numbers: range, player: str,
-                    players: Callable[[AnyEvent], set[str]]) -> AsyncIterator[int]:
-    """The numbers among ``numbers`` of the table's coups whose wager book
-    names ``player`` (``players``: the players an event names), in order.
-    The books are read shoe by shoe, one read a shoe live or sealed, from
-    the shoe the first coup opened in: a wager book is filed under the shoe
-    its coup opened in, and a table's shoes are numbered in turn."""
+                    players: Callable[[AnyEvent], set[str]]) -> AsyncIterator[tuple[int, datetime]]:
+    """The coups among ``numbers`` of the table whose wager book names
+    ``player`` (``players``: the players an event names), in order, each
+    with the time its book opened. The books are read shoe by shoe, one read
+    a shoe live or sealed, from the shoe the first coup opened in: a wager
+    book is filed under the shoe its coup opened in, and a table's shoes are
+    numbered in turn."""
     if not numbers:
         return
     first = await store.first(subjects.event(table, "*", coup_id(table, str(numbers[0])), "coup"))
@@ -116,14 +117,18 @@ async def played_at(store: EventStore, table: str, numbers: range, player: str,
         books = await store.read(subjects.event(table, subjects.shoe_id(table, shoe), "*", "wager"))
         if not books:
             return
+        opened: dict[int, datetime] = {}
         found: set[int] = set()
         for m in books:
             number = subjects.coup_number(subjects.tokens(m.subject)[2])
-            if number is not None and number in numbers and number not in found and \
-                    any(player in players(e.data) for e in m.batch.events):
+            if number is None or number not in numbers:
+                continue
+            if m.batch.events:
+                opened.setdefault(number, m.batch.events[0].at)
+            if number not in found and any(player in players(e.data) for e in m.batch.events):
                 found.add(number)
         for number in sorted(found):
-            yield number
+            yield number, opened[number]
         if max((subjects.coup_number(subjects.tokens(m.subject)[2]) or 0) for m in books) >= numbers[-1]:
             return
         shoe += 1
