@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import shutil
 import time
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from services.web.site import STREAMS_PER_SESSION
 from casino.cli.run import default_tables
 from tests.e2e.casino import Casino
 from tests.web.hostile import WebProcess, more_files, p99, web_process
+from tests.web.test_pages import chromium
 
 pytestmark = pytest.mark.anyio
 TABLES = default_tables(2, ["baccarat-000-methods", "blackjack-002-hole-card"], readers=0)
@@ -101,13 +101,6 @@ async def test_a_session_lives_on_the_server_ended_by_sign_out_everywhere_and_by
                 assert (await web.ask("GET", "/", {"Cookie": kept})).status == 303
         finally:
             await two.stop()
-
-
-def chromium() -> str:
-    found = shutil.which("chromium")
-    if found is None:
-        pytest.fail("chromium is missing: `make test` installs it (Debian's chromium package, `make tools`)")
-    return found
 
 
 async def test_every_answer_carries_the_security_headers_a_form_needs_its_token_and_no_page_is_framed(
