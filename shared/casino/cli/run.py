@@ -245,6 +245,9 @@ def _run(main: Coroutine[Any, Any, None]) -> None:
             nonlocal stopped
             stopped = True
             task.cancel()
+            # Asked again until it ends: Python 3.11's wait_for loses a cancellation that comes as
+            # the request it waits on is answered (a simulated terminal's, say), and dealing went on.
+            loop.call_later(0.5, lambda: None if task.done() else stop())
 
         for sig in STOP_SIGNALS:
             loop.add_signal_handler(sig, stop)
