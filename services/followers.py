@@ -1,9 +1,8 @@
-"""What each service follows from the stream, on durable JetStream consumers
-that push their deliveries: settlement every coup and wager event, settling
-each coup as its result passes, and the archiver every settlement, each from
-one consumer its instances share and one instance at a time takes (``Sole``);
-the projections' writer every event, into the read models, verifying each
-coup as it settles (a consumer of its own, ``claim``). The shoe, wager and
+"""How a service follows the stream, on durable JetStream consumers that
+push their deliveries: one consumer its instances share, taken by one
+instance at a time (``Sole``: settlement's and the archiver's, each in its
+service's ``consumer``), or a consumer of its own (``claim``: the
+projections' writer). The shoe, wager and
 dealer-policy follow nothing: each instance owns its tables
 (services.ownership) and applies its own appends as it makes them.
 
@@ -29,26 +28,17 @@ from faststream.nats import JStream, NatsBroker
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.js.api import AckPolicy as ConsumerAck
-from nats.js.api import ConsumerConfig, DeliverPolicy
-from nats.js.errors import NotFoundError
+from nats.js.api import ConsumerConfig
 
 from casino.metrics import Metrics
 from casino.nats import permissions
-from casino.store import envelope, subjects
-from casino.store.eventstore import Stored
-from casino.store.following import Delivery
 from casino.store.jetstream import STREAM
-from services.archiver.service import ARCHIVER_DURABLE, ArchiverService
-from services.messaging import ack, decoded, delivery, documented, failed, undecoded
-from services.settlement.service import FOLLOWED, SettlementService
+from services.messaging import ack, undecoded
 
 log = logging.getLogger("casino")
 
-SWEEP_EVERY = 30.0  # seconds between the archiver's sweeps of every table
 IN_FLIGHT = 1024  # deliveries a consumer hands out before the first of them is acknowledged
 ACK_EVERY = 64  # an instance's own consumer (ack policy all) is acknowledged at least this often
-SETTLEMENT = "settlement"  # the consumer settlement's instances share, and their queue group
-SETTLEMENT_DELIVERY = "_INBOX.settlement.events"  # where the shared settlement consumer delivers
 SOLE = 0  # the partition whose owner alone takes a shared consumer's deliveries (settlement's, the archiver's)
 
 
@@ -128,28 +118,6 @@ class Acks:
             self.unacked = 0
 
 
-async def ensure_settlement_consumer(nc: Client) -> None:
-    """Create the consumer settlement's instances share, or give one declared
-    elsewhere (the cluster's manifests) the filters this release follows,
-    keeping its other settings. A short ack wait: what a killed instance had
-    in hand comes again within seconds."""
-    js = nc.jetstream()
-    filters = [subjects.aggregate_filter(a) for a in FOLLOWED]
-    try:
-        config = (await js.consumer_info(STREAM, "settlement")).config
-    except NotFoundError:
-        config = ConsumerConfig(durable_name="settlement", deliver_subject=SETTLEMENT_DELIVERY,
-                                deliver_group="settlement", ack_wait=5.0, max_ack_pending=IN_FLIGHT)
-    else:
-        if not config.deliver_subject:
-            raise RuntimeError("the consumer settlement is a pull consumer of an earlier release: delete it, and "
-                               "settlement creates it again delivering from the first unsettled coup")
-        if sorted(config.filter_subjects or [config.filter_subject or ""]) == sorted(filters):
-            return
-    config.filter_subject, config.filter_subjects = None, filters
-    await js.add_consumer(STREAM, config)
-
-
 class Sole(abc.ABC):
     """The deliveries of a consumer a service's instances share (a queue group
     on its deliver subject), taken by one instance at a time: the owner of
@@ -204,123 +172,3 @@ class Sole(abc.ABC):
     @abc.abstractmethod
     async def on_event(self, msg: Msg) -> None:
         """Handle one delivery, and acknowledge it once handled."""
-
-
-class SettlementConsumer(Sole):
-    """Settlement follows every coup and wager event and settles each coup as
-    its result passes, the settlements of several tables at once
-    (``casino.store.following``: a coup it could not follow whole is read
-    back from the stream), one instance at a time (``Sole``). Shared by
-    several, a coup's messages went to several instances, and each read back
-    the coups it saw in part: three instances spent 2.8 ms of CPU a coup
-    where one spent 1.3 (docs/architecture.md)."""
-
-    deliver, queue = SETTLEMENT_DELIVERY, SETTLEMENT
-
-    def __init__(self, service: Callable[[], SettlementService], metrics: Metrics,
-                 later: Callable[[Awaitable[None]], None]) -> None:
-        super().__init__()
-        self.service, self.metrics, self.later = service, metrics, later
-
-    async def _settle(self, msg: Msg, at: Delivery, due: Any) -> None:
-        assert self.nc is not None
-        try:
-            await self.service().settle(due)
-        except Exception as exc:
-            with contextlib.suppress(nats.errors.Error, TimeoutError):  # not filed: it comes again after the ack wait
-                await failed(self.nc, SETTLEMENT, msg, at, exc, self.metrics)
-        else:
-            await ack(msg)
-
-    async def on_event(self, msg: Msg) -> None:
-        assert self.nc is not None
-        at = delivery(msg)
-        settling = self.service()
-        with self.metrics.handling.labels(SETTLEMENT).time():
-            batch = await decoded(self.nc, SETTLEMENT, msg, at, self.metrics)
-            if batch is None:
-                settling.following.forget()
-                due = None
-            else:
-                due = settling.follow(Stored(at.stream_seq, msg.subject, batch), at)
-        if due is None:
-            await ack(msg)
-        else:
-            self.later(self._settle(msg, at, due))
-
-
-def documented_settlement(broker: NatsBroker) -> None:
-    """Declare settlement's consumer for the AsyncAPI document (its deliveries come through ``SettlementConsumer``)."""
-    @events_subscriber(broker, f"{subjects.EVENTS}.>", SETTLEMENT, ConsumerConfig(durable_name=SETTLEMENT),
-                       "Every coup and wager event, each coup settled as its result passes "
-                       f"(the filters: {', '.join(subjects.aggregate_filter(a) for a in FOLLOWED)}).")
-    async def on_event(received: documented(envelope.Batch)) -> None:  # type: ignore[valid-type]
-        raise AssertionError("declared for the document only")
-
-
-ARCHIVER_DELIVERY = "_INBOX.archiver.events"  # where the archiver's consumer delivers
-
-
-async def ensure_archiver_consumer(nc: Client) -> None:
-    """Create the consumer the archiver's instances share, if it does not exist:
-    every settlement, from the first (the archiver's sweep seals what came before it)."""
-    js = nc.jetstream()
-    try:
-        await js.consumer_info(STREAM, ARCHIVER_DURABLE)
-    except NotFoundError:
-        await js.add_consumer(STREAM, ConsumerConfig(
-            durable_name=ARCHIVER_DURABLE, deliver_subject=ARCHIVER_DELIVERY, deliver_group=ARCHIVER_DURABLE,
-            filter_subject=subjects.aggregate_filter("settle"), deliver_policy=DeliverPolicy.NEW, ack_wait=60.0,
-            max_ack_pending=IN_FLIGHT))
-
-
-class ArchiverConsumer(Sole):
-    """The archiver follows every settlement (one in a shoe after the table's
-    last sealed one may let that shoe be sealed) and sweeps every table at
-    its start and every ``SWEEP_EVERY`` seconds, one instance at a time (``Sole``)."""
-
-    deliver, queue = ARCHIVER_DELIVERY, ARCHIVER_DURABLE
-
-    def __init__(self, service: Callable[[], ArchiverService], metrics: Metrics) -> None:
-        super().__init__()
-        self.service, self.metrics = service, metrics
-        self.sweeping: asyncio.Task[None] | None = None
-
-    async def take(self, nc: Client, parts: set[int]) -> None:
-        await super().take(nc, parts)
-        if self.subscription is not None and self.sweeping is None:
-            self.sweeping = asyncio.create_task(self._sweeping())
-
-    async def stop(self) -> None:
-        if self.sweeping is not None:
-            self.sweeping.cancel()
-            self.sweeping = None
-        await super().stop()
-
-    async def _sweeping(self) -> None:
-        while self.subscription is not None:  # besides its cancellation, which Python 3.11 may lose
-            try:
-                await self.service().sweep()
-            except Exception as exc:  # the server away, or a reply late: the next sweep tries again
-                log.error("archiver: sweep: %s: %s", type(exc).__name__, exc)
-            await asyncio.sleep(SWEEP_EVERY)
-
-    async def on_event(self, msg: Msg) -> None:
-        archiving = self.service()
-        table, shoe, _, _ = subjects.tokens(msg.subject)
-        with self.metrics.handling.labels(ARCHIVER_DURABLE).time():
-            if archiving.behind(table, shoe):
-                try:
-                    await archiving.advance(table)
-                except Exception as exc:  # not the settlement's fault: the next sweep takes the table again
-                    log.error("archiver: table %s: %s: %s", table, type(exc).__name__, exc)
-        await ack(msg)
-
-
-def documented_archiver(broker: NatsBroker) -> None:
-    """Declare the archiver's consumer for the AsyncAPI document (its deliveries come through ``ArchiverConsumer``)."""
-    @events_subscriber(broker, subjects.aggregate_filter("settle"), ARCHIVER_DURABLE,
-                       ConsumerConfig(durable_name=ARCHIVER_DURABLE),
-                       "Every settlement: the shoes before the one it is in may be sealed and removed.")
-    async def on_event(received: documented(envelope.Batch)) -> None:  # type: ignore[valid-type]
-        raise AssertionError("declared for the document only")

@@ -36,21 +36,11 @@ from casino.config.tables import TableConfig, load_tables
 from casino.metrics import Metrics
 from casino.nats import client as natsclient
 from casino.nats.provision import require_provisioned
-from casino.protocol import commands
-from casino.protocol.service import Clock, Peer, utc_now
-from casino.readmodels.projections import checkpointed
-from casino.store.envelope import Batch
+from casino.protocol.service import Clock, utc_now
 from casino.store.jetstream import JetStreamEventStore
-from services import followers
-from services.archiver.service import ARCHIVER_DURABLE, ArchiverService
-from services.dealer_policy.service import DealerPolicyService
+from services import wiring
 from services.messaging import CommandGate, Commands, documented, documented_commands, watch_consumers
 from services.ownership import TICK, Ownership
-from services.projections.service import Projections, documented_projections
-from services.settlement.service import SettlementService
-from services.shoe.secrets import JetStreamSecrets, ShuffleSource, secure_shuffle
-from services.shoe.service import ShoeService
-from services.wager.service import WagerService
 
 KINDS = ("shoe", "wager", "dealer-policy", "settlement")
 EVERY_KIND = (*KINDS, "projections", "archiver")
@@ -61,61 +51,16 @@ DEFAULT_URL = "nats://127.0.0.1:4222"
 
 log = logging.getLogger("casino")
 
-# Each service's commands: (the subject's last token, its queue group, the
-# command types, what the subject takes).
-COMMANDS: dict[str, list[tuple[str, str, Any, str]]] = {
-    "shoe": [("shoe", "shoe", commands.ShoeCommand, "The dealer-policy's requests to the shoe: start a round, draw "
-              "the cards due, end the round, take a card-reading shoe's report."),
-             ("shuffler", "shoe", commands.ShuffleMade, "A card-reading table's shuffling machine: the order it made "
-              "for the table's next shoe (docs/readers.md), kept secret until that shoe ends.")],
-    "wager": [("wager", "wager", commands.WagerCommand, "A terminal's wagers and seating at its table."),
-              ("book", "wager", commands.BookCommand, "The dealer-policy's opening and closing of a coup's wager book.")],
-    "dealer-policy": [("coup", "coup", commands.CoupCommand, "A terminal's commands to the coup: open it, close "
-                       "betting, answer offers, expose cards, decide, and the shoe's passing."),
-                      ("supervise", "coup", commands.SupervisorCommand, "What a supervisor directs (a holder's "
-                       "shoe forfeited, 000 8.20; a coup opened by another procedure than the one in force, 000 8.2, "
-                       "001 8.5), each supervisor on a subject of their own that only their credential may publish "
-                       "on: the event records who."),
-                      ("read", "coup", commands.ReaderReport, "A card-reading table's shoe: each card as it leaves "
-                       "the shoe, and the cut card (docs/readers.md).")],
-}
-_EVENTS = "casino.ev.{table}.{shoe}.{coup}"
-_REPLIES = ("_INBOX.{requester}.>", commands.Reply, "Every command's reply, to the requester's inbox: done, or refused "
-            "with the clause that refuses it. A refusal for one of the clauses "
-            f"{', '.join(sorted(commands.ASK_AGAIN))} is for the terminal to ask the same command (the same id) "
-            "again a moment later; every other refusal stands.")
-# What each service sends: its replies, the events it appends (each message
-# one batch: the events of one decision), and the commands it asks of others.
-_SENDS: dict[str, list[tuple[str, Any, str]]] = {
-    "shoe": [_REPLIES, (f"{_EVENTS}.shoe", Batch, "The shoe's events: shuffled (with the order's commitment), "
-                                                  "rounds, cards drawn, the order revealed as the shoe ends.")],
-    "wager": [_REPLIES, (f"{_EVENTS}.wager", Batch, "The wager book's events: seating, wagers, the book opened "
-                                                    "and closed.")],
-    "dealer-policy": [
-        _REPLIES, (f"{_EVENTS}.coup", Batch, "The coup's events: configured, dealt, offered, decided, resulted."),
-        ("casino.ev.{table}.-.-.ruleset", Batch, "A table's ruleset, recorded whole before the first coup dealt "
-                                                 "under it and whenever it changes."),
-        ("casino.cmd.{table}.shoe", commands.ShoeCommand, "Asked of the shoe service."),
-        ("casino.cmd.{table}.book", commands.BookCommand, "Asked of the wager service.")],
-    "settlement": [(f"{_EVENTS}.settle", Batch, "Each coup's settlement: every wager paid by the ruleset.")],
-    "projections": [],
-    "archiver": [("casino.archive.{table}.{shoe}", bytes, "One ended shoe sealed: its messages and its coups', "
-                  "MessagePack, zlib-compressed, hashed and chained to the table's previous seal (docs/replay.md).")],
-}
-DECODERS = {"shoe": commands.shoe_decoder, "wager": commands.wager_decoder, "book": commands.book_decoder,
-            "coup": commands.coup_decoder, "supervise": commands.supervise_decoder, "read": commands.reader_decoder,
-            "shuffler": commands.shuffler_decoder}
-
-
 class Running:
     """One service: its faststream application and broker, its handler object
-    once connected (``service``), and its metrics."""
+    once connected (``service``), and its metrics; what the service is comes
+    from its wiring (``services.wiring.of``)."""
 
     def __init__(self, kind: str, url: str = DEFAULT_URL, *, tables: dict[str, TableConfig] | None = None,
-                 shuffle: ShuffleSource = secure_shuffle, clock: Clock = utc_now, name: str = "") -> None:
+                 clock: Clock = utc_now, name: str = "", **options: Any) -> None:
         if kind not in EVERY_KIND:
             raise ValueError(f"unknown service {kind!r}; one of {', '.join(EVERY_KIND)}")
-        self.kind, self.tables, self.shuffle, self.clock = kind, tables or {}, shuffle, clock
+        self.kind, self.tables, self.clock, self.options = kind, tables or {}, clock, options
         self.metrics = Metrics(kind)
         servers = url.split(",")  # one server, or the nodes of a cluster
         tls = _tls()
@@ -131,23 +76,16 @@ class Running:
         self.http: uvicorn.Server | None = None
         self.http_thread: threading.Thread | None = None
         self.beat = time.monotonic()  # the event loop's last turn, as /healthz reads it
-        self.projections: Projections | None = None
+        self.wiring = wiring.of(kind)(self)
         # The commands of the tables this instance owns (shoe, wager, dealer-policy).
-        self.commands = Commands({token: (queue, DECODERS[token]) for token, queue, _, _ in COMMANDS.get(kind, [])},
-                                 self.gate, lambda: self.service, self.metrics,
-                                 secured=natsclient.inbox_prefix(servers) != "_INBOX") if kind in COMMANDS else None
+        lanes = self.wiring.lanes
+        self.commands = Commands({lane.token: (lane.queue, lane.decoder) for lane in lanes}, self.gate,
+                                 lambda: self.service, self.metrics,
+                                 secured=natsclient.inbox_prefix(servers) != "_INBOX") if lanes else None
         self.ownership: Ownership | None = None
         # Settlement's and the archiver's deliveries, taken by one instance at a time.
-        self.sole: followers.Sole | None = None
-        if kind == "settlement":
-            self.sole = followers.SettlementConsumer(lambda: self.service, self.metrics, self.later)
-            self.durables.append(followers.SETTLEMENT)
-        elif kind == "archiver":
-            self.sole = followers.ArchiverConsumer(lambda: self.service, self.metrics)
-            self.durables.append(ARCHIVER_DURABLE)
-        elif kind == "projections":
-            self.projections = Projections(self.broker, self.metrics, self.durables)
-        for subject, schema, doc in _SENDS[kind]:  # for the AsyncAPI document: never published through
+        self.sole = self.wiring.sole()
+        for subject, schema, doc in self.wiring.sends:  # for the AsyncAPI document: never published through
             self.broker.publisher(subject, schema=documented(schema), title=subject, description=doc)
         self.app = AsgiFastStream(
             self.broker, asgi_routes=[("/metrics", make_asgi_app(self.metrics.registry)),
@@ -203,24 +141,8 @@ class Running:
     async def _open(self) -> None:
         """Connect, and make the service before any message arrives."""
         nc = await self.broker.connect()
-        await require_provisioned(nc, secrets=self.kind == "shoe")  # by the administrator, as declared
-        store = JetStreamEventStore(nc)
-        if self.kind == "shoe":
-            self.service = ShoeService(store, JetStreamSecrets(nc.jetstream()), self.shuffle, self.clock)
-        elif self.kind == "wager":
-            self.service = WagerService(store, self.clock)  # each coup's book is read when a command first names it
-        elif self.kind == "dealer-policy":
-            # Patient with the shoe and wager services: one may be restarting.
-            self.service = DealerPolicyService(store, Peer(nc, attempts=25), self.tables, self.clock)
-        elif self.kind == "settlement":
-            self.service = SettlementService(store, self.clock)
-            await followers.ensure_settlement_consumer(nc)
-        elif self.kind == "archiver":
-            self.service = ArchiverService(nc, lambda: checkpointed(nc.jetstream()), self.metrics)
-            await followers.ensure_archiver_consumer(nc)
-        else:
-            assert self.projections is not None
-            self.service = await self.projections.open(store)
+        await require_provisioned(nc, secrets=self.wiring.secrets)  # by the administrator, as declared
+        self.service = await self.wiring.make(nc, JetStreamEventStore(nc))
         self.service.metrics = self.metrics
         if self.commands is not None:
             self.commands.nc = nc
@@ -237,8 +159,7 @@ class Running:
             return
         assert self.commands is not None
         self.service.let_go(parts)
-        if isinstance(self.service, DealerPolicyService):
-            self.service.take(parts)
+        self.wiring.took(self.service, parts)
         await self.commands.take(parts)
 
     async def _release(self, parts: set[int]) -> None:
@@ -251,8 +172,7 @@ class Running:
 
     async def _watch(self) -> None:
         self.tasks.append(asyncio.create_task(watch_consumers(self.nc, self.durables, self.metrics)))
-        if self.projections is not None:
-            self.tasks.append(asyncio.create_task(self.projections.keeping()))
+        self.tasks += [asyncio.create_task(work) for work in self.wiring.tasks()]
 
     async def _finish(self) -> None:
         """Take no more commands, finish the rounds and the work in hand, then
@@ -267,21 +187,19 @@ class Running:
             await self.commands.stop()
         if self.sole is not None:
             await self.sole.stop()
-        if isinstance(self.service, DealerPolicyService):
-            await self.service.finish_rounds()
+        await self.wiring.finishing(self.service)
         for subscriber in self.broker.subscribers:
             await subscriber.stop()
         if self.running:
             await asyncio.wait(self.running, timeout=10)
-        if self.projections is not None:
-            await self.projections.close()
+        await self.wiring.close()
 
 
-async def start(kind: str, url: str, *, tables: dict[str, TableConfig] | None = None,
-                shuffle: ShuffleSource = secure_shuffle, clock: Clock = utc_now, name: str = "",
-                http_port: int | None = None, http_host: str = "0.0.0.0") -> Running:
-    """Build and start one service; with ``http_port``, serve its metrics and health."""
-    return await Running(kind, url, tables=tables, shuffle=shuffle, clock=clock, name=name).start(http_port, http_host)
+async def start(kind: str, url: str, *, tables: dict[str, TableConfig] | None = None, clock: Clock = utc_now,
+                name: str = "", http_port: int | None = None, http_host: str = "0.0.0.0", **options: Any) -> Running:
+    """Build and start one service; with ``http_port``, serve its metrics and
+    health; ``options``: what the service's wiring takes of a caller (the shoe's ``shuffle``)."""
+    return await Running(kind, url, tables=tables, clock=clock, name=name, **options).start(http_port, http_host)
 
 
 def _healthz(running: Running) -> Any:
@@ -308,17 +226,11 @@ def _readyz(metrics: Metrics) -> Any:
 def app(kind: str) -> AsgiFastStream:
     """The service's application, not connected: for ``faststream docs gen``
     (its command subjects, which ``Commands`` subscribes to as it owns their
-    partitions, and the projections' consumer, claimed at start, under the
-    name the documents give it)."""
+    partitions, and the consumers it follows, under the names the documents give them)."""
     running = Running(kind, os.environ.get("CASINO_NATS_URL", DEFAULT_URL))
-    for token, queue, types, doc in COMMANDS.get(kind, []):
-        documented_commands(running.broker, token, queue, types, doc)
-    if kind == "settlement":
-        followers.documented_settlement(running.broker)
-    if kind == "archiver":
-        followers.documented_archiver(running.broker)
-    if running.projections is not None:
-        documented_projections(running.broker, followers.document_name(kind))
+    for lane in running.wiring.lanes:
+        documented_commands(running.broker, lane.token, lane.queue, lane.accepted, lane.description)
+    running.wiring.document(running.broker)
     return running.app
 
 

@@ -71,7 +71,7 @@ class Casino:
     async def archived(self, nc: nats.NATS, shoes: int) -> None:
         """Until at least ``shoes`` shoes of each one-deck table are sealed,
         and every sealed shoe is gone from the live stream (the archiver's
-        sweep, asked for: it would come within ``followers.SWEEP_EVERY``)."""
+        sweep, asked for: it would come within ``services.archiver.consumer.SWEEP_EVERY``)."""
         archiver = next(r for r in self.running if r.kind == "archiver")
 
         async def done() -> bool:

@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 import nats
 import pytest
 from services import followers, ownership, runner
+from services.archiver.consumer import ArchiverConsumer
 from services.ownership import LAPSE, Assignment, lapsed, read_assignment, rebalance
 
 from casino.config.tables import TableConfig
@@ -193,7 +194,7 @@ async def test_one_archiver_at_a_time_takes_the_settlements_and_sweeps_and_anoth
         await _shares(pair, PARTITIONS // 2)
         [sole] = [r for r in pair if r.ownership and followers.SOLE in r.ownership.owned]
         [other] = [r for r in pair if r is not sole]
-        assert isinstance(sole.sole, followers.ArchiverConsumer) and isinstance(other.sole, followers.ArchiverConsumer)
+        assert isinstance(sole.sole, ArchiverConsumer) and isinstance(other.sole, ArchiverConsumer)
         assert sole.sole.subscription is not None and sole.sole.sweeping is not None
         assert other.sole.subscription is None and other.sole.sweeping is None
         casino.running.remove(sole)

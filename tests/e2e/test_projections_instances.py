@@ -64,10 +64,10 @@ async def test_a_standby_folds_nothing_and_takes_over_from_the_checkpoint_when_t
         kv = await KvProjections(casino.nc.jetstream()).open()
         try:
             await Simulator(casino.nc, tables, seed=3).run(4)
-            [writer] = [r for r in instances if r.projections is not None and r.projections.wrote]
+            [writer] = [r for r in instances if r.wiring.projections.wrote]
             [standby] = [r for r in instances if r is not writer]
-            assert standby.projections is not None and standby.projections.subscription is None
-            assert standby.projections.projector.seq == 0 and standby.durables == []
+            assert standby.wiring.projections.subscription is None
+            assert standby.wiring.projections.projector.seq == 0 and standby.durables == []
             handled = "casino_event_handling_seconds_count"
             assert standby.metrics.registry.get_sample_value(handled, {"service": "projections"}) is None
             await writer.stop()
@@ -79,7 +79,7 @@ async def test_a_standby_folds_nothing_and_takes_over_from_the_checkpoint_when_t
                 if await kv.seq() == last.seq:
                     break
                 await asyncio.sleep(0.1)
-            assert await kv.seq() == last.seq and standby.projections.wrote
+            assert await kv.seq() == last.seq and standby.wiring.projections.wrote
         finally:
             for r in instances:
                 await r.stop()

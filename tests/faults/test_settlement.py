@@ -10,8 +10,9 @@ import copy
 import nats
 import pytest
 from nats.js.api import ConsumerConfig
-from services import followers, runner
+from services import runner
 from services.projections import service as projections_service
+from services.settlement.consumer import SETTLEMENT_DELIVERY
 from services.settlement.service import FOLLOWED, SettlementService
 
 from casino.metrics import Metrics
@@ -80,7 +81,7 @@ async def test_settlement_gives_an_older_consumer_the_wager_events_and_keeps_its
     await provision(nc)
     await js.add_consumer(STREAM, ConsumerConfig(
         durable_name="settlement", filter_subject="casino.ev.*.*.*.coup", ack_wait=30.0, max_deliver=10,
-        deliver_subject=followers.SETTLEMENT_DELIVERY, deliver_group="settlement"))
+        deliver_subject=SETTLEMENT_DELIVERY, deliver_group="settlement"))
     running = await runner.start("settlement", nats_url)
     try:
         config = (await js.consumer_info(STREAM, "settlement")).config

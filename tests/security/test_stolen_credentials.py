@@ -16,7 +16,8 @@ import nats
 import pytest
 from nats.aio.client import Client
 from services import ownership, runner
-from services.followers import ARCHIVER_DELIVERY, SETTLEMENT_DELIVERY
+from services.archiver.consumer import ARCHIVER_DELIVERY
+from services.settlement.consumer import SETTLEMENT_DELIVERY
 
 from casino.nats import permissions as natsauth
 from casino.protocol import commands
