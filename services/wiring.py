@@ -7,6 +7,7 @@ kind (``of``)."""
 
 from __future__ import annotations
 
+import abc
 import importlib
 from collections.abc import Awaitable, Coroutine
 from typing import Any, ClassVar, NamedTuple, Protocol
@@ -64,7 +65,7 @@ class Host(Protocol):
     def later(self, work: Awaitable[None]) -> None: ...
 
 
-class Wiring:
+class Wiring(abc.ABC):
     """A service's wiring: by default one that answers commands and follows nothing else."""
 
     kind: ClassVar[str]
@@ -75,9 +76,9 @@ class Wiring:
     def __init__(self, host: Host) -> None:
         self.host = host
 
+    @abc.abstractmethod
     async def make(self, nc: Client, store: JetStreamEventStore) -> Any:
         """The service, once connected (before any message arrives)."""
-        raise NotImplementedError
 
     def sole(self) -> Sole | None:
         """The consumer its instances share, taken by one at a time (settlement's, the archiver's)."""
@@ -87,16 +88,16 @@ class Wiring:
         """What runs beside the service once it has started."""
         return []
 
-    def took(self, service: Any, parts: set[int]) -> None:
+    def took(self, service: Any, parts: set[int]) -> None:  # noqa: B027 (a hook: nothing by default)
         """The tables of ``parts`` taken, their commands not yet subscribed."""
 
-    async def finishing(self, service: Any) -> None:
+    async def finishing(self, service: Any) -> None:  # noqa: B027 (a hook: nothing by default)
         """Its commands no longer taken: the work in hand finished."""
 
-    async def close(self) -> None:
+    async def close(self) -> None:  # noqa: B027 (a hook: nothing by default)
         """The last of its stop."""
 
-    @classmethod
+    @classmethod  # noqa: B027 (a hook: nothing by default)
     def document(cls, broker: NatsBroker) -> None:
         """What ``faststream docs gen`` shows beyond its command subjects."""
 
