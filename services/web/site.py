@@ -104,7 +104,8 @@ def cause(env: Envelope) -> str:
 
 class Site:
     def __init__(self, nc: Client, tables: dict[str, str], accounts: Accounts | AccountsFile,
-                 regulations: Regulations, streams_most: int = STREAMS_MOST) -> None:
+                 regulations: Regulations, streams_most: int = STREAMS_MOST,
+                 searched_most: int = SEARCHED_AT_MOST) -> None:
         """``tables``: each table's currency; ``accounts``: as read once, or
         their file (read again as it changes: a new password ends its sessions)."""
         self.nc, self.regulations = nc, regulations
@@ -114,7 +115,7 @@ class Site:
         self.env = _env()
         self.metrics = WebMetrics()
         self.limits = SignInLimits(self.metrics.registry)
-        self.streams_most = streams_most
+        self.streams_most, self.searched_most = streams_most, searched_most
         self.streams: dict[str, int] = {}  # live floor streams open, by session
         self.floor = Floor(nc, tables, lambda tile: self.render("tile.html", t=tile, now=time.time()),
                            lambda down: self.render("down.html", down=down))
@@ -342,7 +343,7 @@ class Site:
         player = q.get("player", "")[:64]
         if asked and player:
             window, _ = await coups_within(self.store, table, Bounds(since=since, until=until))
-            numbers = window[-SEARCHED_AT_MOST:] if window is not None else range(0)
+            numbers = window[-self.searched_most:] if window is not None else range(0)
             searched = numbers
             found = [(n, f"{at:%Y-%m-%d %H:%M:%S} UTC")
                      async for n, at in played_at(self.store, table, numbers, player, _players)][-FOUND_AT_MOST:]

@@ -64,14 +64,16 @@ class Web:
 
 
 @contextlib.asynccontextmanager
-async def serving(nats_url: str, tables: dict[str, TableConfig]) -> AsyncIterator[tuple[Casino, Web, Site]]:
+async def serving(nats_url: str, tables: dict[str, TableConfig],
+                  **settings: int) -> AsyncIterator[tuple[Casino, Web, Site]]:
     """A casino dealing ``tables`` (every service, the read models and the
     archiver too), the web pages served over it, and a browser."""
     accounts, passwords = Accounts.made({"pit1": "pit", "comp1": "compliance"})
     async with Casino(nats_url, tables) as casino:
         for kind in ("projections", "archiver"):  # the read models the floor shows; shoes sealed
             await casino.start(kind)
-        site = Site(casino.nc, {t: c.currency for t, c in tables.items()}, accounts, Regulations(DOCS / "regulations"))
+        site = Site(casino.nc, {t: c.currency for t, c in tables.items()}, accounts, Regulations(DOCS / "regulations"),
+                    **settings)
         await site.start()
         port = free_port()
         server = web_server(app(site), "127.0.0.1", port)
@@ -269,6 +271,25 @@ async def test_a_coup_is_found_by_the_time_it_was_in_play_and_by_a_player(
     named = {subjects.coup_number(subjects.tokens(m.subject)[2]) for m in await casino.store.read(subjects.table_filter(table))
              for e in m.batch.events if player in {*(p for _, p in getattr(e.data, "seated", ())), getattr(e.data, "player", "")}}
     assert found == [f"/coup/{table}/{n}" for n in sorted(named)]
+
+
+async def test_a_search_by_player_reads_the_latest_coups_of_its_window_alone_and_says_which(nats_url: str) -> None:
+    """A search reads a bounded number of coups, the latest of its window,
+    however long the history: the page names the coups it searched, and how
+    to search earlier ones."""
+    tables = default_tables(1, ["baccarat-000-methods"], readers=0)
+    async with serving(nats_url, tables, searched_most=3) as (casino, w, _):
+        table = next(iter(tables))
+        await Simulator(casino.nc, tables, seed=7, patience=40).run(6)  # type: ignore[arg-type]
+        seated = [{p for m in await casino.store.read(subjects.coup_filter(f"{table}-{n:06d}", table))
+                   for e in m.batch.events for _, p in getattr(e.data, "seated", ())} for n in range(1, 7)]
+        player = next(iter(set.intersection(*seated[1:])))  # seated from coup 2 to 6
+        page = await signed_in(w.browser, w.base, "pit1", w.passwords["pit1"])
+        await page.goto(f"{w.base}/coup?table={table}&player={player}")
+        found = await page.locator("ol.found a").evaluate_all("links => links.map(a => a.getAttribute('href'))")
+        assert found == [f"/coup/{table}/{n}" for n in (4, 5, 6)], found
+        said = await page.inner_text("p.searched")
+        assert "Searched coups 4 to 6" in said and "reads the latest 3 coups" in said, said
 
 
 async def test_a_sealed_shoe_shows_its_seal_and_its_coups_replay_from_the_archive(nats_url: str,
