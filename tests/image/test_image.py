@@ -134,7 +134,11 @@ def pages(port: int, table: str, password: str) -> tuple[str, str]:
     carries)."""
     base = f"http://127.0.0.1:{port}"
     browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor())
-    form = urllib.parse.urlencode({"user": "compliance", "password": password, "then": f"/coup/{table}/1"})
+    with browser.open(f"{base}/signin", timeout=30) as r:  # the form, and its token's cookie
+        token = re.search(r'name="csrf" value="([^"]+)"', r.read().decode())
+    assert token, "the sign-in form carries no token"
+    form = urllib.parse.urlencode({"csrf": token[1], "user": "compliance", "password": password,
+                                   "then": f"/coup/{table}/1"})
     with browser.open(f"{base}/signin", data=form.encode(), timeout=30) as r:
         assert r.geturl().endswith(f"/coup/{table}/1"), r.geturl()
         coup = r.read().decode()
