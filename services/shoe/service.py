@@ -93,9 +93,8 @@ class ShoeService:
     # ---- state ----------------------------------------------------------
 
     def let_go(self, parts: set[int]) -> None:
-        """Hold the tables of partitions ``parts`` no more (services.ownership):
-        another instance owns them, or this one takes them and folds each
-        afresh at its next command."""
+        """Hold the tables of partitions ``parts`` no more (services.ownership): another
+        instance owns them, or this one takes them and folds each afresh at its next command."""
         for name in within(self.tables, parts):
             del self.tables[name]
 

@@ -7,6 +7,7 @@ request never finishes arriving (``Deadlined``)."""
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import hmac
 import resource
 import secrets
@@ -22,6 +23,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 CSRF_COOKIE = "casino_csrf"
 CSRF_FIELD = "csrf"
+CSRF = contextvars.ContextVar("csrf", default="")  # the form token of the request being answered
 # No script but the site's own files, no style but its own sheet, nothing framed, no form sent elsewhere.
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
        "font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")

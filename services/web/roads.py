@@ -1,10 +1,19 @@
 """A baccarat shoe's results as the roads a player reads: the bead plate
 (each coup in turn, six to a column) and the big road (a column for each run
-of one hand's wins, a tie marked on the coup before it)."""
+of one hand's wins, a tie marked on the coup before it); and a shoe's facts
+and coups from its records (``shoe_facts``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
+
+from casino.rules import shoe as dealing_shoe
+from casino.rules.baccarat import messages as baccarat_messages
+from casino.rules.blackjack import messages as blackjack_messages
+from casino.store import subjects
+from casino.store.envelope import CoupConfigured
+from casino.store.eventstore import Stored
 
 ROWS = 6  # a road's height, as the casinos' scoreboards draw it
 
@@ -52,3 +61,32 @@ def big_road(results: list[tuple[str, int, bool, bool]]) -> Road:
         else:
             road.columns.append([mark])
     return road
+
+
+def shoe_facts(stored: list[Stored]) -> dict[str, Any]:
+    """A shoe's facts, its coups with their results, and its roads, from its records."""
+    facts: dict[str, Any] = {"burned": 0, "ended": None, "shuffled": None}
+    coups: dict[str, str] = {}  # coup -> its result, in turn
+    beads: list[Bead] = []
+    marks: list[tuple[str, int, bool, bool]] = []
+    for m in stored:
+        coup = subjects.tokens(m.subject)[2]
+        for env in m.batch.events:
+            e = env.data
+            if isinstance(e, dealing_shoe.ShoeShuffled):
+                facts["shuffled"] = e
+            elif isinstance(e, dealing_shoe.CardBurned):
+                facts["burned"] += 1
+            elif isinstance(e, dealing_shoe.ShoeEnded):
+                facts["ended"] = e
+            elif isinstance(e, CoupConfigured):
+                coups.setdefault(coup, "")
+            elif isinstance(e, baccarat_messages.CoupResulted):
+                number = subjects.coup_number(coup) or 0
+                coups[coup] = f"{e.winner} {e.player_points}-{e.banker_points}"
+                beads.append(Bead(e.winner, number))
+                marks.append((e.winner, number, e.player_pair, e.banker_pair))
+            elif isinstance(e, blackjack_messages.CoupResulted):
+                coups[coup] = f"dealer {'blackjack' if e.dealer_blackjack else e.dealer_total}"
+    return {"facts": facts, "coups": list(coups.items())[::-1], "bead_plate": bead_plate(beads),
+            "big_road": big_road(marks), "baccarat": bool(beads)}

@@ -8,14 +8,13 @@ escaping, and control characters shown as escapes)."""
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import io
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, quote
+from urllib.parse import quote
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from nats.aio.client import Client
@@ -33,32 +32,26 @@ from casino.audit.history import Absent, Bounds, coup_id, coups_within, played_a
 from casino.audit.replay import render_shoe, replay_coup
 from casino.audit.verify import verify_coup
 from casino.cli.replay import NAME, exported
-from casino.nats.provision import SESSION_SECONDS
-from casino.rules import shoe as dealing_shoe
-from casino.rules.baccarat import messages as baccarat_messages
-from casino.rules.blackjack import messages as blackjack_messages
 from casino.rules.text import escaped, money
 from casino.store import subjects
-from casino.store.envelope import KEYED, CoupConfigured, Envelope
-from casino.store.eventstore import Stored, latest_at_table
+from casino.store.envelope import KEYED, Envelope
+from casino.store.eventstore import latest_at_table
 from casino.store.jetstream import casino_named
 from services.web import roads
 from services.web.accounts import Accounts
 from services.web.clauses import NUMBER, Regulations, linked
 from services.web.floor import Floor
-from services.web.guard import CSRF_FIELD, Guarded, SignInLimits, cookie_header, csrf_matches
+from services.web.guard import CSRF, CSRF_FIELD, Guarded, SignInLimits
 from services.web.sessions import SESSIONS, AccountsFile, Sessions
+from services.web.signin import COOKIE, SignIn
 
 HERE = Path(__file__).resolve().parent
-COOKIE = "casino_session"
 PAGES = ("floor", "floor_events", "table", "shoe", "coup", "find", "clause", "export", "signin")
 FOUND_AT_MOST = 50  # coups a search by player lists
 SEARCHED_AT_MOST = 1000  # coups a search by player reads, the latest in its window
 STREAMS_PER_SESSION = 4  # live floor streams one session may hold open (a few tabs)
 STREAMS_MOST = 500  # live floor streams in all, on one instance of the web
 SESSION_CHECK = 30.0  # seconds between checks that a live stream's session is still open
-FORM_BYTES = 4096  # the most a form (sign-in, sign-out) may send
-CSRF = contextvars.ContextVar("csrf", default="")  # the form token of the request being answered
 
 
 class WebMetrics:
@@ -114,7 +107,7 @@ class Site:
         self.store = history(nc)  # live and sealed alike
         self.env = _env()
         self.metrics = WebMetrics()
-        self.limits = SignInLimits(self.metrics.registry)
+        self.sign = SignIn(self.render, self._sessions, SignInLimits(self.metrics.registry), self.accounts)
         self.streams_most, self.searched_most = streams_most, searched_most
         self.streams: dict[str, int] = {}  # live floor streams open, by session
         self.floor = Floor(nc, tables, lambda tile: self.render("tile.html", t=tile, now=time.time()),
@@ -138,61 +131,12 @@ class Site:
 
     # ---- sign-in ---------------------------------------------------------
 
-    async def who(self, request: Request) -> tuple[str, str] | None:
+    def _sessions(self) -> Sessions:
         assert self.sessions is not None, "the site is not started"
-        return await self.sessions.who(request.cookies.get(COOKIE, ""))
+        return self.sessions
 
-    async def _form(self, request: Request) -> dict[str, str] | None:
-        """A small urlencoded form, None if it is larger than a form of ours."""
-        if int(request.headers.get("content-length") or 0) > FORM_BYTES:
-            return None
-        body = b""
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > FORM_BYTES:
-                return None
-        return {k: v[0] for k, v in parse_qs(body.decode(errors="replace")).items()}
-
-    async def signin(self, request: Request) -> Response:
-        CSRF.set(request.state.csrf)
-        then = request.query_params.get("then", "/")
-        if request.method == "GET":
-            return HTMLResponse(self.render("signin.html", refused="", then=then))
-        form = await self._form(request)
-        if form is None:
-            return PlainTextResponse("a sign-in is a user and a password", 413)
-        user, password, then = form.get("user", "")[:64], form.get("password", "")[:256], form.get("then", "/")
-        if not csrf_matches(request.scope, form):
-            return HTMLResponse(self.render("signin.html", refused="That form had expired: sign in again.",
-                                            then=then), status_code=403)
-        client = request.client.host if request.client else ""
-        if why := self.limits.refusal(client, user):
-            return HTMLResponse(self.render("signin.html", refused=why, then=then), status_code=429,
-                                headers={"Retry-After": "60"})
-        role = await asyncio.to_thread(self.accounts.current().role_of, user, password)
-        if role is None:
-            self.limits.failed(client, user)
-            return HTMLResponse(self.render("signin.html", refused="That user and password do not sign in.",
-                                            then=then), status_code=401)
-        self.limits.signed_in()
-        assert self.sessions is not None
-        token = await self.sessions.begin(user, role)
-        response = RedirectResponse(then if then.startswith("/") and not then.startswith("//") else "/", 303)
-        response.headers.append("set-cookie", cookie_header(COOKIE, token, request.scope, SESSION_SECONDS).decode())
-        return response
-
-    async def signout(self, request: Request) -> Response:
-        """The session ended on the server (a copy of its cookie opens nothing
-        after), by a POST from the site's own form."""
-        CSRF.set(request.state.csrf)
-        form = await self._form(request)
-        if form is None or not csrf_matches(request.scope, form):
-            return PlainTextResponse("sign out from the site's own Sign out button", 403)
-        assert self.sessions is not None
-        await self.sessions.end(request.cookies.get(COOKIE, ""))
-        response = RedirectResponse("/signin", 303)
-        response.headers.append("set-cookie", cookie_header(COOKIE, "", request.scope, 0).decode())
-        return response
+    async def who(self, request: Request) -> tuple[str, str] | None:
+        return await self._sessions().who(request.cookies.get(COOKIE, ""))
 
     def page(self, name: str, roles: tuple[str, ...] = ()) -> Callable[[Request], Awaitable[Response]]:
         """The page ``name``'s handler: for a signed-in browser (``roles``: of
@@ -271,7 +215,7 @@ class Site:
         shoe = tile.status.shoe or tile.view.shoe or await self._latest_shoe(table)
         stored = await self.store.read(subjects.shoe_filter(table, shoe)) if shoe else []
         return HTMLResponse(self.render("table.html", who=who, t=tile, table=table, shoe=shoe,
-                                        drawn=self.floor.drawn[table], **_shoe_facts(stored)))
+                                        drawn=self.floor.drawn[table], **roads.shoe_facts(stored)))
 
     async def shoe_page(self, request: Request, who: tuple[str, str]) -> Response:
         """A shoe: its commitment and what its end revealed, its coups, and its seal in the table's chain."""
@@ -285,7 +229,7 @@ class Site:
         kept = await self.store.seals.get(table, shoe)
         own = [m for m in stored if subjects.tokens(m.subject)[3] == "shoe"]
         return HTMLResponse(self.render("shoe.html", who=who, table=table, shoe=shoe, kept=kept,
-                                        lines=render_shoe(own, kept.hash if kept else ""), **_shoe_facts(stored)))
+                                        lines=render_shoe(own, kept.hash if kept else ""), **roads.shoe_facts(stored)))
 
     async def _latest_shoe(self, table: str) -> str:
         latest = await latest_at_table(self.store, table, "shoe")
@@ -410,35 +354,6 @@ def _players(e: object) -> set[str]:
     return {getattr(e, "player", ""), getattr(wager, "player", ""), *(p for _, p in getattr(e, "seated", ()))}
 
 
-def _shoe_facts(stored: list[Stored]) -> dict[str, Any]:
-    """A shoe's facts, its coups with their results, and its roads, from its records."""
-    facts: dict[str, Any] = {"burned": 0, "ended": None, "shuffled": None}
-    coups: dict[str, str] = {}  # coup -> its result, in turn
-    beads: list[roads.Bead] = []
-    marks: list[tuple[str, int, bool, bool]] = []
-    for m in stored:
-        coup = subjects.tokens(m.subject)[2]
-        for env in m.batch.events:
-            e = env.data
-            if isinstance(e, dealing_shoe.ShoeShuffled):
-                facts["shuffled"] = e
-            elif isinstance(e, dealing_shoe.CardBurned):
-                facts["burned"] += 1
-            elif isinstance(e, dealing_shoe.ShoeEnded):
-                facts["ended"] = e
-            elif isinstance(e, CoupConfigured):
-                coups.setdefault(coup, "")
-            elif isinstance(e, baccarat_messages.CoupResulted):
-                number = subjects.coup_number(coup) or 0
-                coups[coup] = f"{e.winner} {e.player_points}-{e.banker_points}"
-                beads.append(roads.Bead(e.winner, number))
-                marks.append((e.winner, number, e.player_pair, e.banker_pair))
-            elif isinstance(e, blackjack_messages.CoupResulted):
-                coups[coup] = f"dealer {'blackjack' if e.dealer_blackjack else e.dealer_total}"
-    return {"facts": facts, "coups": list(coups.items())[::-1], "bead_plate": roads.bead_plate(beads),
-            "big_road": roads.big_road(marks), "baccarat": bool(beads)}
-
-
 async def healthz(_: Request) -> Response:
     return PlainTextResponse("ok")
 
@@ -453,8 +368,8 @@ def app(site: Site) -> Starlette:
         Route("/shoe/{shoe}", site.page("shoe")),
         Route("/clause/{document}/{number}", site.page("clause")),
         Route("/export", site.page("export", roles=("compliance",))),
-        Route("/signin", site.signin, methods=["GET", "POST"]),
-        Route("/signout", site.signout, methods=["POST"]),
+        Route("/signin", site.sign.signin, methods=["GET", "POST"]),
+        Route("/signout", site.sign.signout, methods=["POST"]),
         Route("/healthz", healthz),
         Route("/readyz", site.readyz),
         Mount("/metrics", make_asgi_app(site.metrics.registry)),
