@@ -33,6 +33,7 @@ from casino.nats.server import NatsServer
 from casino.protocol import commands
 from casino.protocol.service import Recorder
 from casino.rules import shoe as dealing_shoe
+from casino.rules.runs import TableauRun
 from casino.store import subjects
 from casino.store.envelope import Batch, CoupConfigured, encode
 from casino.store.eventstore import Appended, Stored, latest_at_table
@@ -79,7 +80,7 @@ async def deal(shoe: ShoeService, first: int, count: int, table: str = TABLE, ru
         start = time.perf_counter()
         ok = [(await shoe.handle(commands.StartRound(id=f"{coup}:start", table=table, coup=coup, ruleset=ruleset))).ok]
         drawn = await shoe.handle(commands.DrawCard(id=f"{coup}:draw", table=table, coup=coup, ruleset=ruleset, index=0,
-                                             count=4, tableau=True))
+                                             count=4, run=TableauRun()))
         ok.append((await shoe.handle(commands.EndRound(id=f"{coup}:end", table=table, coup=coup, ruleset=ruleset,
                                                 pickup=drawn.cards))).ok)
         if not (drawn.ok and all(ok)):

@@ -31,7 +31,6 @@ from casino.config import rulesets
 from casino.config.tables import TableConfig
 from casino.protocol.service import Peer
 from casino.readmodels.projections import Projector, fold_stream
-from casino.rules.ruleset import BaccaratRules
 from casino.store import subjects
 from casino.store.jetstream import JetStreamEventStore
 
@@ -62,8 +61,7 @@ async def shoe_whole(nc: Client, tables: dict[str, TableConfig]) -> ShoeService:
     service = ShoeService(JetStreamEventStore(nc), JetStreamSecrets(nc.jetstream()))
     for name, config in tables.items():
         rules = rulesets.load(config.ruleset)
-        service.tables[name] = TableShoe(rules=rules.shoe, baccarat=isinstance(rules, BaccaratRules),
-                                         document=rules.document)
+        service.tables[name] = TableShoe(rules=rules.shoe, document=rules.document)
         for msg in await service.store.read(subjects.aggregate_filter("shoe", name)):
             await service.observe(msg.subject, msg.seq, msg.batch)
     return service

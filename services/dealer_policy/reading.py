@@ -29,14 +29,12 @@ if TYPE_CHECKING:
     from services.dealer_policy.table import TableCoup
 
 READ = "read:"  # a report's causation in the coup, and its TakeRead's id at the shoe: the device's id follows
-CARD_SOURCE = "card source"
 UNREAD = "unread card"
 # Where a player holds the shoe and draws, a card drawn is drawn "only at the instruction of the dealer".
 HOLDER_DRAWS = {"method_c": "000 8.19", "method_d": "000 8.28"}
 # What the shoe's answer names an incident, as the coup records it: its kind, and the house rule's setting.
 INCIDENTS = {"misdrawn": ("misdrawn", "shoe.misdraw"), "refused": ("refused", "shoe.refused"),
              "cut card misplaced": ("cut_card", "shoe.cut_card")}
-KINDS = ("misdrawn", "refused", "unread", "cut_card")  # the card incidents a coup is held for
 
 
 async def report(svc: DealerPolicyService, t: TableCoup,
@@ -46,9 +44,7 @@ async def report(svc: DealerPolicyService, t: TableCoup,
     drawn for, its ``incident`` and ``clause``), None where it is recorded
     already where a card now goes, or holds the coup as a card the shoe could
     not read."""
-    if not t.config.source:
-        raise RuleViolation(CARD_SOURCE, f"table {t.name} is dealt from the shoe service's own shuffle: it takes "
-                                         "no card-reading shoe's reports (the tables file says cards = \"shuffled\")")
+    t.cards.reports(t)  # refused where the table takes no card-reading shoe's reports
     await svc.caught_up(t)  # what the card is taken as depends on what the coup waits for: as recorded
     cause = READ + cmd.id
     if t.taken(cause):  # the same report again, taken where a card now goes already: one card
@@ -89,8 +85,8 @@ async def _take(svc: DealerPolicyService, t: TableCoup, read: str, card: str, cu
     here = t.place()
     if not t.in_play and not t.held and t.state is not None:  # between coups: the last round's cards picked up first
         await svc.end_round(t)
-    waits = t.game.waiting(t.rules, t.state) if t.in_play and (confirmed or not t.finished) else None
-    due = waits is not None and waits.kind == "card"
+    step = t.game.next_step(t.rules, t.state) if t.in_play and (confirmed or not t.finished) else None
+    due = step is not None and step.kind == "draw"
     procedure = t.game.procedure(t.state) if t.state is not None else ""
     try:
         reply = await ask_shoe(svc, t, commands.TakeRead(
@@ -102,8 +98,8 @@ async def _take(svc: DealerPolicyService, t: TableCoup, read: str, card: str, cu
         raise
     if reply.coup and reply.coup != here:  # taken before, in another coup (a report sent again late)
         return reply
-    if reply.cards and due and waits is not None:
-        deal = t.game.deal(reply.cards[0], reply.positions[0], waits.seat)
+    if reply.cards and due and step is not None:
+        deal = t.game.deal(reply.cards[0], reply.positions[0], step.waiting.seat)
         svc.stage(t, svc.decide(t, deal), commands.write_id(here, cause), cause, command)
     if reply.incident in INCIDENTS:
         kind, setting = INCIDENTS[reply.incident]

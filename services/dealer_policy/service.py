@@ -7,13 +7,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import time
 from collections.abc import Iterable
 
-import msgspec
-
 from casino.config.tables import TableConfig
-from casino.games import Coup
+from casino.games import Coup, Step
 from casino.metrics import Metrics, count_recorded
 from casino.nats.partitions import within
 from casino.protocol import commands
@@ -26,6 +23,7 @@ from casino.store.envelope import AnyEvent, Batch
 from casino.store.eventstore import EventStore, Stored
 from services.dealer_policy import booking, opening, reading
 from services.dealer_policy.booking import failed, logged
+from services.dealer_policy.sources import CardSource, source_of
 from services.dealer_policy.table import TableCoup, before_opening, follow, hold, latest_records
 from services.dealer_policy.table import copy as copy_table
 from services.dealer_policy.table import fold as fold_table
@@ -44,17 +42,18 @@ class DealerPolicyService:
         self.folding = TableLocks()
         self.metrics: Metrics | None = None
         self.resuming: dict[str, asyncio.Future[None]] = {}  # the tables being resumed
+        # Where each table's cards come from, picked once (services.dealer_policy.sources).
+        self.sources: dict[str, CardSource] = {name: source_of(config, peer) for name, config in tables.items()}
 
     # ---- state ----------------------------------------------------------
 
     def new_table(self, name: str) -> TableCoup:
         if name not in self.config:
             raise RuleViolation("tables", f"table {name} is not configured")
-        if self.config[name].source and self.metrics is not None:  # each at zero until the first: alerts see it rise
-            for kind in reading.KINDS:
-                self.metrics.card_incidents.labels(name, kind)
-            self.metrics.shoes_ended.labels(name)
-        return new_table(name, self.config[name])
+        t = new_table(name, self.config[name], self.sources[name])
+        if self.metrics is not None:
+            t.cards.watched(self.metrics, t)
+        return t
 
     async def rebuild(self, table: str | None = None) -> None:
         """Fold each table's latest coup. Nothing earlier decides anything: the
@@ -178,22 +177,18 @@ class DealerPolicyService:
             keying = incident.kind == "unread" and not t.keyed
             return commands.Waiting("key" if keying else "ruling", incident=incident.kind,
                                     house_rule=incident.house_rule)
-        if t.shuffling and t.config.source and (t.finished or t.game.waiting(t.rules, t.state).kind == "card"):
-            return commands.Waiting("shuffle")
+        if t.shuffling and (t.finished or t.game.waiting(t.rules, t.state).kind == "card"):
+            return commands.Waiting("shuffle")  # for the card-reading shoe's next order
         if t.held:
             return commands.Waiting("held")
         if t.state is None:
             return commands.Waiting("open")
-        waits = t.game.waiting(t.rules, t.state)
-        if waits.kind == "card" and t.config.source:  # the card-reading shoe's next card, for whom it is due
-            return msgspec.structs.replace(waits, kind="read")
-        return waits
+        return t.cards.told(t.game.waiting(t.rules, t.state))
 
     def _reply(self, t: TableCoup) -> commands.Reply:
         waiting = self.waiting(t)
-        if t.config.source and self.metrics is not None:  # since when the coup waits for the shoe's next card
-            t.awaiting_card = (t.awaiting_card or time.time()) if waiting.kind == "read" else 0.0
-            self.metrics.awaiting_card.labels(t.name).set(t.awaiting_card)
+        if self.metrics is not None:
+            t.cards.replied(self.metrics, t, waiting)
         return commands.Reply(True, coup=t.coup, shoe=t.shoe, waiting=waiting)
 
     async def handle(self, cmd: commands.PolicyCommand) -> commands.Reply:
@@ -276,31 +271,34 @@ class DealerPolicyService:
         end the round at the shoe. The steps taken are recorded as one batch
         before anyone is waited for."""
         await self._stake(t)
-        while True:
-            w = self.waiting(t)
-            if w.kind == "card":
-                index, count = t.game.cards_dealt(t.state), t.game.cards_due(t.state)
-                try:
-                    drawn = await self.peer.must(subjects.command(t.name, "shoe"), commands.DrawCard(
-                        f"{t.coup}:draw:{index}", t.name, t.coup, t.config.ruleset, index, count,
-                        t.game.by_tableau(t.state), t.game.dealer_run(t.state)))
-                except RuleViolation as exc:
-                    if exc.clause == ROUND:  # the shoe deals no round of this coup: a fault, for compliance
-                        await self.flush(t)
-                        hold(t, t.last_seq, f"the shoe refused the coup's cards: {exc.reason}")
-                    raise
+        while t.state is not None and t.incident is None and not t.held:
+            step = t.game.next_step(t.rules, t.state)
+            if step.kind == "pass" and step.waiting.hand is not None:
+                hand = step.waiting.hand
+                self.stage(t, self.decide(t, t.game.pass_cards(hand)), f"{t.coup}:pass:{hand}", f"{t.coup}:pass:{hand}")
+                continue
+            if step.kind == "draw" and (drawn := await self._draw(t, step)) is not None:
                 for i, (card, position) in enumerate(zip(drawn.cards, drawn.positions, strict=True)):
-                    deal = t.game.deal(card, position, self.waiting(t).seat)
-                    self.stage(t, self.decide(t, deal), f"{t.coup}:card:{index + i}", f"{t.coup}:draw:{index}")
-            elif w.kind == "pass" and w.hand is not None:
-                self.stage(t, self.decide(t, t.game.pass_cards(w.hand)), f"{t.coup}:pass:{w.hand}", f"{t.coup}:pass:{w.hand}")
-            elif w.kind == "finished":
+                    deal = t.game.deal(card, position, t.game.next_step(t.rules, t.state).waiting.seat)
+                    self.stage(t, self.decide(t, deal), f"{t.coup}:card:{step.first + i}",
+                               f"{t.coup}:draw:{step.first}")
+                continue
+            if step.kind == "finished":
                 await self.flush(t)
                 self._ask_end_round(t)
                 return
-            else:
+            break
+        await self.flush(t)
+
+    async def _draw(self, t: TableCoup, step: Step) -> commands.Reply | None:
+        """The cards of a draw from the table's card source, or None: the coup waits for them."""
+        try:
+            return await t.cards.draw(t, step)
+        except RuleViolation as exc:
+            if exc.clause == ROUND:  # the shoe deals no round of this coup: a fault, for compliance
                 await self.flush(t)
-                return
+                hold(t, t.last_seq, f"the shoe refused the coup's cards: {exc.reason}")
+            raise
 
     def _ask_end_round(self, t: TableCoup) -> None:
         """Ask the shoe to end the finished coup's round (its cards to the
@@ -353,10 +351,10 @@ class DealerPolicyService:
         another instance owns them, or this one takes them and folds each
         afresh from its latest coup."""
         for name in within(self.tables, parts):
-            del self.tables[name]
+            t = self.tables.pop(name)
             if self.metrics is not None:
                 with contextlib.suppress(KeyError):  # another instance's now
-                    self.metrics.awaiting_card.remove(name)
+                    t.cards.let_go(self.metrics, name)
 
     async def resume(self, names: Iterable[str]) -> None:
         """Finish every step a coup of the tables ``names`` was in the middle

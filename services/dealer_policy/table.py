@@ -33,6 +33,7 @@ from casino.store.envelope import (
     CoupRuled,
 )
 from casino.store.eventstore import EventStore, Stored, latest_at_table
+from services.dealer_policy.sources import CardSource
 from services.repository import Held, Repository
 
 
@@ -45,6 +46,7 @@ class TableCoup(Held, kw_only=True):
     config: TableConfig
     rules: Ruleset
     game: Game
+    cards: CardSource  # where the table's cards come from (picked once, as the service is wired)
     number: int = 0
     coup: str = ""
     shoe: str = ""
@@ -126,9 +128,9 @@ class TableCoup(Held, kw_only=True):
         return self.prelude_of == self.next_coup and cause in self.prelude
 
 
-def new(name: str, config: TableConfig) -> TableCoup:
+def new(name: str, config: TableConfig, cards: CardSource) -> TableCoup:
     rules = rulesets.load(config.ruleset)
-    return TableCoup(name=name, config=config, rules=rules, game=games.of(rules))
+    return TableCoup(name=name, config=config, rules=rules, game=games.of(rules), cards=cards)
 
 
 def copy(t: TableCoup) -> TableCoup:

@@ -25,11 +25,10 @@ from casino.protocol.commands import (
 )
 from casino.protocol.service import Clock, TableLocks, log, utc_now
 from casino.rules import shoe as dealing_shoe
-from casino.rules.baccarat import tableau
-from casino.rules.blackjack import hand as hand_totals
 from casino.rules.cards import Card
 from casino.rules.errors import RuleViolation
-from casino.rules.ruleset import BaccaratRules, BlackjackRules, ShoeRules
+from casino.rules.ruleset import ShoeRules
+from casino.rules.runs import end_of
 from casino.store import subjects
 from casino.store.envelope import Batch
 from casino.store.eventstore import Appended, EventStore, Stored, latest_at_table
@@ -47,8 +46,6 @@ class TableShoe(Held, kw_only=True):
     """A table's shoe, the secret order of the shoe in play, and what of the stream it is folded from."""
 
     rules: ShoeRules
-    baccarat: bool = False  # a draw may go on by the tableau
-    hits_soft_17: bool | None = None  # blackjack: a draw may go on by the dealer's rule, which hits soft 17 or not
     document: str = ""  # the ruleset's document: the clauses the shoe cites (casino.rules.shoe.cites)
     state: dealing_shoe.ShoeState = msgspec.field(default_factory=dealing_shoe.ShoeState)
     order: Order | None = None
@@ -63,8 +60,7 @@ class TableShoe(Held, kw_only=True):
 
     def anew(self) -> TableShoe:
         """The table's shoe before any event is folded."""
-        return TableShoe(rules=self.rules, baccarat=self.baccarat, hits_soft_17=self.hits_soft_17,
-                         document=self.document, source=self.source)
+        return TableShoe(rules=self.rules, document=self.document, source=self.source)
 
 
 def _fold(t: TableShoe, event: dealing_shoe.AnyShoeEvent, causation: str) -> None:
@@ -177,9 +173,7 @@ class ShoeService:
         """The table's shoe, folded from the stream the first time it is asked for."""
         if table not in self.tables:
             rules = rulesets.load(ruleset)
-            self.tables[table] = TableShoe(
-                rules=rules.shoe, baccarat=isinstance(rules, BaccaratRules), document=rules.document,
-                hits_soft_17=rules.dealer_hits_soft_17 if isinstance(rules, BlackjackRules) else None)
+            self.tables[table] = TableShoe(rules=rules.shoe, document=rules.document)
             await self.rebuild(table)
         return self.tables[table]
 
@@ -318,16 +312,12 @@ class ShoeService:
             raise RuleViolation(dealing_shoe.ROUND, f"coup {cmd.coup} is not the round being dealt")
         if cmd.count < 1:
             raise RuleViolation("protocol", f"a draw is of one card or more, not {cmd.count}")
-        if cmd.tableau and not t.baccarat:
-            raise RuleViolation("protocol", f"{cmd.table} deals no baccarat: no draw goes on by the tableau")
-        if cmd.dealer is not None and t.hits_soft_17 is None:
-            raise RuleViolation("protocol", f"{cmd.table} deals no blackjack: no draw goes on by the dealer's rule")
-        while len(t.state.layout) < _last(cmd, t.state.layout, t.hits_soft_17):  # not drawn yet (asked again: the same cards)
+        while len(t.state.layout) < _last(cmd, t.state.layout):  # not drawn yet (asked again: the same cards)
             first = len(t.state.layout)
             if cmd.index > first or t.order is None:
                 raise RuleViolation("shoe", f"card {cmd.index} of coup {cmd.coup} is not the next card")
             state, events = dealing_shoe.copy(t.state), []  # the shoe's own state moves on once recorded
-            while len(state.layout) < _last(cmd, state.layout, t.hits_soft_17):
+            while len(state.layout) < _last(cmd, state.layout):
                 if state.position >= len(t.order[0]):
                     raise RuleViolation("shoe", f"shoe {state.shoe_id} has no card left for coup {cmd.coup}: the "
                                                 "ruleset's penetration leaves too few cards behind the cut card")
@@ -342,7 +332,7 @@ class ShoeService:
             else:  # 003 7.9: the cut card came out first: reshuffle now
                 await self._commit(cmd.table, t, step, cmd.coup, f"{cmd.coup}:cut:{t.state.shoe_id}", cmd.id)
                 await self._reshuffle(cmd.table, t, cmd.coup, cmd.id)
-        layout, end = t.state.layout, _last(cmd, t.state.layout, t.hits_soft_17)
+        layout, end = t.state.layout, _last(cmd, t.state.layout)
         start = t.state.position - len(layout)  # the round's cards lie together in the shoe
         return Reply(True, coup=cmd.coup, shoe=t.state.shoe_id or "", cards=tuple(layout[cmd.index:end]),
                      positions=tuple(range(start + cmd.index, start + end)))
@@ -388,13 +378,8 @@ def _not_next(coup: str, last_round: str) -> str | None:
             f"{last_round or 'no coup yet'}, so the next is number {last + 1}")
 
 
-def _last(cmd: DrawCard, layout: Sequence[Card], hits_soft_17: bool | None) -> int:
+def _last(cmd: DrawCard, layout: Sequence[Card]) -> int:
     """One past the round's last card that ``cmd`` draws: ``count`` of them from
-    ``index``, then with ``tableau`` each further card the tableau calls for,
-    or with ``dealer`` each the dealer's drawing rule does (each known once
-    the cards before it are drawn)."""
-    if cmd.tableau:
-        return tableau.drawn_on(layout, cmd.index + cmd.count)
-    if cmd.dealer is not None and hits_soft_17 is not None:
-        return cmd.index + hand_totals.dealer_drawn_on(cmd.dealer, layout[cmd.index:], cmd.count, hits_soft_17)
-    return cmd.index + cmd.count
+    ``index``, then each further card its run calls for (each known once the
+    cards before it are drawn)."""
+    return end_of(cmd.run, layout, cmd.index, cmd.count)

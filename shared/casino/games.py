@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, ClassVar, Literal, NamedTuple
 
 import msgspec
 
@@ -24,6 +24,7 @@ from casino.rules.blackjack.messages import Action
 from casino.rules.cards import Card
 from casino.rules.errors import RuleViolation
 from casino.rules.ruleset import BaccaratRules, BlackjackRules, Ruleset
+from casino.rules.runs import DealerRun, Run, TableauRun
 from casino.rules.settlement import Payout
 from casino.rules.wagers import Wager
 from casino.store.envelope import AnyEvent, CoupConfigured, CoupRuled
@@ -43,6 +44,18 @@ class Carry(NamedTuple):
     style_shoe: str = ""
     holder_player: str = ""  # who the holder is: the shoe goes with the player (000 8.18)
     procedure: str = ""
+
+
+class Step(NamedTuple):
+    """A coup's next step, as its game decides it (``Game.next_step``):
+    ``draw`` the cards due, ``pass`` the cards of a hand, ``await`` a player
+    (or a decision), or ``finished``."""
+
+    kind: Literal["draw", "pass", "await", "finished"]
+    waiting: commands.Waiting  # what the table is told the coup waits for: for whom a card is, whose hand is passed
+    first: int = 0  # draw: the index in the coup of the first card due (0 first)
+    due: int = 0  # draw: how many cards are certainly due, whatever they turn out to be
+    run: Run | None = None  # draw: how the run goes on past them by the game's rule alone (None: it does not)
 
 
 class Game(ABC):
@@ -125,14 +138,22 @@ class Game(ABC):
         for ``cause`` calls for, if any: what the wager book is asked to book."""
         return None
 
-    def by_tableau(self, state: Any) -> bool:
-        """Whether the cards now due are drawn one after another by the tableau alone."""
-        return False
-
-    def dealer_run(self, state: Any) -> tuple[Card, ...] | None:
-        """The dealer's cards so far where the cards now due are drawn one after
-        another by the dealer's drawing rule alone; None otherwise."""
+    def run(self, rules: Any, state: Any) -> Run | None:
+        """How a draw of the cards now due goes on, one card after another, by
+        the game's rule alone (nobody waited for); None where it does not."""
         return None
+
+    def next_step(self, rules: Any, state: Any) -> Step:
+        """The coup's next step: the one place the dealing's order is decided.
+        The dealer-policy takes the steps a dealer takes (``draw``, ``pass``)
+        until one waits for somebody; a card-reading shoe's card is taken where
+        the step is ``draw``."""
+        waiting = self.waiting(rules, state)
+        if waiting.kind == "card":
+            return Step("draw", waiting, self.cards_dealt(state), self.cards_due(state), self.run(rules, state))
+        if waiting.kind == "pass" and waiting.hand is not None:
+            return Step("pass", waiting)
+        return Step("finished" if waiting.kind == "finished" else "await", waiting)
 
     def procedure(self, state: Any) -> str:
         """The dealing procedure of the coup (a metric's label), if the game has several."""
@@ -226,8 +247,8 @@ class Baccarat(Game):
         # on each (a run the tableau alone decides is drawn on by the shoe).
         return 4 - len(state.cards) if state.phase == "dealing" else 1
 
-    def by_tableau(self, state: Any) -> bool:
-        return baccarat.dealt_by_tableau(state)
+    def run(self, rules: Any, state: Any) -> Run | None:
+        return TableauRun() if baccarat.dealt_by_tableau(state) else None
 
     def procedure(self, state: Any) -> str:
         return str(state.procedure)
@@ -305,9 +326,9 @@ class Blackjack(Game):
             return blackjack.initial_cards(state) - self.cards_dealt(state)
         return 1
 
-    def dealer_run(self, state: Any) -> tuple[Card, ...] | None:
+    def run(self, rules: Any, state: Any) -> Run | None:
         # 002 (7), 003 7.6: every player has acted; the dealer's rule alone decides each further card
-        return state.dealer_cards if state.phase == "dealer" else None
+        return DealerRun(state.dealer_cards, rules.dealer_hits_soft_17) if state.phase == "dealer" else None
 
     def payouts(self, rules: Any, book: wager_book.Book, result: Any) -> tuple[Payout, ...]:
         # Each payout names the player of the box it pays (the box's wager, else who is seated there).

@@ -26,6 +26,7 @@ from casino.config.tables import TableConfig
 from casino.protocol import commands
 from casino.protocol.service import answer
 from casino.rules.errors import RuleViolation
+from casino.rules.runs import DealerRun, TableauRun
 from casino.rules.shoe import CardDrawn
 from casino.store import subjects
 from casino.store.eventstore import InMemoryEventStore, Stored
@@ -280,7 +281,8 @@ def test_a_draw_by_the_tableau_is_one_step_asked_again_the_same_and_refused_at_b
     """The dealer-policy asks for a baccarat run the tableau alone decides in
     one draw: the shoe draws every card the tableau calls for as one batch; the
     same draw asked again (a retry, a resumed dealer) is answered with the same
-    cards and writes nothing; blackjack has no tableau to go on by."""
+    cards and writes nothing. The run's rule comes with the draw: the shoe
+    holds no game of its own (which game names which run: tests/rules)."""
     store = InMemoryEventStore()
     shoe = ShoeService(store, MemorySecrets(), shuffle=lambda table, decks: (
         order(decks, ["2S", "3H", "2D", "3C", "6H", "9D"], burn_cards(baccarat().shoe)), "salt"))
@@ -290,7 +292,7 @@ def test_a_draw_by_the_tableau_is_one_step_asked_again_the_same_and_refused_at_b
 
     assert ask(commands.StartRound(id="start", table="T", coup="T-1", ruleset="baccarat-000-methods")).ok
     draw = commands.DrawCard(id="T-1:draw:0", table="T", coup="T-1", ruleset="baccarat-000-methods", index=0, count=4,
-                      tableau=True)
+                             run=TableauRun())
     first = ask(draw)
     assert first.cards == ("2S", "3H", "2D", "3C", "6H", "9D")  # both hands draw a third card
     written = len(asyncio.run(store.read(f"{subjects.EVENTS}.>")))
@@ -299,14 +301,6 @@ def test_a_draw_by_the_tableau_is_one_step_asked_again_the_same_and_refused_at_b
     drawn = [m for m in asyncio.run(store.read(f"{subjects.EVENTS}.>"))
              if any(isinstance(e.data, CardDrawn) for e in m.batch.events)]
     assert len(drawn) == 1 and len(drawn[0].batch.events) == 6
-
-    assert ask(commands.StartRound(id="bj", table="J", coup="J-1", ruleset="blackjack-003-no-hole-card")).ok
-    with pytest.raises(RuleViolation, match="J deals no baccarat: no draw goes on by the tableau"):
-        ask(commands.DrawCard(id="J-1:draw:0", table="J", coup="J-1", ruleset="blackjack-003-no-hole-card", index=0,
-                       count=2, tableau=True))
-    with pytest.raises(RuleViolation, match="T deals no blackjack: no draw goes on by the dealer's rule"):
-        ask(commands.DrawCard(id="T-1:draw:6", table="T", coup="T-1", ruleset="baccarat-000-methods", index=6,
-                              dealer=("6H",)))
 
 
 def test_a_draw_by_the_dealers_rule_is_one_step_asked_again_the_same() -> None:
@@ -326,7 +320,8 @@ def test_a_draw_by_the_dealers_rule_is_one_step_asked_again_the_same() -> None:
     assert ask(commands.DrawCard(id="J-1:draw:0", table="J", coup="J-1", ruleset=rules, index=0, count=3)).cards == (
         "TS", "6H", "9D")  # 003 7.3: a box, the dealer, the box
     written = len(asyncio.run(store.read(f"{subjects.EVENTS}.>")))
-    draw = commands.DrawCard(id="J-1:draw:3", table="J", coup="J-1", ruleset=rules, index=3, dealer=("6H",))
+    draw = commands.DrawCard(id="J-1:draw:3", table="J", coup="J-1", ruleset=rules, index=3,
+                             run=DealerRun(("6H",), hits_soft_17=False))
     first = ask(draw)
     assert first.cards == ("5C", "2D", "3S", "KH") and first.positions == (4, 5, 6, 7)  # after the burn
     assert ask(draw) == first

@@ -19,6 +19,7 @@ from casino.protocol import commands
 from casino.rules import shoe as dealing_shoe
 from casino.rules import wagerbook
 from casino.rules.errors import RuleViolation
+from casino.rules.runs import TableauRun
 from casino.store import subjects
 from casino.store.envelope import Batch
 from casino.store.eventstore import Appended, Conflict, InMemoryEventStore
@@ -174,7 +175,7 @@ async def test_a_draw_whose_table_is_let_go_as_it_finds_its_cards_written_answer
     await deal(first, 1, 1, TABLE, ruleset)
     coup = f"{TABLE}-000002"
     assert (await first.handle(commands.StartRound(id=f"{coup}:start", table=TABLE, coup=coup, ruleset=ruleset))).ok
-    draw = commands.DrawCard(id=f"{coup}:draw", table=TABLE, coup=coup, ruleset=ruleset, index=0, count=4, tableau=True)
+    draw = commands.DrawCard(id=f"{coup}:draw", table=TABLE, coup=coup, ruleset=ruleset, index=0, count=4, run=TableauRun())
     await other.handle(draw)
     written = await other.handle(draw)  # as recorded
     letting_go(store, first)

@@ -17,6 +17,7 @@ import msgspec
 from casino.rules.baccarat import messages as baccarat_messages
 from casino.rules.cards import Card
 from casino.rules.errors import RuleViolation
+from casino.rules.runs import Run
 from casino.rules.text import Name, Text
 from casino.rules.wagers import Wager
 
@@ -342,18 +343,16 @@ class StartRound(Command, frozen=True, tag="shoe.start_round"):
 class DrawCard(Command, frozen=True, tag="shoe.draw_card"):
     """The coup's cards from the ``index``-th (0 first), ``count`` of them, drawn
     in one step: asking again for the same cards returns the same cards, so a
-    retried draw never takes a second card. With ``tableau`` (baccarat, where
-    nobody is waited for until the coup's last card) the draw goes on with
-    every further card the tableau calls for, in the same step; with
-    ``dealer`` (blackjack, every player having acted: the dealer's cards so
-    far) with every further card the dealer's drawing rule calls for."""
+    retried draw never takes a second card. With a ``run`` (nobody waited for
+    until the coup's last card) the draw goes on in the same step with every
+    further card the run's rule calls for (casino.rules.runs): the tableau's,
+    or the dealer's drawing rule once every player has acted."""
 
     coup: Token
     ruleset: str
     index: int
     count: int = 1
-    tableau: bool = False
-    dealer: tuple[Card, ...] | None = None
+    run: Run | None = None
 
 
 class EndRound(Command, frozen=True, tag="shoe.end_round"):
