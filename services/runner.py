@@ -255,7 +255,7 @@ def main(kind: str) -> None:
     parser = argparse.ArgumentParser(prog=f"python -m services.{kind.replace('-', '_')}")
     parser.add_argument("--nats", default=os.environ.get("CASINO_NATS_URL", DEFAULT_URL),
                         help="NATS server URL, with this service's user (default: $CASINO_NATS_URL)")
-    parser.add_argument("--tables", help="tables file (dealer-policy)")
+    parser.add_argument("--tables", help="tables file (shoe, dealer-policy)")
     parser.add_argument("--http-port", type=int, default=None, help="serve /metrics, /healthz, /readyz here")
     parser.add_argument("--http-host", default="0.0.0.0", help="the address they are served on (default: every interface)")
     args = parser.parse_args()

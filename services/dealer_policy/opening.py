@@ -86,7 +86,7 @@ async def _open(svc: DealerPolicyService, t: TableCoup, cmd: commands.OpenCoup) 
     if t.held:
         await _end_held(svc, t)
     start = ended if ended is not None and ended.coup == coup else await reading.ask_shoe(
-        svc, t, commands.StartRound(f"{coup}:start", t.name, coup, t.config.ruleset, t.config.source))
+        svc, t, commands.StartRound(f"{coup}:start", t.name, coup, t.config.ruleset))
     opening = t.game.opening(t.rules, t.config, coup, cmd.procedure, carry, start.shoe, cmd.supervisor)
     recorded = await _record_ruleset(svc, t)
     events: list[AnyEvent] = [CoupConfigured(t.name, t.game.name, t.config.ruleset, recorded, number,
@@ -119,7 +119,7 @@ async def _end_held(svc: DealerPolicyService, t: TableCoup) -> None:
         svc.stage(t, [CoupHeld(t.name, t.coup, t.held_seq, t.held)], f"{t.coup}:held", f"{t.coup}:held")
         await svc.flush(t)
     reply = await svc.peer.ask(subjects.command(t.name, "shoe"), commands.EndRound(
-        f"{t.coup}:end", t.name, t.coup, t.config.ruleset, (), source=t.config.source, held=True))
+        f"{t.coup}:end", t.name, t.coup, t.config.ruleset, (), held=True))
     if not reply.ok:
         log.warning("table %s: held coup %s's round not ended at the shoe (%s)", t.name, t.coup, reply.reason)
 

@@ -91,7 +91,7 @@ async def _take(svc: DealerPolicyService, t: TableCoup, read: str, card: str, cu
     try:
         reply = await ask_shoe(svc, t, commands.TakeRead(
             READ + read, t.name, here, t.config.ruleset, read, card, cut, due,
-            HOLDER_DRAWS.get(procedure, "setting shoe.misdraw"), t.config.source))
+            HOLDER_DRAWS.get(procedure, "setting shoe.misdraw")))
     except RuleViolation as exc:
         if exc.clause == ROUND and due:  # the shoe deals no round of this coup: a fault, held for compliance
             table.hold(t, t.last_seq, f"the shoe refused the coup's card: {exc.reason}")
@@ -197,7 +197,7 @@ async def end_shoe(svc: DealerPolicyService, t: TableCoup) -> None:
         return
     await ask_shoe(svc, t, commands.EndShoeNow(
         f"{t.name}:end-shoe:{t.ending_shoe}", t.name, t.coup if t.void else "", t.config.ruleset, t.ending_shoe,
-        f"setting {t.ending_under}", t.config.source))
+        f"setting {t.ending_under}"))
     t.ending_shoe = ""
 
 
@@ -219,8 +219,7 @@ async def shuffled(svc: DealerPolicyService, t: TableCoup) -> None:
     """Whether the machine's order has come since the table last waited for
     one: the shoe service is the one to know (asked only where it waited)."""
     if t.shuffling:
-        await ask_shoe(svc, t, commands.ShoeStatus(f"{t.name}:shoe-status", t.name, t.config.ruleset,
-                                                   t.config.source))
+        await ask_shoe(svc, t, commands.ShoeStatus(f"{t.name}:shoe-status", t.name, t.config.ruleset))
 
 
 def answered(taken: commands.Reply, now: commands.Reply) -> commands.Reply:

@@ -308,8 +308,7 @@ class DealerPolicyService:
         if t.ending is not None and not failed(t.ending):
             return
         t.ending = asyncio.ensure_future(self.peer.must(subjects.command(t.name, "shoe"), commands.EndRound(
-            f"{t.coup}:end", t.name, t.coup, t.config.ruleset, _pickup(t.state), next=f"{t.name}-{t.number + 1:06d}",
-            source=t.config.source)))
+            f"{t.coup}:end", t.name, t.coup, t.config.ruleset, _pickup(t.state), next=f"{t.name}-{t.number + 1:06d}")))
         t.ending.add_done_callback(logged("a round's end at the shoe failed (asked again before the next coup)"))
 
     async def end_round(self, t: TableCoup) -> commands.Reply:
@@ -380,8 +379,7 @@ class DealerPolicyService:
         if t.finished:  # its round's end asked again (the shoe answers one ended already as done)
             self._ask_end_round(t)
             return
-        await reading.ask_shoe(self, t, commands.StartRound(f"{t.coup}:start", t.name, t.coup, t.config.ruleset,
-                                                            t.config.source))
+        await reading.ask_shoe(self, t, commands.StartRound(f"{t.coup}:start", t.name, t.coup, t.config.ruleset))
         if t.state.phase == "betting":
             await booking.book_open(self, t)
         else:

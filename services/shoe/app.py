@@ -30,8 +30,9 @@ class ShoeWiring(Wiring):
                                                       "revealed as the shoe ends."))
 
     async def make(self, nc: Client, store: JetStreamEventStore) -> Any:
+        # Each table's orders come from where its tables file says (services.shoe.orders).
         return ShoeService(store, JetStreamSecrets(nc.jetstream()), self.host.options.get("shuffle", secure_shuffle),
-                           self.host.clock)
+                           self.host.clock, self.host.tables)
 
 
 WIRING = ShoeWiring

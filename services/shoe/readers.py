@@ -92,12 +92,12 @@ async def take(service: ShoeService, cmd: TakeRead) -> Reply:
     if not cmd.cut and (t.state.reshuffle == "now" or (t.state.round is not None and not t.state.active)):
         # 003 7.9: the cut card came out first in the round, and the cards are reshuffled before it goes on:
         # the shoe ended and a new one filled with the order the machine made (refused until it reports it).
-        await service._reshuffle(cmd.table, t, cmd.coup or subjects.NO_COUP, cmd.id, cmd.source)
-    if not t.state.active and t.source == "recognised":
-        raise RuleViolation(SHUFFLING_MACHINE, f"table {cmd.table}'s shoe has ended: no card is taken until its "
-                                               "shuffling machine reports the order of the next")
-    if not t.state.active or not t.state.source:
-        raise RuleViolation("shoe", f"table {cmd.table} has no shoe of a card-reading shoe in play")
+        await service._reshuffle(cmd.table, t, cmd.coup or subjects.NO_COUP, cmd.id)
+    if not t.state.active:
+        raise t.orders.none_in_play(cmd.table)
+    if not t.state.source:
+        raise RuleViolation("shoe", f"table {cmd.table}'s shoe in play is the shoe service's own: it takes no card-"
+                                    "reading shoe's cards")
     shoe, coup = t.state.shoe_id or "", cmd.coup or subjects.NO_COUP
     events: list[dealing_shoe.AnyShoeEvent]
     if cmd.cut:
@@ -138,11 +138,7 @@ async def shuffle_made(service: ShoeService, cmd: ShuffleMade) -> Reply:
     if t is None:
         raise RuleViolation(SHUFFLING_MACHINE, f"table {cmd.table}'s shoe is not held here yet: its dealer opens a "
                                                "coup first")
-    if t.source != "recognised":
-        how = "shuffled by hand: its shoes commit to no order" if t.source == "hand" else \
-            "dealt from the shoe service's own shuffles"
-        raise RuleViolation(SHUFFLING_MACHINE, f"table {cmd.table} is {how}, and takes no shuffling machine's order "
-                                               "(the tables file says shuffle = \"recognised\" where it does)")
+    t.orders.takes_orders(cmd.table)
     if not same_cards(cmd.cards, full_set(t.rules.decks)):
         raise RuleViolation(SHUFFLING_MACHINE, f"the order reported is not one full set of the shoe's "
                                                f"{t.rules.decks} decks")
@@ -155,7 +151,7 @@ async def shuffle_made(service: ShoeService, cmd: ShuffleMade) -> Reply:
         ended = dealing_shoe.decide(t.rules, t.state, dealing_shoe.EndShoe(*t.order), t.document)
         await service._commit(cmd.table, t, [dealing_shoe.OrderReplaced(shoe, cmd.id), *ended], subjects.NO_COUP,
                               f"{shoe}:replaced:{cmd.id}", cmd.id)
-        await service._reshuffle(cmd.table, t, subjects.NO_COUP, cmd.id, t.source)
+        await service._reshuffle(cmd.table, t, subjects.NO_COUP, cmd.id)
         return Reply(True, shoe=t.state.shoe_id or "", incident="replaced")
     new = subjects.shoe_id(cmd.table, t.shuffles + 1)
     kept = await service.secrets.get(cmd.table, new)
@@ -166,7 +162,7 @@ async def shuffle_made(service: ShoeService, cmd: ShuffleMade) -> Reply:
         await service.secrets.replace(cmd.table, new, (order, secrets.token_hex(16)))
     waiting = not t.state.active or t.state.reshuffle == "now" or (t.state.reshuffle and t.state.round is None)
     if waiting:  # the table waits for this order: its shoe filled with it now
-        await service._reshuffle(cmd.table, t, subjects.NO_COUP, cmd.id, t.source, cmd.id if replaced else "")
+        await service._reshuffle(cmd.table, t, subjects.NO_COUP, cmd.id, cmd.id if replaced else "")
     elif replaced:  # the next shoe's order, replaced before that shoe is filled
         await service._commit(cmd.table, t, [dealing_shoe.OrderReplaced(new, cmd.id)], subjects.NO_COUP,
                               f"{new}:replaced:{cmd.id}", cmd.id)
@@ -199,17 +195,16 @@ async def awaited(service: ShoeService, t: TableShoe, table: str) -> Waiting | N
     """``Waiting`` ``shuffle`` where the table's recognised shuffling machine's
     order of the next shoe is awaited: the shoe in play has ended or must be
     reshuffled now, and no order is kept for the next."""
-    if t.source != "recognised" or (t.state.active and t.state.reshuffle != "now"):
+    if t.state.active and t.state.reshuffle != "now":
         return None
-    kept = await service.secrets.get(table, subjects.shoe_id(table, t.shuffles + 1))
-    return Waiting("shuffle") if kept is None else None
+    return await t.orders.awaited(service.secrets, table, subjects.shoe_id(table, t.shuffles + 1))
 
 
 async def _reshuffled(service: ShoeService, t: TableShoe, table: str, coup: str, causation: str) -> None:
     """The shoe in play ended and the next filled (``_reshuffle``), unless
     the next waits for its shuffling machine's order (``awaited``)."""
     try:
-        await service._reshuffle(table, t, coup, causation, t.source)
+        await service._reshuffle(table, t, coup, causation)
     except RuleViolation as exc:
         if exc.clause != SHUFFLING_MACHINE:
             raise

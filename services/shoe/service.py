@@ -4,11 +4,12 @@ event store, the secret store of shuffled orders and the shuffle source
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import msgspec
 
 from casino.config import rulesets
+from casino.config.tables import TableConfig
 from casino.metrics import Metrics, count_recorded
 from casino.nats.partitions import within
 from casino.protocol.commands import (
@@ -34,6 +35,7 @@ from casino.store.envelope import Batch
 from casino.store.eventstore import Appended, EventStore, Stored, latest_at_table
 from services.repository import Held, Repository
 from services.shoe import readers
+from services.shoe.orders import OrderSource, orders_of
 from services.shoe.secrets import Order, SecretStore, ShuffleSource, secure_shuffle
 
 READ = "read:"  # how the dealer-policy's TakeRead ids begin: the card-reading shoe's report id follows
@@ -55,12 +57,11 @@ class TableShoe(Held, kw_only=True):
     # what each was recorded as.
     reads: dict[str, list[dealing_shoe.AnyShoeEvent]] = msgspec.field(default_factory=dict)
     reads_before: dict[str, list[dealing_shoe.AnyShoeEvent]] = msgspec.field(default_factory=dict)
-    # Where the table's cards come from, as the dealer-policy's commands name it (TableConfig.source).
-    source: str = ""
+    orders: OrderSource  # where the table's shoe orders come from (picked once, from the tables file)
 
     def anew(self) -> TableShoe:
         """The table's shoe before any event is folded."""
-        return TableShoe(rules=self.rules, document=self.document, source=self.source)
+        return TableShoe(rules=self.rules, document=self.document, orders=self.orders)
 
 
 def _fold(t: TableShoe, event: dealing_shoe.AnyShoeEvent, causation: str) -> None:
@@ -78,8 +79,10 @@ class ShoeService:
     producer = "shoe"
 
     def __init__(self, store: EventStore, secrets_: SecretStore, shuffle: ShuffleSource = secure_shuffle,
-                 clock: Clock = utc_now) -> None:
-        self.store, self.secrets, self.shuffle = store, secrets_, shuffle
+                 clock: Clock = utc_now, configs: Mapping[str, TableConfig] | None = None) -> None:
+        """``configs``: the tables file, where each table's orders come from
+        (None: the service's own shuffle at every table)."""
+        self.store, self.secrets, self.shuffle, self.configs = store, secrets_, shuffle, configs
         # A table's shoe lives as long as the table: a retry is told by the shoe's state, not by its causes.
         self.repository: Repository[TableShoe] = Repository(store, self.producer, _fold, clock=clock, by_cause=False)
         self.tables: dict[str, TableShoe] = {}
@@ -172,8 +175,13 @@ class ShoeService:
     async def table(self, table: str, ruleset: str) -> TableShoe:
         """The table's shoe, folded from the stream the first time it is asked for."""
         if table not in self.tables:
+            if self.configs is not None and table not in self.configs:
+                raise RuleViolation("tables", f"table {table} is not in the shoe service's tables file")
             rules = rulesets.load(ruleset)
-            self.tables[table] = TableShoe(rules=rules.shoe, document=rules.document)
+            orders = orders_of(None if self.configs is None else self.configs[table], self.shuffle)
+            if self.metrics is not None:
+                orders.watched(self.metrics, table)
+            self.tables[table] = TableShoe(rules=rules.shoe, document=rules.document, orders=orders)
             await self.rebuild(table)
         return self.tables[table]
 
@@ -204,27 +212,20 @@ class ShoeService:
         if any(isinstance(env.data, dealing_shoe.ShoeShuffled) for env in batch.events) and t.state.shoe_id:
             t.order = await self.secrets.get(table, t.state.shoe_id)
 
-    async def _reshuffle(self, table: str, t: TableShoe, coup: str, causation: str, source: str = "",
-                         replaced: str = "") -> None:
-        """End the shoe in play (revealing it) and fill a new one: shuffle and
-        burn; at a card-reading shoe (``source``), with the order its shuffling
-        machine reported (none, shuffled by hand), its burn cards read; an
-        order kept for it before and ``replaced`` by that machine's report
-        recorded so as the new shoe is filled."""
+    async def _reshuffle(self, table: str, t: TableShoe, coup: str, causation: str, replaced: str = "") -> None:
+        """End the shoe in play (revealing it) and fill a new one with the
+        table's next order (services.shoe.orders) and burn; at a card-reading
+        shoe, with the order its shuffling machine reported (none, shuffled by
+        hand), its burn cards read; an order kept for it before and
+        ``replaced`` by that machine's report recorded so as the new shoe is
+        filled."""
         if t.state.active and (t.order is not None or t.state.source == "hand"):
             reveal = dealing_shoe.EndShoe(*t.order) if t.order is not None else dealing_shoe.EndShoe((), "")
             ended = dealing_shoe.decide(t.rules, t.state, reveal, t.document)
             await self._commit(table, t, ended, coup, f"{t.state.shoe_id}:end", causation)
         new = subjects.shoe_id(table, t.shuffles + 1)
-        order = await self.secrets.get(table, new)
-        if order is None and source == "recognised":
-            raise RuleViolation(SHUFFLING_MACHINE, f"shoe {new} waits for the order the table's shuffling machine "
-                                "made: it is filled once the machine reports it")
-        if order is None and source == "hand":
-            order = ((), "")
-        elif order is None:  # two instances shuffling at once: the first order kept is the shoe's
-            order = await self.secrets.put(table, new, self.shuffle(table, t.rules.decks))
-        events = dealing_shoe.fill(t.rules, t.state, new, *order, t.document, source)
+        order = await t.orders.order(self.secrets, table, new, t.rules.decks)
+        events = dealing_shoe.fill(t.rules, t.state, new, *order, t.document, t.orders.recorded)
         if replaced:
             events = [dealing_shoe.OrderReplaced(new, replaced), *events]
         await self._commit(table, t, events, coup, f"{new}:shuffle", causation)
@@ -235,16 +236,12 @@ class ShoeService:
     # ---- commands -------------------------------------------------------
 
     async def handle(self, cmd: ShoeCommand | ShuffleMade) -> Reply:
-        if not isinstance(cmd, ShuffleMade | DrawCard):
-            (await self.table(cmd.table, cmd.ruleset)).source = cmd.source  # what the dealer-policy says the table is
-            if cmd.source == "recognised" and self.metrics is not None:  # at zero until the first: alerts see it rise
-                self.metrics.orders_replaced.labels(cmd.table)
         match cmd:
             case StartRound():
                 t = await self.table(cmd.table, cmd.ruleset)
                 if t.state.round == cmd.coup and not t.state.active:
                     # Started as the last round ended, and the shoe ended since (a ruling): the next filled first.
-                    await self._reshuffle(cmd.table, t, subjects.NO_COUP, cmd.id, cmd.source)
+                    await self._reshuffle(cmd.table, t, subjects.NO_COUP, cmd.id)
                 if t.state.round == cmd.coup or t.last_round == cmd.coup:  # asked again
                     return Reply(True, coup=cmd.coup, shoe=t.state.shoe_id or "")
                 if t.state.round is not None:
@@ -254,7 +251,7 @@ class ShoeService:
                     # round is started for a coup that cannot be the table's next (it would hold the shoe).
                     raise RuleViolation("shoe", wrong)
                 if not t.state.ready_for_round and (t.state.reshuffle or not t.state.active):
-                    await self._reshuffle(cmd.table, t, subjects.NO_COUP, cmd.id, cmd.source)
+                    await self._reshuffle(cmd.table, t, subjects.NO_COUP, cmd.id)
                 events = dealing_shoe.decide(t.rules, t.state, dealing_shoe.StartRound(cmd.coup), t.document)
                 await self._commit(cmd.table, t, events, cmd.coup, f"{cmd.coup}:start", cmd.id)
                 return Reply(True, coup=cmd.coup, shoe=t.state.shoe_id or "")
@@ -281,7 +278,7 @@ class ShoeService:
                         # 002 (9), 003 7.8: the round completed, the cards are reshuffled now, not when the
                         # next coup opens (a next round asked first reshuffles as it starts, as before).
                         try:
-                            await self._reshuffle(cmd.table, t, subjects.NO_COUP, cmd.id, cmd.source)
+                            await self._reshuffle(cmd.table, t, subjects.NO_COUP, cmd.id)
                         except RuleViolation as exc:  # the machine's order not reported yet: the next round's
                             if exc.clause != SHUFFLING_MACHINE:  # start reshuffles once it is
                                 raise

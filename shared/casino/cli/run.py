@@ -39,6 +39,7 @@ from casino.store import subjects
 from casino.store.jetstream import STREAM, JetStreamEventStore
 
 SERVICES = ("shoe", "wager", "dealer_policy", "settlement", "projections", "archiver")
+TABLES_FILE = ("shoe", "dealer_policy")  # the services given the tables file: where each table's cards come from
 # Stopped in this order: the archiver first (it seals only what is over); the dealer-policy next, which asks the wager service
 # and the shoe (a round's end, for a coup just dealt) as it finishes; then
 # settlement, once every result is written; the projections last, once they
@@ -305,7 +306,7 @@ def start_services(var: Path, tables_file: Path, url_of: Callable[[str], str], r
     for service in SERVICES:
         name = service.replace("_", "-")
         cmd = [sys.executable, "-m", f"services.{service}", "--http-host", "127.0.0.1"]
-        if service == "dealer_policy":
+        if service in TABLES_FILE:
             cmd += ["--tables", str(tables_file)]
         env = {**os.environ, "CASINO_NATS_URL": url_of(name)}
         for n in range(1, max(1, replicas) + 1):

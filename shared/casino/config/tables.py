@@ -21,6 +21,11 @@ from casino.rules.baccarat.messages import Approval
 Supervisor = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
 
 
+# Where a table's cards come from (TableConfig.source): "" the shoe service's
+# own shuffle; a card-reading shoe's, shuffled by a "recognised" machine or by "hand".
+Source = Literal["", "recognised", "hand"]
+
+
 class TableConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     ruleset: str
     procedure: str = ""
@@ -38,7 +43,7 @@ class TableConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     shuffle: Literal["recognised", "hand"] = "recognised"
 
     @property
-    def source(self) -> Literal["", "recognised", "hand"]:
+    def source(self) -> Source:
         """Where the shoe's order comes from: "" the shoe service's own shuffle, else the read table's shuffle."""
         return "" if self.cards == "shuffled" else self.shuffle
 

@@ -329,15 +329,9 @@ BookCommand = OpenBook | CloseBook | PlaceExtra
 # ---- to the shoe service (casino.cmd.<table>.shoe) --------------------------
 
 
-# Where a table's cards come from (TableConfig.source): "" the shoe service's
-# own shuffle; a card-reading shoe's, shuffled by a "recognised" machine or by "hand".
-Source = Literal["", "recognised", "hand"]
-
-
 class StartRound(Command, frozen=True, tag="shoe.start_round"):
     coup: Token
     ruleset: str
-    source: Source = ""  # how the shoe is filled, if one is filled for this round
 
 
 class DrawCard(Command, frozen=True, tag="shoe.draw_card"):
@@ -368,16 +362,14 @@ class EndRound(Command, frozen=True, tag="shoe.end_round"):
     ruleset: str
     pickup: tuple[Card, ...]
     next: Token | None = None
-    source: Source = ""
     held: bool = False
 
 
 class TakeRead(Command, frozen=True, tag="shoe.take_read"):
     """A card-reading shoe's report, checked by the shoe (``CardRead``,
     ``CutCardRead``): ``due`` where the coup's rules call for a card now
-    (``clause``: what a card out when none is due breaches; ``source``: the
-    table's shuffle, for a reshuffle the report waits for). Answered with the
-    card and its position, or with the ``incident`` it was recorded as."""
+    (``clause``: what a card out when none is due breaches). Answered with
+    the card and its position, or with the ``incident`` it was recorded as."""
 
     coup: str
     ruleset: str
@@ -386,7 +378,6 @@ class TakeRead(Command, frozen=True, tag="shoe.take_read"):
     cut: bool = False
     due: bool = False
     clause: str = ""
-    source: str = ""
 
 
 class EndShoeNow(Command, frozen=True, tag="shoe.end_now"):
@@ -401,7 +392,6 @@ class EndShoeNow(Command, frozen=True, tag="shoe.end_now"):
     ruleset: str
     read: str
     clause: str
-    source: Source = ""
 
 
 class ShoeStatus(Command, frozen=True, tag="shoe.status"):
@@ -409,7 +399,6 @@ class ShoeStatus(Command, frozen=True, tag="shoe.status"):
     order of a new shoe (answered with ``Waiting`` ``shuffle``); a query."""
 
     ruleset: str
-    source: Source = ""
 
 
 ShoeCommand = StartRound | DrawCard | EndRound | TakeRead | EndShoeNow | ShoeStatus
