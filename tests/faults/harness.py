@@ -15,6 +15,7 @@ from pathlib import Path
 import msgspec
 
 from casino import games
+from casino.cli.run import TABLES_FILE
 from casino.config.tables import TableConfig, dump_tables
 from casino.rules import settlement
 from casino.rules.baccarat import messages as baccarat_messages
@@ -40,7 +41,7 @@ class Processes:
 
     def start(self, service: str, instance: int = 0) -> None:
         cmd = [sys.executable, "-m", f"services.{service}", "--nats", self.url]
-        if service == "dealer_policy":
+        if service in TABLES_FILE:
             cmd += ["--tables", str(self.tables_file)]
         with (self.var / f"{service}-{instance}.log").open("ab") as log:
             self.procs[service, instance] = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
