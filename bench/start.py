@@ -23,7 +23,8 @@ from services.dealer_policy.service import DealerPolicyService
 from services.dealer_policy.table import carry
 from services.shoe.orders import orders_of
 from services.shoe.secrets import JetStreamSecrets
-from services.shoe.service import ShoeService, TableShoe
+from services.shoe.service import ShoeService
+from services.shoe.shoes import TableShoe
 
 from bench.load import casino, stop_players
 from casino.cli.run import SHORT, default_tables

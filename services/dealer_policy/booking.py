@@ -11,41 +11,40 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from casino.protocol import commands
-from casino.protocol.service import log
+from casino.protocol.service import Peer, log
 from casino.rules.errors import RuleViolation
 from casino.store import subjects
 
 if TYPE_CHECKING:
-    from services.dealer_policy.service import DealerPolicyService
     from services.dealer_policy.table import TableCoup
 
 BOOK_WAIT = 3.0  # seconds a command waits for the coup's wager book to open (under a terminal's patience)
 
 
-async def book_open(svc: DealerPolicyService, t: TableCoup) -> None:
+async def book_open(peer: Peer, t: TableCoup) -> None:
     """Until the coup's wager book is open, for ``BOOK_WAIT`` seconds at most."""
     try:
-        await asyncio.wait_for(asyncio.shield(_book(svc, t)), BOOK_WAIT)
+        await asyncio.wait_for(asyncio.shield(_book(peer, t)), BOOK_WAIT)
     except TimeoutError:
         raise RuleViolation(commands.WAGER_SERVICE, f"coup {t.coup} is open and its wager book not yet: the wager "
                             "service has not answered (it is asked until it does); ask again") from None
 
 
-def _book(svc: DealerPolicyService, t: TableCoup) -> asyncio.Future[Any]:
+def _book(peer: Peer, t: TableCoup) -> asyncio.Future[Any]:
     """The coup's wager book being opened, asked once a coup (again if the asking failed)."""
     if t.booking is None or t.booking_for != t.coup or failed(t.booking):
         t.booking_for = t.coup
         previous = f"{t.name}-{t.number - 1:06d}" if t.number > 1 else ""
-        t.booking = asyncio.ensure_future(_ask_until_answered(svc, subjects.command(t.name, "book"), commands.OpenBook(
+        t.booking = asyncio.ensure_future(_ask_until_answered(peer, subjects.command(t.name, "book"), commands.OpenBook(
             f"{t.coup}:open-book", t.name, t.coup, t.shoe, t.config.ruleset, previous)))
         t.booking.add_done_callback(logged("a coup's wager book was refused by the wager service"))
     return t.booking
 
 
-async def _ask_until_answered(svc: DealerPolicyService, subject: str, command: commands.OpenBook) -> None:
+async def _ask_until_answered(peer: Peer, subject: str, command: commands.OpenBook) -> None:
     while True:
         try:
-            await svc.peer.must(subject, command)
+            await peer.must(subject, command)
             return
         except RuntimeError as exc:  # no answer: the wager service is away
             log.warning("%s: %s; asked again", command.id, exc)

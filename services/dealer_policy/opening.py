@@ -14,21 +14,22 @@ from casino.rules.errors import RuleViolation
 from casino.rules.shoe import ROUND
 from casino.store import subjects
 from casino.store.envelope import OPENINGS_KEPT, AnyEvent, CoupConfigured, CoupHeld, RulesetRecorded
-from services.dealer_policy import booking, reading, table
+from services.dealer_policy import reading, table
+from services.dealer_policy.dealing import Dealing
 
 if TYPE_CHECKING:
-    from services.dealer_policy.service import DealerPolicyService
     from services.dealer_policy.table import TableCoup
 
 
-async def open_coup(svc: DealerPolicyService, t: TableCoup, cmd: commands.OpenCoup) -> None:
+async def open_coup(w: Dealing, cmd: commands.OpenCoup) -> None:
     """Open the table's next coup for ``cmd``, or answer a retry of the opening with the coup it opened."""
+    t = w.t
     if t.state is not None and t.recorded(cmd):
         # A retry (the first attempt may have been answered before the book opened): answered
         # with the coup it opened, even once another terminal has dealt that coup to its end,
         # never by opening another.
         if t.state.phase == "betting":
-            await booking.book_open(svc, t)
+            await w.book_open()
         return
     if (earlier := opened_earlier(t, cmd.id)) is not None:
         raise RuleViolation("command id", f"command id {cmd.id} opened coup {earlier} already, and "
@@ -46,7 +47,7 @@ async def open_coup(svc: DealerPolicyService, t: TableCoup, cmd: commands.OpenCo
         raise RuleViolation(commands.HELD, f"coup {t.place()} is held for a supervisor's ruling on report "
                                            f"{incident.read} ({incident.what})"
                             + ("" if t.in_play else ", a card out of the shoe before it opened"))
-    await _open(svc, t, cmd)
+    await _open(w, cmd)
 
 
 def opened_earlier(t: TableCoup, command_id: str) -> str | None:
@@ -60,7 +61,8 @@ def opened_earlier(t: TableCoup, command_id: str) -> str | None:
     return None
 
 
-async def _open(svc: DealerPolicyService, t: TableCoup, cmd: commands.OpenCoup) -> None:
+async def _open(w: Dealing, cmd: commands.OpenCoup) -> None:
+    t = w.t
     if forged := [a for a in cmd.approvals if not a.held_by(t.config.approvals)]:
         # An approval is the casino's (its tables file), never a terminal's say-so.
         raise RuleViolation("approvals", f"{forged[0].what} approved by {forged[0].by} {forged[0].reference} is "
@@ -74,73 +76,73 @@ async def _open(svc: DealerPolicyService, t: TableCoup, cmd: commands.OpenCoup) 
                                                         cmd.supervisor))
     # The last coup's round ends at the shoe before the next starts: most often the shoe started
     # this coup's round as it ended the last (docs/clauses.md, "The next round"), else it starts it now.
-    await reading.end_shoe(svc, t)  # a shoe a ruling ended, where the shoe service has not ended it yet
+    await reading.end_shoe(w)  # a shoe a ruling ended, where the shoe service has not ended it yet
     ended = None
     if not t.held and t.state is not None:
         try:
-            ended = await svc.end_round(t)
+            ended = await w.end_round()
         except RuleViolation as exc:  # the shoe refuses the round the record holds: a fault, held for compliance
             if exc.clause != ROUND:
                 raise
             table.hold(t, t.last_seq, f"the shoe refused its round's end: {exc.reason}")
     if t.held:
-        await _end_held(svc, t)
-    start = ended if ended is not None and ended.coup == coup else await reading.ask_shoe(
-        svc, t, commands.StartRound(f"{coup}:start", t.name, coup, t.config.ruleset))
+        await _end_held(w)
+    start = ended if ended is not None and ended.coup == coup else await w.ask_shoe(
+        commands.StartRound(f"{coup}:start", t.name, coup, t.config.ruleset))
     opening = t.game.opening(t.rules, t.config, coup, cmd.procedure, carry, start.shoe, cmd.supervisor)
-    recorded = await _record_ruleset(svc, t)
+    recorded = await _record_ruleset(w)
     events: list[AnyEvent] = [CoupConfigured(t.name, t.game.name, t.config.ruleset, recorded, number,
                                              t.openings[:OPENINGS_KEPT], t.config.currency,
                                              t.config.supervisors, cmd.dealer or t.dealer, t.dealer,
                                              table.voids_in_a_row(t))]
     events += t.game.decide(t.rules, t.game.new(), opening)  # refused here: nothing has changed
-    svc.repository.keep(t, wide=True)  # the coup before, put back if the opening is not recorded
+    w.repository.keep(t, wide=True)  # the coup before, put back if the opening is not recorded
     table.next_coup(t)
     t.coup, t.shoe = coup, start.shoe
     if t.prelude_of != coup:
         t.prelude, t.prelude_of = {}, ""
     # The id names the table and the command, not the coup: another instance opening this number for
     # another command loses the race (the guard), and this command written once opens no other coup.
-    svc.repository.stage(t, events, commands.opening_id(t.name, cmd.id), cmd.id, commands.digest(cmd))
+    w.repository.stage(t, events, commands.opening_id(t.name, cmd.id), cmd.id, commands.digest(cmd))
     t.staged.opening = cmd.id
-    await svc.flush(t)
+    await w.flush()
     # Answered once its book is open, so that an opening answered takes wagers. Opened and its book
     # not yet, the refusal says so: the same command asked again is answered once the book is open.
-    await booking.book_open(svc, t)
+    await w.book_open()
 
 
-async def _end_held(svc: DealerPolicyService, t: TableCoup) -> None:
+async def _end_held(w: Dealing) -> None:
     """A held coup recorded as held (``coup.held``), and its round ended at
     the shoe with the cards the shoe drew for it, in the order drawn (a
     house rule: docs/clauses.md, "A coup held for compliance"), whatever
     round the shoe is dealing (a round it never started for the coup, or an
     earlier coup's left open), so that the table goes on with its next coup."""
+    t = w.t
     if not t.held_recorded:
-        svc.stage(t, [CoupHeld(t.name, t.coup, t.held_seq, t.held)], f"{t.coup}:held", f"{t.coup}:held")
-        await svc.flush(t)
-    reply = await svc.peer.ask(subjects.command(t.name, "shoe"), commands.EndRound(
+        await w.commit([CoupHeld(t.name, t.coup, t.held_seq, t.held)], f"{t.coup}:held", f"{t.coup}:held")
+    reply = await w.peer.ask(subjects.command(t.name, "shoe"), commands.EndRound(
         f"{t.coup}:end", t.name, t.coup, t.config.ruleset, (), held=True))
     if not reply.ok:
         log.warning("table %s: held coup %s's round not ended at the shoe (%s)", t.name, t.coup, reply.reason)
 
 
-async def _record_ruleset(svc: DealerPolicyService, t: TableCoup) -> str:
+async def _record_ruleset(w: Dealing) -> str:
     """The digest of the table's ruleset, its full content recorded at the
     table first if the table's last recorded ruleset is not this one (the
     first coup, or the file changed): the record says what every coup was
     dealt under without our files. Another instance recording it at the
     same moment fails the append's guard, and the command is decided again."""
+    t = w.t
     digest_ = rulesets.digest_of(t.rules)
     if t.ruleset_recorded == digest_:
         return digest_
     subject = subjects.event(t.name, "", "", "ruleset")
-    last = await svc.store.last(subject)
+    last = await w.store.last(subject)
     latest = last.batch.events[-1].data if last is not None and last.batch.events else None
     if not (isinstance(latest, RulesetRecorded) and latest.digest == digest_):
         after = last.seq if last is not None else 0
-        await svc.repository.recorder.record(
-            subject, [RulesetRecorded(t.name, t.config.ruleset, digest_, rulesets.content(t.rules))],
-            expected=after, msg_id=f"{t.name}:ruleset:{after}:{digest_}", table=t.name, shoe=subjects.NO_COUP,
-            coup=subjects.NO_COUP, causation=f"{t.name}:ruleset:{digest_}")
+        await w.record_aside(subject, [RulesetRecorded(t.name, t.config.ruleset, digest_, rulesets.content(t.rules))],
+                             expected=after, msg_id=f"{t.name}:ruleset:{after}:{digest_}",
+                             causation=f"{t.name}:ruleset:{digest_}")
     t.ruleset_recorded = digest_
     return digest_

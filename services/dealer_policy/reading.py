@@ -23,9 +23,9 @@ from casino.rules.shoe import ROUND
 from casino.store import subjects
 from casino.store.envelope import KEYED, SHOE_ENDING, CardIncident, CardKeyed, CoupRuled
 from services.dealer_policy import table
+from services.dealer_policy.dealing import Dealing
 
 if TYPE_CHECKING:
-    from services.dealer_policy.service import DealerPolicyService
     from services.dealer_policy.table import TableCoup
 
 READ = "read:"  # a report's causation in the coup, and its TakeRead's id at the shoe: the device's id follows
@@ -37,26 +37,25 @@ INCIDENTS = {"misdrawn": ("misdrawn", "shoe.misdraw"), "refused": ("refused", "s
              "cut card misplaced": ("cut_card", "shoe.cut_card")}
 
 
-async def report(svc: DealerPolicyService, t: TableCoup,
-                 cmd: commands.CardRead | commands.CutCardRead) -> commands.Reply | None:
+async def report(w: Dealing, cmd: commands.CardRead | commands.CutCardRead) -> commands.Reply | None:
     """Take one report of the table's card-reading shoe, once however often it
     is sent: the shoe's answer (what the card was taken as: the coup it was
     drawn for, its ``incident`` and ``clause``), None where it is recorded
     already where a card now goes, or holds the coup as a card the shoe could
     not read."""
-    t.cards.reports(t)  # refused where the table takes no card-reading shoe's reports
-    await svc.caught_up(t)  # what the card is taken as depends on what the coup waits for: as recorded
+    t = w.t
+    t.cards.reports(t.name)  # refused where the table takes no card-reading shoe's reports
+    await w.caught_up()  # what the card is taken as depends on what the coup waits for: as recorded
     cause = READ + cmd.id
     if t.taken(cause):  # the same report again, taken where a card now goes already: one card
         return None
     if isinstance(cmd, commands.CardRead) and not cmd.card:
-        svc.stage(t, [CardIncident(t.name, _coup_of(t), "unread", "", cmd.id, UNREAD, f"report {cmd.id}: the shoe "
-                      "could not read the card drawn; the dealer keys it in, and a supervisor confirms it", "",
-                      "confirm")], commands.write_id(t.place(), cause), cause, commands.digest(cmd))
-        await svc.flush(t)
-        count(svc, t, "unread")
+        await w.commit([CardIncident(t.name, _coup_of(t), "unread", "", cmd.id, UNREAD, f"report {cmd.id}: the "
+                        "shoe could not read the card drawn; the dealer keys it in, and a supervisor confirms it", "",
+                        "confirm")], commands.write_id(t.place(), cause), cause, commands.digest(cmd))
+        count(w, "unread")
         return None
-    return await _take(svc, t, cmd.id, cmd.card if isinstance(cmd, commands.CardRead) else "",
+    return await _take(w, cmd.id, cmd.card if isinstance(cmd, commands.CardRead) else "",
                        isinstance(cmd, commands.CutCardRead), cause, commands.digest(cmd))
 
 
@@ -72,8 +71,8 @@ def _coup_of(t: TableCoup) -> str:
     return t.coup if t.in_play else ""
 
 
-async def _take(svc: DealerPolicyService, t: TableCoup, read: str, card: str, cut: bool, cause: str,
-                command: str = "", confirmed: bool = False) -> commands.Reply:
+async def _take(w: Dealing, read: str, card: str, cut: bool, cause: str, command: str = "",
+                confirmed: bool = False) -> commands.Reply:
     """The card (or the cut card) of report ``read`` checked at the shoe (asked
     as the report, however often) and taken where a card now goes as what it
     was, caused by ``cause``, with the steps staged before it: due where the
@@ -82,14 +81,15 @@ async def _take(svc: DealerPolicyService, t: TableCoup, read: str, card: str, cu
     further incident held the coup). A card the shoe drew for another coup,
     or an incident it recorded elsewhere, is answered as it was taken, and
     nothing more is recorded."""
+    t = w.t
     here = t.place()
     if not t.in_play and not t.held and t.state is not None:  # between coups: the last round's cards picked up first
-        await svc.end_round(t)
+        await w.end_round()
     step = t.game.next_step(t.rules, t.state) if t.in_play and (confirmed or not t.finished) else None
     due = step is not None and step.kind == "draw"
     procedure = t.game.procedure(t.state) if t.state is not None else ""
     try:
-        reply = await ask_shoe(svc, t, commands.TakeRead(
+        reply = await w.ask_shoe(commands.TakeRead(
             READ + read, t.name, here, t.config.ruleset, read, card, cut, due,
             HOLDER_DRAWS.get(procedure, "setting shoe.misdraw")))
     except RuleViolation as exc:
@@ -100,22 +100,21 @@ async def _take(svc: DealerPolicyService, t: TableCoup, read: str, card: str, cu
         return reply
     if reply.cards and due and step is not None:
         deal = t.game.deal(reply.cards[0], reply.positions[0], step.waiting.seat)
-        svc.stage(t, svc.decide(t, deal), commands.write_id(here, cause), cause, command)
+        w.stage(w.decide(deal), commands.write_id(here, cause), cause, command)
     if reply.incident in INCIDENTS:
         kind, setting = INCIDENTS[reply.incident]
         reply = msgspec.structs.replace(reply, house_rule=house_rule(t, reply.house_rule))
         what = (f"{card} out of the shoe when no card was due ({reply.reason})" if kind == "misdrawn" else
                 f"{card} refused: {reply.reason}" if kind == "refused" else f"the cut card: {reply.reason}")
         clause = reply.reason if kind == "misdrawn" else reply.clause
-        svc.stage(t, [CardIncident(t.name, _coup_of(t), kind, card, read, clause, what, setting, reply.house_rule)],
-                  commands.write_id(here, cause), cause, command)
-        await svc.flush(t)
-        count(svc, t, kind)
+        await w.commit([CardIncident(t.name, _coup_of(t), kind, card, read, clause, what, setting, reply.house_rule)],
+                       commands.write_id(here, cause), cause, command)
+        count(w, kind)
         return reply
     if reply.cards and due and not t.finished:
-        await svc.advance(t)
+        await w.advance()
     # Else a burn card, the cut card where it belongs, or a card taken before: the shoe's record holds it.
-    await svc.flush(t)
+    await w.flush()
     return reply
 
 
@@ -131,24 +130,24 @@ def house_rule(t: TableCoup, shoe_says: str) -> str:
     return shoe_says
 
 
-def count(svc: DealerPolicyService, t: TableCoup, kind: str) -> None:
-    if svc.metrics is not None:
-        svc.metrics.card_incidents.labels(t.name, kind).inc()
+def count(w: Dealing, kind: str) -> None:
+    if w.metrics is not None:
+        w.metrics.card_incidents.labels(w.t.name, kind).inc()
 
 
-async def key(svc: DealerPolicyService, t: TableCoup, cmd: commands.KeyCard) -> None:
+async def key(w: Dealing, cmd: commands.KeyCard) -> None:
     """The dealer keys in the card the shoe could not read (keyed again, the latest stands until confirmed)."""
+    t = w.t
     incident = t.incident
     if not _names(t, cmd.coup) or incident is None or incident.kind != "unread":
         if t.recorded(cmd) or t.taken(cmd.id):
             return
         raise RuleViolation(UNREAD, f"coup {cmd.coup} waits for no card the shoe could not read at table {t.name}")
-    svc.stage(t, [CardKeyed(t.name, _coup_of(t), incident.read, cmd.card, t.dealer)],
-              commands.write_id(t.place(), cmd.id), cmd.id, commands.digest(cmd))
-    await svc.flush(t)
+    await w.commit([CardKeyed(t.name, _coup_of(t), incident.read, cmd.card, t.dealer)],
+                   commands.write_id(t.place(), cmd.id), cmd.id, commands.digest(cmd))
 
 
-async def rule(svc: DealerPolicyService, t: TableCoup, cmd: commands.Rule) -> None:
+async def rule(w: Dealing, cmd: commands.Rule) -> None:
     """A supervisor's ruling on the first incident the coup (or, between
     coups, the next coup's opening) is held for: the house rule applied
     (``go_on``: dealt on; ``void``: nothing more dealt, every stake returned;
@@ -156,6 +155,7 @@ async def rule(svc: DealerPolicyService, t: TableCoup, cmd: commands.Rule) -> No
     cut card's shoe ended whatever the house rule, or the card keyed in for
     one the shoe could not read, confirmed and taken as the shoe's report
     would have been."""
+    t = w.t
     incident, here, in_coup = t.incident, t.place(), t.in_play
     if not _names(t, cmd.coup) or incident is None:
         if t.recorded(cmd) or t.taken(cmd.id):
@@ -174,52 +174,39 @@ async def rule(svc: DealerPolicyService, t: TableCoup, cmd: commands.Rule) -> No
                                     f"not {cmd.card or 'no card'}: the supervisor confirms the card keyed in")
     if cmd.ruling in ("void", "end_shoe") and in_coup and t.state is not None and t.state.phase == "betting":
         # The stakes a void returns are those placed before it: the book is closed first.
-        await svc.peer.must(subjects.command(t.name, "book"),
-                            commands.CloseBook(f"{t.coup}:close-book", t.name, t.coup))
-    svc.stage(t, [CoupRuled(t.name, _coup_of(t), incident.read, cmd.ruling, cmd.supervisor, incident.setting)],
+        await w.peer.must(subjects.command(t.name, "book"), commands.CloseBook(f"{t.coup}:close-book", t.name, t.coup))
+    w.stage([CoupRuled(t.name, _coup_of(t), incident.read, cmd.ruling, cmd.supervisor, incident.setting)],
               commands.write_id(here, cmd.id), cmd.id, commands.digest(cmd))
     if cmd.ruling == "confirm":
-        await _take(svc, t, incident.read, cmd.card, False, KEYED + incident.read, confirmed=True)
+        await _take(w, incident.read, cmd.card, False, KEYED + incident.read, confirmed=True)
     elif cmd.ruling == "go_on" and in_coup:
-        await svc.advance(t)
-    await svc.flush(t)
+        await w.advance()
+    await w.flush()
     if cmd.ruling == "end_shoe":
-        if svc.metrics is not None:
-            svc.metrics.shoes_ended.labels(t.name).inc()
-        await end_shoe(svc, t)
+        if w.metrics is not None:
+            w.metrics.shoes_ended.labels(t.name).inc()
+        await end_shoe(w)
 
 
-async def end_shoe(svc: DealerPolicyService, t: TableCoup) -> None:
+async def end_shoe(w: Dealing) -> None:
     """The shoe a ruling ended (``TableCoup.ending_shoe``) ended at the shoe
     service, asked until it is (again at the next opening, where a first
     asking failed): the table then waits for the next shoe's order."""
+    t = w.t
     if not t.ending_shoe:
         return
-    await ask_shoe(svc, t, commands.EndShoeNow(
+    await w.ask_shoe(commands.EndShoeNow(
         f"{t.name}:end-shoe:{t.ending_shoe}", t.name, t.coup if t.void else "", t.config.ruleset, t.ending_shoe,
         f"setting {t.ending_under}"))
     t.ending_shoe = ""
 
 
-async def ask_shoe(svc: DealerPolicyService, t: TableCoup, command: commands.ShoeCommand) -> commands.Reply:
-    """Ask the shoe service for the table; what it says of the table's
-    card-reading shoe kept: whether it waits for its shuffling machine's
-    order (``Waiting`` ``shuffle``), and the shoe in play."""
-    try:
-        reply = await svc.peer.must(subjects.command(t.name, "shoe"), command)
-    except RuleViolation as exc:
-        t.shuffling = t.shuffling or exc.clause == commands.SHUFFLING_MACHINE
-        raise
-    t.shuffling = reply.waiting is not None and reply.waiting.kind == "shuffle"
-    t.shoe_seen = reply.shoe or t.shoe_seen
-    return reply
-
-
-async def shuffled(svc: DealerPolicyService, t: TableCoup) -> None:
+async def shuffled(w: Dealing) -> None:
     """Whether the machine's order has come since the table last waited for
     one: the shoe service is the one to know (asked only where it waited)."""
+    t = w.t
     if t.shuffling:
-        await ask_shoe(svc, t, commands.ShoeStatus(f"{t.name}:shoe-status", t.name, t.config.ruleset))
+        await w.ask_shoe(commands.ShoeStatus(f"{t.name}:shoe-status", t.name, t.config.ruleset))
 
 
 def answered(taken: commands.Reply, now: commands.Reply) -> commands.Reply:

@@ -1,49 +1,76 @@
-"""The dealer-policy service's handlers: it opens each coup, has the wager
-service close betting, makes the offers, draws cards from the shoe service,
-applies the tableau or the blackjack flow, and records the result."""
+"""The dealer-policy service: it opens each coup, has the wager service close
+betting, makes the offers, draws cards from the table's card source, applies
+the tableau or the blackjack flow, and records the result. Each command is
+handled at its table by the handler its type names (``HANDLERS``), in a unit
+of work (services.dealer_policy.dealing) opened with the table's lock held
+and unstaged on any exit."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import functools
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from typing import Any
 
 from casino.config.tables import TableConfig
-from casino.games import Coup, Step
-from casino.metrics import Metrics, count_recorded
+from casino.metrics import Metrics
 from casino.nats.partitions import within
 from casino.protocol import commands
 from casino.protocol.service import Clock, Peer, TableLocks, log, utc_now
 from casino.rules.errors import RuleViolation
 from casino.rules.ruleset import RulesetError
-from casino.rules.shoe import ROUND
 from casino.store import subjects
-from casino.store.envelope import AnyEvent, Batch
+from casino.store.envelope import Batch
 from casino.store.eventstore import EventStore, Stored
-from services.dealer_policy import booking, opening, reading
-from services.dealer_policy.booking import failed, logged
+from services.dealer_policy import dealing, opening, reading
+from services.dealer_policy.dealing import Dealing, Ports
 from services.dealer_policy.sources import CardSource, source_of
-from services.dealer_policy.table import TableCoup, before_opening, follow, hold, latest_records
+from services.dealer_policy.table import TableCoup, follow, latest_records
 from services.dealer_policy.table import copy as copy_table
 from services.dealer_policy.table import fold as fold_table
 from services.dealer_policy.table import new as new_table
 from services.repository import Repository
+
+# A command's handler at its table: what the command was taken as where the
+# answer says more than what the table now waits for (a card-reading shoe's
+# report), else None.
+Handler = Callable[[Dealing, Any], Awaitable[commands.Reply | None]]
 
 
 class DealerPolicyService:
     producer = "dealer-policy"
 
     def __init__(self, store: EventStore, peer: Peer, tables: dict[str, TableConfig], clock: Clock = utc_now) -> None:
-        self.store, self.peer, self.config = store, peer, tables
+        self.store, self.config = store, tables
         self.repository: Repository[TableCoup] = Repository(store, self.producer, fold_table, clock=clock,
                                                             copy_=copy_table)
+        self.ports = Ports(store, peer, self.repository)
         self.tables: dict[str, TableCoup] = {}
         self.folding = TableLocks()
-        self.metrics: Metrics | None = None
         self.resuming: dict[str, asyncio.Future[None]] = {}  # the tables being resumed
         # Where each table's cards come from, picked once (services.dealer_policy.sources).
-        self.sources: dict[str, CardSource] = {name: source_of(config, peer) for name, config in tables.items()}
+        self.sources: dict[str, CardSource] = {name: source_of(config) for name, config in tables.items()}
+        self.handlers: dict[type, Handler] = {
+            commands.OpenCoup: opening.open_coup, commands.CardRead: reading.report,
+            commands.CutCardRead: reading.report, commands.Rule: reading.rule, commands.KeyCard: reading.key,
+            commands.Status: self._status}
+
+    @property
+    def peer(self) -> Peer:
+        return self.ports.peer
+
+    @peer.setter
+    def peer(self, peer: Peer) -> None:
+        self.ports.peer = peer
+
+    @property
+    def metrics(self) -> Metrics | None:
+        return self.ports.metrics
+
+    @metrics.setter
+    def metrics(self, metrics: Metrics | None) -> None:
+        self.ports.metrics = metrics
 
     # ---- state ----------------------------------------------------------
 
@@ -52,7 +79,7 @@ class DealerPolicyService:
             raise RuleViolation("tables", f"table {name} is not configured")
         t = new_table(name, self.config[name], self.sources[name])
         if self.metrics is not None:
-            t.cards.watched(self.metrics, t)
+            t.cards.watched(self.metrics, name)
         return t
 
     async def rebuild(self, table: str | None = None) -> None:
@@ -92,234 +119,53 @@ class DealerPolicyService:
         """Catch up with what other instances appended since we last looked."""
         async with self.folding(cmd.table):
             if (t := self.tables.get(cmd.table)) is not None:
-                await self.caught_up(t)
-
-    async def caught_up(self, t: TableCoup) -> None:
-        """``reload`` of one table, its lock held: before a decision no append
-        of its own guards (a card-reading shoe's card taken as what the coup
-        waits for), the coup as the record has it, whichever instance wrote it."""
-        async def follow_locked(subject: str, seq: int, batch: Batch) -> None:
-            self._observe(subject, seq, batch)
-
-        await self.repository.catch_up(subjects.aggregate_filter("coup", t.name), t.seen, follow_locked, self.skip)
-
-    def skip(self, m: Stored) -> None:
-        """A message on a coup subject that is no batch this code can read
-        (filed as a dead letter): nothing to fold, but looked at, so that the
-        table's guard expects what the stream holds; written as ours under the
-        coup being dealt, it holds that coup."""
-        if (t := self.tables.get(subjects.tokens(m.subject)[0])) is not None:
-            follow(self.repository, t, m)
-
-    def stage(self, t: TableCoup, events: list[AnyEvent], msg_id: str, causation: str, command: str = "") -> None:
-        """Take a decision now (the coup moves on) and record it with the next
-        ``flush``; ``command`` is the digest of the terminal's command that
-        caused it. Between coups it goes into the next coup's record, before
-        that coup's opening (``TableCoup.place``)."""
-        self.repository.keep(t, wide=t.finished)
-        if not t.staged.steps and before_opening(events):
-            t.staged.filed = t.next_coup
-        if t.staged.filed:
-            t.prelude, t.prelude_of = {**(t.prelude if t.prelude_of == t.staged.filed else {}),
-                                       causation: command}, t.staged.filed
-        self.repository.stage(t, events, msg_id, causation, command)
-
-    async def flush(self, t: TableCoup) -> None:
-        """Append every staged decision as one batch, guarded on the coup's
-        subject; a coup's opening, or a write to a finished coup, on every
-        coup subject of the table (expecting the last this instance has seen):
-        what a coup leaves to the next (the shoe holder, 000 8.18) is decided
-        on the whole of it, so the next is opened only by an instance that has
-        seen the last write to the coup before, and nothing is written to a
-        coup once the next is open."""
-        opened, events = t.staged.opening, [e for evs, _, _, _ in t.staged.steps for e in evs]
-        guard, expected = (subjects.aggregate_filter("coup", t.name), t.seen) if t.staged.wide else (None, t.last_seq)
-        # What is recorded between coups is filed under the next coup, and the shoe of the coup before (the
-        # table's first coup: the shoe in play), where the coup before's record is read with it.
-        coup, shoe = (t.staged.filed, t.shoe or t.shoe_seen) if t.staged.filed else (t.coup, t.shoe)
-        ack = await self.repository.flush(t, subjects.event(t.name, shoe, coup, "coup"), expected=expected,
-                                          guard=guard, table=t.name, shoe=shoe, coup=coup)
-        if ack is None:
-            return
-        if ack.duplicate and opened:
-            # The stream holds an opening by this command already (its message id is the table's and the
-            # command's): this one did not open a coup.
-            raise RuleViolation("command id", f"command id {opened} opened a coup of table {t.name} already "
-                                "(one of its earlier coups): a new coup takes a new command id")
-        t.awaiting_card = 0.0  # the coup has moved: what it waits for, it waits for from now
-        if not ack.duplicate:
-            count_recorded(self.metrics, t.name, events, t.game.procedure(t.state) if t.state is not None else "")
-        t.seen = max(t.seen, ack.seq)
-
-    async def commit(self, t: TableCoup, events: list[AnyEvent], msg_id: str, causation: str, command: str) -> None:
-        self.stage(t, events, msg_id, causation, command)
-        await self.flush(t)
+                await Dealing(self.ports, t).caught_up()
 
     async def observe(self, subject: str, seq: int, batch: Batch) -> None:
         """Follow the stream: apply what another instance appended."""
-        async with self.folding(subjects.tokens(subject)[0]):
-            self._observe(subject, seq, batch)
+        table = subjects.tokens(subject)[0]
+        async with self.folding(table):
+            if (t := self.tables.get(table)) is not None:
+                follow(self.repository, t, Stored(seq, subject, batch))
 
-    def _observe(self, subject: str, seq: int, batch: Batch) -> None:
-        t = self.tables.get(subjects.tokens(subject)[0])
-        if t is not None:
-            follow(self.repository, t, Stored(seq, subject, batch))
+    @contextlib.asynccontextmanager
+    async def working(self, name: str, afresh: bool = False) -> AsyncIterator[Dealing]:
+        """The unit of work of table ``name``, its lock held throughout (the
+        table folded first where it is not held yet; ``afresh``: folded anew
+        from the record), so that a decision is never taken on one coup and
+        recorded on the next: another instance's write meanwhile fails the
+        append's guard. Whatever is staged and not recorded on any exit is
+        unstaged: it did not happen."""
+        async with self.folding(name):
+            if afresh:
+                self.tables.pop(name, None)
+            t = await self._held(name)
+            try:
+                yield Dealing(self.ports, t)
+            finally:
+                self.repository.unstage(t)
 
-    # ---- deciding -------------------------------------------------------
-
-    def decide(self, t: TableCoup, command: object) -> list[AnyEvent]:
-        if t.state is None:
-            raise RuleViolation("coup", "no coup is open at this table")
-        return t.game.decide(t.rules, t.state, command)
-
-    def waiting(self, t: TableCoup) -> commands.Waiting:
-        if (incident := t.incident) is not None:  # the first held for, in the coup or before the next opens
-            keying = incident.kind == "unread" and not t.keyed
-            return commands.Waiting("key" if keying else "ruling", incident=incident.kind,
-                                    house_rule=incident.house_rule)
-        if t.shuffling and (t.finished or t.game.waiting(t.rules, t.state).kind == "card"):
-            return commands.Waiting("shuffle")  # for the card-reading shoe's next order
-        if t.held:
-            return commands.Waiting("held")
-        if t.state is None:
-            return commands.Waiting("open")
-        return t.cards.told(t.game.waiting(t.rules, t.state))
-
-    def _reply(self, t: TableCoup) -> commands.Reply:
-        waiting = self.waiting(t)
-        if self.metrics is not None:
-            t.cards.replied(self.metrics, t, waiting)
-        return commands.Reply(True, coup=t.coup, shoe=t.shoe, waiting=waiting)
+    # ---- commands -------------------------------------------------------
 
     async def handle(self, cmd: commands.PolicyCommand) -> commands.Reply:
-        """Decide ``cmd`` with the table's lock held throughout (the table
-        folded first where it is not held yet), so that a decision is never
-        taken on one coup and recorded on the next. Another instance's write
-        in the meantime fails the append's expected-sequence guard."""
-        async with self.folding(cmd.table):
-            t = await self._held(cmd.table)
-            try:
-                return await self._handle(t, cmd)
-            finally:
-                self.repository.unstage(t)  # whatever could not be recorded did not happen
-
-    async def _handle(self, t: TableCoup, cmd: commands.PolicyCommand) -> commands.Reply:
-        if (name := getattr(cmd, "supervisor", "")) and t.config.supervisors and name not in t.config.supervisors:
+        if (name := getattr(cmd, "supervisor", "")) and (roster := self.config.get(cmd.table)) is not None and \
+                roster.supervisors and name not in roster.supervisors:
             raise RuleViolation("roster", f"{name} is not on the casino's roster of supervisors "
-                                f"({', '.join(t.config.supervisors)}): a direction is taken from a supervisor on it")
-        if isinstance(cmd, commands.CardRead | commands.CutCardRead):
-            taken = await reading.report(self, t, cmd)
-            # The device is told what its card was taken as (the cut card first in a round: reshuffle now).
-            return self._reply(t) if taken is None else reading.answered(taken, self._reply(t))
-        if isinstance(cmd, commands.Rule):
-            await reading.rule(self, t, cmd)
-            return self._reply(t)
-        if isinstance(cmd, commands.KeyCard):
-            await reading.key(self, t, cmd)
-            return self._reply(t)
-        if isinstance(cmd, commands.Status):
-            await self.caught_up(t)  # the latest coup as the record has it, whichever instance opened it
-            await reading.shuffled(self, t)
-            if t.state is not None and self.waiting(t).kind in ("card", "pass"):
-                # The dealer's own step, left half-taken (its instance stopped, or the table moved
-                # between instances as it stepped): taken now, beside the answer.
-                self._resume_later([t.name])
-            return self._reply(t)
-        if isinstance(cmd, commands.OpenCoup):
-            await opening.open_coup(self, t, cmd)
-            return self._reply(t)
-        if cmd.coup == t.coup and t.held:
-            raise RuleViolation(commands.HELD, f"coup {t.coup} is held for compliance, nothing more is dealt in it: "
-                                f"{t.held}; the table goes on with its next coup")
-        if cmd.coup != t.coup or t.state is None:
-            raise RuleViolation("coup", f"coup {cmd.coup} is not the coup being dealt at {cmd.table}")
-        if isinstance(cmd, commands.CloseBetting) and t.state.phase == "betting":
-            await booking.book_open(self, t)  # the book a coup is dealt from is open before it closes
-        if not t.recorded(cmd):  # a retried command was recorded once already
-            await self._command(t, cmd)
-        await self.advance(t)  # and the dealer's own steps are finished either way
-        return self._reply(t)
+                                f"({', '.join(roster.supervisors)}): a direction is taken from a supervisor on it")
+        async with self.working(cmd.table) as w:
+            taken = await self.handlers.get(type(cmd), dealing.play)(w, cmd)
+            # The device is told what its report was taken as (the cut card first in a round: reshuffle now).
+            return w.reply() if taken is None else reading.answered(taken, w.reply())
 
-    async def _command(self, t: TableCoup, cmd: commands.CoupCommand) -> None:
-        if isinstance(cmd, commands.CloseBetting):
-            book = await self.peer.must(subjects.command(t.name, "book"),
-                                        commands.CloseBook(f"{t.coup}:close-book", t.name, t.coup))
-            closing = t.game.close_betting(book.wagers)
-            self.stage(t, self.decide(t, closing), f"{t.coup}:close", cmd.id, commands.digest(cmd))
-            return
-        rule_cmd = t.game.from_terminal(cmd)
-        self.stage(t, self.decide(t, rule_cmd), commands.write_id(t.coup, cmd.id), cmd.id, commands.digest(cmd))
-        # A player's choice is recorded before anything it calls for is done at
-        # another service (a card drawn, an extra stake booked): two terminals
-        # racing with different choices, the loser's would otherwise be drawn
-        # or booked for a choice never recorded. (Closing the betting is the
-        # same whoever asks, and goes with the deal in one batch.)
-        await self.flush(t)
-
-    async def _stake(self, t: TableCoup) -> None:
-        """Book the extra stakes of the coup's recorded decisions not yet
-        confirmed (after a restart, all of them: the wager book answers one
-        booked already as done), before the coup goes on."""
-        for cause, extra in list(t.extras.items()):
-            if cause not in t.staked:
-                await self.peer.must(subjects.command(t.name, "book"), extra)
-                t.staked.add(cause)
-
-    async def advance(self, t: TableCoup) -> None:
-        """Take every step the dealer takes without waiting for a player: draw the
-        cards due (as many at once as are certainly due), pass the cards due, and
-        end the round at the shoe. The steps taken are recorded as one batch
-        before anyone is waited for."""
-        await self._stake(t)
-        while t.state is not None and t.incident is None and not t.held:
-            step = t.game.next_step(t.rules, t.state)
-            if step.kind == "pass" and step.waiting.hand is not None:
-                hand = step.waiting.hand
-                self.stage(t, self.decide(t, t.game.pass_cards(hand)), f"{t.coup}:pass:{hand}", f"{t.coup}:pass:{hand}")
-                continue
-            if step.kind == "draw" and (drawn := await self._draw(t, step)) is not None:
-                for i, (card, position) in enumerate(zip(drawn.cards, drawn.positions, strict=True)):
-                    deal = t.game.deal(card, position, t.game.next_step(t.rules, t.state).waiting.seat)
-                    self.stage(t, self.decide(t, deal), f"{t.coup}:card:{step.first + i}",
-                               f"{t.coup}:draw:{step.first}")
-                continue
-            if step.kind == "finished":
-                await self.flush(t)
-                self._ask_end_round(t)
-                return
-            break
-        await self.flush(t)
-
-    async def _draw(self, t: TableCoup, step: Step) -> commands.Reply | None:
-        """The cards of a draw from the table's card source, or None: the coup waits for them."""
-        try:
-            return await t.cards.draw(t, step)
-        except RuleViolation as exc:
-            if exc.clause == ROUND:  # the shoe deals no round of this coup: a fault, for compliance
-                await self.flush(t)
-                hold(t, t.last_seq, f"the shoe refused the coup's cards: {exc.reason}")
-            raise
-
-    def _ask_end_round(self, t: TableCoup) -> None:
-        """Ask the shoe to end the finished coup's round (its cards to the
-        discard rack) while the terminal is answered: the result is recorded,
-        and the next coup at the table waits for the round's end (``_end_round``).
-        Asked again if a first asking failed."""
-        if t.ending is not None and not failed(t.ending):
-            return
-        t.ending = asyncio.ensure_future(self.peer.must(subjects.command(t.name, "shoe"), commands.EndRound(
-            f"{t.coup}:end", t.name, t.coup, t.config.ruleset, _pickup(t.state), next=f"{t.name}-{t.number + 1:06d}")))
-        t.ending.add_done_callback(logged("a round's end at the shoe failed (asked again before the next coup)"))
-
-    async def end_round(self, t: TableCoup) -> commands.Reply:
-        """Until the finished coup's round has ended at the shoe: the shoe's
-        answer (naming the next coup and its shoe where it started its round
-        too). Another instance may have finished the coup: the shoe answers a
-        round already ended as done."""
-        self._ask_end_round(t)
-        assert t.ending is not None
-        reply: commands.Reply = await asyncio.shield(t.ending)
-        return reply
+    async def _status(self, w: Dealing, cmd: commands.Status) -> None:
+        """What the table waits for, the latest coup as the record has it
+        (whichever instance opened it); the dealer's own step, left half-taken
+        (its instance stopped, or the table moved between instances as it
+        stepped), taken now, beside the answer."""
+        await w.caught_up()
+        await reading.shuffled(w)
+        if w.t.state is not None and w.waiting().kind in ("card", "pass"):
+            self._resume_later([w.t.name])
 
     async def finish_rounds(self) -> None:
         """On stopping: wait for the rounds' ends still being asked (what does
@@ -360,34 +206,22 @@ class DealerPolicyService:
         of, each table folded afresh from the record: what another instance
         wrote as the table moved may have taken the step already."""
         for name in names:
-            async with self.folding(name):
-                try:
-                    self.tables.pop(name, None)
-                    t = await self._held(name)
-                    if t.state is not None:
-                        await self._resume(t)
-                except Exception as exc:  # refused, or the server away: the table's next command finds it there
-                    log.error("table %s: cannot resume its coup: %s: %s", name, type(exc).__name__, exc)
-                finally:
-                    if name in self.tables:
-                        self.repository.unstage(self.tables[name])
-
-    async def _resume(self, t: TableCoup) -> None:
-        assert t.state is not None
-        if t.held:  # nothing is dealt in it; the next opening ends its round
-            return
-        if t.finished:  # its round's end asked again (the shoe answers one ended already as done)
-            self._ask_end_round(t)
-            return
-        await reading.ask_shoe(self, t, commands.StartRound(f"{t.coup}:start", t.name, t.coup, t.config.ruleset))
-        if t.state.phase == "betting":
-            await booking.book_open(self, t)
-        else:
-            await self.advance(t)
+            try:
+                async with self.working(name, afresh=True) as w:
+                    await _resume(w)
+            except Exception as exc:  # refused, or the server away: the table's next command finds it there
+                log.error("table %s: cannot resume its coup: %s: %s", name, type(exc).__name__, exc)
 
 
-def _pickup(state: Coup | None) -> tuple[str, ...]:
-    """The cards in the order they were picked up (002 (8), 003 7.7)."""
-    assert state is not None
-    return state.pickup
-
+async def _resume(w: Dealing) -> None:
+    t = w.t
+    if t.state is None or t.held:  # nothing is dealt in a held coup; the next opening ends its round
+        return
+    if t.finished:  # its round's end asked again (the shoe answers one ended already as done)
+        w.ask_end_round()
+        return
+    await w.ask_shoe(commands.StartRound(f"{t.coup}:start", t.name, t.coup, t.config.ruleset))
+    if t.state.phase == "betting":
+        await w.book_open()
+    else:
+        await w.advance()

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -20,9 +19,6 @@ from casino.protocol.service import Peer
 from casino.rules.errors import RuleViolation
 from casino.store import subjects
 
-if TYPE_CHECKING:
-    from services.dealer_policy.table import TableCoup
-
 CARD_SOURCE = "card source"
 INCIDENT_KINDS = ("misdrawn", "refused", "unread", "cut_card")  # the card incidents a coup is held for
 
@@ -31,25 +27,28 @@ class CardSource(ABC):
     """Where one table's cards come from."""
 
     @abstractmethod
-    async def draw(self, t: TableCoup, step: Step) -> commands.Reply | None:
-        """The cards of ``step`` (a ``draw``) with their positions in the
-        shoe, or None: the coup waits for them to be reported."""
+    async def draw(self, peer: Peer, table: str, coup: str, ruleset: str, step: Step) -> commands.Reply | None:
+        """The cards of ``step`` (a ``draw`` in ``coup``) with their positions
+        in the shoe (``peer`` asks the other services), or None: the coup
+        waits for them to be reported."""
 
     def told(self, waiting: commands.Waiting) -> commands.Waiting:
         """What the table's terminal is told the coup waits for."""
         return waiting
 
     @abstractmethod
-    def reports(self, t: TableCoup) -> None:
+    def reports(self, table: str) -> None:
         """Refuse a card-reading shoe's report where the table takes none."""
 
     @abstractmethod
-    def watched(self, metrics: Metrics, t: TableCoup) -> None:
+    def watched(self, metrics: Metrics, table: str) -> None:
         """The table's series that alerts watch, at zero from its first command."""
 
     @abstractmethod
-    def replied(self, metrics: Metrics, t: TableCoup, waiting: commands.Waiting) -> None:
-        """The table answered as waiting for ``waiting``: what alerts watch of it kept."""
+    def replied(self, metrics: Metrics, table: str, waiting: commands.Waiting, since: float) -> float:
+        """The table answered as waiting for ``waiting``: since when it has
+        waited for a card-reading shoe's card (``since`` as kept), as alerts
+        watch it."""
 
     @abstractmethod
     def let_go(self, metrics: Metrics, name: str) -> None:
@@ -61,23 +60,20 @@ class ShuffledShoe(CardSource):
     step draws, as many at once as are certainly due, and the run the game's
     rule alone goes on with."""
 
-    def __init__(self, peer: Peer) -> None:
-        self.peer = peer
+    async def draw(self, peer: Peer, table: str, coup: str, ruleset: str, step: Step) -> commands.Reply:
+        return await peer.must(subjects.command(table, "shoe"), commands.DrawCard(
+            f"{coup}:draw:{step.first}", table, coup, ruleset, step.first, step.due, step.run))
 
-    async def draw(self, t: TableCoup, step: Step) -> commands.Reply:
-        return await self.peer.must(subjects.command(t.name, "shoe"), commands.DrawCard(
-            f"{t.coup}:draw:{step.first}", t.name, t.coup, t.config.ruleset, step.first, step.due, step.run))
-
-    def reports(self, t: TableCoup) -> None:
-        raise RuleViolation(CARD_SOURCE, f"table {t.name} is dealt from the shoe service's own shuffle: it takes "
+    def reports(self, table: str) -> None:
+        raise RuleViolation(CARD_SOURCE, f"table {table} is dealt from the shoe service's own shuffle: it takes "
                                          "no card-reading shoe's reports (the tables file says cards = \"shuffled\")")
 
     # A shuffled table has none of a card-reading shoe's series: no incident, nothing awaited from a device.
-    def watched(self, metrics: Metrics, t: TableCoup) -> None:
+    def watched(self, metrics: Metrics, table: str) -> None:
         pass
 
-    def replied(self, metrics: Metrics, t: TableCoup, waiting: commands.Waiting) -> None:
-        pass
+    def replied(self, metrics: Metrics, table: str, waiting: commands.Waiting, since: float) -> float:
+        return 0.0
 
     def let_go(self, metrics: Metrics, name: str) -> None:
         pass
@@ -86,29 +82,29 @@ class ShuffledShoe(CardSource):
 class ReadingShoe(CardSource):
     """A card-reading shoe: the coup waits for each card's report (``read``)."""
 
-    async def draw(self, t: TableCoup, step: Step) -> None:
+    async def draw(self, peer: Peer, table: str, coup: str, ruleset: str, step: Step) -> None:
         return None
 
-    def reports(self, t: TableCoup) -> None:
+    def reports(self, table: str) -> None:
         pass  # each report is taken (services.dealer_policy.reading)
 
     def told(self, waiting: commands.Waiting) -> commands.Waiting:
         return msgspec.structs.replace(waiting, kind="read") if waiting.kind == "card" else waiting
 
-    def watched(self, metrics: Metrics, t: TableCoup) -> None:
+    def watched(self, metrics: Metrics, table: str) -> None:
         for kind in INCIDENT_KINDS:
-            metrics.card_incidents.labels(t.name, kind)
-        metrics.shoes_ended.labels(t.name)
+            metrics.card_incidents.labels(table, kind)
+        metrics.shoes_ended.labels(table)
 
-    def replied(self, metrics: Metrics, t: TableCoup, waiting: commands.Waiting) -> None:
-        # Since when the coup waits for the shoe's next card (0: it does not).
-        t.awaiting_card = (t.awaiting_card or time.time()) if waiting.kind == "read" else 0.0
-        metrics.awaiting_card.labels(t.name).set(t.awaiting_card)
+    def replied(self, metrics: Metrics, table: str, waiting: commands.Waiting, since: float) -> float:
+        since = (since or time.time()) if waiting.kind == "read" else 0.0  # 0: it waits for no card
+        metrics.awaiting_card.labels(table).set(since)
+        return since
 
     def let_go(self, metrics: Metrics, name: str) -> None:
         metrics.awaiting_card.remove(name)
 
 
-def source_of(config: TableConfig, peer: Peer) -> CardSource:
+def source_of(config: TableConfig) -> CardSource:
     """The adapter for a table of the tables file."""
-    return ReadingShoe() if config.source else ShuffledShoe(peer)
+    return ReadingShoe() if config.source else ShuffledShoe()

@@ -20,7 +20,7 @@ from casino.rules.errors import RuleViolation
 from casino.store import subjects
 
 if TYPE_CHECKING:
-    from services.shoe.service import ShoeService, TableShoe
+    from services.shoe.shoes import Shoes, TableShoe
 
 COMPOSITION = "shoe composition"  # a card the shoe cannot hold: more copies than its decks have
 ORDER = "committed order"  # a card that is not the next of the order committed to
@@ -81,18 +81,18 @@ def _misplaced(e: dealing_shoe.CutCardMisplaced) -> str:
             f"{e.cut_index}, and the cut card was not reported: it is reckoned reached")
 
 
-async def take(service: ShoeService, cmd: TakeRead) -> Reply:
+async def take(shoes: Shoes, cmd: TakeRead) -> Reply:
     """Record what a card-reading shoe reported: a burn card where one is
     due, the card the coup's rules call for (``due``), a misdraw where none is,
     or a card refused (the coup it came in, or the next, is held by the
     dealer-policy). A report taken before is answered as it was taken."""
-    t = await service.table(cmd.table, cmd.ruleset)
+    t = await shoes.table(cmd.table, cmd.ruleset)
     if (answered := _answer(t, cmd.read)) is not None:
         return answered
     if not cmd.cut and (t.state.reshuffle == "now" or (t.state.round is not None and not t.state.active)):
         # 003 7.9: the cut card came out first in the round, and the cards are reshuffled before it goes on:
         # the shoe ended and a new one filled with the order the machine made (refused until it reports it).
-        await service._reshuffle(cmd.table, t, cmd.coup or subjects.NO_COUP, cmd.id)
+        await shoes.reshuffle(cmd.table, t, cmd.coup or subjects.NO_COUP, cmd.id)
     if not t.state.active:
         raise t.orders.none_in_play(cmd.table)
     if not t.state.source:
@@ -113,11 +113,11 @@ async def take(service: ShoeService, cmd: TakeRead) -> Reply:
     else:
         events = dealing_shoe.decide(t.rules, t.state, dealing_shoe.Misdraw(cmd.coup, cmd.card, cmd.read, cmd.clause),
                                      t.document)
-    ack = await service._commit(cmd.table, t, events, coup, f"{cmd.table}:read:{cmd.read}", cmd.id)
+    ack = await shoes.commit(cmd.table, t, events, coup, f"{cmd.table}:read:{cmd.read}", cmd.id)
     answered = _answer(t, cmd.read)
     if answered is not None and t.state.reshuffle == "now":
         # 003 7.9: the cards are reshuffled now, and the round goes on once the machine reports their order.
-        answered = replace(answered, waiting=await awaited(service, t, cmd.table))
+        answered = replace(answered, waiting=await awaited(shoes, t, cmd.table))
     if answered is None and ack.duplicate:  # taken in a shoe that has ended since
         raise RuleViolation(REPORT, f"report {cmd.read} was taken in an earlier shoe of table {cmd.table}: nothing "
                                     "more is taken for it")
@@ -126,7 +126,7 @@ async def take(service: ShoeService, cmd: TakeRead) -> Reply:
     return answered
 
 
-async def shuffle_made(service: ShoeService, cmd: ShuffleMade) -> Reply:
+async def shuffle_made(shoes: Shoes, cmd: ShuffleMade) -> Reply:
     """Keep the order a recognised shuffling machine reports, out of the
     public stream until its shoe ends: the shoe's that waits for one (filled
     with it at once, committed to), else the next shoe's. Until a shoe's
@@ -134,7 +134,7 @@ async def shuffle_made(service: ShoeService, cmd: ShuffleMade) -> Reply:
     recorded (``shoe.order_replaced``; a shoe filled already is ended, its
     order revealed, and the next filled). The same order again is answered
     as kept. A table shuffled by hand, or by the service, takes no order."""
-    t = service.tables.get(cmd.table)
+    t = shoes.tables.get(cmd.table)
     if t is None:
         raise RuleViolation(SHUFFLING_MACHINE, f"table {cmd.table}'s shoe is not held here yet: its dealer opens a "
                                                "coup first")
@@ -146,65 +146,65 @@ async def shuffle_made(service: ShoeService, cmd: ShuffleMade) -> Reply:
     if t.state.active and t.state.position == 0 and t.order is not None:  # filled, and no card out of it yet
         if t.order[0] == order:
             return Reply(True, shoe=shoe)
-        await service.secrets.replace(cmd.table, subjects.shoe_id(cmd.table, t.shuffles + 1),
+        await shoes.secrets.replace(cmd.table, subjects.shoe_id(cmd.table, t.shuffles + 1),
                                       (order, secrets.token_hex(16)))
         ended = dealing_shoe.decide(t.rules, t.state, dealing_shoe.EndShoe(*t.order), t.document)
-        await service._commit(cmd.table, t, [dealing_shoe.OrderReplaced(shoe, cmd.id), *ended], subjects.NO_COUP,
+        await shoes.commit(cmd.table, t, [dealing_shoe.OrderReplaced(shoe, cmd.id), *ended], subjects.NO_COUP,
                               f"{shoe}:replaced:{cmd.id}", cmd.id)
-        await service._reshuffle(cmd.table, t, subjects.NO_COUP, cmd.id)
+        await shoes.reshuffle(cmd.table, t, subjects.NO_COUP, cmd.id)
         return Reply(True, shoe=t.state.shoe_id or "", incident="replaced")
     new = subjects.shoe_id(cmd.table, t.shuffles + 1)
-    kept = await service.secrets.get(cmd.table, new)
+    kept = await shoes.secrets.get(cmd.table, new)
     replaced = kept is not None and kept[0] != order
     if kept is None:
-        await service.secrets.put(cmd.table, new, (order, secrets.token_hex(16)))
+        await shoes.secrets.put(cmd.table, new, (order, secrets.token_hex(16)))
     elif replaced:
-        await service.secrets.replace(cmd.table, new, (order, secrets.token_hex(16)))
+        await shoes.secrets.replace(cmd.table, new, (order, secrets.token_hex(16)))
     waiting = not t.state.active or t.state.reshuffle == "now" or (t.state.reshuffle and t.state.round is None)
     if waiting:  # the table waits for this order: its shoe filled with it now
-        await service._reshuffle(cmd.table, t, subjects.NO_COUP, cmd.id, cmd.id if replaced else "")
+        await shoes.reshuffle(cmd.table, t, subjects.NO_COUP, cmd.id, cmd.id if replaced else "")
     elif replaced:  # the next shoe's order, replaced before that shoe is filled
-        await service._commit(cmd.table, t, [dealing_shoe.OrderReplaced(new, cmd.id)], subjects.NO_COUP,
+        await shoes.commit(cmd.table, t, [dealing_shoe.OrderReplaced(new, cmd.id)], subjects.NO_COUP,
                               f"{new}:replaced:{cmd.id}", cmd.id)
     return Reply(True, shoe=new, incident="replaced" if replaced else "")
 
 
-async def end_now(service: ShoeService, cmd: EndShoeNow) -> Reply:
+async def end_now(shoes: Shoes, cmd: EndShoeNow) -> Reply:
     """End the shoe report ``cmd.read`` was taken in now, by a supervisor's
     ruling (docs/readers.md): the void coup's cards picked up, the order
     revealed, and the next shoe filled once the machine reports its order (at
     once where shuffled by hand). Asked again once it has ended, it is
     answered as done."""
-    t = await service.table(cmd.table, cmd.ruleset)
+    t = await shoes.table(cmd.table, cmd.ruleset)
     if cmd.read in t.reads and t.state.active:  # else its shoe has ended (every report of the shoe in play is held)
         if t.state.reshuffle != "now":
             events = dealing_shoe.decide(t.rules, t.state, dealing_shoe.EndNow(cmd.clause), t.document)
-            await service._commit(cmd.table, t, events, cmd.coup or subjects.NO_COUP,
+            await shoes.commit(cmd.table, t, events, cmd.coup or subjects.NO_COUP,
                                   f"{t.state.shoe_id}:end-now", cmd.id)
-        await _reshuffled(service, t, cmd.table, cmd.coup or subjects.NO_COUP, cmd.id)
-    return Reply(True, coup=cmd.coup, shoe=t.state.shoe_id or "", waiting=await awaited(service, t, cmd.table))
+        await _reshuffled(shoes, t, cmd.table, cmd.coup or subjects.NO_COUP, cmd.id)
+    return Reply(True, coup=cmd.coup, shoe=t.state.shoe_id or "", waiting=await awaited(shoes, t, cmd.table))
 
 
-async def status(service: ShoeService, cmd: ShoeStatus) -> Reply:
+async def status(shoes: Shoes, cmd: ShoeStatus) -> Reply:
     """The shoe in play, and whether the table waits for its machine's order (``awaited``)."""
-    t = await service.table(cmd.table, cmd.ruleset)
-    return Reply(True, shoe=t.state.shoe_id or "", waiting=await awaited(service, t, cmd.table))
+    t = await shoes.table(cmd.table, cmd.ruleset)
+    return Reply(True, shoe=t.state.shoe_id or "", waiting=await awaited(shoes, t, cmd.table))
 
 
-async def awaited(service: ShoeService, t: TableShoe, table: str) -> Waiting | None:
+async def awaited(shoes: Shoes, t: TableShoe, table: str) -> Waiting | None:
     """``Waiting`` ``shuffle`` where the table's recognised shuffling machine's
     order of the next shoe is awaited: the shoe in play has ended or must be
     reshuffled now, and no order is kept for the next."""
     if t.state.active and t.state.reshuffle != "now":
         return None
-    return await t.orders.awaited(service.secrets, table, subjects.shoe_id(table, t.shuffles + 1))
+    return await t.orders.awaited(shoes.secrets, table, subjects.shoe_id(table, t.shuffles + 1))
 
 
-async def _reshuffled(service: ShoeService, t: TableShoe, table: str, coup: str, causation: str) -> None:
+async def _reshuffled(shoes: Shoes, t: TableShoe, table: str, coup: str, causation: str) -> None:
     """The shoe in play ended and the next filled (``_reshuffle``), unless
     the next waits for its shuffling machine's order (``awaited``)."""
     try:
-        await service._reshuffle(table, t, coup, causation)
+        await shoes.reshuffle(table, t, coup, causation)
     except RuleViolation as exc:
         if exc.clause != SHUFFLING_MACHINE:
             raise

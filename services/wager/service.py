@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from casino.config import rulesets
 from casino.metrics import Metrics, count_recorded
 from casino.nats.partitions import partition
@@ -27,6 +30,15 @@ from casino.store import subjects
 from casino.store.envelope import Batch
 from casino.store.eventstore import EventStore
 from services.repository import Held, Repository
+
+# A terminal's command (and the dealer-policy's extra stake) as the wager book's own, by its type.
+TO_BOOK: dict[type, Callable[[Any], wagerbook.AnyBookCommand]] = {
+    PlaceWager: lambda c: wagerbook.PlaceWager(c.seat, c.bet, c.amount, c.player),
+    CancelWager: lambda c: wagerbook.CancelWager(c.seat, c.bet, c.player),
+    Sit: lambda c: wagerbook.Sit(c.seat, c.player),
+    Leave: lambda c: wagerbook.Leave(c.seat),
+    PlaceExtra: lambda c: wagerbook.PlaceExtra(c.seat, c.hand, c.kind, c.amount),
+}
 
 
 class CoupBook(Held, kw_only=True):
@@ -129,53 +141,40 @@ class WagerService:
         await self.rebuild(cmd.table, cmd.coup)
 
     async def handle(self, cmd: WagerCommand | BookCommand) -> Reply:
-        if isinstance(cmd, PlaceWager | CancelWager | PlaceExtra | Sit | Leave) and self._book(cmd).recorded(cmd):
-            return Reply(True, coup=cmd.coup)  # a retried command: recorded once already
-        match cmd:
-            case OpenBook():
-                if cmd.coup in self.books and self._book(cmd).book.status != "new":
-                    return Reply(True, coup=cmd.coup)
-                # Guarded on every book of the table from their last message on: a sit or a leave
-                # another instance records in the last book meanwhile (a table moving between
-                # instances) fails the append, and the book is opened again on the record (``reload``).
-                books = subjects.aggregate_filter("wager", cmd.table)
-                last = await self.store.last(books)
-                if last is not None and subjects.tokens(last.subject)[2] == cmd.coup:  # opened already: as recorded
-                    await self.rebuild(cmd.table, cmd.coup)
-                    return Reply(True, coup=cmd.coup)
-                after = last.seq if last is not None else 0
-                seated = await self._seated_after(cmd.table, cmd.previous, after)
-                cb = self.books[cmd.coup] = CoupBook(table=cmd.table, shoe=cmd.shoe, ruleset=cmd.ruleset)
-                await self._decide(cb, cmd, wagerbook.OpenBook(cmd.coup, cmd.ruleset, seated), f"{cmd.coup}:open-book",
-                                   expected=after, guard=books)
-                return Reply(True, coup=cmd.coup)
-            case PlaceWager():
-                cb = self._book(cmd)
-                await self._decide(cb, cmd, wagerbook.PlaceWager(cmd.seat, cmd.bet, cmd.amount, cmd.player),
-                                   write_id(cmd.coup, cmd.id))
-                return Reply(True, coup=cmd.coup)
-            case CancelWager():
-                cb = self._book(cmd)
-                await self._decide(cb, cmd, wagerbook.CancelWager(cmd.seat, cmd.bet, cmd.player), write_id(cmd.coup, cmd.id))
-                return Reply(True, coup=cmd.coup)
-            case Sit():
-                cb = self._book(cmd)
-                await self._decide(cb, cmd, wagerbook.Sit(cmd.seat, cmd.player), write_id(cmd.coup, cmd.id))
-                return Reply(True, coup=cmd.coup)
-            case Leave():
-                cb = self._book(cmd)
-                await self._decide(cb, cmd, wagerbook.Leave(cmd.seat), write_id(cmd.coup, cmd.id))
-                return Reply(True, coup=cmd.coup)
-            case CloseBook():
-                cb = self._book(cmd)
-                if cb.book.status != "closed":
-                    await self._decide(cb, cmd, wagerbook.CloseBook(), f"{cmd.coup}:close-book")
-                return Reply(True, coup=cmd.coup, wagers=cb.book.wagers)
-            case PlaceExtra():
-                cb = self._book(cmd)
-                await self._decide(cb, cmd, wagerbook.PlaceExtra(cmd.seat, cmd.hand, cmd.kind, cmd.amount), write_id(cmd.coup, cmd.id))
-                return Reply(True, coup=cmd.coup)
+        if (to_book := TO_BOOK.get(type(cmd))) is not None:  # a terminal's: decided by the book alone
+            cb = self._book(cmd)
+            if not cb.recorded(cmd):  # else a retried command, recorded once already
+                await self._decide(cb, cmd, to_book(cmd), write_id(cmd.coup, cmd.id))
+            return Reply(True, coup=cmd.coup)
+        if isinstance(cmd, OpenBook):  # the dealer-policy's
+            return await self._open_book(cmd)
+        if isinstance(cmd, CloseBook):
+            return await self._close_book(cmd)
         raise RuleViolation("protocol", f"unknown wager command {type(cmd).__name__}")
+
+    async def _open_book(self, cmd: OpenBook) -> Reply:
+        if cmd.coup in self.books and self._book(cmd).book.status != "new":
+            return Reply(True, coup=cmd.coup)
+        # Guarded on every book of the table from their last message on: a sit or a leave
+        # another instance records in the last book meanwhile (a table moving between
+        # instances) fails the append, and the book is opened again on the record (``reload``).
+        books = subjects.aggregate_filter("wager", cmd.table)
+        last = await self.store.last(books)
+        if last is not None and subjects.tokens(last.subject)[2] == cmd.coup:  # opened already: as recorded
+            await self.rebuild(cmd.table, cmd.coup)
+            return Reply(True, coup=cmd.coup)
+        after = last.seq if last is not None else 0
+        seated = await self._seated_after(cmd.table, cmd.previous, after)
+        cb = self.books[cmd.coup] = CoupBook(table=cmd.table, shoe=cmd.shoe, ruleset=cmd.ruleset)
+        await self._decide(cb, cmd, wagerbook.OpenBook(cmd.coup, cmd.ruleset, seated), f"{cmd.coup}:open-book",
+                           expected=after, guard=books)
+        return Reply(True, coup=cmd.coup)
+
+    async def _close_book(self, cmd: CloseBook) -> Reply:
+        cb = self._book(cmd)
+        if cb.book.status != "closed":
+            await self._decide(cb, cmd, wagerbook.CloseBook(), f"{cmd.coup}:close-book")
+        return Reply(True, coup=cmd.coup, wagers=cb.book.wagers)
 
     async def _seated_after(self, table: str, coup: str, last: int) -> tuple[tuple[int, str], ...]:
         """Who sits where as the table's coup ``coup`` left it: its book held,

@@ -15,7 +15,8 @@ import pytest
 from services.dealer_policy.service import DealerPolicyService
 from services.dealer_policy.table import TableCoup, carry
 from services.shoe.secrets import JetStreamSecrets, MemorySecrets, secure_shuffle
-from services.shoe.service import ShoeService, TableShoe
+from services.shoe.service import ShoeService
+from services.shoe.shoes import TableShoe
 
 from casino.audit.verify import verify_coup
 from casino.cli.run import APPROVALS

@@ -16,7 +16,6 @@ from services.shoe.service import ShoeService
 
 from casino.config.tables import TableConfig
 from casino.protocol import commands
-from casino.protocol.service import Peer
 from casino.rules import shoe as dealing_shoe
 from casino.rules.cards import full_set
 from casino.rules.errors import RuleViolation
@@ -79,9 +78,8 @@ def test_a_table_not_in_the_shoe_services_tables_file_is_refused_naming_it() -> 
 
 
 def test_the_dealer_policy_waits_for_a_read_tables_cards_and_asks_the_shoe_for_a_shuffled_ones() -> None:
-    peer = Peer(None)  # type: ignore[arg-type]  # nothing is asked here
-    assert isinstance(source_of(TABLES["S1"], peer), ShuffledShoe)
-    assert isinstance(source_of(TABLES["R1"], peer), ReadingShoe)
-    assert isinstance(source_of(TABLES["H1"], peer), ReadingShoe)
+    assert isinstance(source_of(TABLES["S1"]), ShuffledShoe)
+    assert isinstance(source_of(TABLES["R1"]), ReadingShoe)
+    assert isinstance(source_of(TABLES["H1"]), ReadingShoe)
     waiting = commands.Waiting("card", 1)
-    assert ReadingShoe().told(waiting).kind == "read" and ShuffledShoe(peer).told(waiting) == waiting
+    assert ReadingShoe().told(waiting).kind == "read" and ShuffledShoe().told(waiting) == waiting
