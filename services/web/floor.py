@@ -29,6 +29,7 @@ from casino.nats.permissions import LIVE
 from casino.protocol.service import log
 from casino.readmodels.projections import KvProjections, ShoeStats, TableStatus, Takings
 from casino.rules.baccarat import messages as baccarat_messages
+from casino.rules.baccarat.scoreboard import Coup, Scoreboard, decoded, of_result, scoreboard
 from casino.rules.settlement import CoupSettled
 from casino.rules.shoe import RoundStarted
 from casino.store import subjects
@@ -58,6 +59,10 @@ class Tile:
     incident_at: float = 0.0
     finding: str = ""  # the latest coup that failed verification here
     holder: str = ""  # who holds the shoe (Method C, 000 8.15 to 8.20), or a hand's cards (Methods B, D)
+    # The baccarat results of the shoe in play by coup number, from the record as it is read (at the start,
+    # from the read model): the tile's big road.
+    results_of: str = ""
+    results: dict[int, Coup] = field(default_factory=dict)
     samples: deque[tuple[float, int]] = field(default_factory=lambda: deque(maxlen=64))
 
     def alerts(self, now: float) -> list[str]:
@@ -74,6 +79,18 @@ class Tile:
         if self.status.phase in ("betting", "dealing", "finished") and self.status.last_event_at and quiet > STALLED:
             out.append(f"no event for {quiet / 60:.0f} min mid-coup")
         return out
+
+    def take_results(self, shoe: str, results: dict[int, Coup]) -> None:
+        """Results of ``shoe`` (a later shoe than the one held: the held ones let go)."""
+        if shoe != self.results_of:
+            table = self.status.table
+            if (subjects.shoe_number(table, shoe) or 0) < (subjects.shoe_number(table, self.results_of) or 0):
+                return  # an earlier shoe's, read late
+            self.results_of, self.results = shoe, {}
+        self.results.update(results)
+
+    def board(self) -> Scoreboard:
+        return scoreboard([self.results[n] for n in sorted(self.results)])
 
     def counted(self, now: float) -> None:
         """A sample of the table's coup count, for its pace."""
@@ -108,6 +125,9 @@ class Floor:
         self.watchers: set[asyncio.Queue[bytes]] = set()  # each browser's frames to send, encoded once for all
         self.tasks: list[asyncio.Task[None]] = []
         self.on_drawn: Callable[[str], None] = lambda table: None
+        # Each table's shoe in play and how many results its scoreboard holds, as last told: a
+        # table page draws its shoe again when they change (``tell``).
+        self.boards: dict[str, tuple[str, int]] = {}
 
     async def start(self) -> None:
         """Where each table stands (its coup in play as recorded, its read
@@ -123,6 +143,7 @@ class Floor:
         await self._look_at_services()
         for table in self.tiles:
             self._draw(table)
+        self._boards_changed(self.tiles)
         self.down_frame = self._down_frame()
         self.tasks = [asyncio.create_task(self._refreshing()), asyncio.create_task(self._watching_services())]
 
@@ -152,7 +173,7 @@ class Floor:
                 continue
             for table in rung:
                 self._draw(table)
-            self.tell(rung)
+            self.tell(rung, self._boards_changed(rung))
 
     async def _read_record(self, table: str) -> None:
         """The table's messages since the last read, folded into its tile; each
@@ -181,6 +202,8 @@ class Floor:
                 elif isinstance(e, CoupRuled) and tile.incident:
                     tile.incident = f"{tile.incident}, ruled {e.ruling} by {e.supervisor}"
                     tile.incident_at = time.time()
+                elif isinstance(e, baccarat_messages.CoupResulted):
+                    tile.take_results(subjects.tokens(m.subject)[1], {number or 0: of_result(e)})
                 elif isinstance(e, CoupSettled):
                     kept = self.following.pop(e.coup_id)
                     if kept is not None and verify_coup(kept):
@@ -205,7 +228,10 @@ class Floor:
         now = time.time()
         for t, shoe in shoes.items():
             value = got[("shoe_stats", shoe)]
-            self.tiles[t].shoe = msgspec.json.decode(value, type=ShoeStats) if value is not None else None
+            self.tiles[t].shoe = stats = msgspec.json.decode(value, type=ShoeStats) if value is not None else None
+            if stats is not None:  # as the read model has them: the record read since may hold more
+                self.tiles[t].take_results(shoe, {n: c for n, r in stats.results.items()
+                                                  if (c := decoded(r)) is not None})
             self.tiles[t].counted(now)
 
     def _draw(self, table: str) -> None:
@@ -219,11 +245,23 @@ class Floor:
     def _down_frame(self) -> bytes:
         return ServerSentEvent(self.draw_down(self.down).replace("\n", " "), event="down").encode()
 
-    def tell(self, tables: set[str]) -> None:
-        """Every browser sent the tiles changed, in one event encoded once; a
-        browser that does not read is not waited for: what it has not taken is
-        dropped for the whole floor, once."""
-        frame = self.tiles_frame(sorted(tables))
+    def _boards_changed(self, tables: Iterable[str]) -> list[str]:
+        """Those of ``tables`` whose shoe in play or its results changed since last told."""
+        changed = []
+        for table in sorted(tables):
+            board = (self.tiles[table].results_of, len(self.tiles[table].results))
+            if self.boards.get(table) != board:
+                self.boards[table] = board
+                changed.append(table)
+        return changed
+
+    def tell(self, tables: set[str], boards: Iterable[str] = ()) -> None:
+        """Every browser sent the tiles changed, in one event encoded once,
+        and a ``board-<table>`` event for each table of ``boards`` (its page
+        draws its shoe again); a browser that does not read is not waited for:
+        what it has not taken is dropped for the whole floor, once."""
+        frame = self.tiles_frame(sorted(tables)) + b"".join(
+            ServerSentEvent(str(self.boards[t][1]), event=f"board-{t}").encode() for t in boards)
         for queue in self.watchers:
             if queue.full():
                 while not queue.empty():

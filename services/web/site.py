@@ -40,7 +40,7 @@ from casino.store.jetstream import casino_named
 from services.web import roads
 from services.web.accounts import Accounts
 from services.web.clauses import NUMBER, Regulations, linked
-from services.web.floor import Floor
+from services.web.floor import Floor, Tile
 from services.web.guard import CSRF, CSRF_FIELD, Guarded, SignInLimits
 from services.web.sessions import SESSIONS, AccountsFile, Sessions
 from services.web.signin import COOKIE, SignIn
@@ -110,8 +110,8 @@ class Site:
         self.sign = SignIn(self.render, self._sessions, SignInLimits(self.metrics.registry), self.accounts)
         self.streams_most, self.searched_most = streams_most, searched_most
         self.streams: dict[str, int] = {}  # live floor streams open, by session
-        self.floor = Floor(nc, tables, lambda tile: self.render("tile.html", t=tile, now=time.time()),
-                           lambda down: self.render("down.html", down=down))
+        self.small_roads: dict[str, tuple[tuple[str, int], str]] = {}  # each tile's big road, drawn once a result
+        self.floor = Floor(nc, tables, self._draw_tile, lambda down: self.render("down.html", down=down))
         self.floor.on_drawn = lambda table: self.metrics.drawn.inc()
         self.metrics.down.set_function(lambda: len(self.floor.down))
         self.ready = False
@@ -125,6 +125,18 @@ class Site:
         self.sessions = Sessions(kv, self.accounts)
         await self.floor.start()
         self.ready = True
+
+    def _draw_tile(self, tile: Tile) -> str:
+        return self.render("tile.html", t=tile, now=time.time(), road=self._small_road(tile))
+
+    def _small_road(self, tile: Tile) -> str:
+        """The big road of the tile's shoe in play (a baccarat shoe's), drawn again only once a result comes."""
+        if not tile.results:
+            return ""
+        key, held = (tile.results_of, len(tile.results)), self.small_roads.get(tile.status.table)
+        if held is None or held[0] != key:
+            held = self.small_roads[tile.status.table] = (key, self.render("small-road.html", board=tile.board()))
+        return held[1]
 
     def render(self, template: str, **context: Any) -> str:
         return self.env.get_template(template).render(csrf=CSRF.get(), csrf_field=CSRF_FIELD, **context)
@@ -207,15 +219,25 @@ class Site:
     # ---- a table, a shoe ---------------------------------------------------
 
     async def table_page(self, request: Request, who: tuple[str, str]) -> Response:
-        """A table: its live coup, its shoe in play's facts and roads, and that shoe's coups."""
+        """A table: its live coup, its shoe in play's facts, scoreboard and coups."""
         table = request.path_params["table"]
-        tile = self.floor.tiles.get(table)
-        if tile is None:
+        if table not in self.floor.tiles:
             return self.missing(who, f"table {table}")
+        return HTMLResponse(self.render("table.html", who=who, t=self.floor.tiles[table], table=table,
+                                        drawn=self.floor.drawn[table], **await self._shoe_in_play(table)))
+
+    async def table_shoe_page(self, request: Request, who: tuple[str, str]) -> Response:
+        """The table page's shoe in play, drawn again as each result is recorded (``Floor.tell``)."""
+        table = request.path_params["table"]
+        if table not in self.floor.tiles:
+            return self.missing(who, f"table {table}")
+        return HTMLResponse(self.render("table-shoe.html", table=table, **await self._shoe_in_play(table)))
+
+    async def _shoe_in_play(self, table: str) -> dict[str, Any]:
+        tile = self.floor.tiles[table]
         shoe = tile.status.shoe or tile.view.shoe or await self._latest_shoe(table)
         stored = await self.store.read(subjects.shoe_filter(table, shoe)) if shoe else []
-        return HTMLResponse(self.render("table.html", who=who, t=tile, table=table, shoe=shoe,
-                                        drawn=self.floor.drawn[table], **roads.shoe_facts(stored)))
+        return {"shoe": shoe, **roads.shoe_facts(stored)}
 
     async def shoe_page(self, request: Request, who: tuple[str, str]) -> Response:
         """A shoe: its commitment and what its end revealed, its coups, and its seal in the table's chain."""
@@ -365,6 +387,7 @@ def app(site: Site) -> Starlette:
         Route("/coup/{table}/{number:int}", site.page("coup")),
         Route("/coup", site.page("find")),
         Route("/table/{table}", site.page("table")),
+        Route("/table/{table}/shoe", site.page("table_shoe")),
         Route("/shoe/{shoe}", site.page("shoe")),
         Route("/clause/{document}/{number}", site.page("clause")),
         Route("/export", site.page("export", roles=("compliance",))),

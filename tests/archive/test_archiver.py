@@ -366,6 +366,8 @@ def test_an_export_of_sealed_shoes_verifies_with_no_server(exported: tuple[archi
 def test_a_shoe_removed_reordered_altered_or_cut_from_an_export_is_found(exported: tuple[archive.Header, list[archive.Sealed]], change: str) -> None:
     header, seals = exported
     assert len(seals) >= 2  # the shuffles are random: two shoes at least, not always three
+    # Two shoes reordered end with another seal than the header's: refused as cut short or replaced.
+    said = "cut short" if change == "cut short" or (change == "reordered" and len(seals) == 2) else "chained to"
     if change == "removed":  # the first: the next one is chained to it
         seals = seals[1:]
     elif change == "reordered":
@@ -380,7 +382,7 @@ def test_a_shoe_removed_reordered_altered_or_cut_from_an_export_is_found(exporte
     header = msgspec.structs.replace(header, seals=len(seals))
     with pytest.raises(archive.ArchiveError) as refused:
         archive.verify_export(_file(header, seals))
-    assert ("chained to" if change != "cut short" else "cut short") in str(refused.value)
+    assert said in str(refused.value)
 
 
 def test_casino_verify_file_reads_no_server_and_fails_on_a_difference(exported: tuple[archive.Header, list[archive.Sealed]], tmp_path: Path) -> None:

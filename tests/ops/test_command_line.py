@@ -90,6 +90,8 @@ NO_TIME = ("--since", "2001-01-01", "--until", "2001-01-02")
     (("replay", "coup", "NOPE", "1"), ["no table NOPE in the record"]),
     (("replay", "shoe", "BAC000-1-shoe-999"), ["no table BAC000-1 in the record", "tables BAC-1, T-1, T-2"]),
     (("replay", "shoe", "BAC-1-shoe-999"), ["no shoe BAC-1-shoe-999", "shoes run from BAC-1-shoe-1 to BAC-1-shoe-1"]),
+    (("replay", "roads", "BAC-1", "9"), ["no shoe BAC-1-shoe-9", "shoes run from BAC-1-shoe-1 to BAC-1-shoe-1"]),
+    (("replay", "roads", "BAC-1", "T-1-shoe-1"), ["shoe T-1-shoe-1 is not a shoe of table BAC-1"]),
     (("export", "--table", "NOPE", "out.export"), ["no table NOPE in the record", "tables BAC-1, T-1, T-2"]),
     (("export", "--table", "BAC-1", "--until", "2030-01-01", "out.export"),
      ["no sealed shoe of table BAC-1 ended in that window", "none of its shoes is sealed yet"]),
@@ -142,6 +144,27 @@ def test_replay_shoe_shows_the_shoe_its_order_once_it_has_ended_and_its_coups(st
     assert playing.returncode == 0 and "8 decks, 416 cards" in playing.stdout, playing
     assert "In play: " in playing.stdout and "order revealed" not in playing.stdout, playing.stdout
     assert "BAC-1-000006" in playing.stdout.splitlines()[-1]
+
+
+def test_replay_roads_draws_a_shoes_scoreboard_from_its_coups_results(store: Store) -> None:
+    """The JSON holds the grids a regulator checks: the shoe's results in the
+    order dealt, as the table's listing has them, one bead each."""
+    listing = store.casino("replay", "table", "BAC-1")
+    assert listing.returncode == 0, listing
+    # Each line's result reads "<winner>, player <points> banker <points>...".
+    dealt = [line.split(",")[0].split()[-1][0].upper() for line in listing.stdout.splitlines()
+             if line.startswith("BAC-1-0")]
+    roads = store.casino("replay", "roads", "BAC-1", "1", "--json")
+    assert roads.returncode == 0, roads
+    board = msgspec.json.decode(roads.stdout)
+    assert len(dealt) == 6 and board["results"] == dealt
+    assert [(b["col"], b["row"], b["result"]) for b in board["bead_plate"]] == [
+        (i // 6, i % 6, r) for i, r in enumerate(dealt)]
+    assert len(board["big_road"]) == sum(r != "T" for r in dealt)
+    assert board["counts"]["coups"] == 6 and set(board["ask"]) == {"B", "P"}
+    text = store.casino("replay", "roads", "BAC-1", "BAC-1-shoe-1")
+    assert text.returncode == 0 and "Shoe BAC-1-shoe-1 at table BAC-1" in text.stdout, text
+    assert "Big road" in text.stdout and "Ask banker: big eye boy" in text.stdout, text.stdout
 
 
 def test_a_file_that_is_not_an_export_is_refused_in_one_line(store: Store, tmp_path: Path) -> None:

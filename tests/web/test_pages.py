@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from playwright.async_api import Browser, Page, async_playwright
+from playwright.async_api import Browser, Page, async_playwright, expect
 from services.web.accounts import Accounts
 from services.web.clauses import Regulations
 from services.web.guard import server as web_server
@@ -112,14 +112,28 @@ async def test_the_floor_shows_every_table_and_changes_as_coups_are_dealt(
     await page.wait_for_timeout(500)
     await page.screenshot(path=str(DOCS / "web-floor.png"))
     assert "settled" in await page.inner_text(f"#tile-{first}")
-    # The baccarat table's page: its shoe's results as a bead plate and a big road, each coup once.
+    # The baccarat table's page: its shoe's scoreboard, each coup once on the bead plate, each win on the big road.
     await page.goto(f"{w.base}/table/{first}")
-    results = [e for m in await casino.store.read(subjects.table_filter(first)) for e in m.batch.events
-               if e.type == "baccarat.coup_resulted"]
-    assert await page.locator(".road.beads .bead").count() == len(results) == 3
-    marks = await page.locator(".road.big .mark").count()
-    assert marks == sum(1 for e in results if e.data.winner != "tie")  # type: ignore[union-attr]
+
+    async def resulted() -> list[str]:
+        return [e.data.winner[0].upper() for m in await casino.store.read(subjects.table_filter(first))  # type: ignore[union-attr]
+                for e in m.batch.events if e.type == "baccarat.coup_resulted"]
+
+    beads, big = "svg.road[aria-label='bead plate'] g", "svg.road[aria-label='big road'] g"
+    results = await resulted()
+    assert len(results) == 3 and await page.locator(f".scoreboard {beads}").count() == 3
+    assert await page.locator(f".scoreboard {beads} text").all_text_contents() == results
+    assert await page.locator(f".scoreboard {big}").count() == sum(r != "T" for r in results)
+    await expect(page.locator(f"#tile-{first} .small-road {big}")).to_have_count(sum(r != "T" for r in results),
+                                                                                timeout=30_000)
     assert "commitment" in await page.inner_text(".shoe-facts")
+    # Live, with no reload: the scoreboard and the tile's road take each coup's result as it is recorded.
+    await Simulator(casino.nc, tables, seed=5, patience=40).run(2)  # type: ignore[arg-type]
+    results = await resulted()
+    await expect(page.locator(f".scoreboard {beads}")).to_have_count(len(results), timeout=30_000)
+    assert await page.locator(f".scoreboard {beads} text").all_text_contents() == results
+    await expect(page.locator(f"#tile-{first} .small-road {big}")).to_have_count(sum(r != "T" for r in results),
+                                                                                timeout=30_000)
     await page.screenshot(path=str(DOCS / "web-table.png"), full_page=True)
     # A casino's network is closed: the pages ask for nothing but the web's own, htmx and its SSE extension too.
     assert {f"{w.base}/static/htmx.min.js", f"{w.base}/static/sse.min.js"} <= set(asked)
@@ -322,6 +336,31 @@ async def test_a_sealed_shoe_shows_its_seal_and_its_coups_replay_from_the_archiv
         await page.goto(f"{w.base}/coup?table=BJ1&player={player}")
         found = await page.locator("ol.found a").evaluate_all("links => links.map(a => a.getAttribute('href'))")
         assert f"/coup/BJ1/{kept.first_coup}" in found
+
+
+async def test_an_ended_baccarat_shoes_page_draws_its_scoreboard_from_its_coups(nats_url: str,
+                                                                                tmp_path: Path) -> None:
+    """A one-deck baccarat shoe dealt to its end: its page holds its
+    scoreboard, one bead for each of its coups' results in the order dealt,
+    as `casino replay roads` draws it."""
+    ruleset = ruleset_variant(tmp_path, "baccarat-000-methods", decks=1, penetration=0.5)
+    tables = {"B1": TableConfig(ruleset, "method_a", currency="EUR")}
+    async with serving(nats_url, tables) as (casino, w, _):  # type: ignore[arg-type]
+        shoe = "B1-shoe-1"
+        simulator = Simulator(casino.nc, tables, seed=9, patience=40)  # type: ignore[arg-type]
+        for _ in range(20):
+            await simulator.run(2)
+            if await casino.store.first(subjects.event("B1", "B1-shoe-2", "*", "shoe")) is not None:
+                break
+        stored = await casino.store.read(subjects.shoe_filter("B1", shoe))
+        results = [{"banker": "B", "player": "P", "tie": "T"}[e.data.winner]  # type: ignore[union-attr]
+                   for m in stored for e in m.batch.events if e.type == "baccarat.coup_resulted"]
+        assert any(e.type == "shoe.ended" for m in stored for e in m.batch.events), "the shoe did not end"
+        page = await signed_in(w.browser, w.base, "comp1", w.passwords["comp1"])
+        await page.goto(f"{w.base}/shoe/{shoe}")
+        beads = page.locator(".scoreboard svg.road[aria-label='bead plate'] g text")
+        assert results and await beads.all_text_contents() == results
+        assert f"{len(results)} coups" in await page.inner_text(".scoreboard .counts")
 
 
 async def test_the_floor_says_a_service_has_no_live_instance_and_when_it_is_back(

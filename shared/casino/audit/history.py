@@ -14,6 +14,8 @@ import msgspec
 
 from casino.audit.replay import replay_coup
 from casino.audit.verify import SHOE_EVENTS
+from casino.rules.baccarat import scoreboard
+from casino.rules.baccarat.messages import CoupResulted
 from casino.rules.shoe import RoundEnded, ShoeEnded
 from casino.store import subjects
 from casino.store.envelope import AnyEvent, CoupConfigured
@@ -33,6 +35,17 @@ def by_coup(stored: list[Stored]) -> dict[str, list[Stored]]:
         if coup != subjects.NO_COUP:
             coups[coup].append(m)
     return coups
+
+
+def shoe_results(stored: list[Stored]) -> list[scoreboard.Coup]:
+    """The results of the baccarat coups among a shoe's records, in the order
+    dealt, as its scoreboard takes them: a voided coup, which has none, left out."""
+    results = {}
+    for m in stored:
+        for env in m.batch.events:
+            if isinstance(env.data, CoupResulted):
+                results[subjects.coup_number(subjects.tokens(m.subject)[2]) or 0] = scoreboard.of_result(env.data)
+    return [results[n] for n in sorted(results)]
 
 
 class Bounds(msgspec.Struct, frozen=True):

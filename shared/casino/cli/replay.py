@@ -39,6 +39,7 @@ from casino.audit.history import (
     coups_held,
     known_table,
     listing_line,
+    shoe_results,
     shoes_held,
     table_listing,
     tables_held,
@@ -47,6 +48,7 @@ from casino.audit.parallel import cores
 from casino.audit.replay import CoupReplay, render_shoe, render_text, replay_coup
 from casino.cli import store as storeaccess
 from casino.readmodels.projections import KvProjections, Projector
+from casino.rules.baccarat import scoreboard
 from casino.rules.text import escaped
 from casino.store import subjects
 from casino.store.archive import SealStore
@@ -67,6 +69,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
     _window_arguments(table)
     shoe = which.add_parser("shoe", help="list the coups dealt from one shoe")
     shoe.add_argument("shoe", type=name("shoe"), help="the shoe id, e.g. BAC000-1-shoe-3")
+    roads = which.add_parser("roads", help="a baccarat shoe's scoreboard: the bead plate, the big road, the "
+                                           "derived roads, the counts and the ask")
+    roads.add_argument("table", type=name("table"))
+    roads.add_argument("shoe", type=name("shoe"), help="the shoe id (BAC000-1-shoe-3) or its number (3)")
+    roads.add_argument("--json", action="store_true", help="the grids as JSON: results, bead_plate, big_road, "
+                                                           "big_eye_boy, small_road, cockroach_pig, counts, ask")
     verify = sub.add_parser("verify", help="check every selected coup and ended shoe against the rules")
     verify.add_argument("--table", type=name("table"), help="one table; with the options below (alone: at every table), "
                                         "its coups in that window and the shoes they were dealt from")
@@ -96,7 +104,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
     rebuild = projections_do.add_parser("rebuild", help="fold the stream again from the first event")
     floor = projections_do.add_parser("floor", help="draw the floor's figures from the live read models")
     floor.add_argument("--svg", metavar="FILE", required=True)
-    for p in (coup, table, shoe, verify, export, rebuild, floor):
+    for p in (coup, table, shoe, roads, verify, export, rebuild, floor):
         storeaccess.add_arguments(p)
 
 
@@ -152,12 +160,16 @@ async def _run(args: argparse.Namespace) -> int:
             return await export(store, nc, args, named, now)
         if args.command == "replay" and args.what == "coup" and args.json:
             return await show_coup(store, args, named, now)
+        if args.command == "replay" and args.what == "roads" and args.json:
+            return await show_roads(store, args)
         print(escaped(f"{named.header()}; {'verified' if args.command == 'verify' else 'replayed'} {now}",
                       keep_newlines=False))
         if args.command == "verify":
             return await verify(store, nc, args)
         if args.what == "coup":
             return await show_coup(store, args, named, now)
+        if args.what == "roads":
+            return await show_roads(store, args)
         return await list_coups(store, args)
 
 
@@ -175,6 +187,19 @@ async def show_coup(store: Record, args: argparse.Namespace, named: Named, now: 
 
         with open(args.svg, "w", encoding="utf-8") as f:
             f.write(render_svg(r))
+    return 0
+
+
+async def show_roads(store: Record, args: argparse.Namespace) -> int:
+    """A shoe's scoreboard, from its coups' results as recorded (voided coups left out)."""
+    shoe = subjects.shoe_id(args.table, int(args.shoe)) if args.shoe.isdigit() else args.shoe
+    if subjects.table_of_shoe(shoe) != args.table:
+        raise Absent(f"shoe {shoe} is not a shoe of table {args.table}")
+    board = scoreboard.scoreboard(shoe_results(await _shoe_records(store, shoe)))
+    if args.json:
+        print(msgspec.json.format(msgspec.json.encode(board)).decode())
+    else:
+        print("\n".join([f"Shoe {shoe} at table {args.table}", *scoreboard.text(board)]))
     return 0
 
 

@@ -18,6 +18,7 @@ import msgspec
 
 from casino.rules import settlement, shoe
 from casino.rules.baccarat import messages as baccarat_messages
+from casino.rules.baccarat import scoreboard
 from casino.rules.blackjack import messages as blackjack_messages
 from casino.store import subjects
 from casino.store.envelope import Batch, CoupConfigured, CoupHeld, decode
@@ -54,6 +55,9 @@ class ShoeStats(msgspec.Struct):
     cut_card_reached: bool = False
     reshuffle: str = ""
     ended: bool = False
+    # Each baccarat coup's result by its number (a voided coup has none), as
+    # casino.rules.baccarat.scoreboard.code writes it: the shoe's scoreboard, drawn live.
+    results: dict[int, str] = msgspec.field(default_factory=dict)
 
     @property
     def penetration(self) -> float:
@@ -70,7 +74,7 @@ class Takings(msgspec.Struct):
 
 # Raised whenever the fold changes what it makes of the events: a checkpoint of
 # another version is not restored, and the service folds again from the first event.
-FOLD_VERSION = 1
+FOLD_VERSION = 2  # 2: a shoe's results (ShoeStats.results)
 
 
 class Checkpoint(msgspec.Struct):
@@ -118,6 +122,10 @@ class Projector:
                     status.phase = "settled"
                 changed |= {("takings", table), ("table_status", table)}
             else:
+                if isinstance(e, baccarat_messages.CoupResulted) and (st := self.shoe_stats.get(shoe_id)) is not None \
+                        and not st.ended:
+                    st.results[subjects.coup_number(coup) or 0] = scoreboard.code(scoreboard.of_result(e))
+                    changed.add(("shoe_stats", shoe_id))
                 if self._coup(table, shoe_id, coup, e):
                     changed.add(("table_status", table))
         return changed
