@@ -21,14 +21,13 @@ from casino.protocol import commands
 from casino.rules.errors import RuleViolation
 from casino.rules.shoe import ROUND
 from casino.store import subjects
-from casino.store.envelope import KEYED, SHOE_ENDING, CardIncident, CardKeyed, CoupRuled
+from casino.store.envelope import KEYED, READ, SHOE_ENDING, CardIncident, CardKeyed, CoupRuled
 from services.dealer_policy import table
 from services.dealer_policy.dealing import Dealing
 
 if TYPE_CHECKING:
     from services.dealer_policy.table import TableCoup
 
-READ = "read:"  # a report's causation in the coup, and its TakeRead's id at the shoe: the device's id follows
 UNREAD = "unread card"
 # Where a player holds the shoe and draws, a card drawn is drawn "only at the instruction of the dealer".
 HOLDER_DRAWS = {"method_c": "000 8.19", "method_d": "000 8.28"}

@@ -21,13 +21,12 @@ from casino.rules import shoe as dealing_shoe
 from casino.rules.errors import RuleViolation
 from casino.rules.ruleset import ShoeRules
 from casino.store import subjects
-from casino.store.envelope import Batch
+from casino.store.envelope import READ, Batch
 from casino.store.eventstore import Appended, EventStore, Stored, latest_at_table
 from services.repository import Held, Repository
 from services.shoe.orders import OrderSource, orders_of
 from services.shoe.secrets import Order, SecretStore, ShuffleSource, secure_shuffle
 
-READ = "read:"  # how the dealer-policy's TakeRead ids begin: the card-reading shoe's report id follows
 # What a card-reading shoe's report is taken as (services.shoe.readers), beside the shuffles it may cause.
 TAKEN = (dealing_shoe.CardDrawn, dealing_shoe.CardBurned, dealing_shoe.CardMisdrawn, dealing_shoe.CardRefused,
          dealing_shoe.CutCardReached, dealing_shoe.CutCardMisplaced)

@@ -33,7 +33,7 @@ from casino.rules.baccarat.scoreboard import Coup, Scoreboard, decoded, of_resul
 from casino.rules.settlement import CoupSettled
 from casino.rules.shoe import RoundStarted
 from casino.store import subjects
-from casino.store.envelope import CardIncident, CoupConfigured, CoupRuled
+from casino.store.envelope import INCIDENT_WORDS, RULING_WORDS, CardIncident, CoupConfigured, CoupRuled
 from casino.store.eventstore import Stored, latest_at_table
 from casino.store.following import Following
 from casino.store.jetstream import JetStreamEventStore
@@ -44,6 +44,15 @@ LIVENESS = 2.0  # seconds between looks at which services have a live instance
 STALLED = 300.0  # seconds without an event mid-coup: as the alert CasinoTableStalledMidCoup
 PACE_WINDOW = 900.0  # seconds of coups counted into a table's pace
 INCIDENT_SHOWN = 900.0  # seconds a card incident stays on its tile once ruled
+
+
+@dataclass
+class Summary:
+    tables: int
+    dealing: int
+    held: int
+    alerted: int
+    takings: dict[str, int]  # the house's net, by currency ("": none named)
 
 
 @dataclass
@@ -108,8 +117,8 @@ class Floor:
     told the tables whose tile changed."""
 
     def __init__(self, nc: Client, currencies: dict[str, str], draw: Callable[[Tile], str],
-                 draw_down: Callable[[list[str]], str]) -> None:
-        self.nc, self.draw, self.draw_down = nc, draw, draw_down
+                 draw_down: Callable[[list[str]], str], draw_summary: Callable[[Summary], str] = lambda s: "") -> None:
+        self.nc, self.draw, self.draw_down, self.draw_summary = nc, draw, draw_down, draw_summary
         self.down_frame = b""
         self.store = JetStreamEventStore(nc)
         self.members = JetStreamEventStore(nc, f"KV_{LIVE}")  # the live bucket's entries, as stored
@@ -197,10 +206,13 @@ class Floor:
                 elif isinstance(e, baccarat_messages.ShoeGivenUp):
                     tile.holder = ""
                 elif isinstance(e, CardIncident):
-                    tile.incident = f"card {e.kind} {'at' if e.coup else 'before'} coup {number}: {e.card}"
+                    what = INCIDENT_WORDS.get(e.kind, e.kind) + (f", {e.card}," if e.card else "")
+                    tile.incident = (f"{what} {'at' if e.coup else 'before'} coup {number}"
+                                     + (f" ({e.clause})" if e.clause else ""))
                     tile.incident_at = time.time()
                 elif isinstance(e, CoupRuled) and tile.incident:
-                    tile.incident = f"{tile.incident}, ruled {e.ruling} by {e.supervisor}"
+                    tile.incident = (f"{tile.incident}; ruled by {e.supervisor}: {RULING_WORDS.get(e.ruling, e.ruling)}"
+                                     + (f" (house rule {e.setting})" if e.setting else ""))
                     tile.incident_at = time.time()
                 elif isinstance(e, baccarat_messages.CoupResulted):
                     tile.take_results(subjects.tokens(m.subject)[1], {number or 0: of_result(e)})
@@ -239,8 +251,22 @@ class Floor:
         self.on_drawn(table)
 
     def tiles_frame(self, tables: Iterable[str]) -> bytes:
-        """One server-sent event with the tiles of ``tables``, each swapped in place by its id."""
-        return ServerSentEvent("".join(self.drawn[t] for t in tables), event="tiles").encode()
+        """One server-sent event with the tiles of ``tables`` and the floor's summary, each swapped in place by its id."""
+        summary = self.draw_summary(self.summary()).replace("\n", " ")
+        return ServerSentEvent("".join(self.drawn[t] for t in tables) + summary, event="tiles").encode()
+
+    def summary(self) -> Summary:
+        """The floor at a glance: its tables dealing, held and alerted, and the house's takings by currency."""
+        now, takings = time.time(), dict.fromkeys(sorted({v.currency for v in self.console.views.values()}), 0)
+        for t in self.tiles.values():
+            takings[t.view.currency] += t.takings.house_net
+        phases = [t.view.phase or t.status.phase for t in self.tiles.values()]
+        return Summary(len(self.tiles), sum(p in ("betting", "dealing") for p in phases), phases.count("held"),
+                       sum(1 for t in self.tiles.values() if t.alerts(now)), takings)
+
+    def everything(self) -> bytes:
+        """What a browser is sent as its stream opens (again, after the web was out of reach): every tile."""
+        return self.tiles_frame(self.tiles) + self.down_frame
 
     def _down_frame(self) -> bytes:
         return ServerSentEvent(self.draw_down(self.down).replace("\n", " "), event="down").encode()
@@ -260,14 +286,15 @@ class Floor:
         and a ``board-<table>`` event for each table of ``boards`` (its page
         draws its shoe again); a browser that does not read is not waited for:
         what it has not taken is dropped for the whole floor, once."""
+        if not self.watchers:  # nobody looks: no frame is made
+            return
         frame = self.tiles_frame(sorted(tables)) + b"".join(
             ServerSentEvent(str(self.boards[t][1]), event=f"board-{t}").encode() for t in boards)
         for queue in self.watchers:
             if queue.full():
                 while not queue.empty():
                     queue.get_nowait()
-                queue.put_nowait(self.tiles_frame(self.tiles))
-                queue.put_nowait(self.down_frame)
+                queue.put_nowait(self.everything())
             else:
                 queue.put_nowait(frame)
 

@@ -32,14 +32,15 @@ from casino.audit.history import Absent, Bounds, coup_id, coups_within, played_a
 from casino.audit.replay import render_shoe, replay_coup
 from casino.audit.verify import verify_coup
 from casino.cli.replay import NAME, exported
+from casino.games import voided
 from casino.rules.text import escaped, money
 from casino.store import subjects
-from casino.store.envelope import KEYED, Envelope
 from casino.store.eventstore import latest_at_table
 from casino.store.jetstream import casino_named
 from services.web import roads
 from services.web.accounts import Accounts
 from services.web.clauses import NUMBER, Regulations, linked
+from services.web.dispute import INCIDENTS, faces
 from services.web.floor import Floor, Tile
 from services.web.guard import CSRF, CSRF_FIELD, Guarded, SignInLimits
 from services.web.sessions import SESSIONS, AccountsFile, Sessions
@@ -77,22 +78,8 @@ def _env() -> Environment:
     env.filters["money"] = lambda minor, currency="", signed=False: money(int(minor), currency, signed=signed)
     env.filters["clauses"] = linked
     env.filters["number"] = lambda coup: coup.rpartition("-")[2].lstrip("0")
+    env.filters["plain"] = lambda name: escaped(str(name).replace("_", " ").title())  # method_a: Method A
     return env
-
-
-def cause(env: Envelope) -> str:
-    """Who caused a recorded step: a supervisor, the card-reading shoe, the
-    dealer keying an unread card, a terminal's command, or the rules alone."""
-    e = env.data
-    if supervisor := getattr(e, "supervisor", ""):
-        return f"supervisor {supervisor}"
-    if env.causation.startswith(KEYED):
-        return "dealer (keyed in), confirmed"
-    if getattr(e, "read", ""):
-        return "card-reading shoe"
-    if env.command:
-        return "terminal"
-    return env.producer
 
 
 class Site:
@@ -111,7 +98,8 @@ class Site:
         self.streams_most, self.searched_most = streams_most, searched_most
         self.streams: dict[str, int] = {}  # live floor streams open, by session
         self.small_roads: dict[str, tuple[tuple[str, int], str]] = {}  # each tile's big road, drawn once a result
-        self.floor = Floor(nc, tables, self._draw_tile, lambda down: self.render("down.html", down=down))
+        self.floor = Floor(nc, tables, self._draw_tile, lambda down: self.render("down.html", down=down),
+                           lambda summary: self.render("summary.html", summary=summary))
         self.floor.on_drawn = lambda table: self.metrics.drawn.inc()
         self.metrics.down.set_function(lambda: len(self.floor.down))
         self.ready = False
@@ -176,7 +164,8 @@ class Site:
     # ---- the floor ---------------------------------------------------------
 
     async def floor_page(self, request: Request, who: tuple[str, str]) -> Response:
-        return HTMLResponse(self.render("floor.html", who=who, floor=self.floor))
+        return HTMLResponse(self.render("floor.html", who=who, floor=self.floor, summary=self.floor.summary(),
+                                        compact=request.query_params.get("compact") == "1"))
 
     async def floor_events_page(self, request: Request, who: tuple[str, str]) -> Response:
         """The tiles changed, as they change: each drawn, and each event encoded,
@@ -191,6 +180,7 @@ class Site:
             return PlainTextResponse("the floor's live streams are all taken on this instance: try again soon",
                                      503, headers={"Retry-After": "10"})
         queue: asyncio.Queue[bytes] = asyncio.Queue(maxsize=16)
+        queue.put_nowait(self.floor.everything())  # a page reconnecting has missed what changed meanwhile
         self.floor.watchers.add(queue)
         self.streams[session] = self.streams.get(session, 0) + 1
         self.metrics.streams.inc()
@@ -274,14 +264,12 @@ class Site:
         except LookupError:
             return self.missing(who, f"coup {coup}")
         findings = verify_coup(stored)
-        envelopes = [e for m in sorted(stored, key=lambda m: m.seq) for e in m.batch.events]
-        causes = [cause(e) for e in envelopes]
         step = _int(request.query_params.get("step"), len(r.steps), len(r.steps))
-        dealt = sum(1 for s in r.steps[:step] if s.type.endswith(".card_dealt"))
         sealed = await self.store.seals.get(table, r.shoe) if r.shoe else None
+        void = next((s for s in r.steps if voided(s.data)), None)
         return HTMLResponse(self.render(
-            "coup.html", who=who, r=r, findings=findings, coup=coup, number=number, causes=causes, step=step,
-            dealt=dealt, sealed=sealed))
+            "coup.html", who=who, r=r, findings=findings, coup=coup, number=number, step=step, faces=faces(r, step),
+            sealed=sealed, void=void, incidents=INCIDENTS, printed=datetime.now(UTC)))
 
     async def find_page(self, request: Request, who: tuple[str, str]) -> Response:
         """A coup found by table and number, by the time it was in play, or by a player's wagers in a window."""
@@ -349,11 +337,11 @@ class Site:
             header = await exported(self.nc, table, since, until, named, now, out)
         except Absent as exc:
             return self.missing(who, str(exc))
+        filename = f"{table}-{header.last[:16]}.export"
         if q.get("download"):
             return Response(out.getvalue(), media_type="application/octet-stream", headers={
-                "Content-Disposition": f'attachment; filename="{table}-{header.last[:16]}.export"',
-                "X-Casino-Chain-End": header.last})
-        return HTMLResponse(self.render("export.html", who=who, tables=tables, header=header,
+                "Content-Disposition": f'attachment; filename="{filename}"', "X-Casino-Chain-End": header.last})
+        return HTMLResponse(self.render("export.html", who=who, tables=tables, header=header, filename=filename,
                                         query=str(request.url.query)))
 
     async def readyz(self, _: Request) -> Response:

@@ -53,6 +53,35 @@ async def test_a_second_run_shows_each_table_where_its_whole_history_leaves_it(n
         assert reads and all(subjects.tokens(f)[1] != "*" for f in reads)  # a coup or a shoe, not the history
 
 
+async def test_a_tables_phase_cards_and_result_come_from_one_reading_of_its_record(nats_url: str,
+                                                                                  tmp_path: Path) -> None:
+    """What a tile shows of a coup agrees with itself after every message of
+    the record: betting shows no card and no result; a result belongs to the
+    coup shown, and the coup before's is labelled with its own number."""
+    tables = {"B-1": TableConfig(small_shoe(tmp_path, "baccarat-000-methods"), approvals=APPROVALS),
+              "J-1": TableConfig(small_shoe(tmp_path, "blackjack-002-hole-card"))}
+    async with Casino(nats_url, tables) as casino:
+        await Simulator(casino.nc, tables, seed=6, patience=40).run(6)
+        seen: set[str] = set()
+        for table in tables:
+            console, phases = Console([table], live=False), set()
+            view = console.views[table]
+            for msg in await casino.store.read(subjects.table_filter(table)):
+                console.on_batch(msg.subject, msg.batch)
+                phases.add(view.phase)
+                number = int(view.coup.rpartition("-")[2] or 0)
+                if view.phase == "betting":
+                    assert view.cards == {} and view.result == "", (msg.subject, view)
+                if view.phase in ("finished", "settled"):
+                    assert view.result, (msg.subject, view)
+                if view.last:
+                    assert view.last.startswith(f"coup {number - 1}: "), (msg.subject, view)
+            assert {"betting", "finished", "settled"} <= phases, phases
+            assert view.phase == "settled" and view.last.startswith("coup 5: ")
+            seen |= phases
+        assert "dealing" in seen  # blackjack waits for its players' decisions mid-deal
+
+
 def test_a_line_a_table_with_its_legend_hands_counted_from_one_and_money_in_the_tables_currency() -> None:
     """Every line, the header and the legend fit the console's width; a
     blackjack box's hands are numbered as people count them (3, then 3/2

@@ -7,11 +7,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 import shutil
 import signal
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from playwright.async_api import Browser, Page, async_playwright, expect
@@ -59,8 +61,24 @@ async def signed_in(browser: Browser, base: str, user: str, password: str, asked
 
 
 class Web:
-    def __init__(self, base: str, passwords: dict[str, str], browser: Browser) -> None:
-        self.base, self.passwords, self.browser = base, passwords, browser
+    """The web pages served (``server``, and ``serving`` it), and a browser."""
+
+    def __init__(self, base: str, passwords: dict[str, str], browser: Browser, site: Site) -> None:
+        self.base, self.passwords, self.browser, self.site = base, passwords, browser, site
+        self.server: Any = None
+        self.serving: asyncio.Task[None] | None = None
+
+    async def serve(self) -> None:
+        """Serve the pages on ``base``'s port (again, once stopped)."""
+        self.server = web_server(app(self.site), "127.0.0.1", int(self.base.rpartition(":")[2]))
+        self.serving = asyncio.create_task(self.server.serve())
+        while not self.server.started:
+            await asyncio.sleep(0.05)
+
+    async def stop(self) -> None:
+        self.server.should_exit = True
+        if self.serving is not None:
+            await self.serving
 
 
 @contextlib.asynccontextmanager
@@ -75,19 +93,15 @@ async def serving(nats_url: str, tables: dict[str, TableConfig],
         site = Site(casino.nc, {t: c.currency for t, c in tables.items()}, accounts, Regulations(DOCS / "regulations"),
                     **settings)
         await site.start()
-        port = free_port()
-        server = web_server(app(site), "127.0.0.1", port)
-        serving = asyncio.create_task(server.serve())
-        while not server.started:
-            await asyncio.sleep(0.05)
         async with async_playwright() as p:
             browser = await p.chromium.launch(executable_path=chromium(), args=["--no-sandbox"])
+            w = Web(f"http://127.0.0.1:{free_port()}", passwords, browser, site)
+            await w.serve()
             try:
-                yield casino, Web(f"http://127.0.0.1:{port}", passwords, browser), site
+                yield casino, w, site
             finally:
                 await browser.close()
-                server.should_exit = True
-                await serving
+                await w.stop()
                 await site.floor.stop()
 
 
@@ -232,11 +246,16 @@ async def test_compliance_exports_a_table_as_casino_export_writes_it_and_the_pit
     shown = (await page.inner_text(".chain-end")).strip()
     async with page.expect_download() as downloading:
         await page.click("#download")
-    path = await (await downloading.value).path()
+    download = await downloading.value
+    path = await download.path()
     with open(path, "rb") as source:
         header, report = verify_export(source, None)
     assert header.table == table and header.last == shown and header.in_play  # the shoe in play, marked so
     assert report.coups >= 2 and report.findings == []
+    # The check the page gives names the file downloaded, and says why it exits 3: the shoe in play.
+    said = await page.inner_text("section.export")
+    assert f"casino verify --file {download.suggested_filename} --expect {shown}" in said, said
+    assert "exits 3" in said and header.in_play[0] in said, said
 
 
 async def test_a_coup_is_stepped_through_card_by_card_each_step_with_its_cause_and_its_clause_text(
@@ -265,6 +284,53 @@ async def test_a_coup_is_stepped_through_card_by_card_each_step_with_its_cause_a
     regulation = next((DOCS / "regulations").glob("000-*.txt")).read_text(encoding="utf-8")
     text = await page.inner_text("pre.regulation")
     assert text.startswith(clause) and text.strip() in regulation
+
+
+async def test_a_hole_card_stays_face_down_until_the_record_turns_it_and_every_step_is_dated_and_credited(
+        web: tuple[Casino, Web, dict[str, object]]) -> None:
+    """002 (6): stepping through a blackjack coup, the dealer's hole card is
+    face down from the step that deals it to the step that turns it. Each
+    step is dated in UTC and credited to whoever caused it: the result to
+    the service that decided it, never to the terminal whose command came
+    before. The print is dated, its verdict readable, and it prints."""
+    casino, w, tables = web
+    await Simulator(casino.nc, tables, seed=6, patience=40).run(3)  # type: ignore[arg-type]
+    table = list(tables)[1]
+    for number in (1, 2, 3):
+        r = replay_coup(await casino.store.read(subjects.coup_filter(f"{table}-{number:06d}", table)))
+        turned = next((i for i, s in enumerate(r.steps) if s.type == "blackjack.hole_card_turned"), None)
+        if turned is not None:
+            break
+    assert turned is not None, "no coup turned its hole card"
+    hole = next(i for i, c in enumerate(r.cards) if not c.face_up)
+    dealt = [i for i, s in enumerate(r.steps) if s.type.endswith(".card_dealt")][hole]
+    page = await signed_in(w.browser, w.base, "comp1", w.passwords["comp1"])
+    faces = "cards => cards.map(c => c.getAttribute('aria-label'))"
+    for step, face in ((dealt + 1, "??"), (turned, "??"), (turned + 1, r.cards[hole].card)):
+        await page.goto(f"{w.base}/coup/{table}/{number}?step={step}")
+        assert (await page.locator("#cards svg.card").evaluate_all(faces))[hole] == face, (step, face)
+    await page.goto(f"{w.base}/coup/{table}/{number}")
+    times = await page.locator(".steps time").all_inner_texts()
+    assert len(times) == len(r.steps) and all(re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} UTC", t) for t in times)
+    result = next(i for i, s in enumerate(r.steps) if s.type == "blackjack.coup_resulted")
+    assert (await page.locator(".steps li .by").nth(result).inner_text()) == "dealer-policy"
+    await page.emulate_media(media="print")
+    assert re.search(r"Printed \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", await page.inner_text(".print-only"))
+    colour = await page.locator(".verdict").evaluate("v => getComputedStyle(v).color")
+    assert contrast(colour, "rgb(255, 255, 255)") >= 4.5, colour
+    pdf = await page.pdf()
+    assert pdf.startswith(b"%PDF") and len(pdf) > 5_000
+
+
+def contrast(fore: str, back: str) -> float:
+    """The WCAG contrast ratio of two CSS ``rgb(...)`` colours."""
+    def luminance(colour: str) -> float:
+        channels = [int(x) / 255 for x in re.findall(r"\d+", colour)[:3]]
+        r, g, b = (c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels)
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+    high, low = sorted((luminance(fore), luminance(back)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
 
 
 async def test_a_coup_is_found_by_the_time_it_was_in_play_and_by_a_player(
@@ -361,6 +427,44 @@ async def test_an_ended_baccarat_shoes_page_draws_its_scoreboard_from_its_coups(
         beads = page.locator(".scoreboard svg.road[aria-label='bead plate'] g text")
         assert results and await beads.all_text_contents() == results
         assert f"{len(results)} coups" in await page.inner_text(".scoreboard .counts")
+
+
+async def test_the_floor_at_a_glance_alerted_tables_first_a_summary_a_compact_view_and_its_connection(
+        nats_url: str) -> None:
+    """Six tables: the summary counts them and the house's takings; a table
+    alerted moves to the first place, live; the compact view drops the
+    cards; and a page whose web is gone says so, then reconnects by itself
+    and shows what changed meanwhile."""
+    tables = default_tables(6, ["baccarat-000-methods", "blackjack-002-hole-card"], readers=0)
+    async with serving(nats_url, tables) as (casino, w, site):
+        await Simulator(casino.nc, tables, seed=10, patience=40).run(2)  # type: ignore[arg-type]
+        page = await signed_in(w.browser, w.base, "pit1", w.passwords["pit1"])
+        summary = await page.inner_text("#summary")
+        assert "6 tables" in summary and "0 held" in summary and "the house " in summary, summary
+        last = list(tables)[-1]
+        tile = site.floor.tiles[last]
+        tile.finding = "coup 2 failed verification"  # as the floor marks a coup its verification fails
+        site.floor._draw(last)
+        site.floor.tell({last})
+        await expect(page.locator(f"#tile-{last}.alerted")).to_have_count(1, timeout=10_000)
+        first = await page.locator("section.tile").first.bounding_box()
+        alerted = await page.locator(f"#tile-{last}").bounding_box()
+        assert first is not None and alerted is not None and (alerted["y"], alerted["x"]) <= (first["y"], first["x"])
+        assert "1 alerted" in await page.inner_text("#summary")
+        full = await page.locator(".floor").bounding_box()
+        await page.goto(f"{w.base}/?compact=1")
+        compact = await page.locator(".floor").bounding_box()
+        assert await page.locator(".tile .hand").first.is_hidden()
+        assert full is not None and compact is not None and compact["height"] < full["height"]
+        # The web goes away: the page says so; back on the same address, the page reconnects by itself
+        # and is sent every tile again (a coup dealt meanwhile shown).
+        await expect(page.locator("#connection")).to_be_hidden()
+        await w.stop()
+        await expect(page.locator("#connection")).to_be_visible(timeout=30_000)
+        await Simulator(casino.nc, tables, seed=11, patience=40).run(3)  # type: ignore[arg-type]
+        await w.serve()
+        await expect(page.locator("#connection")).to_be_hidden(timeout=60_000)
+        await expect(page.locator(f"#tile-{last} .coup")).to_have_text("coup 5", timeout=30_000)  # 2 and 3 dealt
 
 
 async def test_the_floor_says_a_service_has_no_live_instance_and_when_it_is_back(

@@ -14,13 +14,24 @@ from typing import Any
 
 import msgspec
 
+from casino import games
 from casino.rules import settlement, shoe, wagerbook
 from casino.rules.baccarat import messages as baccarat_messages
 from casino.rules.blackjack import messages as blackjack_messages
 from casino.rules.text import money
 from casino.rules.wagers import Wager
 from casino.store import subjects
-from casino.store.envelope import CardIncident, CardKeyed, CoupConfigured, CoupHeld, CoupRuled, RulesetRecorded
+from casino.store.envelope import (
+    KEYED,
+    READ,
+    CardIncident,
+    CardKeyed,
+    CoupConfigured,
+    CoupHeld,
+    CoupRuled,
+    Envelope,
+    RulesetRecorded,
+)
 from casino.store.eventstore import Stored
 
 SCHEMA = "casino.replay.coup/1"
@@ -36,6 +47,7 @@ class Step(msgspec.Struct, frozen=True):
     text: str
     clause: str = ""
     data: Any = None  # the event itself: its fields as they are recorded
+    by: str = ""  # who caused it (``caused_by``)
 
 
 class Card(msgspec.Struct, frozen=True):
@@ -99,6 +111,34 @@ class CoupReplay(msgspec.Struct):
     dealer_before: str = ""
 
 
+# The events that record a command given at the table (each game's ``command_of``): those a terminal's
+# command caused are the terminal's, but a card dealt (from the shoe) and the cards passed (the dealer's own
+# step). What the rules decide beside them in the same decision (a result, a hand completed) is the
+# deciding service's.
+COMMANDED = frozenset(kind for game in games.GAMES.values() for kind in game.command_of) - games.CARD_DEALT - {
+    baccarat_messages.CardsPassed}
+
+
+def caused_by(env: Envelope) -> str:
+    """Who caused a recorded step: a supervisor (a ruling, a direction); the
+    dealer keying in a card the shoe could not read (and that card, once
+    confirmed); the card-reading shoe (a card it reported, an incident it
+    caused); a terminal (the command it gave, a wager); else the service
+    that decided it."""
+    e = env.data
+    if supervisor := getattr(e, "supervisor", ""):
+        return f"supervisor {supervisor}"
+    if isinstance(e, CardKeyed) or (type(e) in games.CARD_DEALT and env.causation.startswith(KEYED)):
+        dealer = str(getattr(e, "dealer", "") or "")
+        return f"dealer {dealer} (keyed in)" if dealer else "dealer (keyed in)"
+    if isinstance(e, CardIncident) or (env.causation.startswith(READ) and (
+            type(e) in games.CARD_DEALT or env.producer == "shoe")):
+        return "card-reading shoe"
+    if env.command and (type(e) in COMMANDED or env.producer != "dealer-policy"):
+        return "terminal"
+    return env.producer
+
+
 def replay_coup(stored: list[Stored]) -> CoupReplay:
     """The replay of the coup whose events (from every service) are ``stored``;
     a message of it that cannot be read is said to be there, with why and
@@ -127,7 +167,7 @@ def replay_coup(stored: list[Stored]) -> CoupReplay:
             clause = str(getattr(e, "clause", "") or "")
             if clause and clause not in r.clauses:
                 r.clauses.append(clause)
-            r.steps.append(Step(seq, env.at, env.producer, env.type, describe(e), clause, e))
+            r.steps.append(Step(seq, env.at, env.producer, env.type, describe(e), clause, e, caused_by(env)))
             _collect(r, seq, e, handlers)
     finally:
         CURRENCY.reset(shown)
@@ -307,15 +347,14 @@ _DESCRIBE: dict[type, Callable[[Any], str]] = {
     settlement.CoupSettled: lambda e: (f"settled: staked {_money(e.staked)}, returned {_money(e.returned)}, "
                                        f"house net {_money(e.staked - e.returned, signed=True)}"),
     shoe.RoundStarted: lambda e: "round started at the shoe",
-    shoe.CardDrawn: lambda e: f"{_card(e.position)}: {e.card} drawn" + (f", read by the shoe (report {e.read})"
-                                                                         if e.read else ""),
+    shoe.CardDrawn: lambda e: f"{_card(e.position)}: {e.card} drawn" + (f" (report {e.read})" if e.read else ""),
     shoe.CardMisdrawn: lambda e: (f"{_card(e.position)}: {e.card} out of the shoe when no card was due (report "
                                   f"{e.read}): to the discard rack"),
     shoe.CardRefused: lambda e: f"{e.card} reported (report {e.read}) and refused: {e.why}",
     CardIncident: lambda e: (("between coups, " if not e.coup else "") + f"held for a supervisor's ruling: {e.what}"
                              + (f"; house rule {e.setting} = {e.house_rule.replace('_', ' ')}" if e.setting else "")),
     CardKeyed: lambda e: f"{e.card} keyed in by {e.dealer or 'the dealer'} for report {e.read}, to be confirmed",
-    CoupRuled: lambda e: (f"{e.supervisor} rules" + (f" by {e.setting}" if e.setting else "") + ": " + {
+    CoupRuled: lambda e: ("ruled" + (f" by {e.setting}" if e.setting else "") + ": " + {
         "go_on": "the card stays out, the coup is dealt on" if e.coup else "the card stays out, the table goes on",
         "void": "the coup is void, every stake returned",
         "end_shoe": ("the coup is void, every stake returned, and " if e.coup else "") + "the shoe is ended",
@@ -352,10 +391,10 @@ def render_text(r: CoupReplay) -> str:
         out.append(f"Supervisors on the casino's roster: {', '.join(r.supervisors)}")
     out.append(f"Clauses applied: {', '.join(r.clauses)}")
     out.append("")
-    out.append("  seq  time (UTC)    by             what" + " " * 60 + "clause")
+    out.append("  seq  time (UTC)               by                     what" + " " * 60 + "clause")
     for s in r.steps:
-        at = f"{s.at:%H:%M:%S.%f}"[:12]
-        out.append(f"{s.seq:>5}  {at}  {s.producer:<13}  {s.text:<63} {s.clause}")
+        at = f"{s.at:%Y-%m-%d %H:%M:%S.%f}"[:23]
+        out.append(f"{s.seq:>5}  {at}  {s.by or s.producer:<21}  {s.text:<63} {s.clause}")
     out.append("")
     if r.wagers:
         out.append("Wagers:   " + "; ".join(f"seat {w.seat} {w.bet} {money(w.amount, r.currency)}" for w in r.wagers))

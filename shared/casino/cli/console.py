@@ -13,7 +13,7 @@ from casino.rules.baccarat import messages as baccarat_messages
 from casino.rules.blackjack import messages as blackjack_messages
 from casino.rules.text import escaped, money
 from casino.store import subjects
-from casino.store.envelope import Batch, CardIncident, CoupConfigured, CoupRuled
+from casino.store.envelope import RULING_WORDS, Batch, CardIncident, CoupConfigured, CoupHeld, CoupRuled
 from casino.store.eventstore import EventStore, latest_at_table
 
 
@@ -23,6 +23,9 @@ class TableView:
     ruleset: str = ""
     coup: str = ""
     procedure: str = ""
+    procedure_clause: str = ""  # the clause the procedure is dealt under (its coup.opened)
+    phase: str = ""  # the coup's, as its record has it: betting, dealing, finished, held, void, settled
+    last: str = ""  # the coup before's result, with its number ("coup 41: banker 7-5")
     cards: dict[str, list[str]] = field(default_factory=dict)
     result: str = ""
     settled: int = 0
@@ -83,9 +86,16 @@ class Console:
     def _apply(self, v: TableView, coup: str, e: object) -> None:
         match e:
             case CoupConfigured():
+                if v.result and v.coup != coup:
+                    v.last = f"coup {v.coup.rpartition('-')[2].lstrip('0')}: {v.result}"
                 v.ruleset, v.coup, v.cards, v.result, v.procedure = e.ruleset, coup, {}, "", "blackjack"
+                v.procedure_clause, v.phase = "", "betting"
             case baccarat_messages.CoupOpened():
-                v.procedure = e.procedure
+                v.procedure, v.procedure_clause = e.procedure, e.clause
+            case baccarat_messages.BettingClosed() | blackjack_messages.BettingClosed():
+                v.phase = "dealing"
+            case CoupHeld():
+                v.phase = "held"
             case baccarat_messages.CardDealt():
                 v.cards.setdefault(e.hand[0].upper(), []).append(e.card)
             case blackjack_messages.CardDealt():
@@ -96,10 +106,10 @@ class Console:
                 if FACE_DOWN in dealer:
                     dealer[dealer.index(FACE_DOWN)] = e.card
             case baccarat_messages.CoupResulted():
-                v.result = f"{e.winner} {e.player_points}-{e.banker_points}"
+                v.result, v.phase = f"{e.winner} {e.player_points}-{e.banker_points}", "finished"
                 self.voids[v.name] = 0
             case blackjack_messages.CoupResulted():
-                v.result = f"dealer {'BJ' if e.dealer_blackjack else e.dealer_total}"
+                v.result, v.phase = f"dealer {'BJ' if e.dealer_blackjack else e.dealer_total}", "finished"
                 self.voids[v.name] = 0
             case shoe.ShoeShuffled():
                 v.shoe, v.shoe_cards, v.position, v.reshuffle, v.shoe_ended = e.shoe_id, e.cards, 0, "", ""
@@ -116,7 +126,9 @@ class Console:
                 self.incidents[e.kind] += 1
                 self.kinds[(v.name, e.read)] = e.kind
             case CoupRuled():
-                v.result = f"ruled {e.ruling}"
+                v.result = f"ruled: {RULING_WORDS.get(e.ruling, e.ruling)}"
+                if e.coup and e.ruling in ("void", "end_shoe"):
+                    v.phase = "void"
                 self.rulings[f"{self.kinds.pop((v.name, e.read), '?')} {e.ruling}"] += 1
                 self.shoes_ended += e.ruling == "end_shoe"
                 if e.coup and e.ruling in ("void", "end_shoe"):
@@ -126,6 +138,8 @@ class Console:
                     self.voids[v.name] = 0
 
             case settlement.CoupSettled():
+                if e.coup_id == v.coup and v.phase != "void":
+                    v.phase = "settled"
                 v.settled += 1
                 v.house_net += e.staked - e.returned
 

@@ -106,6 +106,7 @@ class CardIncident(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag=
 # out of place): a supervisor may end the shoe for one whatever the house rule (docs/readers.md).
 SHOE_ENDING = ("refused", "cut_card")
 
+READ = "read:"  # the causation of what a card-reading shoe's report caused (the coup's and the shoe's): its id follows
 KEYED = "keyed:"  # the causation of the card a ``CardKeyed`` keyed in, once confirmed: the report's id follows
 
 
@@ -119,6 +120,13 @@ class CardKeyed(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="co
     read: str
     card: str
     dealer: str
+
+
+# A card incident's kind and a supervisor's ruling in plain words, as a pit reads them.
+INCIDENT_WORDS = {"misdrawn": "a card out of the shoe when none was due", "refused": "a card the shoe cannot have given",
+                  "unread": "a card the shoe could not read", "cut_card": "the cut card out of its place"}
+RULING_WORDS = {"go_on": "dealt on", "void": "void, every stake returned", "end_shoe": "void, and the shoe ended",
+                "confirm": "the card keyed in confirmed"}
 
 
 class CoupRuled(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="coup.ruled"):
