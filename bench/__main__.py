@@ -70,8 +70,9 @@ SIZES: dict[str, Any] = {"rules_coups": 2000, "replay_coups_a_table": 150, "veri
                          "bounded_coups": (10000, 200000), "series_coups": 200,
                          # the instances run: 3 of every service against 1, this many coups a table
                          "cost": {"tables": 16, "coups": 40, "instances": 3},
-                         # card-reading tables against shuffled ones: this many tables, coups a table in each CPU run
-                         "reading": {"tables": 16, "coups": 20},
+                         # card-reading tables against shuffled ones: this many tables, coups a table in each CPU run,
+                         # a card's report timed at these table counts for this many seconds
+                         "reading": {"tables": 16, "coups": 20, "latency_tables": (16, 64), "seconds": 20.0},
                          # the web pages: tables flat out; sealed coups' pages asked in each run, from this many shoes
                          # and a search by player over one table's history of this many coups
                          "web": {"tables": 64, "asks": 200, "shoes": 3, "search_coups": 2000},
@@ -81,7 +82,7 @@ QUICK: dict[str, Any] = {**SIZES, "rules_coups": 100, "scale_tables": [1, 4, 16,
                          "history_coups": 200, "history_rounds": 20, "holding_coups": 200, "archive_coups": 12,
                          "bounded_coups": (2400, 4800), "series_coups": 4,
                          "cost": {"tables": 4, "coups": 3, "instances": 2},
-                         "reading": {"tables": 4, "coups": 3},
+                         "reading": {"tables": 4, "coups": 3, "latency_tables": (4,), "seconds": 2.0},
                          "web": {"tables": 4, "asks": 10, "shoes": 1, "search_coups": 20},
                          "capacity": {"start": 4, "most": 8, "period": 3.0, "window": 3.0, "halvings": 0}}
 
@@ -93,7 +94,7 @@ def measure_all(sizes: dict[str, Any], runs: int, seconds: float) -> dict[str, A
         "verifying": asyncio.run(verifying.measure(sizes["verifying_coups"], runs, sizes["window"])),
         "pipeline": asyncio.run(pipeline.measure(sizes["pipeline_tables"], seconds, runs)),
         "cost": asyncio.run(cost.measure(seconds=seconds, runs=runs, **sizes["cost"])),
-        "reading": asyncio.run(reading.measure(seconds=max(seconds, 2.0), runs=runs, **sizes["reading"])),
+        "reading": asyncio.run(reading.measure(runs=runs, **sizes["reading"])),
         "web": asyncio.run(web.measure(seconds=max(seconds, 2.0), runs=runs, **sizes["web"])),
         "scale": asyncio.run(scale(sizes["scale_tables"], seconds / 2, runs)),
         "history": asyncio.run(history.measure(sizes["history_coups"], sizes["history_rounds"], runs)),

@@ -84,9 +84,12 @@ def test_the_whole_benchmark_runs_and_writes_every_figure_beside_its_ceiling(tmp
     assert {"shoe", "shoe-2", "dealer_policy-2"} <= set(instances["more"]["cpu_ms_per_coup"])
     assert instances["cpu_ratio"] == \
         instances["more"]["services_and_server_ms"] / instances["one"]["services_and_server_ms"]
-    reading = figures["reading"]  # card-reading tables against shuffled ones, the same coups
+    reading = figures["reading"]  # card-reading tables against shuffled ones, the same coups at the same rate
     assert reading["cpu_ratio_range"][0] <= reading["cpu_ratio"] <= reading["cpu_ratio_range"][1]
     assert reading["read"]["services_and_server_ms"] > 0 and reading["shuffled"]["services_and_server_ms"] > 0
+    assert reading["offered_coups_per_s"] * 2 == reading["flat_coups_per_s"]["read"] > 0
+    assert reading["flat_coups_per_s"]["shuffled"] > 0
+    assert reading["report"] in reading["report_by_tables"].values() and list(reading["report_by_tables"]) == ["4"]
     assert reading["report"]["reports"] > 0 and 0 < reading["report"]["p50_ms"] <= reading["report"]["p99_ms"]
     web = figures["web"]  # the pages against a casino: openings seen on a floor, 100 floors' CPU, sealed pages
     assert web["live"]["shown"] > 0 and 0 < web["live"]["p50_ms"] <= web["live"]["p99_ms"]
