@@ -13,7 +13,7 @@ burn) and seat its first players, what a casino does once a shoe: the step
 measures every command sent once every table has dealt its first coup, for a
 window after it.
 
-`python -m bench.capacity [--start N] [--most N] [--window S] [--period S]`"""
+`python -m bench.capacity [--start N] [--most N] [--window S] [--period S] [--cards read]`"""
 
 from __future__ import annotations
 
@@ -34,13 +34,14 @@ MOST_P99_MS = 25.0  # every command type's p99 at most this
 
 
 async def one_step(tables_count: int, period: float, window: float, grace: float = 120.0,
-                   replicas: int = 1) -> dict[str, Any]:
+                   replicas: int = 1, cards: str = "shuffled") -> dict[str, Any]:
     """``tables_count`` tables, each opening a coup every ``period`` seconds:
     every command's reply time by type, sent in ``window`` seconds once every
     table has dealt its first coup. Tables still without one ``grace`` seconds
     after the first period are more than the machine carries: the step does
-    not hold, and says how many."""
-    tables = default_tables(tables_count, list(SHORT))
+    not hold, and says how many. ``cards``: ``read``, every table's cards
+    from a card-reading shoe (docs/readers.md), its devices simulated."""
+    tables = default_tables(tables_count, list(SHORT), readers=tables_count if cards == "read" else 0)
     offered = {"tables": tables_count, "offered_coups_per_s": tables_count / period}
     async with casino(tables, replicas) as (nc, procs, server):
         sim = Simulator(nc, tables, seed=3, patience=40, every=period)
@@ -57,6 +58,8 @@ async def one_step(tables_count: int, period: float, window: float, grace: float
             await asyncio.sleep(0.2)
         for t in sim.playing:
             t.reply_times, t.coups = {}, 0
+            if t.devices is not None:  # a card-reading shoe's reports are timed beside the terminal's commands
+                t.devices.report_ms.clear()
         meter = Meter(process_ids(procs, server))
         start = time.perf_counter()
         await asyncio.sleep(window)
@@ -66,6 +69,8 @@ async def one_step(tables_count: int, period: float, window: float, grace: float
         for t in sim.playing:
             for kind, times in (t.reply_times or {}).items():
                 replies.setdefault(kind, []).extend(times)
+            if t.devices is not None:
+                replies.setdefault("CardRead", []).extend(ms / 1000 for ms in t.devices.report_ms)  # in seconds
         dealt = sum(t.coups for t in sim.playing)
         stop_players(sim, task)
     commands = {kind: {"count": len(x), **latency_percentiles(x)} for kind, x in sorted(replies.items())}
@@ -116,20 +121,21 @@ async def search(step: Callable[[int], Awaitable[dict[str, Any]]], start: int, m
 
 
 async def measure(start: int = 250, most: int = 16000, period: float = PERIOD, window: float = 30.0,
-                  halvings: int = 2, replicas: int = 1) -> dict[str, Any]:
+                  halvings: int = 2, replicas: int = 1, cards: str = "shuffled") -> dict[str, Any]:
     """The search with a fresh casino at every step, ``replicas`` instances of
     every service; ``tables``, the most tables that held, and ``not_held``,
     the fewest that did not (0: none did not, up to ``most``): the capacity
     lies between them."""
 
     async def step(tables: int) -> dict[str, Any]:
-        figures = await one_step(tables, period, window, replicas=replicas)
+        figures = await one_step(tables, period, window, replicas=replicas, cards=cards)
         print(f"capacity, {replicas} instance(s) of every service, a coup every {period:.0f} s a table: "
               f"{described(figures)}", file=sys.stderr, flush=True)  # the search's progress: its steps take minutes
         return figures
 
     found = await search(step, start, most, halvings)
-    return {**found, "period_s": period, "window_s": window, "most_p99_ms": MOST_P99_MS, "replicas": replicas}
+    return {**found, "period_s": period, "window_s": window, "most_p99_ms": MOST_P99_MS, "replicas": replicas,
+            "cards": cards}
 
 
 def described(step: dict[str, Any]) -> str:
@@ -153,9 +159,12 @@ def main() -> None:
     p.add_argument("--period", type=float, default=PERIOD, help="seconds between a table's coups")
     p.add_argument("--window", type=float, default=30.0, help="seconds measured at each step")
     p.add_argument("--replicas", type=int, default=1, help="instances of every service")
+    p.add_argument("--cards", choices=("shuffled", "read"), default="shuffled",
+                   help="read: every table's cards from a card-reading shoe")
+    p.add_argument("--halvings", type=int, default=2, help="halvings of the interval between held and not held")
     args = p.parse_args()
-    print(json.dumps(asyncio.run(measure(args.start, args.most, args.period, args.window, replicas=args.replicas)),
-                     indent=2))
+    print(json.dumps(asyncio.run(measure(args.start, args.most, args.period, args.window, args.halvings,
+                                         replicas=args.replicas, cards=args.cards)), indent=2))
 
 
 if __name__ == "__main__":
