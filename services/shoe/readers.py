@@ -95,7 +95,7 @@ async def take(shoes: Shoes, cmd: TakeRead) -> Reply:
         await shoes.reshuffle(cmd.table, t, cmd.coup or subjects.NO_COUP, cmd.id)
     if not t.state.active:
         raise t.orders.none_in_play(cmd.table)
-    if not t.state.source:
+    if not t.state.read:
         raise RuleViolation("shoe", f"table {cmd.table}'s shoe in play is the shoe service's own: it takes no card-"
                                     "reading shoe's cards")
     shoe, coup = t.state.shoe_id or "", cmd.coup or subjects.NO_COUP

@@ -211,7 +211,7 @@ class Shoes:
         hand), its burn cards read; an order kept for it before and
         ``replaced`` by that machine's report recorded so as the new shoe is
         filled."""
-        if t.state.active and (t.order is not None or t.state.source == "hand"):
+        if t.state.active and (t.order is not None or t.state.hand_shuffled):
             reveal = dealing_shoe.EndShoe(*t.order) if t.order is not None else dealing_shoe.EndShoe((), "")
             ended = dealing_shoe.decide(t.rules, t.state, reveal, t.document)
             await self.commit(table, t, ended, coup, f"{t.state.shoe_id}:end", causation)

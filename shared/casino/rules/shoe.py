@@ -261,6 +261,16 @@ class ShoeState(msgspec.Struct, gc=False):
         return len(self.drawn)
 
     @property
+    def read(self) -> bool:
+        """Whether the shoe in play is a card-reading shoe's (its cards reported as they leave it)."""
+        return bool(self.source)
+
+    @property
+    def hand_shuffled(self) -> bool:
+        """Whether the shoe in play was shuffled by hand: no order known, none to reveal as it ends."""
+        return self.source == "hand"
+
+    @property
     def remaining(self) -> int:
         return self.cards - len(self.drawn)
 
