@@ -150,9 +150,11 @@ class Repository(Generic[H]):
         """Append every staged decision as one batch (None where none is
         staged), expecting the subjects (``subject``'s, or ``guard``'s) to end
         at ``expected``; not recorded, they are undone. A batch the stream
-        takes for a duplicate stands as recorded before; but where it opens the
-        aggregate (``Staged.opening``), the command had opened one already, and
-        this one opened nothing: undone too (the caller refuses it)."""
+        takes for a duplicate was written before, by these decisions asked
+        again or by another instance's taken on a record this one had not
+        seen (the stream's deduplication answers before its guard): the record
+        stands, not these decisions, and they are undone too (the caller reads
+        the record back, as ``commit``'s callers do)."""
         steps = held.staged.steps
         if not steps:
             return None
@@ -164,7 +166,7 @@ class Repository(Generic[H]):
         except BaseException:
             self.unstage(held)
             raise
-        if ack.duplicate and held.staged.opening:
+        if ack.duplicate:
             self.unstage(held)
         else:
             held.staged = Staged()

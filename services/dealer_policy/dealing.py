@@ -20,7 +20,7 @@ from casino.rules.errors import RuleViolation
 from casino.rules.shoe import ROUND
 from casino.store import subjects
 from casino.store.envelope import AnyEvent, Batch
-from casino.store.eventstore import EventStore, Stored
+from casino.store.eventstore import Conflict, EventStore, Stored
 from services.dealer_policy import booking
 from services.dealer_policy.booking import failed, logged
 from services.dealer_policy.table import TableCoup, before_opening, follow, hold
@@ -84,6 +84,7 @@ class Dealing:
         coup once the next is open."""
         t = self.t
         opened, events = t.staged.opening, [e for evs, _, _, _ in t.staged.steps for e in evs]
+        written = t.staged.steps[0][1] if t.staged.steps else ""
         guard, expected = (subjects.aggregate_filter("coup", t.name), t.seen) if t.staged.wide else (None, t.last_seq)
         # What is recorded between coups is filed under the next coup, and the shoe of the coup before (the
         # table's first coup: the shoe in play), where the coup before's record is read with it.
@@ -97,9 +98,13 @@ class Dealing:
             # command's): this one did not open a coup.
             raise RuleViolation("command id", f"command id {opened} opened a coup of table {t.name} already "
                                 "(one of its earlier coups): a new coup takes a new command id")
+        if ack.duplicate:
+            # The step was recorded before: by this decision asked again, or by another instance that
+            # decided it on a record this one had not seen, perhaps otherwise (another card to another
+            # hand). Undone here; the command is decided again on the record read back.
+            raise Conflict(f"{written} is recorded already (seq {ack.seq}): the record stands, not this decision")
         t.awaiting_card = 0.0  # the coup has moved: what it waits for, it waits for from now
-        if not ack.duplicate:
-            count_recorded(self.metrics, t.name, events, t.game.procedure(t.state) if t.state is not None else "")
+        count_recorded(self.metrics, t.name, events, t.game.procedure(t.state) if t.state is not None else "")
         t.seen = max(t.seen, ack.seq)
 
     async def commit(self, events: list[AnyEvent], msg_id: str, causation: str, command: str = "") -> None:

@@ -6,23 +6,30 @@ decides again."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
 from bench.history import deal
+from services.dealer_policy.service import DealerPolicyService
 from services.shoe.secrets import MemorySecrets, secure_shuffle
 from services.shoe.service import ShoeService
 from services.wager.service import WagerService
 
+from casino.config.tables import TableConfig
 from casino.nats.partitions import PARTITIONS
 from casino.protocol import commands
+from casino.protocol.service import decide
 from casino.rules import shoe as dealing_shoe
 from casino.rules import wagerbook
+from casino.rules.blackjack import messages as blackjack_messages
 from casino.rules.errors import RuleViolation
 from casino.rules.runs import TableauRun
 from casino.store import subjects
 from casino.store.envelope import Batch
 from casino.store.eventstore import Appended, Conflict, InMemoryEventStore
+from tests.faults.test_hostile_commands import LocalPeer
+from tests.rules.stacking import blackjack, burn_cards, order
 from tests.variants import ruleset_variant
 
 pytestmark = pytest.mark.anyio
@@ -203,3 +210,56 @@ async def test_a_close_whose_book_is_let_go_as_it_finds_the_close_written_answer
     letting_go(store, first)
     again = await first.handle(close_book)
     assert again.wagers == closed.wagers and len(again.wagers) == 1
+
+
+async def test_a_decision_retried_at_an_instance_behind_the_record_is_answered_from_the_record() -> None:
+    """Two dealer-policy instances at one blackjack table. The second last
+    looked when the box stood at 12; the first then recorded a hit (8S, to
+    20) and the stand, and dealt the dealer's hand out. The stand asked again
+    of the second (its answer lost with the first) is decided there on 12:
+    its append finds the stand's message recorded already, before any guard.
+    The record stands: read back, and the coup answered as recorded. Before,
+    the second kept its own stand at 12 as recorded, then dealt the 8S to the
+    dealer (the shoe answers a card drawn already with the same card) on a
+    message the stream also took for a duplicate, and ended the round at the
+    shoe with cards the record never dealt so (a coup left unfinished in the
+    record, or held for compliance, as the table moved on)."""
+    store, peer, ruleset = InMemoryEventStore(), LocalPeer(), "blackjack-002-hole-card"
+    stack = ["6D", "2S", "2H", "7H", "4S", "8S", "9C"]  # box 8 against 2S (7H in the hole), then 4S, 8S, 9C
+    shoe = ShoeService(store, MemorySecrets(), shuffle=lambda table, decks: (
+        order(decks, stack, burn_cards(blackjack(ruleset).shoe)), "salt"))
+    wager, tables = WagerService(store), {"J": TableConfig(ruleset)}
+    first, second = DealerPolicyService(store, peer, tables), DealerPolicyService(store, peer, tables)  # type: ignore[arg-type]
+    peer.routes = {"shoe": (commands.shoe_decoder, shoe.handle, shoe.reload),
+                   "wager": (commands.wager_decoder, wager.handle, wager.reload),
+                   "book": (commands.book_decoder, wager.handle, wager.reload),
+                   "coup": (commands.coup_decoder, first.handle, first.reload)}
+
+    async def at(instance: DealerPolicyService, command: commands.Command) -> commands.Reply:
+        reply = await decide(command, instance.handle, instance.reload, "J")
+        assert reply.ok, reply
+        return reply
+
+    coup = (await at(first, commands.OpenCoup(id="open", table="J", number=1))).coup
+    assert (await peer.ask("casino.cmd.J.wager", commands.PlaceWager(id="w", table="J", coup=coup, seat=3, bet="box",
+                                                                     amount=1000))).ok
+    await at(first, commands.CloseBetting(id="close", table="J", coup=coup))
+    await at(first, commands.Decide(id="hit-1", table="J", coup=coup, seat=3, hand=0, action="hit"))  # 4S: 12
+    await at(second, commands.Status(id="look", table="J"))  # the second's last look: the box at 12
+    await at(first, commands.Decide(id="hit-2", table="J", coup=coup, seat=3, hand=0, action="hit"))  # 8S: 20
+    stand = commands.Decide(id="stand", table="J", coup=coup, seat=3, hand=0, action="stand")
+    await at(first, stand)  # the dealer's 2S 7H, then 9C: 18
+    await asyncio.sleep(0)  # the round's end asked of the shoe
+
+    again = await at(second, stand)
+    assert again.waiting is not None and again.waiting.kind == "finished"
+    await asyncio.sleep(0)
+    stored = [e.data for m in await store.read(f"{subjects.EVENTS}.>") for e in m.batch.events]
+    (result,) = [e for e in stored if isinstance(e, blackjack_messages.CoupResulted)]
+    assert result.dealer_total == 18 and [h.total for h in result.hands] == [20]
+    (picked,) = [e for e in stored if isinstance(e, blackjack_messages.CardsPickedUp)]
+    ended = [e for e in stored if isinstance(e, dealing_shoe.RoundEnded)]
+    assert [e.pickup for e in ended] == [picked.cards]  # the round ended once, with the record's cards
+    fresh = DealerPolicyService(store, peer, tables)  # type: ignore[arg-type]
+    await at(fresh, commands.Status(id="look-again", table="J"))
+    assert second.tables["J"].state == fresh.tables["J"].state  # what the second holds is the record
