@@ -37,7 +37,6 @@ pytestmark = pytest.mark.anyio
 COUPS = int(os.environ.get("CASINO_SOAK_RACING_COUPS", "40"))  # per table
 # Per service: each kill -9 moves the killed instance's tables to the other once its membership lapses.
 KILLS = int(os.environ.get("CASINO_SOAK_RACING_KILLS", "1"))
-LAST = 3  # the last coups of a run, opened by one terminal of each table
 TABLES = {"BAC000-1": TableConfig("baccarat-000-methods", approvals=APPROVALS),
           "BAC000-2": TableConfig("baccarat-000-methods", approvals=APPROVALS),  # begins with Method C: a holder
           "BJ002-1": TableConfig("blackjack-002-hole-card"), "BJ003-1": TableConfig("blackjack-003-no-hole-card")}
@@ -46,9 +45,16 @@ TABLES = {"BAC000-1": TableConfig("baccarat-000-methods", approvals=APPROVALS),
 class Racer(SimulatedTable):
     """A terminal that asks what the coup waits for and does it, whatever the
     other terminal at its table is doing: its refusals (the other was first)
-    are part of the race."""
+    are part of the race. It opens the coup after the one it looked at, as
+    a terminal's dealer does: an opening sent on a stale look, or asked again
+    after the table moved on (a request lost with a killed instance, asked
+    again 10 s later), is refused, never chased to the table's next (which
+    at the end of a run would open one more coup than the run deals)."""
 
-    opens_last = True
+    looked = 0  # the number of the coup this terminal last looked at
+
+    async def _number(self) -> int:
+        return self.looked + 1
 
     async def race(self, coups: int) -> None:
         while True:
@@ -57,16 +63,11 @@ class Racer(SimulatedTable):
             if waiting is None or waiting.kind in ("open", "finished"):
                 if number >= coups:
                     return
-                if number >= coups - LAST and not self.opens_last:
-                    # The last coups are opened by one of the two: an opening sent on a stale look (the
-                    # other terminal opened and dealt a coup meanwhile) opens the coup after, and near the
-                    # end that would be one more than the run deals.
-                    await asyncio.sleep(0.01)
-                    continue
                 if waiting is not None and waiting.shoe_holder is not None and self.rnd.random() < 0.3:
                     # 000 8.18, 8.20: the holder gives the shoe up as the other terminal opens the next coup
                     await self._give_up_shoe(status.coup, waiting.shoe_holder, forfeit=self.rnd.random() < 0.5)
                     continue  # the table may have moved on meanwhile: asked again
+                self.looked = number
                 await self.open_coup(self._procedure())  # another procedure as the floor supervisor directs
             elif waiting.kind == "close_betting":
                 await self._seat_players(status.coup)
@@ -125,8 +126,6 @@ async def test_two_of_every_service_with_terminals_racing_deal_every_coup_once_a
                         random.Random(rnd.random()), None, JetStreamEventStore(nc),  # type: ignore[arg-type]
                         first=2 if table == "BAC000-2" else 0)
                   for i, (table, config) in enumerate(TABLES.items()) for k in range(2)]
-        for racer in racers[1::2]:
-            racer.opens_last = False
         dealt = 0
         while dealt < COUPS or not chaos.done():  # every planned kill lands while coups are being dealt
             dealt += COUPS
