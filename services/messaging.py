@@ -7,7 +7,6 @@ filed as a dead letter); the consumers' lag as metrics."""
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, NamedTuple
 
@@ -22,7 +21,7 @@ from casino.metrics import Metrics
 from casino.nats import partitions
 from casino.nats.permissions import answerable
 from casino.protocol import commands
-from casino.protocol.service import Malformed, TableLocks, decide, read_command
+from casino.protocol.service import LANE_BURST, LANE_RATE, Malformed, Rate, TableLocks, decide, read_command
 from casino.store import envelope, subjects
 from casino.store.following import Delivery
 from casino.store.jetstream import MAX_DELIVERIES, STREAM, dead_letter
@@ -63,25 +62,6 @@ async def undecoded(msg: NatsMessage) -> Received:
     return Received(msg, msg.body)
 
 
-class Rate:
-    """At most ``burst`` at once, refilled at ``per_second``: how often one
-    source may ask at one table."""
-
-    def __init__(self, per_second: float, burst: int) -> None:
-        self.per_second, self.burst = per_second, burst
-        self.tokens: dict[str, tuple[float, float]] = {}  # source -> (tokens left, when counted)
-
-    def take(self, source: str) -> bool:
-        now = time.monotonic()
-        left, at = self.tokens.get(source, (float(self.burst), now))
-        left = min(float(self.burst), left + (now - at) * self.per_second)
-        if left < 1.0:
-            self.tokens[source] = (left, now)
-            return False
-        self.tokens[source] = (left - 1.0, now)
-        return True
-
-
 class CommandGate:
     """Each table's commands one at a time, whatever their kind (TableLocks),
     up to ``workers`` tables at once. A table with ``per_table`` of its own
@@ -93,10 +73,8 @@ class CommandGate:
     stolen or stuck, takes nothing of the terminal's share: the terminal's
     commands are decided in turn with at most a few of the supervisor's."""
 
-    # A supervisor's commands a second at one table: a forfeit or a change of procedure is a few a coup, but a
-    # simulated floor deals a coup every few milliseconds, and a refusal there is asked again (a late opening
-    # opens the coup after the one its terminal looked at).
-    SUPERVISOR_RATE = 20.0
+    # A supervisor's or a device's commands a second at one table (casino.protocol.service.LANE_RATE).
+    SUPERVISOR_RATE = LANE_RATE
 
     def __init__(self, metrics: Metrics, workers: int = 16, per_table: int = 8, per_supervisor: int = 4) -> None:
         self.metrics = metrics
@@ -104,7 +82,7 @@ class CommandGate:
         self.per_table, self.per_supervisor = per_table, per_supervisor
         self.locks = TableLocks()
         self.waiting: dict[tuple[str, str], int] = {}
-        self.rate = Rate(self.SUPERVISOR_RATE, per_supervisor * 2)
+        self.rate = Rate(self.SUPERVISOR_RATE, LANE_BURST)
 
     def _refusal(self, table: str, supervisor: str) -> commands.Reply | None:
         """A refusal for a command that may not wait at ``table`` now (``supervisor``: whose lane, "" the table's)."""

@@ -22,7 +22,7 @@ import msgspec
 
 from casino.config.tables import TableConfig
 from casino.protocol import commands
-from casino.protocol.service import Peer
+from casino.protocol.service import LANE_BURST, LANE_RATE, Peer, Rate
 from casino.rules.cards import DECK, full_set
 from casino.rules.ruleset import Ruleset
 from casino.rules.shoe import cites
@@ -45,6 +45,11 @@ class Devices:
         self.report_ms: list[float] = []  # each card's report answered (recorded), in milliseconds
         clauses = cites(rules.document, rules.shoe)
         self.burn_clause, self.cut_first = clauses.burn, clauses.cut_first
+        # The dealer's hand: cards drawn no faster than the shoe's lane at the dealer-policy takes their
+        # reports (LANE_RATE a second, LANE_BURST at once), with room for the network's jitter. A dealer
+        # draws a card or two a second; without it a simulated shoe reported a whole deal at once, and the
+        # reports past the lane's burst were refused and sent again half a second later.
+        self.hand = Rate(LANE_RATE * 0.8, LANE_BURST - 2)
 
     @property
     def cards(self) -> list[str]:
@@ -68,9 +73,16 @@ class Devices:
             pending = msgspec.json.decode(self.physical.pending, type=commands.ReaderReport | commands.ShuffleMade)
             await self._send(self.shuffler if isinstance(pending, commands.ShuffleMade) else self.reader, pending)
 
+    async def _drawn(self) -> None:
+        """Until the dealer's hand has drawn the next card (``hand``)."""
+        while not self.hand.take(self.table):
+            await asyncio.sleep(1 / self.hand.per_second)
+
     async def _send(self, peer: Peer, command: commands.Command) -> commands.Reply:
+        if peer is self.reader:
+            await self._drawn()
         self._save(command)
-        asked = time.perf_counter()
+        asked = time.perf_counter()  # from the report: the dealer's hand is not the engine's time
         reply = await self._report(peer, "shuffler" if isinstance(command, commands.ShuffleMade) else "read", command)
         if isinstance(command, commands.CardRead):
             self.report_ms.append(1000 * (time.perf_counter() - asked))
@@ -138,6 +150,7 @@ class Devices:
         reply = await self._send(self.reader, report)
         if fault == "duplicate":
             self.incidents["duplicate"] += 1
+            await self._drawn()
             reply = await self._report(self.reader, "read", report)
         return reply
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -153,6 +154,33 @@ def digest(text: bytes) -> str:
     import hashlib
 
     return hashlib.sha256(text).hexdigest()[:16]
+
+
+# How often one source outside a table's terminal may ask at the table (services.messaging.CommandGate):
+# a supervisor, or a device (the card-reading shoe, the shuffling machine). A forfeit or a change of
+# procedure is a few a coup, and a dealer draws a card or two a second, where a simulated floor deals a
+# coup every few milliseconds: a refusal there is asked again (a late opening opens the coup after the one
+# its terminal looked at).
+LANE_RATE, LANE_BURST = 20.0, 8
+
+
+class Rate:
+    """At most ``burst`` at once, refilled at ``per_second``: how often one
+    source may ask at one table."""
+
+    def __init__(self, per_second: float, burst: int) -> None:
+        self.per_second, self.burst = per_second, burst
+        self.tokens: dict[str, tuple[float, float]] = {}  # source -> (tokens left, when counted)
+
+    def take(self, source: str) -> bool:
+        now = time.monotonic()
+        left, at = self.tokens.get(source, (float(self.burst), now))
+        left = min(float(self.burst), left + (now - at) * self.per_second)
+        if left < 1.0:
+            self.tokens[source] = (left, now)
+            return False
+        self.tokens[source] = (left - 1.0, now)
+        return True
 
 
 class TableLocks:
