@@ -6,7 +6,10 @@ A live event is only a doorbell: the web user hears every append attempt on
 from the stream (a batched direct get of the table's messages since the last
 one read) and from the read models (the table's status, its shoe, its
 takings), a table at a time, at most every ``REFRESH`` seconds while its
-events come. Each tile is drawn once for every browser watching. The web
+events come. Each tile is drawn once for every browser watching. The floor
+is read only while someone looks at it: it wakes at the first page or stream
+that shows tiles (each table taken up from its latest coup, as at a start)
+and sleeps, its doorbell let go, ``IDLE`` seconds after the last. The web
 user creates no consumer and writes nothing."""
 
 from __future__ import annotations
@@ -21,15 +24,16 @@ from dataclasses import dataclass, field
 import msgspec
 from nats.aio.client import Client
 from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
 from sse_starlette import ServerSentEvent
 
 from casino.audit.verify import verify_coup
-from casino.cli.console import Console, TableView, where_tables_stand
+from casino.cli.console import Console, TableView
 from casino.nats.permissions import LIVE
 from casino.protocol.service import log
 from casino.readmodels.projections import KvProjections, ShoeStats, TableStatus, Takings
 from casino.rules.baccarat import messages as baccarat_messages
-from casino.rules.baccarat.scoreboard import Coup, Scoreboard, decoded, of_result, scoreboard
+from casino.rules.baccarat.scoreboard import Coup, Mark, big_road, decoded, of_result
 from casino.rules.settlement import CoupSettled
 from casino.rules.shoe import RoundStarted
 from casino.store import subjects
@@ -44,6 +48,8 @@ LIVENESS = 2.0  # seconds between looks at which services have a live instance
 STALLED = 300.0  # seconds without an event mid-coup: as the alert CasinoTableStalledMidCoup
 PACE_WINDOW = 900.0  # seconds of coups counted into a table's pace
 INCIDENT_SHOWN = 900.0  # seconds a card incident stays on its tile once ruled
+ROAD_COLUMNS = 12  # the columns of its shoe's big road a tile shows, the latest (the table's page shows them all)
+IDLE = 60.0  # seconds the floor is still read after the last page or stream that showed it
 
 
 @dataclass
@@ -98,8 +104,9 @@ class Tile:
             self.results_of, self.results = shoe, {}
         self.results.update(results)
 
-    def board(self) -> Scoreboard:
-        return scoreboard([self.results[n] for n in sorted(self.results)])
+    def road(self) -> list[Mark]:
+        """The latest ``ROAD_COLUMNS`` columns of the big road of the tile's shoe."""
+        return big_road([self.results[n] for n in sorted(self.results)], ROAD_COLUMNS)
 
     def counted(self, now: float) -> None:
         """A sample of the table's coup count, for its pace."""
@@ -133,34 +140,86 @@ class Floor:
         self.bell = asyncio.Event()
         self.watchers: set[asyncio.Queue[bytes]] = set()  # each browser's frames to send, encoded once for all
         self.tasks: list[asyncio.Task[None]] = []
+        self.doorbell: Subscription | None = None  # while someone looks (``look``)
+        self.waking = asyncio.Lock()
+        self.looked = 0.0  # when a page or stream last showed the floor
         self.on_drawn: Callable[[str], None] = lambda table: None
         # Each table's shoe in play and how many results its scoreboard holds, as last told: a
         # table page draws its shoe again when they change (``tell``).
         self.boards: dict[str, tuple[str, int]] = {}
 
     async def start(self) -> None:
-        """Where each table stands (its coup in play as recorded, its read
-        models), the doorbell ringing from before it (what comes meanwhile is
-        read after), then the refreshing."""
+        """The read models opened and the services' liveness watched; the
+        floor itself is read once someone looks at it (``look``)."""
         await self.kv.open()
-        await self.nc.subscribe(f"{subjects.EVENTS}.>", cb=self._ring)
-        await where_tables_stand(self.console, self.store, {})
-        for table in self.tiles:
-            latest = [await latest_at_table(self.store, table, a) for a in ("coup", "shoe")]
-            self.read_to[table] = max((m.seq for m in latest if m is not None), default=0)
-        await self._read_models(set(self.tiles))
         await self._look_at_services()
-        for table in self.tiles:
-            self._draw(table)
-        self._boards_changed(self.tiles)
         self.down_frame = self._down_frame()
-        self.tasks = [asyncio.create_task(self._refreshing()), asyncio.create_task(self._watching_services())]
+        self.tasks = [asyncio.create_task(self._watching_services()), asyncio.create_task(self._dozing())]
 
     async def stop(self) -> None:
+        await self._sleep()
         for task in self.tasks:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+
+    @property
+    def awake(self) -> bool:
+        return self.doorbell is not None
+
+    async def look(self) -> None:
+        """Someone looks at the floor: it is read from now on (woken if it
+        slept: the doorbell rung from before each table is taken up, so what
+        comes meanwhile is read after), until ``IDLE`` seconds after the last look."""
+        self.looked = time.monotonic()
+        async with self.waking:
+            if self.awake:
+                return
+            self.doorbell = await self.nc.subscribe(f"{subjects.EVENTS}.>", cb=self._ring)
+            try:
+                for table in self.tiles:
+                    await self._take_up(table)
+                await self._read_models(set(self.tiles))
+            except BaseException:
+                await self._sleep()
+                raise
+            for table in self.tiles:
+                self._draw(table)
+            self._boards_changed(self.tiles)
+            self.tasks.append(asyncio.create_task(self._refreshing()))
+
+    async def _take_up(self, table: str) -> None:
+        """Where the table stands, without reading its history: its latest
+        coup's messages and its shoe in play's, folded into its tile as read."""
+        held: dict[int, Stored] = {}
+        for aggregate in ("coup", "shoe"):
+            latest = await latest_at_table(self.store, table, aggregate)
+            if latest is not None:
+                _, shoe, coup, _ = subjects.tokens(latest.subject)
+                held.update((m.seq, m) for m in await self.store.read(
+                    subjects.event(table, shoe, coup if aggregate == "coup" else "*", aggregate)))
+        for seq in sorted(held):
+            if seq > self.read_to[table]:
+                self._fold(table, held[seq])
+
+    async def _sleep(self) -> None:
+        """Nobody looks: the doorbell and the refreshing let go."""
+        if self.doorbell is not None:
+            doorbell, self.doorbell = self.doorbell, None
+            with contextlib.suppress(Exception):  # the connection closed meanwhile
+                await doorbell.unsubscribe()
+            for task in [t for t in self.tasks if t.get_coro().__name__ == "_refreshing"]:  # type: ignore[union-attr]
+                task.cancel()
+                self.tasks.remove(task)
+            self.rung.clear()
+            self.following.forget()  # a coup followed in part: its messages meanwhile go unread
+
+    async def _dozing(self) -> None:
+        while True:
+            await asyncio.sleep(IDLE / 4)
+            if self.awake and not self.watchers and time.monotonic() - self.looked > IDLE:
+                async with self.waking:
+                    await self._sleep()
 
     async def _ring(self, msg: Msg) -> None:
         table = msg.subject.split(".")[2] if msg.subject.count(".") == 5 else ""
@@ -187,39 +246,43 @@ class Floor:
     async def _read_record(self, table: str) -> None:
         """The table's messages since the last read, folded into its tile; each
         coup that settles among them verified as ``casino verify`` does."""
-        tile = self.tiles[table]
         for m in await self.store.read(subjects.table_filter(table), after=self.read_to[table]):
-            self.read_to[table] = m.seq
-            if m.unreadable:
-                continue  # no batch of ours: verification names it on the coup's page
-            self.console.on_batch(m.subject, m.batch)
-            self.following.take(Stored(m.seq, m.subject, m.batch))
-            number = subjects.coup_number(subjects.tokens(m.subject)[2])
-            for env in m.batch.events:
-                e = env.data
-                if isinstance(e, CoupConfigured):
-                    tile.holder = tile.holder if "shoe" in tile.holder else ""
-                elif isinstance(e, baccarat_messages.HolderAssigned):
-                    whom = f"seat {e.seat}" + (f" ({e.player})" if e.player else "")
-                    tile.holder = "" if e.seat is None else \
-                        f"{e.plays}'s cards: {whom}" if e.plays is not None else f"the shoe: {whom}"
-                elif isinstance(e, baccarat_messages.ShoeGivenUp):
-                    tile.holder = ""
-                elif isinstance(e, CardIncident):
-                    what = INCIDENT_WORDS.get(e.kind, e.kind) + (f", {e.card}," if e.card else "")
-                    tile.incident = (f"{what} {'at' if e.coup else 'before'} coup {number}"
-                                     + (f" ({e.clause})" if e.clause else ""))
-                    tile.incident_at = time.time()
-                elif isinstance(e, CoupRuled) and tile.incident:
-                    tile.incident = (f"{tile.incident}; ruled by {e.supervisor}: {RULING_WORDS.get(e.ruling, e.ruling)}"
-                                     + (f" (house rule {e.setting})" if e.setting else ""))
-                    tile.incident_at = time.time()
-                elif isinstance(e, baccarat_messages.CoupResulted):
-                    tile.take_results(subjects.tokens(m.subject)[1], {number or 0: of_result(e)})
-                elif isinstance(e, CoupSettled):
-                    kept = self.following.pop(e.coup_id)
-                    if kept is not None and verify_coup(kept):
-                        tile.finding = f"coup {subjects.coup_number(e.coup_id)} failed verification"
+            self._fold(table, m)
+
+    def _fold(self, table: str, m: Stored) -> None:
+        """One of the table's messages, read in order, folded into its tile."""
+        tile = self.tiles[table]
+        self.read_to[table] = m.seq
+        if m.unreadable:
+            return  # no batch of ours: verification names it on the coup's page
+        self.console.on_batch(m.subject, m.batch)
+        self.following.take(Stored(m.seq, m.subject, m.batch))
+        number = subjects.coup_number(subjects.tokens(m.subject)[2])
+        for env in m.batch.events:
+            e = env.data
+            if isinstance(e, CoupConfigured):
+                tile.holder = tile.holder if "shoe" in tile.holder else ""
+            elif isinstance(e, baccarat_messages.HolderAssigned):
+                whom = f"seat {e.seat}" + (f" ({e.player})" if e.player else "")
+                tile.holder = "" if e.seat is None else \
+                    f"{e.plays}'s cards: {whom}" if e.plays is not None else f"the shoe: {whom}"
+            elif isinstance(e, baccarat_messages.ShoeGivenUp):
+                tile.holder = ""
+            elif isinstance(e, CardIncident):
+                what = INCIDENT_WORDS.get(e.kind, e.kind) + (f", {e.card}," if e.card else "")
+                tile.incident = (f"{what} {'at' if e.coup else 'before'} coup {number}"
+                                 + (f" ({e.clause})" if e.clause else ""))
+                tile.incident_at = time.time()
+            elif isinstance(e, CoupRuled) and tile.incident:
+                tile.incident = (f"{tile.incident}; ruled by {e.supervisor}: {RULING_WORDS.get(e.ruling, e.ruling)}"
+                                 + (f" (house rule {e.setting})" if e.setting else ""))
+                tile.incident_at = time.time()
+            elif isinstance(e, baccarat_messages.CoupResulted):
+                tile.take_results(subjects.tokens(m.subject)[1], {number or 0: of_result(e)})
+            elif isinstance(e, CoupSettled):
+                kept = self.following.pop(e.coup_id)
+                if kept is not None and verify_coup(kept):
+                    tile.finding = f"coup {subjects.coup_number(e.coup_id)} failed verification"
 
     async def _values(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], bytes | None]:
         """The read models' values of ``keys``, asked all at once."""

@@ -123,7 +123,7 @@ class Site:
             return ""
         key, held = (tile.results_of, len(tile.results)), self.small_roads.get(tile.status.table)
         if held is None or held[0] != key:
-            held = self.small_roads[tile.status.table] = (key, self.render("small-road.html", board=tile.board()))
+            held = self.small_roads[tile.status.table] = (key, self.render("small-road.html", marks=tile.road()))
         return held[1]
 
     def render(self, template: str, **context: Any) -> str:
@@ -164,6 +164,7 @@ class Site:
     # ---- the floor ---------------------------------------------------------
 
     async def floor_page(self, request: Request, who: tuple[str, str]) -> Response:
+        await self.floor.look()
         return HTMLResponse(self.render("floor.html", who=who, floor=self.floor, summary=self.floor.summary(),
                                         compact=request.query_params.get("compact") == "1"))
 
@@ -179,6 +180,7 @@ class Site:
         if sum(self.streams.values()) >= self.streams_most:
             return PlainTextResponse("the floor's live streams are all taken on this instance: try again soon",
                                      503, headers={"Retry-After": "10"})
+        await self.floor.look()
         queue: asyncio.Queue[bytes] = asyncio.Queue(maxsize=16)
         queue.put_nowait(self.floor.everything())  # a page reconnecting has missed what changed meanwhile
         self.floor.watchers.add(queue)
@@ -213,6 +215,7 @@ class Site:
         table = request.path_params["table"]
         if table not in self.floor.tiles:
             return self.missing(who, f"table {table}")
+        await self.floor.look()
         return HTMLResponse(self.render("table.html", who=who, t=self.floor.tiles[table], table=table,
                                         drawn=self.floor.drawn[table], **await self._shoe_in_play(table)))
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from casino.rules.baccarat.scoreboard import Ask, Coup, scoreboard
+import msgspec
+
+from casino.rules.baccarat.scoreboard import Ask, Coup, big_road, scoreboard
 
 
 def shoe(letters: str, **marks: set[int]) -> list[Coup]:
@@ -84,3 +86,16 @@ def test_counts_and_the_ask() -> None:
     # a P starts column 4, comparing columns 3 and 2 (2 vs 1): blue.
     assert board.ask["B"].big_eye_boy == "red" and board.ask["P"].big_eye_boy == "blue"
     assert scoreboard(shoe("B")).ask == {"B": Ask(None, None, None), "P": Ask(None, None, None)}
+
+
+def test_a_small_display_shows_the_big_roads_latest_columns_from_the_left() -> None:
+    """18 columns, one with a dragon's tail: the latest 12 shown, each mark
+    where the whole road has it, 6 columns to the left (the tail's last cells
+    among them); a road within 12 columns, whole."""
+    coups = shoe("BPBPBPBBBBBBBBPBPBPBPBPBP", banker_pair={7})  # runs of one, and a run of eight whose tail turns right
+    whole = scoreboard(coups).big_road
+    assert max(m.col for m in whole) == 17 and [(m.col, m.row) for m in whole if m.row == 5] == [(6, 5), (7, 5), (8, 5)]
+    latest = big_road(coups, 12)
+    assert latest == [msgspec.structs.replace(m, col=m.col - 6) for m in whole if m.col >= 6]
+    assert latest[0] == msgspec.structs.replace(whole[6], col=0) and latest[1].banker_pair  # the run of eight, shown whole
+    assert big_road(coups[:8], 12) == scoreboard(coups[:8]).big_road == big_road(coups[:8])

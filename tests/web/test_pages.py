@@ -11,12 +11,14 @@ import re
 import shutil
 import signal
 import sys
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from playwright.async_api import Browser, Page, async_playwright, expect
+from services.web import floor as floor_module
 from services.web.accounts import Accounts
 from services.web.clauses import Regulations
 from services.web.guard import server as web_server
@@ -479,3 +481,33 @@ async def test_the_floor_says_a_service_has_no_live_instance_and_when_it_is_back
     metrics = await page.request.get(f"{w.base}/metrics")  # served without signing in, as /healthz is
     assert metrics.ok and 'casino_web_requests_total{page="floor"}' in await metrics.text()
     assert "casino_web_streams 1.0" in await metrics.text()
+
+
+async def test_the_floor_is_read_only_while_someone_looks_at_it(nats_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nobody looking, the web reads nothing of the record: no doorbell, no
+    tile drawn. The first page wakes the floor, each table taken up from its
+    latest coup; the last page gone, the floor sleeps ``IDLE`` seconds later,
+    and the next page shows what was dealt meanwhile."""
+    monkeypatch.setattr(floor_module, "IDLE", 1.0)
+    tables = default_tables(2, ["baccarat-000-methods", "blackjack-002-hole-card"], readers=0)
+    async with serving(nats_url, tables) as (casino, w, site):
+        await Simulator(casino.nc, tables, seed=12, patience=40).run(2)  # type: ignore[arg-type]
+        assert not site.floor.awake and site.metrics.drawn._value.get() == 0
+        assert set(site.floor.read_to.values()) == {0}
+        page = await signed_in(w.browser, w.base, "pit1", w.passwords["pit1"])
+        assert site.floor.awake
+        first = next(iter(tables))
+        await expect(page.locator(f"#tile-{first} .coup")).to_have_text("coup 2", timeout=10_000)
+        await page.close()
+        deadline = time.monotonic() + 30
+        while site.floor.awake:
+            assert time.monotonic() < deadline, "the floor still read 30 s after its last page closed"
+            await asyncio.sleep(0.2)
+        read, drawn = dict(site.floor.read_to), site.metrics.drawn._value.get()
+        await Simulator(casino.nc, tables, seed=13, patience=40).run(2)  # type: ignore[arg-type]
+        await asyncio.sleep(1.0)
+        assert site.floor.read_to == read and site.metrics.drawn._value.get() == drawn  # nothing read, nothing drawn
+        page = await signed_in(w.browser, w.base, "pit1", w.passwords["pit1"])
+        await expect(page.locator(f"#tile-{first} .coup")).to_have_text("coup 4", timeout=10_000)
+        await Simulator(casino.nc, tables, seed=14, patience=40).run(1)  # type: ignore[arg-type]
+        await expect(page.locator(f"#tile-{first} .coup")).to_have_text("coup 5", timeout=10_000)  # live again

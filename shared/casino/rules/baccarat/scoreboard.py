@@ -179,11 +179,12 @@ def _dots(colours: Sequence[Colour]) -> list[Dot]:
     return [Dot(col, row, colour) for (col, row), colour in zip(place(_runs(colours)), colours, strict=True)]
 
 
-def scoreboard(coups: Sequence[Coup]) -> Scoreboard:
-    """The shoe's scoreboard from its coups in turn (voided coups left out)."""
-    beads = [Bead(i // ROWS, i % ROWS, c.result, c.banker_pair, c.player_pair) for i, c in enumerate(coups)]
+def big_road(coups: Sequence[Coup], columns: int | None = None) -> list[Mark]:
+    """The shoe's big road from its coups in turn: each win a mark, the ties
+    after it on it (those before the first win on the first); ``columns``:
+    its latest columns only, the first of them drawn first, as a small
+    display shows it."""
     wins = [c for c in coups if c.result != "T"]
-    letters = [c.result for c in wins]
     ties_after: list[int] = [0] * len(wins)
     leading, seen = 0, -1
     for c in coups:
@@ -196,7 +197,18 @@ def scoreboard(coups: Sequence[Coup]) -> Scoreboard:
     if wins:
         ties_after[0] += leading
     marks = [Mark(col, row, "B" if c.result == "B" else "P", ties, c.banker_pair, c.player_pair)
-             for (col, row), c, ties in zip(place(_runs(letters)), wins, ties_after, strict=True)]
+             for (col, row), c, ties in zip(place(_runs([c.result for c in wins])), wins, ties_after, strict=True)]
+    if columns is None or not marks:
+        return marks
+    first = max(m.col for m in marks) + 1 - columns
+    return [msgspec.structs.replace(m, col=m.col - first) for m in marks if m.col >= first] if first > 0 else marks
+
+
+def scoreboard(coups: Sequence[Coup]) -> Scoreboard:
+    """The shoe's scoreboard from its coups in turn (voided coups left out)."""
+    beads = [Bead(i // ROWS, i % ROWS, c.result, c.banker_pair, c.player_pair) for i, c in enumerate(coups)]
+    letters = [c.result for c in coups if c.result != "T"]
+    marks = big_road(coups)
     derived = _derived(letters)
     counts = {"coups": len(coups), "banker": sum(c.result == "B" for c in coups),
               "player": sum(c.result == "P" for c in coups), "tie": sum(c.result == "T" for c in coups),
