@@ -1,9 +1,19 @@
-"""The archiver's consumer: every settlement, one instance at a time
-(``services.followers.Sole``), and a sweep of every table at its start and
-every ``SWEEP_EVERY`` seconds."""
+"""The archiver's consumer: each shoe's shuffle and end (a shoe's messages
+between its coups), one instance at a time (``services.followers.Sole``), a
+table asked again until the shoe before the one shuffled is sealed, and a
+sweep of every table at its start and every ``SWEEP_EVERY`` seconds.
+
+A shoe may be sealed once the next has a settled coup: the next shoe's
+shuffle says one is coming, and the table is asked again, sooner at first,
+``AGAIN_FIRST`` seconds after and at most every ``AGAIN_MOST``, until it is.
+A settlement a coup would cost the archiver a delivery for every coup dealt
+(1.75 ms of CPU a coup of its 1.75 at 16 tables flat out, most of it the
+deliveries: docs/benchmarks.md); a shuffle costs one a shoe."""
 
 import asyncio
+import contextlib
 import logging
+import time
 from collections.abc import Callable
 
 from faststream.nats import NatsBroker
@@ -21,27 +31,33 @@ from services.messaging import ack, documented
 
 log = logging.getLogger("casino")
 SWEEP_EVERY = 30.0  # seconds between the archiver's sweeps of every table
+AGAIN_FIRST, AGAIN_MOST = 0.5, 8.0  # seconds before a table whose shoe may not be sealed yet is asked again
+# What the archiver's consumer delivers: every shoe's messages between coups (its shuffle, its end).
+ARCHIVER_FILTER = subjects.event("*", "*", subjects.NO_COUP, "shoe")
 
 ARCHIVER_DELIVERY = "_INBOX.archiver.events"  # where the archiver's consumer delivers
 
 
 async def ensure_archiver_consumer(nc: Client) -> None:
-    """Create the consumer the archiver's instances share, if it does not exist:
-    every settlement, from the first (the archiver's sweep seals what came before it)."""
+    """Create the consumer the archiver's instances share, if it does not
+    exist, or change one made by an earlier release to deliver what this one
+    follows: each shoe's messages between coups, from the first made on (the
+    archiver's sweep seals what came before it)."""
     js = nc.jetstream()
-    try:
-        await js.consumer_info(STREAM, ARCHIVER_DURABLE)
-    except NotFoundError:
-        await js.add_consumer(STREAM, ConsumerConfig(
-            durable_name=ARCHIVER_DURABLE, deliver_subject=ARCHIVER_DELIVERY, deliver_group=ARCHIVER_DURABLE,
-            filter_subject=subjects.aggregate_filter("settle"), deliver_policy=DeliverPolicy.NEW, ack_wait=60.0,
-            max_ack_pending=IN_FLIGHT))
+    with contextlib.suppress(NotFoundError):
+        if (await js.consumer_info(STREAM, ARCHIVER_DURABLE)).config.filter_subject == ARCHIVER_FILTER:
+            return
+    await js.add_consumer(STREAM, ConsumerConfig(
+        durable_name=ARCHIVER_DURABLE, deliver_subject=ARCHIVER_DELIVERY, deliver_group=ARCHIVER_DURABLE,
+        filter_subject=ARCHIVER_FILTER, deliver_policy=DeliverPolicy.NEW, ack_wait=60.0, max_ack_pending=IN_FLIGHT))
 
 
 class ArchiverConsumer(Sole):
-    """The archiver follows every settlement (one in a shoe after the table's
-    last sealed one may let that shoe be sealed) and sweeps every table at
-    its start and every ``SWEEP_EVERY`` seconds, one instance at a time (``Sole``)."""
+    """The archiver follows each shoe's shuffle and end (a shoe shuffled after
+    the table's last sealed one but one may let the shoe before it be sealed
+    once it has a settled coup: the table is asked again until it is), and
+    sweeps every table at its start and every ``SWEEP_EVERY`` seconds, one
+    instance at a time (``Sole``)."""
 
     deliver, queue = ARCHIVER_DELIVERY, ARCHIVER_DURABLE
 
@@ -49,16 +65,23 @@ class ArchiverConsumer(Sole):
         super().__init__()
         self.service, self.metrics = service, metrics
         self.sweeping: asyncio.Task[None] | None = None
+        self.again: asyncio.Task[None] | None = None
+        # Each table whose latest shoe shuffled may let the shoe before it be sealed: that shoe, when it is
+        # asked again, and the wait before the time after.
+        self.waiting: dict[str, tuple[str, float, float]] = {}
 
     async def take(self, nc: Client, parts: set[int]) -> None:
         await super().take(nc, parts)
         if self.subscription is not None and self.sweeping is None:
             self.sweeping = asyncio.create_task(self._sweeping())
+            self.again = asyncio.create_task(self._asking_again())
 
     async def stop(self) -> None:
-        if self.sweeping is not None:
-            self.sweeping.cancel()
-            self.sweeping = None
+        for task in (self.sweeping, self.again):
+            if task is not None:
+                task.cancel()
+        self.sweeping = self.again = None
+        self.waiting.clear()
         await super().stop()
 
     async def _sweeping(self) -> None:
@@ -69,22 +92,43 @@ class ArchiverConsumer(Sole):
                 log.error("archiver: sweep: %s: %s", type(exc).__name__, exc)
             await asyncio.sleep(SWEEP_EVERY)
 
-    async def on_event(self, msg: Msg) -> None:
+    async def _asking_again(self) -> None:
+        while self.subscription is not None:
+            await asyncio.sleep(AGAIN_FIRST)
+            now = time.monotonic()
+            for table, (shoe, when, wait) in list(self.waiting.items()):
+                if when <= now:
+                    await self._advance(table, shoe, min(2 * wait, AGAIN_MOST))
+
+    async def _advance(self, table: str, shoe: str, wait: float) -> None:
+        """The table advanced if ``shoe`` may let the shoe before it be sealed;
+        asked again after ``wait`` seconds until it is."""
         archiving = self.service()
+        if not archiving.behind(table, shoe):
+            self.waiting.pop(table, None)
+            return
+        try:
+            await archiving.advance(table)
+        except Exception as exc:  # not the delivery's fault: asked again, and the sweep takes the table too
+            log.error("archiver: table %s: %s: %s", table, type(exc).__name__, exc)
+        if archiving.behind(table, shoe):
+            self.waiting[table] = (shoe, time.monotonic() + wait, wait)
+        else:
+            self.waiting.pop(table, None)
+
+    async def on_event(self, msg: Msg) -> None:
         table, shoe, _, _ = subjects.tokens(msg.subject)
         with self.metrics.handling.labels(ARCHIVER_DURABLE).time():
-            if archiving.behind(table, shoe):
-                try:
-                    await archiving.advance(table)
-                except Exception as exc:  # not the settlement's fault: the next sweep takes the table again
-                    log.error("archiver: table %s: %s: %s", table, type(exc).__name__, exc)
+            held = self.waiting.get(table)
+            if held is None or (subjects.shoe_number(table, shoe) or 0) >= (subjects.shoe_number(table, held[0]) or 0):
+                await self._advance(table, shoe, AGAIN_FIRST)
         await ack(msg)
 
 
 def documented_archiver(broker: NatsBroker) -> None:
     """Declare the archiver's consumer for the AsyncAPI document (its deliveries come through ``ArchiverConsumer``)."""
-    @events_subscriber(broker, subjects.aggregate_filter("settle"), ARCHIVER_DURABLE,
-                       ConsumerConfig(durable_name=ARCHIVER_DURABLE),
-                       "Every settlement: the shoes before the one it is in may be sealed and removed.")
+    @events_subscriber(broker, ARCHIVER_FILTER, ARCHIVER_DURABLE, ConsumerConfig(durable_name=ARCHIVER_DURABLE),
+                       "Each shoe's messages between coups (its shuffle, its end): once the shoe shuffled has a "
+                       "settled coup, the shoes before it may be sealed and removed.")
     async def on_event(received: documented(envelope.Batch)) -> None:  # type: ignore[valid-type]
         raise AssertionError("declared for the document only")

@@ -67,6 +67,9 @@ class ArchiverService:
         self.step = step
         self.locks = TableLocks()
         self.sealed_to: dict[str, int] = {}  # table -> number of its latest sealed shoe
+        # table -> the shoe this instance sealed and has not removed yet, and the sequence of the latest of
+        # its messages read into the seal: every message of the shoe up to it is in the seal as read.
+        self.just_sealed: dict[str, tuple[str, int]] = {}
         self.rulesets: dict[str, dict[str, Stored]] = {}  # table -> digest -> ruleset.recorded message
         self.removal_denied = False
 
@@ -107,11 +110,11 @@ class ArchiverService:
     async def _ready(self, table: str, number: int, previous: str) -> ShoeSeal | None:
         """The seal of the table's shoe ``number``, if it may be sealed now."""
         shoe, after = subjects.shoe_id(table, number), subjects.shoe_id(table, number + 1)
+        if await self.store.first(subjects.event(table, after, "*", "settle")) is None:
+            return None  # until the next shoe has settled a coup, the services may need this one
         own = await self.store.read(subjects.shoe_filter(table, shoe))
         if not own or not sealable(own):
             return None
-        if await self.store.first(subjects.event(table, after, "*", "settle")) is None:
-            return None  # until the next shoe has settled a coup, the services may need this one
         later = [m for coup in continued(own) for m in await self.store.read(subjects.coup_filter(coup, table, after))]
         rulesets = await self._rulesets(table, dealt_under(own))
         ready = seal_shoe(table, shoe, previous, own, later, rulesets)
@@ -145,6 +148,7 @@ class ArchiverService:
             raise ArchiveError(f"the seal of shoe {opened.shoe} read back is not the one stored")
         self.metrics.archive_sealed.labels(table).inc()
         self.sealed_to[table] = subjects.shoe_number(table, opened.shoe) or 0
+        self.just_sealed[table] = (opened.shoe, ready.last_seq)
         log.info("archiver: shoe %s sealed (%d messages, %d bytes, %s)", opened.shoe, len(opened.messages),
                  len(ready.sealed.data), ready.sealed.hash)
 
@@ -161,8 +165,16 @@ class ArchiverService:
 
     async def _remove(self, table: str, shoe: str) -> bool:
         """Remove one sealed shoe's messages from the live stream, if every
-        one of them is in its seal as stored, and nothing still needs them."""
+        one of them is in its seal as stored, and nothing still needs them.
+        A shoe this instance has just sealed is not read again: its messages
+        up to the latest read into the seal are removed, and what is left
+        under it (written after it was read) is read and compared."""
         if self.removal_denied:  # the stream refuses every purge: nothing to read or compare
+            return False
+        just = self.just_sealed.pop(table, None)
+        if just is not None and just[0] == shoe and not (
+                await self._consumed(just[1]) and await self._purge(table, shoe, just[1] + 1)):
+            self.just_sealed.setdefault(table, just)  # its messages still needed: removed later
             return False
         live = await self._raw(subjects.shoe_filter(table, shoe))
         if not live:
@@ -178,11 +190,15 @@ class ArchiverService:
             elif (h.subject, h.msg_id, h.batch) != (subject, msg_id, _as_sealed(data)):
                 self.metrics.archive_failures.labels(table, "differs").inc()
                 raise ArchiveError(f"shoe {shoe}'s message seq {seq} is not in its seal as stored: not removed")
-        if not await self._consumed(max(seq for seq, _, _, _ in live)):
-            return False
+        return await self._consumed(max(seq for seq, _, _, _ in live)) and await self._purge(table, shoe)
+
+    async def _purge(self, table: str, shoe: str, below: int = 0) -> bool:
+        """The shoe's messages removed from the live stream (``below``: those before that sequence only)."""
         await self._at("removing")
-        reply = json.loads((await self.nc.request(PURGE, json.dumps({"filter": subjects.shoe_filter(table, shoe)})
-                                                  .encode(), timeout=10)).data)
+        asked: dict[str, object] = {"filter": subjects.shoe_filter(table, shoe)}
+        if below:
+            asked["seq"] = below
+        reply = json.loads((await self.nc.request(PURGE, json.dumps(asked).encode(), timeout=10)).data)
         if "error" in reply:
             self.metrics.archive_failures.labels(table, "removal").inc()
             if reply["error"].get("err_code") == 10110:  # a stream of an earlier release denies purging

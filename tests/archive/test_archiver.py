@@ -24,7 +24,8 @@ import msgspec
 import nats
 import pytest
 from services import runner
-from services.archiver.service import ArchiverService
+from services.archiver import consumer as archiver_consumer
+from services.archiver.service import ARCHIVER_DURABLE, ArchiverService
 
 from casino.audit import archive
 from casino.audit.audits import verify_history, verify_store
@@ -215,6 +216,30 @@ async def _checkpointed(nc: nats.NATS, seq: int) -> bool:
 
 class Crash(Exception):
     pass
+
+
+async def test_a_shoe_is_sealed_once_the_next_has_a_settled_coup_without_a_sweep(
+        nats_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The archiver follows each shoe's shuffle and end, not every
+    settlement: the next shoe's shuffle has it ask the table again until
+    that shoe has a settled coup, and no sweep after the first is needed."""
+    monkeypatch.setattr(archiver_consumer, "SWEEP_EVERY", 3600.0)
+    casino = Casino(nats_url, tables(tmp_path))
+    nc = await nats.connect(nats_url)
+    await casino.start()
+    try:
+        config = (await nc.jetstream().consumer_info(STREAM, ARCHIVER_DURABLE)).config
+        assert config.filter_subject == archiver_consumer.ARCHIVER_FILTER == "casino.ev.*.*.-.shoe"
+        for _ in range(20):
+            await casino.deal(nc, 2)
+            if await sealed_and_removed(nc, "T-1", 2) and await sealed_and_removed(nc, "T-2", 2):
+                break
+        await until(lambda: sealed_and_removed(nc, "T-1", 2), 20.0)
+        await until(lambda: sealed_and_removed(nc, "T-2", 2), 20.0)
+    finally:
+        await casino.stop()
+    assert verify_history(await whole(nc)).findings == []  # the sealed shoes and the live ones, every coup
+    await nc.close()
 
 
 @pytest.mark.parametrize("at", ["sealing", "sealed", "removing", "removed"])

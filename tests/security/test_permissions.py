@@ -13,8 +13,9 @@ from pathlib import Path
 import msgspec
 import nats
 import pytest
-from nats.js.api import ConsumerConfig
+from nats.js.api import ConsumerConfig, DeliverPolicy
 from services import followers, runner
+from services.archiver.consumer import ARCHIVER_DELIVERY, ARCHIVER_FILTER, ensure_archiver_consumer
 
 from casino.audit.verify import verify_coup
 from casino.config.tables import TableConfig
@@ -444,3 +445,22 @@ async def test_only_a_supervisors_own_credential_directs_as_that_supervisor(tmp_
         assert answered.clause != "protocol", answered  # taken as the supervisor's, and decided by the rules
         for nc in (terminal, supervisor):
             await nc.close()
+
+
+async def test_the_archiver_changes_its_consumer_of_an_earlier_release_with_its_own_credential(tmp_path: Path) -> None:
+    """An earlier release's archiver consumer delivered every settlement;
+    the archiver, as its own user, changes it to deliver each shoe's
+    shuffle and end, the same durable, inbox and queue."""
+    async with secured_casino(tmp_path, services=False) as casino:
+        nc = await casino.connect("archiver")
+        js = nc.jetstream()
+        await js.add_consumer(STREAM, ConsumerConfig(
+            durable_name=natsauth.ARCHIVER_DURABLE, deliver_subject=ARCHIVER_DELIVERY,
+            deliver_group=natsauth.ARCHIVER_DURABLE, filter_subject=subjects.aggregate_filter("settle"),
+            deliver_policy=DeliverPolicy.NEW, ack_wait=60.0, max_ack_pending=followers.IN_FLIGHT))
+        await ensure_archiver_consumer(nc)
+        config = (await js.consumer_info(STREAM, natsauth.ARCHIVER_DURABLE)).config
+        assert config.filter_subject == ARCHIVER_FILTER
+        assert (config.deliver_subject, config.deliver_group) == (ARCHIVER_DELIVERY, natsauth.ARCHIVER_DURABLE)
+        await ensure_archiver_consumer(nc)  # as it is: left so
+        await nc.close()

@@ -83,7 +83,8 @@ def seal(table: str, shoe: str, previous: str, stored: Iterable[Stored]) -> Seal
     """Seal a shoe's messages (``stored``, the shoe's and its coups', each once, in any order)."""
     messages = tuple(Message(m.seq, m.subject, m.msg_id, m.raw if m.unreadable else envelope.encode(m.batch))
                      for m in sorted(stored, key=lambda m: m.seq))
-    data = zlib.compress(_encoder.encode(Seal(FORMAT, table, shoe, previous, messages)), 9)
+    # zlib's default level: a shoe's seal 5 % larger than at level 9, made in 40 % of the time (docs/benchmarks.md).
+    data = zlib.compress(_encoder.encode(Seal(FORMAT, table, shoe, previous, messages)), 6)
     return Sealed(data, hashlib.sha256(data).hexdigest())
 
 
