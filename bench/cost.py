@@ -1,8 +1,12 @@
-"""What a coup costs: the CPU the services and the nats-server spend on a
-baccarat Method A coup, at 16 tables flat out and at a tenth of that rate
-(``flat``, ``tenth``); and what running more instances of every service
-costs for the same tables and coups (``instances``: 3 of each against 1,
-their CPU a coup as a ratio). The simulated tables' own CPU is left out.
+"""What a coup costs: the CPU a baccarat Method A coup costs the whole
+casino as an operator runs it (``whole``: the four services, the
+projections, the archiver, the web with one floor connected, and the
+nats-server), at 16 tables flat out and at a tenth of that rate (``flat``,
+``tenth``); the same with the four services that deal and the nats-server
+alone (``four``); and what running more instances of every service costs
+for the same tables and coups (``instances``: 3 of each against 1, their
+CPU a coup as a ratio). Every process is listed; the simulated tables' own
+CPU is reported apart and counted in no total.
 
 ``python -m bench.cost`` prints them; ``make bench`` judges them."""
 
@@ -14,6 +18,7 @@ import contextlib
 import json
 import statistics
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 from nats.aio.client import Client
@@ -21,6 +26,7 @@ from nats.js.errors import KeyNotFoundError
 from services.ownership import read_assignment
 from services.runner import KINDS
 
+from bench import floor
 from bench.load import Meter, casino, process_ids, stop_players
 from bench.runs import span
 from casino.cli.simulator import Habits, Simulator
@@ -40,18 +46,34 @@ def services_and_server(cpu_ms_per_coup: dict[str, float]) -> float:
     return sum(ms for name, ms in cpu_ms_per_coup.items() if name != "simulator")
 
 
-async def paced(tables: int, seconds: float, every: float = 0.0) -> dict[str, Any]:
+# What runs in each measurement: the whole casino with one floor connected, the same with no browser
+# connected to the web, and the four services that deal with the nats-server alone.
+WATCHED, UNWATCHED, FOUR = "whole", "unwatched", "four"
+
+
+@contextlib.asynccontextmanager
+async def running(config: dict[str, TableConfig], mode: str) -> AsyncIterator[tuple[Client, dict[str, int]]]:
+    """The casino over ``config`` as ``mode`` says, and every process's id."""
+    if mode == FOUR:
+        async with casino(config) as (nc, procs, server):
+            yield nc, process_ids(procs, server)
+    else:
+        async with floor.whole(config, floor=mode == WATCHED) as (nc, procs, server, webs):
+            yield nc, floor.whole_ids(procs, server, webs)
+
+
+async def paced(tables: int, seconds: float, every: float = 0.0, mode: str = WATCHED) -> dict[str, Any]:
     """Tables dealing Method A for ``seconds`` after a warm-up, flat out or
-    (``every``) each opening a coup every so many seconds: the coups settled
-    meanwhile, and what each process spent a coup."""
+    (``every``) each opening a coup every so many seconds, the casino run as
+    ``mode`` says: the coups settled meanwhile, and what each process spent a coup."""
     config = method_a_tables(tables)
-    async with casino(config) as (nc, procs, server):
+    async with running(config, mode) as (nc, ids):
         sim = Simulator(nc, config, seed=5, patience=40, every=every, habits=ONLY_METHOD_A)
         task = asyncio.create_task(sim.run(None))
         await asyncio.sleep(4)  # the services start and warm up
         for t in sim.playing:
             t.close_to_settled = {}
-        meter = Meter(process_ids(procs, server))
+        meter = Meter(ids)
         await asyncio.sleep(seconds)
         coups = sum(len(t.close_to_settled or {}) for t in sim.playing)
         spent = meter.per_coup(coups)
@@ -104,27 +126,58 @@ async def dealt(tables: int, coups: int, replicas: int) -> dict[str, Any]:
 
 async def measure(tables: int = 16, seconds: float = 20, runs: int = 3, coups: int = 40,
                   instances: int = 3) -> dict[str, Any]:
-    flat = [await paced(tables, seconds) for _ in range(runs)]
-    rate = statistics.median(r["coups_per_s"] for r in flat)
-    tenth = [await paced(tables, seconds * 2, every=tables / (rate / 10)) for _ in range(runs)]
+    rows = {}
+    for mode in (WATCHED, FOUR):
+        flat = [await paced(tables, seconds, mode=mode) for _ in range(runs)]
+        rate = statistics.median(r["coups_per_s"] for r in flat)
+        tenth = [await paced(tables, seconds * 2, every=tables / (rate / 10), mode=mode) for _ in range(runs)]
+        rows[mode] = {"flat": {**medians(flat), "coups_per_s": rate},
+                      "tenth": {**medians(tenth), "offered_coups_per_s": rate / 10}}
+    unwatched = [await paced(tables, seconds, mode=UNWATCHED) for _ in range(runs)]
+    rows[UNWATCHED] = {"flat": {**medians(unwatched),
+                                "coups_per_s": statistics.median(r["coups_per_s"] for r in unwatched)}}
     one = [await dealt(tables, coups, 1) for _ in range(runs)]
     more = [await dealt(tables, coups, instances) for _ in range(runs)]
     ratios = [m["services_and_server_ms"] / o["services_and_server_ms"] for o, m in zip(one, more, strict=True)]
 
-    return {"tables": tables, "runs": runs, "flat": {**medians(flat), "coups_per_s": rate},
-            "tenth": {**medians(tenth), "offered_coups_per_s": rate / 10},
+    return {"tables": tables, "runs": runs, **rows, "read_side": read_side(rows[WATCHED]["flat"]),
+            "web_unwatched_ms": rows[UNWATCHED]["flat"]["cpu_ms_per_coup"]["web"],
             "instances": {"instances": instances, "coups_a_table": coups, "one": medians(one),
                           "more": medians(more), "cpu_ratio": statistics.median(ratios),
                           "cpu_ratio_range": span(ratios)}}
 
 
+READ_SIDE = ("projections", "archiver", "web")  # the processes beside those that deal
+
+
+def read_side(figures: dict[str, Any]) -> dict[str, float]:
+    """The read side's CPU a coup: each of its processes' and their sum (``ms``)."""
+    ms = {name: figures["cpu_ms_per_coup"][name] for name in READ_SIDE}
+    return {**ms, "ms": round(sum(ms.values()), 2)}
+
+
+def processes(figures: dict[str, Any]) -> str:
+    """Each process's CPU a coup, the simulated tables' apart."""
+    ms = figures["cpu_ms_per_coup"]
+    return ", ".join(f"{name} {ms[name]:.2f}" for name in ms if name != "simulator") + \
+        f" (the simulated tables {ms.get('simulator', 0.0):.2f}, not counted)"
+
+
 def summary(r: dict[str, Any]) -> str:
-    flat, tenth, inst = r["flat"], r["tenth"], r["instances"]
-    return (f"cost, the services and the nats-server's CPU a Method A coup at {r['tables']} tables: flat out "
-            f"({flat['coups_per_s']:.1f} coups/s) {flat['services_and_server_ms']:.1f} ms, at a tenth of that rate "
-            f"{tenth['services_and_server_ms']:.1f} ms; {inst['instances']} instances of every service against one, "
-            f"{inst['coups_a_table']} coups a table: {inst['more']['services_and_server_ms']:.1f} against "
-            f"{inst['one']['services_and_server_ms']:.1f} ms, ratio {inst['cpu_ratio']:.2f}")
+    inst = r["instances"]
+    rows = "; ".join(
+        f"{what}: flat out ({r[name]['flat']['coups_per_s']:.1f} coups/s) {r[name]['flat']['services_and_server_ms']:.1f}"
+        f" ms [{processes(r[name]['flat'])}], at a tenth of that rate {r[name]['tenth']['services_and_server_ms']:.1f} "
+        f"ms [{processes(r[name]['tenth'])}]"
+        for name, what in ((WATCHED, "the whole casino (every process an operator runs, one floor connected)"),
+                           (FOUR, "the four services that deal and the nats-server")))
+    side = r["read_side"]
+    return (f"cost, the CPU a Method A coup at {r['tables']} tables, {rows}; the read side flat out "
+            f"{side['ms']:.2f} ms (projections {side['projections']:.2f}, archiver {side['archiver']:.2f}, web "
+            f"{side['web']:.2f}); the web with no browser connected {r['web_unwatched_ms']:.2f} ms; "
+            f"{inst['instances']} instances of every "
+            f"service against one, {inst['coups_a_table']} coups a table: {inst['more']['services_and_server_ms']:.1f} "
+            f"against {inst['one']['services_and_server_ms']:.1f} ms, ratio {inst['cpu_ratio']:.2f}")
 
 
 def main() -> None:

@@ -69,10 +69,21 @@ def judged(results: dict[str, Any]) -> list[Row]:
         f"{flat['close_to_settle_p99_ms_range'][0]:.0f} to {flat['close_to_settle_p99_ms_range'][1]:.0f} ms",
         "none", None)
     c = results["cost"]
-    for load, what, most in (("flat", "flat out", 12.0), ("tenth", "at a tenth of the flat-out rate", 20.0)):
-        v, rng = _ms(c[load], "services_and_server_ms", "services_and_server_ms_range")
-        row("cost", f"CPU of the services and the nats-server a Method A coup, {c['tables']} tables {what}", v,
-            f"{v:.1f} ms", rng, f"{most:.0f} ms or less", _at_most(most))
+    for mode, who in (("whole", "the whole casino (every process an operator runs, the nats-server and the web "
+                                "with one floor connected; not the simulated tables)"),
+                      ("four", "the four services that deal and the nats-server")):
+        for load, what, most in (("flat", "flat out", 12.0), ("tenth", "at a tenth of the flat-out rate", 20.0)):
+            v, rng = _ms(c[mode][load], "services_and_server_ms", "services_and_server_ms_range")
+            row("cost", f"CPU of {who} a Method A coup, {c['tables']} tables {what}", v, f"{v:.1f} ms", rng,
+                f"{most:.0f} ms or less", _at_most(most))
+    side = c["read_side"]
+    row("cost", f"CPU of the read side (the projections, the archiver, the web with one floor) a coup, "
+        f"{c['tables']} tables flat out", side["ms"], f"{side['ms']:.2f} ms (archiver {side['archiver']:.2f}, "
+        f"projections {side['projections']:.2f}, web {side['web']:.2f})", "medians", "3 ms or less", _at_most(3.0))
+    row("cost", "CPU of the archiver a coup, the same runs", side["archiver"], f"{side['archiver']:.2f} ms", "median",
+        "0.5 ms or less", _at_most(0.5))
+    row("cost", "CPU of the web with no browser connected a coup, flat out", c["web_unwatched_ms"],
+        f"{c['web_unwatched_ms']:.2f} ms", "median", "0.3 ms or less", _at_most(0.3))
     inst = c["instances"]
     v, rng = _ratio(inst, "cpu_ratio", "cpu_ratio_range")
     row("scale", f"CPU a coup with {inst['instances']} instances of every service against 1, the same tables and "

@@ -21,30 +21,23 @@ import asyncio
 import contextlib
 import json
 import random
-import re
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
-import urllib.request
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 from nats.aio.client import Client
-from services.web.accounts import write_accounts
 from tests.variants import ruleset_variant
 
-from bench.load import casino, latency_percentiles, stop_players, usage
+from bench.floor import WebProcess, whole
+from bench.load import latency_percentiles, stop_players, usage
 from bench.runs import span
 from casino.cli.simulator import Simulator
 from casino.config.tables import TableConfig
-from casino.nats.server import free_port
 from casino.store import subjects
 from casino.store.archive import SealStore
-
-TILE = re.compile(rb'id="tile-([^"]+)".*?>coup (\d+)<')
 
 
 def tables_of(count: int) -> dict[str, TableConfig]:
@@ -52,96 +45,11 @@ def tables_of(count: int) -> dict[str, TableConfig]:
     return {f"T{i + 1:03d}": TableConfig(names[i % 2]) for i in range(count)}
 
 
-class WebProcess:
-    """``python -m services.web`` over the casino's server, signed in as a pit boss."""
-
-    def __init__(self, url: str, var: Path, tables_file: Path) -> None:
-        self.port = free_port()
-        accounts = var / "web-accounts.json"
-        self.password = write_accounts(accounts, {"pit": "pit"})["pit"]
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "services.web", "--nats", url, "--tables", str(tables_file), "--accounts",
-             str(accounts), "--http-port", str(self.port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            start_new_session=True)
-        self.cookie = ""
-
-    async def ready(self) -> None:
-        for _ in range(600):
-            try:
-                await asyncio.to_thread(urllib.request.urlopen, f"http://127.0.0.1:{self.port}/readyz", timeout=2)
-                break
-            except OSError:
-                await asyncio.sleep(0.1)
-        self.cookie = await self.sign_in()
-
-    async def sign_in(self, client: str = "") -> str:
-        """A new session of the pit boss's, signed in from ``client`` (the
-        address a proxy names, as behind the Ingress): its cookies."""
-        via = f"X-Forwarded-For: {client}\r\n" if client else ""
-        page = await self._ask(f"GET /signin HTTP/1.1\r\nHost: b\r\n{via}Connection: close\r\n\r\n".encode())
-        csrf = re.search(rb"set-cookie: (casino_csrf=[^;]+)", page, re.I)[1].decode()  # type: ignore[index]
-        token = re.search(rb'name="csrf" value="([^"]+)"', page)[1].decode()  # type: ignore[index]
-        form = f"csrf={token}&user=pit&password={self.password}&then=/".encode()
-        answer = await self._ask(b"POST /signin HTTP/1.1\r\nHost: b\r\nContent-Type: application/x-www-form-urlencoded\r\n"
-                                 + f"Cookie: {csrf}\r\n{via}Content-Length: {len(form)}\r\nConnection: close\r\n\r\n"
-                                 .encode() + form)
-        session = re.search(rb"set-cookie: (casino_session=[^;]+)", answer, re.I)[1].decode()  # type: ignore[index]
-        return f"{csrf}; {session}"
-
-    async def _ask(self, request: bytes) -> bytes:
-        reader, writer = await asyncio.open_connection("127.0.0.1", self.port)
-        writer.write(request)
-        answer = await reader.read()
-        writer.close()
-        return answer
-
-    async def floor(self, seen: dict[tuple[str, int], float] | None, stop: asyncio.Event, cookie: str) -> None:
-        """One browser's live floor: each tile's coup as it first shows (``seen``, None: read and let go)."""
-        reader, writer = await asyncio.open_connection("127.0.0.1", self.port, limit=1 << 22)
-        writer.write(f"GET /floor/events HTTP/1.1\r\nHost: b\r\nCookie: {cookie}\r\n"
-                     "Accept: text/event-stream\r\n\r\n".encode())
-        pending = b""
-        try:
-            while not stop.is_set():
-                chunk = await reader.read(1 << 16)
-                if not chunk:
-                    break
-                if seen is not None:
-                    *events, pending = (pending + chunk).split(b"\r\n\r\n")
-                    for event in events:
-                        for table, number in TILE.findall(event):
-                            seen.setdefault((table.decode(), int(number)), time.monotonic())
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
-        finally:
-            writer.close()
-
-    def get(self, path: str) -> float:
-        """Seconds to fetch a page whole."""
-        started = time.perf_counter()
-        request = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", headers={"Cookie": self.cookie})
-        with urllib.request.urlopen(request, timeout=30) as answer:
-            answer.read()
-            assert answer.status == 200, path
-        return time.perf_counter() - started
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(10)
-
-
 @contextlib.asynccontextmanager
 async def served(tables: dict[str, TableConfig]) -> AsyncIterator[tuple[Client, WebProcess]]:
     """A casino dealing ``tables`` with its read models and archiver, and the web pages over it, signed in."""
-    async with casino(tables) as (nc, procs, server):
-        for service in ("projections", "archiver"):
-            procs.start(service)
-        web = WebProcess(server.url, procs.var, procs.tables_file)
-        try:
-            await web.ready()
-            yield nc, web
-        finally:
-            web.stop()
+    async with whole(tables, floor=False) as (nc, _, _, webs):
+        yield nc, webs[0]
 
 
 async def dealing(tables: dict[str, TableConfig], seconds: float, floors: int, every: float | None) -> dict[str, Any]:

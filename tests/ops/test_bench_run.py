@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from bench.cost import READ_SIDE
 from bench.machine import REPOSITORY
 
 SERVICES = {"shoe", "wager", "dealer_policy", "settlement"}
@@ -74,11 +75,18 @@ def test_the_whole_benchmark_runs_and_writes_every_figure_beside_its_ceiling(tmp
     series = figures["metrics"]["series_per_service"]
     assert set(series) == {"shoe", "wager", "dealer-policy", "settlement", "projections", "archiver"}
     assert all(0 < s["first"] <= s["second"] for s in series.values()) and figures["metrics"]["most_added"] >= 0
-    cost = figures["cost"]  # the services' and the server's CPU a Method A coup, the simulated tables' left out
-    for load in ("flat", "tenth"):
-        spent = cost[load]["cpu_ms_per_coup"]
-        assert cost[load]["coups"] > 0 and set(spent) == SERVICES | {"nats-server", "simulator"}, load
-        assert cost[load]["services_and_server_ms"] == sum(ms for k, ms in spent.items() if k != "simulator"), load
+    cost = figures["cost"]  # every process's CPU a Method A coup, the simulated tables' listed and left out
+    whole = SERVICES | {"projections", "archiver", "web", "nats-server", "simulator"}
+    for mode, loads, processes in (("whole", ("flat", "tenth"), whole), ("unwatched", ("flat",), whole),
+                                   ("four", ("flat", "tenth"), SERVICES | {"nats-server", "simulator"})):
+        for load in loads:
+            figured = cost[mode][load]
+            spent = figured["cpu_ms_per_coup"]
+            assert figured["coups"] > 0 and set(spent) == processes, (mode, load)
+            assert figured["services_and_server_ms"] == sum(ms for k, ms in spent.items() if k != "simulator"), mode
+    side = cost["read_side"]  # the projections, the archiver and the web with one floor, from the whole casino's runs
+    assert side["ms"] == round(sum(cost["whole"]["flat"]["cpu_ms_per_coup"][k] for k in READ_SIDE), 2)
+    assert cost["web_unwatched_ms"] == cost["unwatched"]["flat"]["cpu_ms_per_coup"]["web"]
     instances = cost["instances"]  # the same coups dealt by one instance of every service, then by two
     assert instances["one"]["coups"] == instances["more"]["coups"] == 4 * 3
     assert {"shoe", "shoe-2", "dealer_policy-2"} <= set(instances["more"]["cpu_ms_per_coup"])
