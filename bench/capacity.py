@@ -6,8 +6,9 @@ tables up (doubling) until a step does not hold, or down (halving) until one
 does, then halving the interval between the most tables that held and the
 fewest that did not.
 
-Each step is a fresh casino: the services as processes on one local
-nats-server, the tables opening their first coups at even intervals over the
+Each step is a fresh casino as an operator runs it: the four services, the
+projections, the archiver and the web as processes on one local
+nats-server, one floor connected to the web, the tables opening their first coups at even intervals over the
 first minute. Those first coups fill each table's first shoe (a shuffle, the
 burn) and seat its first players, what a casino does once a shoe: the step
 measures every command sent once every table has dealt its first coup, for a
@@ -25,7 +26,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from bench.load import Meter, casino, latency_percentiles, process_ids, stop_players
+from bench.floor import whole, whole_ids
+from bench.load import Meter, latency_percentiles, stop_players
 from casino.cli.run import SHORT, default_tables
 from casino.cli.simulator import Simulator
 
@@ -43,7 +45,7 @@ async def one_step(tables_count: int, period: float, window: float, grace: float
     from a card-reading shoe (docs/readers.md), its devices simulated."""
     tables = default_tables(tables_count, list(SHORT), readers=tables_count if cards == "read" else 0)
     offered = {"tables": tables_count, "offered_coups_per_s": tables_count / period}
-    async with casino(tables, replicas) as (nc, procs, server):
+    async with whole(tables, replicas) as (nc, procs, server, webs):
         sim = Simulator(nc, tables, seed=3, patience=40, every=period)
         task = asyncio.create_task(sim.run(None))
         deadline = time.perf_counter() + period + grace
@@ -60,7 +62,7 @@ async def one_step(tables_count: int, period: float, window: float, grace: float
             t.reply_times, t.coups = {}, 0
             if t.devices is not None:  # a card-reading shoe's reports are timed beside the terminal's commands
                 t.devices.report_ms.clear()
-        meter = Meter(process_ids(procs, server))
+        meter = Meter(whole_ids(procs, server, webs))
         start = time.perf_counter()
         await asyncio.sleep(window)
         elapsed = time.perf_counter() - start

@@ -13,12 +13,15 @@ import pytest
 from bench import series
 from prometheus_client.parser import text_string_to_metric_families
 from services import runner
+from services.projections import service as projections_service
 
 from casino.cli.run import default_tables
 from casino.cli.simulator import Simulator
+from casino.metrics import Metrics
 from casino.nats.partitions import PARTITIONS
 from casino.nats.server import free_port
 from casino.protocol import commands
+from casino.readmodels.projections import Projector, TableStatus, Takings
 from casino.store import subjects
 
 pytestmark = pytest.mark.anyio
@@ -175,3 +178,21 @@ async def test_metrics_and_health_answer_while_the_service_is_busy_and_health_sa
         assert await asyncio.to_thread(get, port, "/healthz") == (200, "alive\n")
     finally:
         await running.stop()
+
+
+def test_the_projections_set_the_gauges_of_the_tables_a_write_changed_and_no_others() -> None:
+    """Each write sets the gauges of the tables whose keys it changed (a
+    shoe's stats by its shoe's table), not the whole floor's: the work a
+    write costs does not grow with the number of tables."""
+    projector = Projector()
+    for table in ("T1", "T2", "T3"):
+        projector.table_status[table] = TableStatus(table, phase="betting", shoe=f"{table}-shoe-1",
+                                                    last_event_at=1.0)
+        projector.takings[table] = Takings(table, house_net=5)
+    changed = {("table_status", "T1"), ("shoe_stats", "T2-shoe-1"), ("takings", "T1")}
+    assert projections_service._tables_of(changed) == {"T1", "T2"}
+    metrics = Metrics("projections")
+    projections_service._gauges(projector, metrics, projections_service._tables_of(changed))
+    seen = {s.labels["table"] for f in metrics.registry.collect() if f.name in ("casino_table_coup_open", "casino_house_net_minor_units")
+            for s in f.samples}
+    assert seen == {"T1", "T2"}
