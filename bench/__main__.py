@@ -9,6 +9,7 @@ import asyncio
 import json
 import statistics
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -69,44 +70,61 @@ SIZES: dict[str, Any] = {"rules_coups": 2000, "replay_coups_a_table": 150, "veri
                          "history_rounds": 300, "holding_coups": 50000, "archive_coups": 150,
                          "bounded_coups": (10000, 200000), "series_coups": 200,
                          # the instances run: 3 of every service against 1, this many coups a table
-                         "cost": {"tables": 16, "coups": 40, "instances": 3},
+                         "cost": {"tables": 16, "coups": 40, "instances": 3, "runs": 3},
                          # card-reading tables against shuffled ones: this many tables, coups a table in each CPU run,
                          # a card's report timed at these table counts for this many seconds
-                         "reading": {"tables": 16, "coups": 20, "latency_tables": (16, 64), "seconds": 20.0},
+                         "reading": {"tables": 16, "coups": 20, "latency_tables": (16, 64), "seconds": 20.0,
+                                     "runs": 3},
                          # the web pages: tables flat out; sealed coups' pages asked in each run, from this many shoes
                          # and a search by player over one table's history of this many coups
-                         "web": {"tables": 64, "asks": 200, "shoes": 3, "search_coups": 2000},
-                         # from 250 tables, each a coup a minute, every step measured for a minute
-                         "capacity": {"start": 250, "period": capacity.PERIOD, "window": 60.0, "halvings": 2}}
+                         "web": {"tables": 64, "asks": 200, "shoes": 3, "search_coups": 2000, "runs": 3},
+                         # the whole casino, each table a coup a minute, every step measured for 30 s, from near
+                         # the last figure (one instance of every service, then two), 4 steps at most
+                         "capacity": {"start": 1000, "period": capacity.PERIOD, "window": 30.0, "halvings": 1,
+                                      "most_steps": 4},
+                         "capacity_instances": {"start": 500, "period": capacity.PERIOD, "window": 30.0,
+                                                "halvings": 1, "most_steps": 4}}
 QUICK: dict[str, Any] = {**SIZES, "rules_coups": 100, "scale_tables": [1, 4, 16, 64], "replay_coups_a_table": 5, "verifying_coups": 20, "window": 2,
                          "history_coups": 200, "history_rounds": 20, "holding_coups": 200, "archive_coups": 12,
                          "bounded_coups": (2400, 4800), "series_coups": 4,
                          "cost": {"tables": 4, "coups": 3, "instances": 2},
                          "reading": {"tables": 4, "coups": 3, "latency_tables": (4,), "seconds": 2.0},
                          "web": {"tables": 4, "asks": 10, "shoes": 1, "search_coups": 20},
-                         "capacity": {"start": 4, "most": 8, "period": 3.0, "window": 3.0, "halvings": 0}}
+                         "capacity": {"start": 4, "most": 8, "period": 3.0, "window": 3.0, "halvings": 0},
+                         "capacity_instances": {"start": 4, "most": 8, "period": 3.0, "window": 3.0, "halvings": 0}}
 
 
-def measure_all(sizes: dict[str, Any], runs: int, seconds: float) -> dict[str, Any]:
-    return {
-        "rules": rules.measure(sizes["rules_coups"], runs),
-        "replay": asyncio.run(replay.measure(sizes["replay_coups_a_table"], runs)),
-        "verifying": asyncio.run(verifying.measure(sizes["verifying_coups"], runs, sizes["window"])),
-        "pipeline": asyncio.run(pipeline.measure(sizes["pipeline_tables"], seconds, runs)),
-        "cost": asyncio.run(cost.measure(seconds=seconds, runs=runs, **sizes["cost"])),
-        "reading": asyncio.run(reading.measure(runs=runs, **sizes["reading"])),
-        "web": asyncio.run(web.measure(seconds=max(seconds, 2.0), runs=runs, **sizes["web"])),
-        "scale": asyncio.run(scale(sizes["scale_tables"], seconds / 2, runs)),
-        "history": asyncio.run(history.measure(sizes["history_coups"], sizes["history_rounds"], runs)),
-        "holding": asyncio.run(holding.measure(sizes["holding_coups"], runs)),
-        "archive": asyncio.run(archive.measure(sizes["archive_coups"], runs)),
-        "bounded": asyncio.run(bounded.measure(*sizes["bounded_coups"])),
-        "metrics": asyncio.run(series.measure(sizes["series_coups"])),  # one run: minutes at the long size
-        # one search: its steps bracket the figure (the most tables that held, the fewest that did not)
-        "capacity": asyncio.run(capacity.measure(**sizes["capacity"])),
-        # the same search with two instances of every service, sharing the tables
-        "capacity_instances": asyncio.run(capacity.measure(**sizes["capacity"], replicas=2)),
-    }
+def measure_all(sizes: dict[str, Any], runs: int, seconds: float) -> tuple[dict[str, Any], dict[str, int]]:
+    """Every benchmark in turn, and the seconds each took. A size's ``runs``
+    bounds that benchmark's runs below the run's (its steps are minutes long)."""
+    def within(name: str) -> dict[str, Any]:
+        return {"runs": min(runs, sizes[name].get("runs", runs)), **{k: v for k, v in sizes[name].items() if k != "runs"}}
+
+    steps: list[tuple[str, Callable[[], Any]]] = [
+        ("rules", lambda: rules.measure(sizes["rules_coups"], runs)),
+        ("replay", lambda: asyncio.run(replay.measure(sizes["replay_coups_a_table"], runs))),
+        ("verifying", lambda: asyncio.run(verifying.measure(sizes["verifying_coups"], runs, sizes["window"]))),
+        ("pipeline", lambda: asyncio.run(pipeline.measure(sizes["pipeline_tables"], seconds, runs))),
+        ("cost", lambda: asyncio.run(cost.measure(seconds=seconds, **within("cost")))),
+        ("reading", lambda: asyncio.run(reading.measure(**within("reading")))),
+        ("web", lambda: asyncio.run(web.measure(seconds=max(seconds, 2.0), **within("web")))),
+        ("scale", lambda: asyncio.run(scale(sizes["scale_tables"], seconds / 2, runs))),
+        ("history", lambda: asyncio.run(history.measure(sizes["history_coups"], sizes["history_rounds"], runs))),
+        ("holding", lambda: asyncio.run(holding.measure(sizes["holding_coups"], runs))),
+        ("archive", lambda: asyncio.run(archive.measure(sizes["archive_coups"], runs))),
+        ("bounded", lambda: asyncio.run(bounded.measure(*sizes["bounded_coups"]))),
+        ("metrics", lambda: asyncio.run(series.measure(sizes["series_coups"]))),  # one run: minutes at the long size
+        # one search each, from near its last figure: its steps bracket the figure (the most tables that held,
+        # the fewest that did not); then with two instances of every service, sharing the tables
+        ("capacity", lambda: asyncio.run(capacity.measure(**sizes["capacity"]))),
+        ("capacity_instances", lambda: asyncio.run(capacity.measure(**sizes["capacity_instances"], replicas=2))),
+    ]
+    results, took = {}, {}
+    for name, measure in steps:
+        started = time.perf_counter()
+        results[name] = measure()
+        took[name] = round(time.perf_counter() - started)
+    return results, took
 
 
 def main() -> None:
@@ -120,7 +138,7 @@ def main() -> None:
     out = Path(args.out or ("var/bench/quick.json" if args.quick else "var/bench/latest.json"))
     run = {**machine.provenance(), "runs": args.runs, "seconds": args.seconds, "quick": args.quick}
     start = time.perf_counter()
-    results = measure_all(QUICK if args.quick else SIZES, args.runs, args.seconds)
+    results, run["took_s_each"] = measure_all(QUICK if args.quick else SIZES, args.runs, args.seconds)
     run["took_s"] = round(time.perf_counter() - start)
     results = {"run": run, **results, "latency": pipeline.latency(results["pipeline"])}
     if args.quick:
@@ -196,7 +214,8 @@ def main() -> None:
     print(capacity.summary(results["capacity_instances"]))
     print(series.summary(results["metrics"]))
     print(report.text(report.judged(results)))
-    print(f"each figure is the median of {args.runs} runs; the whole took {run['took_s'] / 60:.1f} minutes")
+    print(f"each figure is the median of {args.runs} runs (of fewer where a size says so); the whole took "
+          f"{run['took_s'] / 60:.1f} minutes: " + ", ".join(f"{k} {v / 60:.1f}" for k, v in run["took_s_each"].items()))
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     print(f"written to {out}")

@@ -87,12 +87,13 @@ def holds(step: dict[str, Any]) -> bool:
 
 
 async def search(step: Callable[[int], Awaitable[dict[str, Any]]], start: int, most: int,
-                 halvings: int) -> dict[str, Any]:
+                 halvings: int, most_steps: int = 12) -> dict[str, Any]:
     """The most tables for which ``step`` holds: from ``start`` tables,
     doubled while a step holds (up to ``most``) or halved while none has
     (down to one table), then ``halvings`` steps halving the interval between
-    the most that held and the fewest that did not. Every step's figures, in
-    the order taken."""
+    the most that held and the fewest that did not; ``most_steps`` steps in
+    all at most (each takes minutes: the search is bounded in time, its
+    bracket the figure). Every step's figures, in the order taken."""
     steps: list[dict[str, Any]] = []
 
     async def held(tables: int) -> bool:
@@ -100,7 +101,7 @@ async def search(step: Callable[[int], Awaitable[dict[str, Any]]], start: int, m
         return holds(steps[-1])
 
     last_held, not_held, tables = 0, 0, start
-    while 1 <= tables <= most:
+    while 1 <= tables <= most and len(steps) < most_steps:
         if await held(tables):
             last_held = tables
             if not_held:
@@ -112,6 +113,8 @@ async def search(step: Callable[[int], Awaitable[dict[str, Any]]], start: int, m
                 break
             tables //= 2
     for _ in range(halvings if last_held and not_held else 0):
+        if len(steps) >= most_steps:
+            break
         middle = (last_held + not_held) // 2
         if middle in (last_held, not_held):
             break
@@ -123,7 +126,7 @@ async def search(step: Callable[[int], Awaitable[dict[str, Any]]], start: int, m
 
 
 async def measure(start: int = 250, most: int = 16000, period: float = PERIOD, window: float = 30.0,
-                  halvings: int = 2, replicas: int = 1, cards: str = "shuffled") -> dict[str, Any]:
+                  halvings: int = 2, replicas: int = 1, cards: str = "shuffled", most_steps: int = 12) -> dict[str, Any]:
     """The search with a fresh casino at every step, ``replicas`` instances of
     every service; ``tables``, the most tables that held, and ``not_held``,
     the fewest that did not (0: none did not, up to ``most``): the capacity
@@ -135,7 +138,7 @@ async def measure(start: int = 250, most: int = 16000, period: float = PERIOD, w
               f"{described(figures)}", file=sys.stderr, flush=True)  # the search's progress: its steps take minutes
         return figures
 
-    found = await search(step, start, most, halvings)
+    found = await search(step, start, most, halvings, most_steps)
     return {**found, "period_s": period, "window_s": window, "most_p99_ms": MOST_P99_MS, "replicas": replicas,
             "cards": cards}
 

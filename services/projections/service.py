@@ -33,6 +33,10 @@ from services.ownership import Lease, buckets
 WRITER = "projections.writer"  # the key of the read models' writer's lease, in the live bucket
 
 CHECKPOINT_EVERY = 1.0  # seconds between the projections' checkpoints, at most
+# Seconds the keys changed are gathered before they are written, at most: a coup's events come a few
+# milliseconds apart, each key of its table written once for them rather than at each (the web reads the
+# read models 0.1 s after a table's events, services.web.floor.REFRESH).
+WRITE_EVERY = 0.05
 
 
 class Projections:
@@ -63,6 +67,9 @@ class Projections:
         self.written = 0  # the stream sequence up to which every key changed is written
         self.wrote = False  # whether this instance was the writer at its last write
         self.changed: set[tuple[str, str]] = set()
+        self.write_at = 0.0  # when the keys changed may next be written
+        self.writing = asyncio.Lock()
+        self.later: asyncio.Task[None] | None = None  # the keys changed, written once ``write_at`` comes
         self.next_save = 0.0
         self.saved = 0  # the stream sequence the last checkpoint saved covers
         # Each coup's messages from its round's start, verified from memory when it settles.
@@ -108,6 +115,9 @@ class Projections:
         """Let the consumer go (it lapses); the figures of the read models are
         the writer's to give, and are no longer given here."""
         await self._unsubscribe()
+        if self.later is not None:
+            self.later.cancel()
+            self.later = None
         self.wrote = False
         self.projector, self.changed = Projector(), set()
         self.following.forget()
@@ -130,6 +140,9 @@ class Projections:
         assert self.kv is not None
         self.closed = True
         await self._unsubscribe(drain=True)
+        if self.wrote and self.changed:
+            async with self.writing:
+                await self._flush()
         if self.wrote and self.written == self.projector.seq:  # not ahead of the keys
             await self._save()
         if self.lease is not None:
@@ -166,11 +179,12 @@ class Projections:
         the first write after taking over)."""
         assert self.kv is not None and self.lease is not None
         writer = await self.lease.hold()
+        every = not self.wrote
         if writer:
-            await self.kv.put(self.projector, changed if self.wrote else set(self.projector.everything()))
+            await self.kv.put(self.projector, set(self.projector.everything()) if every else changed)
             self.written = self.projector.seq
         self.wrote = writer
-        self.projector.forget_ended_shoes()
+        self.projector.forget_ended_shoes(None if every else (key for bucket, key in changed if bucket == "shoe_stats"))
         return writer
 
     async def _take_over(self) -> None:
@@ -209,32 +223,58 @@ class Projections:
                               with_seq=False)
         projector.forget_ended_shoes()
 
+    async def _flush(self) -> None:
+        """The keys changed written (where this instance is the writer), and
+        a checkpoint once ``CHECKPOINT_EVERY`` seconds have gone since the
+        last; ``writing`` held (no delivery is applied meanwhile: a shoe is let
+        go only once its end is written)."""
+        if not self.changed:
+            return
+        changed, self.changed = self.changed, set()
+        writer = await self._write(changed)
+        _gauges(self.projector, self.metrics, _tables_of(changed))
+        if writer and time.monotonic() >= self.next_save:
+            await self._save()
+            self.next_save = time.monotonic() + CHECKPOINT_EVERY
+        self.write_at = time.monotonic() + WRITE_EVERY
+
+    async def _flush_later(self) -> None:
+        try:
+            await asyncio.sleep(max(0.0, self.write_at - time.monotonic()))
+            self.later = None
+            async with self.writing:
+                if self.subscription is not None:
+                    await self._flush()
+        except Exception as exc:  # the server away: the keys are written at the next delivery
+            log.error("projections: writing the read models: %s: %s", type(exc).__name__, exc)
+        finally:
+            self.later = None
+
     async def on_event(self, msg: Msg) -> None:
-        """Apply one delivery; write the keys changed once nothing more is
-        waiting (or every ``ACK_EVERY`` deliveries), and verify each coup it settles."""
+        """Apply one delivery; write the keys changed, at most every
+        ``WRITE_EVERY`` seconds (or every ``ACK_EVERY`` deliveries), those
+        gathered meanwhile once it has gone; and verify each coup it settles."""
         assert self.kv is not None and self.store is not None
         if self.subscription is None:  # let go of: its consumer lapses
             return
         at = delivery(msg)
-        with self.metrics.handling.labels("projections").time():
-            batch = await decoded(self.broker.connection, self.name, msg, at, self.metrics)
-            settled: list[tuple[str, str]] = []
-            if batch is None:
-                self.following.forget()
-            else:
-                self.following.take(Stored(at.stream_seq, msg.subject, batch), at)
-                self.changed |= self.projector.apply(msg.subject, at.stream_seq, batch)
-                settled = [(subjects.tokens(msg.subject)[0], e.data.coup_id) for e in batch.events
-                           if isinstance(e.data, CoupSettled)]
-            if self.changed and (at.pending == 0 or self.acks.unacked + 1 >= ACK_EVERY):
-                changed, self.changed = self.changed, set()
-                writer = await self._write(changed)
-                _gauges(self.projector, self.metrics, _tables_of(changed))
-                if writer and time.monotonic() >= self.next_save:
-                    await self._save()
-                    self.next_save = time.monotonic() + CHECKPOINT_EVERY
-            for table, coup in settled:  # every settled coup is verified as it closes
-                await verify_settled(self.store, table, coup, self.following.pop(coup), self.metrics)
+        async with self.writing:
+            with self.metrics.handling.labels("projections").time():
+                batch = await decoded(self.broker.connection, self.name, msg, at, self.metrics)
+                settled: list[tuple[str, str]] = []
+                if batch is None:
+                    self.following.forget()
+                else:
+                    self.following.take(Stored(at.stream_seq, msg.subject, batch), at)
+                    self.changed |= self.projector.apply(msg.subject, at.stream_seq, batch)
+                    settled = [(subjects.tokens(msg.subject)[0], e.data.coup_id) for e in batch.events
+                               if isinstance(e.data, CoupSettled)]
+                if self.changed and (time.monotonic() >= self.write_at or self.acks.unacked + 1 >= ACK_EVERY):
+                    await self._flush()
+                elif self.changed and self.later is None:
+                    self.later = asyncio.create_task(self._flush_later())
+                for table, coup in settled:  # every settled coup is verified as it closes
+                    await verify_settled(self.store, table, coup, self.following.pop(coup), self.metrics)
         await self.acks.handled(msg, at.pending)
 
 

@@ -45,7 +45,9 @@ async def test_two_projections_instances_write_read_models_that_never_go_back(na
             await watcher.stop()
             for r in instances:
                 await r.stop()
-        assert len(seen) > 10 and seen == sorted(seen), seen  # the stream sequence they are written up to
+        # The stream sequence they are written up to, as they go (the keys changed gathered for up to
+        # services.projections.service.WRITE_EVERY before each write), never going back.
+        assert len(seen) > 3 and seen == sorted(seen), seen
         folded = Projector()
         folded.fold(await casino.store.read(f"{subjects.EVENTS}.>"))
         live = await kv.values(folded.everything())

@@ -48,6 +48,17 @@ async def test_the_search_stops_at_its_bounds() -> None:
     assert (found["tables"], found["not_held"], asked) == (0, 1, [4, 2, 1])
 
 
+@pytest.mark.anyio
+async def test_the_search_takes_no_more_steps_than_it_is_given() -> None:
+    """A search started near the last figure and bounded in steps, as `make bench` runs it: its bracket so far."""
+    step, asked = carried_up_to(700)
+    found = await search(step, start=1000, most=16000, halvings=2, most_steps=3)
+    assert asked == [1000, 500, 750] and (found["tables"], found["not_held"]) == (500, 750)
+    step, asked = carried_up_to(10**6)
+    found = await search(step, start=250, most=16000, halvings=2, most_steps=2)
+    assert asked == [250, 500] and (found["tables"], found["not_held"]) == (500, 0)
+
+
 def test_a_step_holds_only_with_every_command_type_within_the_target() -> None:
     assert holds({"command_p99_ms": MOST_P99_MS, "commands": {"OpenCoup": {}}})
     assert not holds({"command_p99_ms": MOST_P99_MS + 0.1, "commands": {"OpenCoup": {}}})

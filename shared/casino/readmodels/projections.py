@@ -181,11 +181,14 @@ class Projector:
             case shoe.ShoeEnded():
                 st.ended = True
 
-    def forget_ended_shoes(self) -> None:
+    def forget_ended_shoes(self, among: Iterable[str] | None = None) -> None:
         """Let go of the shoes that have ended, once their last figures are
         written: no event comes for a shoe after its end, and the live read
-        models would otherwise hold every shoe ever dealt."""
-        for shoe_id in [k for k, st in self.shoe_stats.items() if st.ended]:
+        models would otherwise hold every shoe ever dealt. ``among``: the
+        shoes whose figures were just written (None: every shoe held), so
+        that a write costs what it changed, not the floor's shoes."""
+        for shoe_id in [k for k in (self.shoe_stats if among is None else among)
+                        if (st := self.shoe_stats.get(k)) is not None and st.ended]:
             del self.shoe_stats[shoe_id]
 
     def checkpoint(self) -> bytes:
