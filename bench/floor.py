@@ -32,7 +32,7 @@ class WebProcess:
 
     def __init__(self, url: str, var: Path, tables_file: Path) -> None:
         self.port = free_port()
-        accounts = var / "web-accounts.json"
+        accounts = var / f"web-accounts-{self.port}.json"  # each instance its own: a password is made anew
         self.password = write_accounts(accounts, {"pit": "pit"})["pit"]
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "services.web", "--nats", url, "--tables", str(tables_file), "--accounts",
