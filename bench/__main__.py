@@ -79,11 +79,11 @@ SIZES: dict[str, Any] = {"rules_coups": 2000, "replay_coups_a_table": 150, "veri
                          # and a search by player over one table's history of this many coups
                          "web": {"tables": 64, "asks": 200, "shoes": 3, "search_coups": 2000, "runs": 3},
                          # the whole casino, each table a coup a minute, every step measured for 30 s, from near
-                         # the last figure (one instance of every service, then two), 4 steps at most
+                         # the last figure (one instance of every service, 4 steps at most, then two, 3 at most)
                          "capacity": {"start": 1000, "period": capacity.PERIOD, "window": 30.0, "halvings": 1,
                                       "most_steps": 4},
-                         "capacity_instances": {"start": 500, "period": capacity.PERIOD, "window": 30.0,
-                                                "halvings": 1, "most_steps": 4}}
+                         "capacity_instances": {"start": 1000, "period": capacity.PERIOD, "window": 30.0,
+                                                "halvings": 1, "most_steps": 3}}
 QUICK: dict[str, Any] = {**SIZES, "rules_coups": 100, "scale_tables": [1, 4, 16, 64], "replay_coups_a_table": 5, "verifying_coups": 20, "window": 2,
                          "history_coups": 200, "history_rounds": 20, "holding_coups": 200, "archive_coups": 12,
                          "bounded_coups": (2400, 4800), "series_coups": 4,
@@ -129,7 +129,7 @@ def measure_all(sizes: dict[str, Any], runs: int, seconds: float) -> tuple[dict[
 
 def main() -> None:
     p = argparse.ArgumentParser(prog="python -m bench")
-    p.add_argument("--runs", type=int, default=5, help="runs per figure; the median is reported, the range beside it")
+    p.add_argument("--runs", type=int, default=3, help="runs per figure; the median is reported, the range beside it")
     p.add_argument("--seconds", type=float, default=15, help="seconds of dealing per pipeline or scale run")
     p.add_argument("--quick", action="store_true",
                    help="every size small: checks that the benchmark runs and writes every figure, measures nothing")

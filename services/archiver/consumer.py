@@ -4,11 +4,11 @@ table asked again until the shoe before the one shuffled is sealed, and a
 sweep of every table at its start and every ``SWEEP_EVERY`` seconds.
 
 A shoe may be sealed once the next has a settled coup: the next shoe's
-shuffle says one is coming, and the table is asked again, sooner at first,
-``AGAIN_FIRST`` seconds after and at most every ``AGAIN_MOST``, until it is.
-A settlement a coup would cost the archiver a delivery for every coup dealt
-(1.75 ms of CPU a coup of its 1.75 at 16 tables flat out, most of it the
-deliveries: docs/benchmarks.md); a shuffle costs one a shoe."""
+shuffle says one is coming, and the table is asked again ``AGAIN_FIRST``
+seconds after, then twice as long each time until it is, or until the wait
+is the sweep's (a table that stopped dealing is left to it). A delivery a
+settlement, as before, was most of the archiver's 1.75 ms of CPU a coup at
+16 tables flat out (docs/benchmarks.md); a shuffle and an end are two a shoe."""
 
 import asyncio
 import contextlib
@@ -33,7 +33,7 @@ log = logging.getLogger("casino")
 # Seconds between the archiver's sweeps of every table, which take up what no shuffle asked for (a shoe
 # ended while no archiver ran): each costs a few direct gets a table, 700 a second at 5,000 tables every 30 s.
 SWEEP_EVERY = 300.0
-AGAIN_FIRST, AGAIN_MOST = 0.5, 8.0  # seconds before a table whose shoe may not be sealed yet is asked again
+AGAIN_FIRST = 0.5  # seconds before a table whose shoe may not be sealed yet is first asked again
 # What the archiver's consumer delivers: every shoe's messages between coups (its shuffle, its end).
 ARCHIVER_FILTER = subjects.event("*", "*", subjects.NO_COUP, "shoe")
 
@@ -100,7 +100,7 @@ class ArchiverConsumer(Sole):
             now = time.monotonic()
             for table, (shoe, when, wait) in list(self.waiting.items()):
                 if when <= now:
-                    await self._advance(table, shoe, min(2 * wait, AGAIN_MOST))
+                    await self._advance(table, shoe, 2 * wait)
 
     async def _advance(self, table: str, shoe: str, wait: float) -> None:
         """The table advanced if ``shoe`` may let the shoe before it be sealed;
@@ -113,9 +113,9 @@ class ArchiverConsumer(Sole):
             await archiving.advance(table)
         except Exception as exc:  # not the delivery's fault: asked again, and the sweep takes the table too
             log.error("archiver: table %s: %s: %s", table, type(exc).__name__, exc)
-        if archiving.behind(table, shoe):
+        if archiving.behind(table, shoe) and wait < SWEEP_EVERY:
             self.waiting[table] = (shoe, time.monotonic() + wait, wait)
-        else:
+        else:  # sealed, or left to the sweep
             self.waiting.pop(table, None)
 
     async def on_event(self, msg: Msg) -> None:

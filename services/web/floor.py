@@ -141,6 +141,7 @@ class Floor:
         self.watchers: set[asyncio.Queue[bytes]] = set()  # each browser's frames to send, encoded once for all
         self.tasks: list[asyncio.Task[None]] = []
         self.doorbell: Subscription | None = None  # while someone looks (``look``)
+        self.refreshing: asyncio.Task[None] | None = None  # as long as the doorbell
         self.waking = asyncio.Lock()
         self.looked = 0.0  # when a page or stream last showed the floor
         self.on_drawn: Callable[[str], None] = lambda table: None
@@ -186,7 +187,7 @@ class Floor:
             for table in self.tiles:
                 self._draw(table)
             self._boards_changed(self.tiles)
-            self.tasks.append(asyncio.create_task(self._refreshing()))
+            self.refreshing = asyncio.create_task(self._refreshing())
 
     async def _take_up(self, table: str) -> None:
         """Where the table stands, without reading its history: its latest
@@ -208,9 +209,11 @@ class Floor:
             doorbell, self.doorbell = self.doorbell, None
             with contextlib.suppress(Exception):  # the connection closed meanwhile
                 await doorbell.unsubscribe()
-            for task in [t for t in self.tasks if t.get_coro().__name__ == "_refreshing"]:  # type: ignore[union-attr]
-                task.cancel()
-                self.tasks.remove(task)
+            if self.refreshing is not None:
+                self.refreshing.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self.refreshing
+                self.refreshing = None
             self.rung.clear()
             self.following.forget()  # a coup followed in part: its messages meanwhile go unread
 
