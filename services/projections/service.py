@@ -241,7 +241,6 @@ class Projections:
     async def _flush_later(self) -> None:
         try:
             await asyncio.sleep(max(0.0, self.write_at - time.monotonic()))
-            self.later = None
             async with self.writing:
                 if self.subscription is not None:
                     await self._flush()
