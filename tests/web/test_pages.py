@@ -271,9 +271,9 @@ async def test_a_coup_is_stepped_through_card_by_card_each_step_with_its_cause_a
     faces = "cards => cards.map(c => c.getAttribute('aria-label'))"
     assert await page.locator("#cards svg.card").evaluate_all(faces) == ["??"] * len(r.cards)
     first = next(i for i, s in enumerate(r.steps) if s.type.endswith(".card_dealt"))
-    for _ in range(first + 1):  # step by step, as a person clicks
+    for i in range(first + 1):  # step by step, as a person clicks: each step shown before the next click
         await page.click("a[rel=next]")
-    await page.wait_for_selector(f".stepper:has-text('step {first + 1} of')")
+        await page.wait_for_selector(f".stepper:has-text('step {i + 1} of')")
     assert await page.locator("#cards svg.card").evaluate_all(faces) == [r.cards[0].card] + ["??"] * (len(r.cards) - 1)
     now = await page.inner_text(".steps li.now")
     assert r.steps[first].text in now and "dealer-policy" in now
