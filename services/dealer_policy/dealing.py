@@ -23,7 +23,7 @@ from casino.store.envelope import AnyEvent, Batch
 from casino.store.eventstore import Conflict, EventStore, Stored
 from services.dealer_policy import booking
 from services.dealer_policy.booking import failed, logged
-from services.dealer_policy.table import TableCoup, before_opening, follow, hold
+from services.dealer_policy.table import TableCoup, before_opening, follow, refused
 from services.repository import Repository
 
 
@@ -181,7 +181,7 @@ class Dealing:
         except RuleViolation as exc:
             if exc.clause == ROUND:  # the shoe deals no round of this coup: a fault, for compliance
                 await self.flush()
-                hold(self.t, self.t.last_seq, f"the shoe refused the coup's cards: {exc.reason}")
+                refused(self.t, f"the shoe refused the coup's cards: {exc.reason}")
             raise
 
     async def _stake(self) -> None:

@@ -84,7 +84,7 @@ async def _open(w: Dealing, cmd: commands.OpenCoup) -> None:
         except RuleViolation as exc:  # the shoe refuses the round the record holds: a fault, held for compliance
             if exc.clause != ROUND:
                 raise
-            table.hold(t, t.last_seq, f"the shoe refused its round's end: {exc.reason}")
+            table.refused(t, f"the shoe refused its round's end: {exc.reason}")
     if t.held:
         await _end_held(w)
     start = ended if ended is not None and ended.coup == coup else await w.ask_shoe(

@@ -93,7 +93,7 @@ async def _take(w: Dealing, read: str, card: str, cut: bool, cause: str, command
             HOLDER_DRAWS.get(procedure, "setting shoe.misdraw")))
     except RuleViolation as exc:
         if exc.clause == ROUND and due:  # the shoe deals no round of this coup: a fault, held for compliance
-            table.hold(t, t.last_seq, f"the shoe refused the coup's card: {exc.reason}")
+            table.refused(t, f"the shoe refused the coup's card: {exc.reason}")
         raise
     if reply.coup and reply.coup != here:  # taken before, in another coup (a report sent again late)
         return reply

@@ -68,6 +68,9 @@ class TableCoup(Held, kw_only=True):
     held: str = ""
     held_seq: int = 0  # the message it is held for
     held_recorded: bool = False
+    # Whether it is held for another service's refusal of a step this instance took on the coup as it knew
+    # it (``refused``), not for the record itself: withdrawn if the record moves on before coup.held is.
+    held_on_refusal: bool = False
     # What a card-reading shoe's cards held the coup (or, between coups, the next coup's opening) for, each
     # awaiting a supervisor's ruling in turn; and the card the dealer keyed in for the first, where the shoe
     # could not read it.
@@ -162,6 +165,7 @@ def next_coup(t: TableCoup) -> None:
     t.carried = carry_from(t)
     t.state, t.applied, t.last_seq, t.ending = None, {}, 0, None
     t.extras, t.staked, t.held, t.held_seq, t.held_recorded, t.incidents = {}, set(), "", 0, False, ()
+    t.held_on_refusal = False
     t.keyed, t.void, t.voids_before, t.shoe_ended = "", False, 0, False
 
 
@@ -225,6 +229,12 @@ def follow(repository: Repository[TableCoup], t: TableCoup, m: Stored) -> None:
         t.coup, t.shoe, t.number = coup, shoe, number
         if t.prelude_of != coup:
             t.prelude, t.prelude_of = {}, ""
+    if t.held_on_refusal and not t.held_recorded and m.batch.events and not m.unreadable:
+        # Another instance took the coup on after the step this one was refused (the table moved between
+        # instances, and this one's view was stale): the refusal was of a step already taken, not a fault.
+        log.warning("table %s: coup %s goes on in the record (seq %d) since the refusal it was to be held for "
+                    "(%s): followed on, not held", t.name, t.coup, m.seq, t.held)
+        t.held, t.held_seq, t.held_on_refusal = "", 0, False
     held = t.held and not t.void and not t.incidents  # held for compliance (one held for incidents is followed on)
     if held and not m.batch.events:
         t.last_seq = max(t.last_seq, m.seq)
@@ -328,5 +338,16 @@ def not_followed(t: TableCoup, batch: Batch) -> str:
     return differs
 
 def hold(t: TableCoup, seq: int, why: str) -> None:
-    t.held, t.held_seq = why, seq
+    """The coup held for compliance for what its record holds at ``seq``."""
+    t.held, t.held_seq, t.held_on_refusal = why, seq, False
     log.error("table %s: coup %s is held for compliance: %s", t.name, t.coup or "?", why)
+
+
+def refused(t: TableCoup, why: str) -> None:
+    """The coup held for compliance because another service (the shoe)
+    refused a step this instance took on the coup as it knows it. Recorded
+    (``coup.held``) at the next opening, unless the record moves on first:
+    another instance took the coup on meanwhile, and ``follow`` withdraws
+    the hold (a stale step refused is no fault)."""
+    hold(t, t.last_seq, why)
+    t.held_on_refusal = True

@@ -358,3 +358,4 @@ async def test_a_coup_opened_while_the_wager_service_is_away_gets_its_book_once_
         closed = await casino.ask("BAC000-1", "coup", commands.CloseBetting, coup=opened.coup)
         assert closed.ok, closed
         await casino.settled(opened.coup, timeout=30)
+

@@ -12,23 +12,26 @@ from pathlib import Path
 import pytest
 from bench.history import deal
 from services.dealer_policy.service import DealerPolicyService
+from services.dealer_policy.table import follow
+from services.settlement.service import SettlementService
 from services.shoe.secrets import MemorySecrets, secure_shuffle
 from services.shoe.service import ShoeService
 from services.wager.service import WagerService
 
+from casino.audit.audits import verify_history
 from casino.config.tables import TableConfig
 from casino.nats.partitions import PARTITIONS
 from casino.protocol import commands
-from casino.protocol.service import decide
+from casino.protocol.service import answer, decide
 from casino.rules import shoe as dealing_shoe
 from casino.rules import wagerbook
 from casino.rules.blackjack import messages as blackjack_messages
 from casino.rules.errors import RuleViolation
 from casino.rules.runs import TableauRun
 from casino.store import subjects
-from casino.store.envelope import Batch
+from casino.store.envelope import Batch, CoupHeld
 from casino.store.eventstore import Appended, Conflict, InMemoryEventStore
-from tests.faults.test_hostile_commands import LocalPeer
+from tests.faults.test_hostile_commands import TABLES, LocalPeer
 from tests.rules.stacking import blackjack, burn_cards, order
 from tests.variants import ruleset_variant
 
@@ -263,3 +266,61 @@ async def test_a_decision_retried_at_an_instance_behind_the_record_is_answered_f
     fresh = DealerPolicyService(store, peer, tables)  # type: ignore[arg-type]
     await at(fresh, commands.Status(id="look-again", table="J"))
     assert second.tables["J"].state == fresh.tables["J"].state  # what the second holds is the record
+
+
+async def test_a_step_a_stale_instance_is_refused_at_the_shoe_holds_nothing_once_the_record_went_on() -> None:
+    """Two dealer-policy instances at one table (for up to a tick as it moves
+    between them): the first deals coup 1 to its end and the shoe ends its
+    round, while the second still knows it as waiting for the dealer's card.
+    The second's draw is refused at the shoe (not the round being dealt), and
+    it holds the coup for compliance as it knows it; its next command catches
+    up, finds the coup dealt to its end by the first, and goes on: no
+    coup.held is recorded, the next coup opens, and the record verifies.
+    (Found by tests/faults/test_replicas.py's kills, once in many runs.)"""
+    store, peer = InMemoryEventStore(), LocalPeer()
+    shoe = ShoeService(store, MemorySecrets(), shuffle=lambda table, decks: (order(
+        decks, ["2S", "3H", "4D", "5C", "6H", "7D", "TS", "9C"], burn_cards(blackjack(TABLES["J"].ruleset).shoe)),
+        "salt"))  # no hand a natural, the dealer's under 17: the dealer's card is drawn last
+    wager = WagerService(store)
+    first, second = (DealerPolicyService(store, peer, TABLES) for _ in range(2))  # type: ignore[arg-type]
+    peer.routes = {"shoe": (commands.shoe_decoder, shoe.handle, shoe.reload),
+                   "wager": (commands.wager_decoder, wager.handle, wager.reload),
+                   "book": (commands.book_decoder, wager.handle, wager.reload)}
+
+    async def ask(dealer: DealerPolicyService, command: commands.Command) -> commands.Reply:
+        return commands.reply_decoder.decode(await answer(commands.encoder.encode(command), commands.coup_decoder,
+                                                          dealer.handle, dealer.reload))
+
+    assert (await ask(first, commands.OpenCoup(id="o1", table="J", number=1))).ok
+    for seat in (1, 3):
+        assert (await peer.ask("casino.cmd.J.wager", commands.PlaceWager(
+            id=f"w{seat}", table="J", coup="J-000001", seat=seat, bet="box", amount=5000))).ok
+    reply = await ask(first, commands.CloseBetting(id="c1", table="J", coup="J-000001"))
+    k = 0
+    while reply.waiting is not None and reply.waiting.kind == "decision":
+        k += 1
+        reply = await ask(first, commands.Decide(id=f"d{k}", table="J", coup="J-000001",
+                                                 seat=reply.waiting.seat or 0, hand=0, action="stand"))
+    assert reply.waiting is not None and reply.waiting.kind == "finished", reply
+    await first.finish_rounds()  # the round ended at the shoe
+    coup = await store.read(subjects.aggregate_filter("coup", "J"))
+    assert coup[-1].batch.events[-1].type == "blackjack.cards_picked_up"
+
+    # The second knows the coup as it stood before the first's last message: the dealer's card due.
+    t = second.new_table("J")
+    for m in coup[:-1]:
+        follow(second.repository, t, m)
+    second.tables["J"] = t
+    async with second.working("J") as w:
+        with pytest.raises(RuleViolation, match="not the round being dealt"):
+            await w.advance()
+    assert t.held  # as the second knows the coup
+
+    opened = await ask(second, commands.OpenCoup(id="o2", table="J", number=2))
+    assert opened.ok and opened.coup == "J-000002", opened
+    settlement = SettlementService(store)
+    for m in await store.read(subjects.table_filter("J")):
+        await settlement.on_coup_events(m)
+    stored = await store.read(f"{subjects.EVENTS}.>")
+    assert not [e for m in stored for e in m.batch.events if isinstance(e.data, CoupHeld)]
+    assert verify_history(stored).findings == []
