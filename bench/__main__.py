@@ -34,10 +34,10 @@ from bench import (
 from bench.runs import span
 
 
-async def scale(counts: list[int], seconds: float, runs: int) -> dict[str, Any]:
+async def scale(counts: list[int], seconds: float, runs: int, warm: float) -> dict[str, Any]:
     out: dict[str, Any] = {"runs": runs, "seconds": seconds}
     for n in counts:
-        results = [await load.measure(n, seconds) for _ in range(runs)]
+        results = [await load.measure(n, seconds, warm) for _ in range(runs)]
         out[str(n)] = {
             "coups_per_s": statistics.median(r["coups_per_s"] for r in results),
             "coups_per_s_range": span(r["coups_per_s"] for r in results),
@@ -69,6 +69,8 @@ SIZES: dict[str, Any] = {"rules_coups": 2000, "replay_coups_a_table": 150, "veri
                          "pipeline_tables": 16, "scale_tables": [1, 4, 16, 64, 256], "history_coups": 20000,
                          "history_rounds": 300, "holding_coups": 50000, "archive_coups": 150,
                          "bounded_coups": (10000, 200000), "series_coups": 200,
+                         # seconds the casino deals before a run's window opens (the services started and warm)
+                         "warm": 4.0,
                          # the instances run: 3 of every service against 1, this many coups a table
                          "cost": {"tables": 16, "coups": 40, "instances": 3, "runs": 3},
                          # card-reading tables against shuffled ones: this many tables, coups a table in each CPU run,
@@ -84,14 +86,16 @@ SIZES: dict[str, Any] = {"rules_coups": 2000, "replay_coups_a_table": 150, "veri
                                       "most_steps": 4},
                          "capacity_instances": {"start": 1000, "period": capacity.PERIOD, "window": 30.0,
                                                 "halvings": 1, "most_steps": 3}}
-QUICK: dict[str, Any] = {**SIZES, "rules_coups": 100, "scale_tables": [1, 4, 16, 64], "replay_coups_a_table": 5, "verifying_coups": 20, "window": 2,
+QUICK: dict[str, Any] = {**SIZES, "rules_coups": 100, "scale_tables": [1, 4], "warm": 1.0, "replay_coups_a_table": 5, "verifying_coups": 20, "window": 2,
                          "history_coups": 200, "history_rounds": 20, "holding_coups": 200, "archive_coups": 12,
                          "bounded_coups": (2400, 4800), "series_coups": 4,
                          "cost": {"tables": 4, "coups": 3, "instances": 2},
                          "reading": {"tables": 4, "coups": 3, "latency_tables": (4,), "seconds": 2.0},
                          "web": {"tables": 4, "asks": 10, "shoes": 1, "search_coups": 20},
-                         "capacity": {"start": 4, "most": 8, "period": 3.0, "window": 3.0, "halvings": 0},
-                         "capacity_instances": {"start": 4, "most": 8, "period": 3.0, "window": 3.0, "halvings": 0}}
+                         "capacity": {"start": 4, "most": 8, "period": 3.0, "window": 3.0, "halvings": 0,
+                                      "most_steps": 1},
+                         "capacity_instances": {"start": 4, "most": 8, "period": 3.0, "window": 3.0, "halvings": 0,
+                                                "most_steps": 1}}
 
 
 def measure_all(sizes: dict[str, Any], runs: int, seconds: float) -> tuple[dict[str, Any], dict[str, int]]:
@@ -104,11 +108,11 @@ def measure_all(sizes: dict[str, Any], runs: int, seconds: float) -> tuple[dict[
         ("rules", lambda: rules.measure(sizes["rules_coups"], runs)),
         ("replay", lambda: asyncio.run(replay.measure(sizes["replay_coups_a_table"], runs))),
         ("verifying", lambda: asyncio.run(verifying.measure(sizes["verifying_coups"], runs, sizes["window"]))),
-        ("pipeline", lambda: asyncio.run(pipeline.measure(sizes["pipeline_tables"], seconds, runs))),
-        ("cost", lambda: asyncio.run(cost.measure(seconds=seconds, **within("cost")))),
+        ("pipeline", lambda: asyncio.run(pipeline.measure(sizes["pipeline_tables"], seconds, runs, sizes["warm"]))),
+        ("cost", lambda: asyncio.run(cost.measure(seconds=seconds, warm=sizes["warm"], **within("cost")))),
         ("reading", lambda: asyncio.run(reading.measure(**within("reading")))),
         ("web", lambda: asyncio.run(web.measure(seconds=max(seconds, 2.0), **within("web")))),
-        ("scale", lambda: asyncio.run(scale(sizes["scale_tables"], seconds / 2, runs))),
+        ("scale", lambda: asyncio.run(scale(sizes["scale_tables"], seconds / 2, runs, sizes["warm"]))),
         ("history", lambda: asyncio.run(history.measure(sizes["history_coups"], sizes["history_rounds"], runs))),
         ("holding", lambda: asyncio.run(holding.measure(sizes["holding_coups"], runs))),
         ("archive", lambda: asyncio.run(archive.measure(sizes["archive_coups"], runs))),

@@ -62,15 +62,16 @@ async def running(config: dict[str, TableConfig], mode: str) -> AsyncIterator[tu
             yield nc, floor.whole_ids(procs, server, webs)
 
 
-async def paced(tables: int, seconds: float, every: float = 0.0, mode: str = WATCHED) -> dict[str, Any]:
-    """Tables dealing Method A for ``seconds`` after a warm-up, flat out or
+async def paced(tables: int, seconds: float, every: float = 0.0, mode: str = WATCHED,
+                warm: float = 4.0) -> dict[str, Any]:
+    """Tables dealing Method A for ``seconds`` after ``warm`` seconds, flat out or
     (``every``) each opening a coup every so many seconds, the casino run as
     ``mode`` says: the coups settled meanwhile, and what each process spent a coup."""
     config = method_a_tables(tables)
     async with running(config, mode) as (nc, ids):
         sim = Simulator(nc, config, seed=5, patience=40, every=every, habits=ONLY_METHOD_A)
         task = asyncio.create_task(sim.run(None))
-        await asyncio.sleep(4)  # the services start and warm up
+        await asyncio.sleep(warm)  # the services start and warm up
         for t in sim.playing:
             t.close_to_settled = {}
         meter = Meter(ids)
@@ -125,15 +126,16 @@ async def dealt(tables: int, coups: int, replicas: int) -> dict[str, Any]:
 
 
 async def measure(tables: int = 16, seconds: float = 20, runs: int = 3, coups: int = 40,
-                  instances: int = 3) -> dict[str, Any]:
+                  instances: int = 3, warm: float = 4.0) -> dict[str, Any]:
     rows = {}
     for mode in (WATCHED, FOUR):
-        flat = [await paced(tables, seconds, mode=mode) for _ in range(runs)]
+        flat = [await paced(tables, seconds, mode=mode, warm=warm) for _ in range(runs)]
         rate = statistics.median(r["coups_per_s"] for r in flat)
-        tenth = [await paced(tables, seconds * 2, every=tables / (rate / 10), mode=mode) for _ in range(runs)]
+        tenth = [await paced(tables, seconds * 2, every=tables / (rate / 10), mode=mode, warm=warm)
+                 for _ in range(runs)]
         rows[mode] = {"flat": {**medians(flat), "coups_per_s": rate},
                       "tenth": {**medians(tenth), "offered_coups_per_s": rate / 10}}
-    unwatched = [await paced(tables, seconds, mode=UNWATCHED) for _ in range(runs)]
+    unwatched = [await paced(tables, seconds, mode=UNWATCHED, warm=warm) for _ in range(runs)]
     rows[UNWATCHED] = {"flat": {**medians(unwatched),
                                 "coups_per_s": statistics.median(r["coups_per_s"] for r in unwatched)}}
     one = [await dealt(tables, coups, 1) for _ in range(runs)]

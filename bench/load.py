@@ -143,7 +143,7 @@ async def casino(tables: dict[str, TableConfig],
             await nc.close()
 
 
-async def measure(tables_count: int, seconds: float) -> dict[str, Any]:
+async def measure(tables_count: int, seconds: float, warm: float = 3.0) -> dict[str, Any]:
     tables = default_tables(tables_count, list(SHORT))
     async with casino(tables) as (nc, procs, server):
         latencies: list[float] = []
@@ -157,7 +157,7 @@ async def measure(tables_count: int, seconds: float) -> dict[str, Any]:
         SimulatedTable.one_coup = timed  # type: ignore[method-assign]
         sim = Simulator(nc, tables, seed=1, patience=40)
         task = asyncio.create_task(sim.run(None))
-        await asyncio.sleep(3)  # the services start
+        await asyncio.sleep(warm)  # the services start
         for _ in range(300):  # and every table has dealt
             if len(latencies) >= tables_count:
                 break

@@ -52,14 +52,14 @@ def procedures(stored: list[Stored]) -> dict[str, str]:
     return {e.coup: e.data.procedure for m in stored for e in m.batch.events if isinstance(e.data, baccarat_messages.CoupOpened)}
 
 
-async def one_run(tables_count: int, seconds: float, every: float = 0.0) -> dict[str, Any]:
+async def one_run(tables_count: int, seconds: float, every: float = 0.0, warm: float = 4.0) -> dict[str, Any]:
     """One run, flat out or (``every``) each table opening a coup every so many
-    seconds; the ceiling is measured after a flat-out run only."""
+    seconds, measured after ``warm`` seconds; the ceiling is measured after a flat-out run only."""
     tables = baccarat_tables(tables_count)
     async with casino(tables) as (nc, procs, server):
         sim = Simulator(nc, tables, seed=2, patience=40, every=every)
         task = asyncio.create_task(sim.run(None))
-        await asyncio.sleep(4)  # the services start and warm up
+        await asyncio.sleep(warm)  # the services start and warm up
         store = JetStreamEventStore(nc)
         first = (await nc.jetstream().stream_info("CASINO")).state.last_seq
         for t in sim.playing:
@@ -164,11 +164,11 @@ async def round_trips(samples: int = 400, gap: float = 0.005, size: int = 600) -
             "append_p50_ms": append["p50_ms"], "append_p99_ms": append["p99_ms"]}
 
 
-async def measure(tables: int = 16, seconds: float = 20, runs: int = 3) -> dict[str, Any]:
+async def measure(tables: int = 16, seconds: float = 20, runs: int = 3, warm: float = 4.0) -> dict[str, Any]:
     """Flat out (throughput, and latency with every table always busy), then
     latency at half and at a tenth of that load: each table opening a coup at a
-    steady pace."""
-    results = [await one_run(tables, seconds) for _ in range(runs)]
+    steady pace. Each run is measured after ``warm`` seconds of dealing."""
+    results = [await one_run(tables, seconds, warm=warm) for _ in range(runs)]
     rate, ceiling = _median(results, "coups_per_s"), _median(results, "ceiling_coups_per_s")
     out = {"tables": tables, "seconds": seconds, "runs": runs, "coups_per_s": rate, "ceiling_coups_per_s": ceiling,
            "ratio": rate / ceiling if ceiling else 0.0,
@@ -181,13 +181,13 @@ async def measure(tables: int = 16, seconds: float = 20, runs: int = 3) -> dict[
     # At a tenth of the rate, twice as long: enough coups of each procedure for a p99.
     for key, share, longer in (("half_load", 2, 1), ("tenth_load", 10, 2)):
         every = tables / (rate / share)
-        paced = [await one_run(tables, seconds * longer, every) for _ in range(runs)]
+        paced = [await one_run(tables, seconds * longer, every, warm) for _ in range(runs)]
         out[key] = {"offered_coups_per_s": tables / every, "coups_per_s": _median(paced, "coups_per_s"),
                     "p50_ms": _median(paced, "p50_ms"), "p99_ms": _median(paced, "p99_ms"), **ranges(paced),
                     **median_spent(paced),
                     "by_procedure": median_by_procedure(paced), "commands": median_by_command(paced)}
     # The floor: one table alone, a coup every 0.2 s (as long as the tenth-load runs), and one hop.
-    alone = [await one_run(1, seconds * 2, ONE_TABLE_EVERY) for _ in range(runs)]
+    alone = [await one_run(1, seconds * 2, ONE_TABLE_EVERY, warm) for _ in range(runs)]
     hops = [await round_trips() for _ in range(runs)]
     out["one_table"] = {"every_s": ONE_TABLE_EVERY, "coups_per_s": _median(alone, "coups_per_s"),
                         "p50_ms": _median(alone, "p50_ms"), "p99_ms": _median(alone, "p99_ms"),

@@ -56,7 +56,7 @@ def test_the_whole_benchmark_runs_and_writes_every_figure_beside_its_ceiling(tmp
     assert figures["latency"]["half"]["close_to_settle_p99_ms"] == pipeline["half_load"]["p99_ms"]
     assert pipeline["stored_bytes_per_coup"] > 0 and pipeline["one_table"]["request_p50_ms"] > 0
 
-    for tables in ("1", "4", "16", "64"):
+    for tables in ("1", "4"):  # the quick run's sizes
         scale = figures["scale"][tables]
         assert scale["coups_per_s"] > 0 and scale["differences"] == 0, tables
         assert scale["coups_per_s_range"][0] <= scale["coups_per_s"] <= scale["coups_per_s_range"][1], tables
