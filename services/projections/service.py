@@ -35,7 +35,7 @@ WRITER = "projections.writer"  # the key of the read models' writer's lease, in 
 CHECKPOINT_EVERY = 1.0  # seconds between the projections' checkpoints, at most
 # Seconds the keys changed are gathered before they are written, at most: a coup's events come a few
 # milliseconds apart, each key of its table written once for them rather than at each (the web reads the
-# read models 0.1 s after a table's events, services.web.floor.REFRESH).
+# read models 0.25 s after a table's events, services.web.floor.REFRESH).
 WRITE_EVERY = 0.05
 
 

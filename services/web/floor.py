@@ -1,12 +1,13 @@
 """The floor as the web pages show it: each table's tile, from the record and
 the read models the projections keep, whatever the number of browsers.
 
-A live event is only a doorbell: the web user hears every append attempt on
-``casino.ev.>`` (one a stream refused too), so what a tile shows is read back
-from the stream (a batched direct get of the table's messages since the last
-one read) and from the read models (the table's status, its shoe, its
-takings), a table at a time, at most every ``REFRESH`` seconds while its
-events come. Each tile is drawn once for every browser watching. The floor
+A live event is only a doorbell: the web user hears every append attempt
+(one a stream refused too) of the aggregates a tile shows (``RINGS``: not
+the wagers, read with the rest at the next ring), so what a tile shows is
+read back from the stream (a batched direct get of the table's messages
+since the last one read) and from the read models (the table's status, its
+shoe, its takings), a table at a time, at most every ``REFRESH`` seconds
+while its events come. Each tile is drawn once for every browser watching. The floor
 is read only while someone looks at it: it wakes at the first page or stream
 that shows tiles (each table taken up from its latest coup, as at a start)
 and sleeps, its doorbell let go, ``IDLE`` seconds after the last. The web
@@ -42,7 +43,12 @@ from casino.store.eventstore import Stored, latest_at_table
 from casino.store.following import Following
 from casino.store.jetstream import JetStreamEventStore
 
-REFRESH = 0.1  # seconds a table's changes are gathered before its tile is read again
+# Seconds a table's changes are gathered before its tile is read again: a table dealing flat out has its
+# tile read about once every two coups, not at each (docs/benchmarks.md).
+REFRESH = 0.25
+# The aggregates whose appends ring the doorbell: those a tile shows. A wager's is read with the rest at the
+# next ring (the close of betting, a coup's): a tile shows no wager, and wagers are most of a coup's appends.
+RINGS = ("coup", "shoe", "settle")
 SERVICES = ("shoe", "wager", "dealer-policy", "settlement", "projections", "archiver")
 LIVENESS = 2.0  # seconds between looks at which services have a live instance
 STALLED = 300.0  # seconds without an event mid-coup: as the alert CasinoTableStalledMidCoup
@@ -140,7 +146,7 @@ class Floor:
         self.bell = asyncio.Event()
         self.watchers: set[asyncio.Queue[bytes]] = set()  # each browser's frames to send, encoded once for all
         self.tasks: list[asyncio.Task[None]] = []
-        self.doorbell: Subscription | None = None  # while someone looks (``look``)
+        self.doorbell: list[Subscription] = []  # one for each of ``RINGS``, while someone looks (``look``)
         self.refreshing: asyncio.Task[None] | None = None  # as long as the doorbell
         self.waking = asyncio.Lock()
         self.looked = 0.0  # when a page or stream last showed the floor
@@ -166,7 +172,7 @@ class Floor:
 
     @property
     def awake(self) -> bool:
-        return self.doorbell is not None
+        return bool(self.doorbell)
 
     async def look(self) -> None:
         """Someone looks at the floor: it is read from now on (woken if it
@@ -176,8 +182,9 @@ class Floor:
         async with self.waking:
             if self.awake:
                 return
-            self.doorbell = await self.nc.subscribe(f"{subjects.EVENTS}.>", cb=self._ring)
             try:
+                for aggregate in RINGS:
+                    self.doorbell.append(await self.nc.subscribe(subjects.aggregate_filter(aggregate), cb=self._ring))
                 for table in self.tiles:
                     await self._take_up(table)
                 await self._read_models(set(self.tiles))
@@ -205,10 +212,11 @@ class Floor:
 
     async def _sleep(self) -> None:
         """Nobody looks: the doorbell and the refreshing let go."""
-        if self.doorbell is not None:
-            doorbell, self.doorbell = self.doorbell, None
-            with contextlib.suppress(Exception):  # the connection closed meanwhile
-                await doorbell.unsubscribe()
+        if self.doorbell:
+            doorbell, self.doorbell = self.doorbell, []
+            for subscription in doorbell:
+                with contextlib.suppress(Exception):  # the connection closed meanwhile
+                    await subscription.unsubscribe()
             if self.refreshing is not None:
                 self.refreshing.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
