@@ -68,6 +68,9 @@ def by_procedure(figures: dict[str, Any]) -> str:
 SIZES: dict[str, Any] = {"rules_coups": 2000, "replay_coups_a_table": 150, "verifying_coups": 1200, "window": 50,
                          "pipeline_tables": 16, "scale_tables": [1, 4, 16, 64, 256], "history_coups": 20000,
                          "history_rounds": 300, "holding_coups": 50000, "archive_coups": 150,
+                         # runs at most of the benchmarks whose runs are minutes long, and whose figures the
+                         # runs agree on (scale's five sizes; holding's 50,000 coups dealt three ways)
+                         "scale_runs": 2, "holding_runs": 2,
                          "bounded_coups": (10000, 200000), "series_coups": 200,
                          # seconds the casino deals before a run's window opens (the services started and warm)
                          "warm": 4.0,
@@ -81,11 +84,11 @@ SIZES: dict[str, Any] = {"rules_coups": 2000, "replay_coups_a_table": 150, "veri
                          # and a search by player over one table's history of this many coups
                          "web": {"tables": 64, "asks": 200, "shoes": 3, "search_coups": 2000, "runs": 3},
                          # the whole casino, each table a coup a minute, every step measured for 30 s, from near
-                         # the last figure (one instance of every service, 4 steps at most, then two, 3 at most)
+                         # the last figure (one instance of every service, 3 steps at most, then two, 2 at most)
                          "capacity": {"start": 1000, "period": capacity.PERIOD, "window": 30.0, "halvings": 1,
-                                      "most_steps": 4},
+                                      "most_steps": 3},
                          "capacity_instances": {"start": 1000, "period": capacity.PERIOD, "window": 30.0,
-                                                "halvings": 1, "most_steps": 3}}
+                                                "halvings": 1, "most_steps": 2}}
 QUICK: dict[str, Any] = {**SIZES, "rules_coups": 100, "scale_tables": [1, 4], "warm": 1.0, "replay_coups_a_table": 5, "verifying_coups": 20, "window": 2,
                          "history_coups": 200, "history_rounds": 20, "holding_coups": 200, "archive_coups": 12,
                          "bounded_coups": (2400, 4800), "series_coups": 4,
@@ -112,9 +115,10 @@ def measure_all(sizes: dict[str, Any], runs: int, seconds: float) -> tuple[dict[
         ("cost", lambda: asyncio.run(cost.measure(seconds=seconds, warm=sizes["warm"], **within("cost")))),
         ("reading", lambda: asyncio.run(reading.measure(**within("reading")))),
         ("web", lambda: asyncio.run(web.measure(seconds=max(seconds, 2.0), **within("web")))),
-        ("scale", lambda: asyncio.run(scale(sizes["scale_tables"], seconds / 2, runs, sizes["warm"]))),
+        ("scale", lambda: asyncio.run(scale(sizes["scale_tables"], seconds / 2, min(runs, sizes["scale_runs"]),
+                                            sizes["warm"]))),
         ("history", lambda: asyncio.run(history.measure(sizes["history_coups"], sizes["history_rounds"], runs))),
-        ("holding", lambda: asyncio.run(holding.measure(sizes["holding_coups"], runs))),
+        ("holding", lambda: asyncio.run(holding.measure(sizes["holding_coups"], min(runs, sizes["holding_runs"])))),
         ("archive", lambda: asyncio.run(archive.measure(sizes["archive_coups"], runs))),
         ("bounded", lambda: asyncio.run(bounded.measure(*sizes["bounded_coups"]))),
         ("metrics", lambda: asyncio.run(series.measure(sizes["series_coups"]))),  # one run: minutes at the long size
