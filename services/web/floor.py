@@ -47,7 +47,7 @@ from casino.store.jetstream import JetStreamEventStore
 # tile read about once every two coups, not at each (docs/benchmarks.md).
 REFRESH = 0.25
 # The aggregates whose appends ring the doorbell: those a tile shows. A wager's is read with the rest at the
-# next ring (the close of betting, a coup's): a tile shows no wager, and wagers are most of a coup's appends.
+# next ring (the close of betting, a coup's): a tile shows no wager, and wagers are a third or more of the appends.
 RINGS = ("coup", "shoe", "settle")
 SERVICES = ("shoe", "wager", "dealer-policy", "settlement", "projections", "archiver")
 LIVENESS = 2.0  # seconds between looks at which services have a live instance
