@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import io
+import itertools
 import os
 import random
 import signal
@@ -26,19 +27,27 @@ import pytest
 from services import runner
 from services.archiver import consumer as archiver_consumer
 from services.archiver.service import ARCHIVER_DURABLE, ArchiverService
+from services.dealer_policy.service import DealerPolicyService
+from services.settlement.service import SettlementService
+from services.shoe.secrets import MemorySecrets
+from services.shoe.service import ShoeService
+from services.wager.service import WagerService
 
 from casino.audit import archive
 from casino.audit.audits import verify_history, verify_store
 from casino.audit.replay import replay_coup
 from casino.cli.simulator import Simulator
 from casino.config.tables import TableConfig
+from casino.protocol import commands
 from casino.readmodels import projections as readmodels
 from casino.readmodels.projections import KvProjections, checkpointed
 from casino.store import envelope, subjects
 from casino.store.archive import SealStore
-from casino.store.eventstore import Stored
+from casino.store.eventstore import InMemoryEventStore, Stored
 from casino.store.jetstream import ARCHIVE_STREAM, STREAM, JetStreamEventStore, stream_config
 from tests.faults.harness import audit
+from tests.faults.test_hostile_commands import LocalPeer
+from tests.rules.stacking import blackjack, burn_cards, order
 from tests.variants import ruleset_variant
 
 pytestmark = pytest.mark.anyio
@@ -651,3 +660,57 @@ async def _at_least(kv: KvProjections, seq: int) -> bool:
 
 async def _equal_to(kv: KvProjections, before: dict[tuple[str, str], bytes]) -> bool:
     return {k: v for k, v in (await kv.everything_listed()).items() if k in before} == before
+
+
+def test_a_round_carried_into_the_next_shoe_leaves_no_coup_in_play_in_that_shoes_seal(tmp_path: Path) -> None:
+    """003 7.9: the cut card out as the first card of a round, the shoe is
+    reshuffled at once and the round dealt from the next shoe. The coup's
+    record stays under the shoe it opened from, which is sealed with the
+    coup's messages under the next shoe (``archive.continued``); the next
+    shoe holds only the shoe's side of that round. Each shoe sealed as the
+    archiver seals it verifies alone: no coup is left in play in the next
+    shoe's seal, though a later coup opened there."""
+    ruleset = ruleset_variant(tmp_path, "blackjack-003-no-hole-card", decks=1, penetration=0.4)  # a round's first card is the cut card
+    config = {"J": TableConfig(ruleset)}
+
+    async def dealt() -> list[Stored]:
+        store, peer = InMemoryEventStore(), LocalPeer()
+        stacked = order(1, [], burn_cards(blackjack(ruleset).shoe))  # every shoe alike: the same rounds
+        shoe = ShoeService(store, MemorySecrets(), shuffle=lambda table, decks: (stacked, "salt"))
+        wager, dealer = WagerService(store), DealerPolicyService(store, peer, config)  # type: ignore[arg-type]
+        peer.routes = {"shoe": (commands.shoe_decoder, shoe.handle, shoe.reload),
+                       "wager": (commands.wager_decoder, wager.handle, wager.reload),
+                       "book": (commands.book_decoder, wager.handle, wager.reload),
+                       "coup": (commands.coup_decoder, dealer.handle, dealer.reload)}
+        for n in range(1, 25):
+            reply = await peer.ask("casino.cmd.J.coup", commands.OpenCoup(id=f"o{n}", table="J", number=n))
+            assert reply.ok, reply
+            assert (await peer.ask("casino.cmd.J.wager", commands.PlaceWager(
+                id=f"w{n}", table="J", coup=reply.coup, seat=1, bet="box", amount=5000))).ok
+            reply = await peer.ask("casino.cmd.J.coup", commands.CloseBetting(id=f"c{n}", table="J", coup=reply.coup))
+            while reply.waiting is not None and reply.waiting.kind == "decision":
+                reply = await peer.ask("casino.cmd.J.coup", commands.Decide(
+                    id=f"d{n}", table="J", coup=reply.coup, seat=1, hand=0, action="stand"))
+            await dealer.finish_rounds()
+        settlement = SettlementService(store)
+        for m in await store.read(subjects.table_filter("J")):
+            await settlement.on_coup_events(m)
+        return await store.read(f"{subjects.EVENTS}.>")
+
+    stored = asyncio.run(dealt())
+    shoes = sorted({subjects.tokens(m.subject)[1] for m in stored} - {subjects.NO_COUP},
+                   key=lambda s: subjects.shoe_number("J", s) or 0)
+    carried = [c for s in shoes for c in archive.continued([m for m in stored if subjects.tokens(m.subject)[1] == s])]
+    assert carried, "no round went on into the next shoe: the test would prove nothing"
+    rulesets = [m for m in stored if subjects.tokens(m.subject)[3] == "ruleset"]
+    sealed = 0
+    for shoe, after in itertools.pairwise(shoes):
+        own = [m for m in stored if subjects.tokens(m.subject)[1] == shoe]
+        if not archive.sealable(own):
+            continue
+        later = [m for m in stored if subjects.tokens(m.subject)[1] == after
+                 and subjects.tokens(m.subject)[2] in archive.continued(own)]
+        seal = archive.seal_shoe("J", shoe, archive.GENESIS, own, later, rulesets)
+        assert verify_history(archive.open_seal(seal.sealed).stored()).findings == [], shoe
+        sealed += 1
+    assert sealed >= 2

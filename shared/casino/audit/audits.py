@@ -157,13 +157,20 @@ def _verify_coups(coups: dict[str, list[Stored]], each_coup: Callable[[list[Stor
     it left (``carried``: kept across calls by a caller that hands the coups
     over in turn); ``each_coup`` is given every one's records. A coup being
     dealt is not decided yet: only its directions are checked against its
-    roster, and it is named in ``openings`` (``Openings.left_in_play``)."""
+    roster, and it is named in ``openings`` (``Openings.left_in_play``). A
+    coup of which ``coups`` hold only the shoe's messages is the shoe's side
+    of a round carried over from the shoe before (003 7.9: reshuffled at once
+    as the cut card came first): its record is that shoe's, where it is
+    verified whole (``archive.continued``), and it is neither verified nor
+    in play here."""
     findings: list[Finding] = []
     verified = 0
     carried = {} if carried is None else carried
     for coup, msgs in sorted(coups.items()):
         if each_coup is not None:
             each_coup(msgs)
+        if all(subjects.tokens(m.subject)[3] == "shoe" for m in msgs):
+            continue
         if not any(subjects.tokens(m.subject)[3] == "settle" for m in msgs) and _in_play(msgs):
             findings += _directions(coup, msgs)
             if openings is not None:
