@@ -43,11 +43,9 @@ from casino.store.eventstore import Stored, latest_at_table
 from casino.store.following import Following
 from casino.store.jetstream import JetStreamEventStore
 
-# Seconds a table's changes are gathered before its tile is read again: a table dealing flat out has its
-# tile read about once every two coups, not at each (docs/benchmarks.md).
-REFRESH = 0.25
-# The aggregates whose appends ring the doorbell: those a tile shows. A wager's is read with the rest at the
-# next ring (the close of betting, a coup's): a tile shows no wager, and wagers are a third or more of the appends.
+REFRESH = 0.25  # seconds a table's changes are gathered before its tile is read again (docs/benchmarks.md)
+# The appends that ring the doorbell: those a tile shows. A wager's (a third or more of a coup's appends,
+# none on a tile) is read with the rest at the next ring: the close of betting, a coup's.
 RINGS = ("coup", "shoe", "settle")
 SERVICES = ("shoe", "wager", "dealer-policy", "settlement", "projections", "archiver")
 LIVENESS = 2.0  # seconds between looks at which services have a live instance
