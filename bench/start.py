@@ -21,7 +21,7 @@ from typing import Any
 from nats.aio.client import Client
 from services.dealer_policy.service import DealerPolicyService
 from services.dealer_policy.table import carry
-from services.shoe.orders import orders_of
+from services.shoe.app import orders_of
 from services.shoe.secrets import JetStreamSecrets
 from services.shoe.service import ShoeService
 from services.shoe.shoes import TableShoe
@@ -64,7 +64,7 @@ async def shoe_whole(nc: Client, tables: dict[str, TableConfig]) -> ShoeService:
     for name, config in tables.items():
         rules = rulesets.load(config.ruleset)
         service.tables[name] = TableShoe(rules=rules.shoe, document=rules.document,
-                                         orders=orders_of(config, service.shuffle))
+                                         orders=orders_of(config.source, service.shuffle))
         for msg in await service.store.read(subjects.aggregate_filter("shoe", name)):
             await service.observe(msg.subject, msg.seq, msg.batch)
     return service

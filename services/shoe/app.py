@@ -2,16 +2,20 @@
 application for `faststream docs gen services.shoe.app:app --factory` and
 `faststream run` ($CASINO_NATS_URL)."""
 
+import functools
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from faststream.asgi import AsgiFastStream
 from nats.aio.client import Client
 
+from casino.config.tables import Source, TableConfig
 from casino.protocol import commands
 from casino.store.envelope import Batch
 from casino.store.jetstream import JetStreamEventStore
 from services import runner
-from services.shoe.secrets import JetStreamSecrets, secure_shuffle
+from services.shoe.orders import HandShuffle, MachineOrder, OrderSource, OwnShuffle
+from services.shoe.secrets import JetStreamSecrets, ShuffleSource, secure_shuffle
 from services.shoe.service import ShoeService
 from services.wiring import EVENTS, REPLIES, Lane, Sent, Wiring
 
@@ -30,9 +34,24 @@ class ShoeWiring(Wiring):
                                                       "revealed as the shoe ends."))
 
     async def make(self, nc: Client, store: JetStreamEventStore) -> Any:
-        # Each table's orders come from where its tables file says (services.shoe.orders).
-        return ShoeService(store, JetStreamSecrets(nc.jetstream()), self.host.options.get("shuffle", secure_shuffle),
-                           self.host.clock, self.host.tables)
+        shuffle = self.host.options.get("shuffle", secure_shuffle)
+        return ShoeService(store, JetStreamSecrets(nc.jetstream()), shuffle, self.host.clock,
+                           order_sources(self.host.tables, shuffle))
+
+
+def order_sources(tables: Mapping[str, TableConfig] | None, shuffle: ShuffleSource,
+                  ) -> dict[str, Callable[[], OrderSource]] | None:
+    """Where each table's shoe orders come from, picked once from its tables
+    file (services.shoe.orders), each made afresh as the table is taken up;
+    None (no tables file): the service's own shuffle at every table."""
+    if tables is None:
+        return None
+    return {name: functools.partial(orders_of, config.source, shuffle) for name, config in tables.items()}
+
+
+def orders_of(source: Source, shuffle: ShuffleSource) -> OrderSource:
+    """The adapter for a table whose cards come from ``source``."""
+    return MachineOrder() if source == "recognised" else HandShuffle() if source == "hand" else OwnShuffle(shuffle)
 
 
 WIRING = ShoeWiring

@@ -1,6 +1,6 @@
 """Where a table's shoe orders come from, as the shoe service sees it: a port
 with three adapters, picked once per table from the tables file (``cards``
-and ``shuffle``, ``TableConfig.source``). The service's own shuffle, kept
+and ``shuffle``) as the service is wired (services.shoe.app). The service's own shuffle, kept
 secret until its shoe ends; a recognised shuffling machine's reported order,
 kept as secretly (services.shoe.readers); or a hand shuffle, of which no
 order is known."""
@@ -10,7 +10,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import ClassVar
 
-from casino.config.tables import Source, TableConfig
+from casino.config.tables import Source
 from casino.metrics import Metrics
 from casino.protocol.commands import SHUFFLING_MACHINE, Waiting
 from casino.rules.errors import RuleViolation
@@ -20,7 +20,7 @@ from services.shoe.secrets import Order, SecretStore, ShuffleSource
 class OrderSource(ABC):
     """Where one table's shoe orders come from."""
 
-    recorded: ClassVar[Source]  # as the shoe's shuffle records it (casino.rules.shoe.ShoeShuffled.source)
+    recorded: ClassVar[Source]  # as the shoe's shuffle records it (casino.rules.shoe.ShoeShuffled)
     how: ClassVar[str]  # in words, for a refusal
 
     @abstractmethod
@@ -97,8 +97,3 @@ class HandShuffle(OrderSource):
     async def order(self, secrets: SecretStore, table: str, shoe: str, decks: int) -> Order:
         return (), ""
 
-
-def orders_of(config: TableConfig | None, shuffle: ShuffleSource) -> OrderSource:
-    """The adapter for a table of the tables file (none: the service's own shuffle)."""
-    source = "" if config is None else config.source
-    return MachineOrder() if source == "recognised" else HandShuffle() if source == "hand" else OwnShuffle(shuffle)

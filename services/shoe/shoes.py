@@ -7,12 +7,11 @@ through it."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import msgspec
 
 from casino.config import rulesets
-from casino.config.tables import TableConfig
 from casino.metrics import Metrics, count_recorded
 from casino.nats.partitions import within
 from casino.protocol.commands import ShoeCommand
@@ -24,7 +23,7 @@ from casino.store import subjects
 from casino.store.envelope import READ, Batch
 from casino.store.eventstore import Appended, EventStore, Stored, latest_at_table
 from services.repository import Held, Repository
-from services.shoe.orders import OrderSource, orders_of
+from services.shoe.orders import OrderSource, OwnShuffle
 from services.shoe.secrets import Order, SecretStore, ShuffleSource, secure_shuffle
 
 # What a card-reading shoe's report is taken as (services.shoe.readers), beside the shuffles it may cause.
@@ -71,10 +70,11 @@ class Shoes:
     producer = "shoe"
 
     def __init__(self, store: EventStore, secrets_: SecretStore, shuffle: ShuffleSource = secure_shuffle,
-                 clock: Clock = utc_now, configs: Mapping[str, TableConfig] | None = None) -> None:
-        """``configs``: the tables file, where each table's orders come from
-        (None: the service's own shuffle at every table)."""
-        self.store, self.secrets, self.shuffle, self.configs = store, secrets_, shuffle, configs
+                 clock: Clock = utc_now, orders: Mapping[str, Callable[[], OrderSource]] | None = None) -> None:
+        """``orders``: each table of the tables file, and where its orders come
+        from, picked as the service is wired (services.shoe.app; None: the
+        service's own shuffle at every table)."""
+        self.store, self.secrets, self.shuffle, self.orders = store, secrets_, shuffle, orders
         # A table's shoe lives as long as the table: a retry is told by the shoe's state, not by its causes.
         self.repository: Repository[TableShoe] = Repository(store, self.producer, _fold, clock=clock, by_cause=False)
         self.tables: dict[str, TableShoe] = {}
@@ -167,10 +167,10 @@ class Shoes:
     async def table(self, table: str, ruleset: str) -> TableShoe:
         """The table's shoe, folded from the stream the first time it is asked for."""
         if table not in self.tables:
-            if self.configs is not None and table not in self.configs:
+            if self.orders is not None and table not in self.orders:
                 raise RuleViolation("tables", f"table {table} is not in the shoe service's tables file")
             rules = rulesets.load(ruleset)
-            orders = orders_of(None if self.configs is None else self.configs[table], self.shuffle)
+            orders = OwnShuffle(self.shuffle) if self.orders is None else self.orders[table]()
             if self.metrics is not None:
                 orders.watched(self.metrics, table)
             self.tables[table] = TableShoe(rules=rules.shoe, document=rules.document, orders=orders)

@@ -11,7 +11,8 @@ import typing
 import msgspec
 import pytest
 from services.dealer_policy.sources import ReadingShoe, ShuffledShoe, source_of
-from services.shoe.secrets import MemorySecrets
+from services.shoe.app import order_sources
+from services.shoe.secrets import MemorySecrets, secure_shuffle
 from services.shoe.service import ShoeService
 
 from casino.config.tables import TableConfig
@@ -39,7 +40,7 @@ def test_each_table_is_filled_from_the_source_its_tables_file_names() -> None:
     order, and is filled with it as it comes. Nobody's command said which:
     the same StartRound at each."""
     store, secrets = InMemoryEventStore(), MemorySecrets()
-    shoe = ShoeService(store, secrets, configs=TABLES)
+    shoe = ShoeService(store, secrets, orders=order_sources(TABLES, secure_shuffle))
 
     def start(table: str) -> commands.Reply:
         coup = f"{table}-000001"
@@ -71,7 +72,7 @@ def test_each_table_is_filled_from_the_source_its_tables_file_names() -> None:
 
 
 def test_a_table_not_in_the_shoe_services_tables_file_is_refused_naming_it() -> None:
-    shoe = ShoeService(InMemoryEventStore(), MemorySecrets(), configs=TABLES)
+    shoe = ShoeService(InMemoryEventStore(), MemorySecrets(), orders=order_sources(TABLES, secure_shuffle))
     with pytest.raises(RuleViolation) as refused:
         asyncio.run(shoe.handle(commands.StartRound("X1-000001:start", "X1", "X1-000001", RULES)))
     assert refused.value.clause == "tables" and "X1" in refused.value.reason
