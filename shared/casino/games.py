@@ -23,11 +23,12 @@ from casino.rules.blackjack import messages as blackjack_messages
 from casino.rules.blackjack.messages import Action
 from casino.rules.cards import Card
 from casino.rules.errors import RuleViolation
+from casino.rules.incidents import voided
 from casino.rules.ruleset import BaccaratRules, BlackjackRules, Ruleset
 from casino.rules.runs import DealerRun, Run, TableauRun
 from casino.rules.settlement import Payout
 from casino.rules.wagers import Wager
-from casino.store.envelope import AnyEvent, CoupConfigured, CoupRuled
+from casino.store.envelope import AnyEvent, CoupConfigured
 
 # The coup aggregate of any game (each game's own frozen state).
 Coup = baccarat.BaccaratCoup | blackjack.BlackjackCoup
@@ -347,14 +348,6 @@ DEALT_IN: dict[type, str] = {game.card_dealt: game.name for game in GAMES.values
 RESULTS: tuple[type, ...] = tuple(RESULT_OF)
 CARD_DEALT: frozenset[type] = frozenset(DEALT_IN)
 BETTING_CLOSED: frozenset[type] = frozenset(game.betting_closed for game in GAMES.values())
-
-
-def voided(event: object) -> bool:
-    """Whether ``event`` voids its coup: a supervisor's ruling (``CoupRuled``)
-    in it that nothing more is dealt in it (``void``, or ``end_shoe``: its
-    shoe ended too); one between coups, filed before the next coup opened,
-    voids nothing. A void coup is settled with every stake returned."""
-    return isinstance(event, CoupRuled) and event.ruling in ("void", "end_shoe") and bool(event.coup)
 
 
 def ends_coup(event: object) -> bool:

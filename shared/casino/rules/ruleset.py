@@ -84,12 +84,16 @@ class ShoeRules(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     # ``cut_card_tolerance`` cards from where the penetration puts it, or does not come out by then
     # (``cut_card``: dealt on, the cut card reckoned where the penetration puts it; or the shoe ended).
     # ``end_shoe_after``: the shoe is ended, whatever the house rule, at the card refused that many times in a
-    # row, and at the coup that would be the table's that many-th voided in a row (a shoe out of its order).
+    # row, and at the coup that would be the table's that many-th voided in a row, across shoes (a shoe out of
+    # its order); the shoe after one a ruling ended must not be ended so too: the table is closed instead.
+    # ``most_awaiting``: the incidents that may await a ruling at once; the card that would be one more closes
+    # the table (casino.rules.incidents), until a supervisor reopens it.
     misdraw: Literal["go_on", "void"] = "go_on"
     refused: Literal["go_on", "void", "end_shoe"] = "void"
     cut_card: Literal["go_on", "end_shoe"] = "go_on"
     cut_card_tolerance: int = 8
     end_shoe_after: int = 3
+    most_awaiting: int = 10
 
     def __post_init__(self) -> None:
         _require(1 <= self.decks <= 8, "decks", "must be 1 to 8")
@@ -97,6 +101,7 @@ class ShoeRules(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         _require(0 <= self.cut_card_tolerance <= 52, "cut_card_tolerance", "must be 0 to 52 cards")
         _require(1 <= self.end_shoe_after <= 3, "end_shoe_after", "must be 1 to 3 (no table voids more than 3 "
                                                                   "coups in a row on a shoe out of its order)")
+        _require(1 <= self.most_awaiting <= 100, "most_awaiting", "must be 1 to 100 incidents awaiting a ruling")
 
     @property
     def cards(self) -> int:

@@ -60,7 +60,11 @@ class Leave(BookCommand, frozen=True, tag="wager.leave"):
 
 
 class CloseBook(BookCommand, frozen=True, tag="wager.close_book"):
-    pass
+    """Close betting; ``void``: for a coup a supervisor's ruling voids while
+    betting is open, whose wagers are all returned: closed as they stand, with
+    nothing the deal would need of them (no wager at blackjack included)."""
+
+    void: bool = False
 
 
 class PlaceExtra(BookCommand, frozen=True, tag="wager.place_extra"):
@@ -185,6 +189,8 @@ def decide(rules: BaccaratRules | BlackjackRules, book: Book, command: AnyBookCo
             return [PlayerLeft(command.seat, player)]
         case CloseBook():
             _must_be_open(book)
+            if command.void:  # nothing is dealt: every wager is returned as placed
+                return [BookClosed(tuple(book.wagers))]
             if isinstance(rules, BlackjackRules) and not book.wagers:
                 # Refused here, before the book closes: a book closed on a coup that
                 # cannot be dealt would leave the table with neither betting nor a deal.

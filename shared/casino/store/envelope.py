@@ -10,7 +10,7 @@ from datetime import datetime
 
 import msgspec
 
-from casino.rules import settlement, shoe, wagerbook
+from casino.rules import incidents, settlement, shoe, wagerbook
 from casino.rules.baccarat import messages as baccarat_messages
 from casino.rules.blackjack import messages as blackjack_messages
 
@@ -30,8 +30,13 @@ class CoupConfigured(msgspec.Struct, frozen=True, gc=False, tag_field="type", ta
     ``dealer_before``: who dealt the table's coup before (version 5; empty
     before, and where nobody signed in): where they differ, the dealer changed.
     ``voids_before``: how many of the table's coups just before it were voided
-    in a row on the shoe in play (version 6; 0 before): the coup that would be
-    the ruleset's ``shoe.end_shoe_after``-th ends the shoe (docs/readers.md)."""
+    in a row (version 6; 0 before; on the shoe in play before version 7, across
+    shoes since): the coup that would be the ruleset's ``shoe.end_shoe_after``-th
+    ends the shoe (docs/readers.md). ``shoe``: the shoe it is dealt from, the
+    one its subject names (version 7; empty before). ``ruled_ended``: the shoe
+    a supervisor's ruling ended, where ``shoe`` is the one after it (version
+    7): a ruling that would end ``shoe`` too closes the table instead
+    (casino.rules.incidents)."""
 
     table: str
     game: str
@@ -44,6 +49,8 @@ class CoupConfigured(msgspec.Struct, frozen=True, gc=False, tag_field="type", ta
     dealer: str = ""
     dealer_before: str = ""
     voids_before: int = 0
+    shoe: str = ""
+    ruled_ended: str = ""
 
 
 OPENINGS_KEPT = 32  # the openings a coup's record names, its own and the table's before it
@@ -77,88 +84,22 @@ class CoupHeld(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="cou
     reason: str
 
 
-class CardIncident(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="coup.card_incident"):
-    """A card out of the table's card-reading shoe that the coup could not
-    take (docs/readers.md): ``misdrawn`` (none was due: ``clause``, 000 8.19 or
-    8.28 where a holder drew it), ``refused`` (the shoe cannot have given it:
-    not the next of the committed order, or a copy too many; ``clause`` names
-    which), ``unread`` (the shoe could not read it), or ``cut_card`` (the cut
-    card out of place, or missed), as the shoe recorded it under the report
-    ``read``. The coup is held until a supervisor rules (``CoupRuled``) by the
-    house rule ``setting`` (``shoe.misdraw``, ``shoe.refused``,
-    ``shoe.cut_card``), whose ruling was ``house_rule``; each further
-    incident is ruled in turn. ``coup`` is empty for a card out between
-    coups: it holds the next coup's opening, and is filed in that coup's
-    record before its ``coup.configured``."""
-
-    table: str
-    coup: str
-    kind: str
-    card: str
-    read: str
-    clause: str
-    what: str
-    setting: str
-    house_rule: str
-
-
-# The incidents whose card says the shoe has left its committed order (a card it cannot have given, a cut card
-# out of place): a supervisor may end the shoe for one whatever the house rule (docs/readers.md).
-SHOE_ENDING = ("refused", "cut_card")
-
 READ = "read:"  # the causation of what a card-reading shoe's report caused (the coup's and the shoe's): its id follows
 KEYED = "keyed:"  # the causation of the card a ``CardKeyed`` keyed in, once confirmed: the report's id follows
 
 
-class CardKeyed(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="coup.card_keyed"):
-    """The card of report ``read``, which the card-reading shoe could not
-    read, as ``dealer`` keyed it in from the table's terminal: taken into the
-    coup only once a supervisor confirms it (``CoupRuled`` ``confirm``)."""
-
-    table: str
-    coup: str
-    read: str
-    card: str
-    dealer: str
-
-
-# A card incident's kind and a supervisor's ruling in plain words, as a pit reads them.
-INCIDENT_WORDS = {"misdrawn": "a card out of the shoe when none was due", "refused": "a card the shoe cannot have given",
-                  "unread": "a card the shoe could not read", "cut_card": "the cut card out of its place"}
-RULING_WORDS = {"go_on": "dealt on", "void": "void, every stake returned", "end_shoe": "void, and the shoe ended",
-                "confirm": "the card keyed in confirmed"}
-
-
-class CoupRuled(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="coup.ruled"):
-    """A supervisor's ruling on the coup held for the card incident of report
-    ``read``, on their own credential: ``go_on`` (the card stays in the discard
-    rack, the coup is dealt on), ``void`` (nothing more is dealt in it;
-    every wager is returned) or ``end_shoe`` (void, and the shoe ended), as
-    the house rule ``setting`` says; or, for a card the shoe could not read,
-    ``confirm`` (the card keyed in is the card: the coup takes it, in the same
-    message, as the shoe's report). ``coup`` is empty for an incident between
-    coups (``CardIncident``), where no coup is voided."""
-
-    table: str
-    coup: str
-    read: str
-    ruling: str
-    supervisor: str
-    setting: str
-
-
 AnyEvent = (
     shoe.AnyShoeEvent | baccarat_messages.AnyBaccaratEvent | blackjack_messages.AnyBlackjackEvent | wagerbook.AnyBookEvent
-    | settlement.CoupSettled | CoupConfigured | RulesetRecorded | CoupHeld | CardIncident | CardKeyed | CoupRuled
+    | settlement.CoupSettled | CoupConfigured | RulesetRecorded | CoupHeld | incidents.AnyIncidentEvent
 )
 # The events of a coup's record that are no step of its game: not decided again by its rules.
-NOT_OF_THE_GAME = (CoupConfigured, CoupHeld, CardIncident, CardKeyed, CoupRuled)
+NOT_OF_THE_GAME = (CoupConfigured, CoupHeld, *incidents.EVENTS)
 
 # The schema version of each event type now written; a type not listed is at 1.
 VERSIONS: dict[str, int] = {"shoe.shuffled": 3, "baccarat.card_dealt": 2, "shoe.card_burned": 3, "shoe.card_drawn": 2,
                             "blackjack.decision_taken": 2, "baccarat.holder_assigned": 3, "baccarat.coup_opened": 3,
-                            "coup.configured": 6, "baccarat.cards_returned": 2, "baccarat.shoe_given_up": 2,
-                            "settlement.coup_settled": 2}
+                            "coup.configured": 7, "coup.card_incident": 2, "baccarat.cards_returned": 2,
+                            "baccarat.shoe_given_up": 2, "settlement.coup_settled": 2}
 # The fields that came with a version of their event type: a record of an
 # earlier version holds them empty (its upcaster gives them so), and is
 # verified without them (casino.audit.verify).
@@ -166,7 +107,9 @@ ADDED_SINCE: dict[str, tuple[str, ...]] = {
     "baccarat.card_dealt": ("clause",), "shoe.card_burned": ("clause", "read"), "blackjack.decision_taken": ("clause",),
     "shoe.shuffled": ("source",), "shoe.card_drawn": ("read",),
     "baccarat.holder_assigned": ("player",), "baccarat.coup_opened": ("shoe_holder_player", "in_force", "supervisor"),
-    "coup.configured": ("opened_before", "currency", "supervisors", "dealer", "dealer_before", "voids_before"),
+    "coup.configured": ("opened_before", "currency", "supervisors", "dealer", "dealer_before", "voids_before", "shoe",
+                        "ruled_ended"),
+    "coup.card_incident": ("shoe",),
     "baccarat.cards_returned": ("clause",),
     "baccarat.shoe_given_up": ("player",)}
 

@@ -37,6 +37,9 @@ UPCASTERS: dict[tuple[str, int], Upcaster] = {
     ("coup.configured", 3): lambda data: {**data, "supervisors": []},  # no roster recorded before version 4
     ("coup.configured", 4): _empty("dealer", "dealer_before"),
     ("coup.configured", 5): lambda data: {**data, "voids_before": 0},  # no voids counted before version 6
+    # Version 7 names the coup's shoe, and a shoe a ruling ended before it (voids counted across shoes since).
+    ("coup.configured", 6): _empty("shoe", "ruled_ended"),
+    ("coup.card_incident", 1): _empty("shoe"),  # the card's shoe, named since version 2
     ("shoe.shuffled", 1): _shoe_shuffled_1_to_2,
     ("shoe.shuffled", 2): _empty("source"),  # no card-reading shoes before version 3: the service shuffled
     ("shoe.card_drawn", 1): _empty("read"),
