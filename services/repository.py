@@ -28,6 +28,7 @@ class Staged(msgspec.Struct):
     wide: bool = False  # whether they are guarded on more than the aggregate's own subject (the first ``keep`` says)
     opening: str = ""  # the command id of the step that opens the aggregate, if one does
     filed: str = ""  # the aggregate they are filed under, where another than the one held (a coup not yet opened)
+    shoe: str = ""  # and the shoe they are filed under there (the one a card out between coups came from)
 
 
 class Held(msgspec.Struct):

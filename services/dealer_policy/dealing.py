@@ -60,15 +60,16 @@ class Dealing:
         await self.repository.catch_up(subjects.aggregate_filter("coup", t.name), t.seen, follow_locked,
                                        lambda m: follow(self.repository, t, m))
 
-    def stage(self, events: list[AnyEvent], msg_id: str, causation: str, command: str = "") -> None:
+    def stage(self, events: list[AnyEvent], msg_id: str, causation: str, command: str = "", shoe: str = "") -> None:
         """Take a decision now (the coup moves on) and record it with the next
         ``flush``; ``command`` is the digest of the terminal's command that
         caused it. Between coups it goes into the next coup's record, before
-        that coup's opening (``TableCoup.place``)."""
+        that coup's opening (``TableCoup.place``), under ``shoe``: the shoe
+        its card came from."""
         t = self.t
         self.repository.keep(t, wide=t.finished)
         if not t.staged.steps and before_opening(events):
-            t.staged.filed = t.next_coup
+            t.staged.filed, t.staged.shoe = t.next_coup, shoe
         if t.staged.filed:
             t.prelude, t.prelude_of = {**(t.prelude if t.prelude_of == t.staged.filed else {}),
                                        causation: command}, t.staged.filed
@@ -86,9 +87,8 @@ class Dealing:
         opened, events = t.staged.opening, [e for evs, _, _, _ in t.staged.steps for e in evs]
         written = t.staged.steps[0][1] if t.staged.steps else ""
         guard, expected = (subjects.aggregate_filter("coup", t.name), t.seen) if t.staged.wide else (None, t.last_seq)
-        # What is recorded between coups is filed under the next coup, and the shoe of the coup before (the
-        # table's first coup: the shoe in play), where the coup before's record is read with it.
-        coup, shoe = (t.staged.filed, t.shoe or t.shoe_seen) if t.staged.filed else (t.coup, t.shoe)
+        # What is recorded between coups is filed under the next coup, and the shoe its card came from.
+        coup, shoe = (t.staged.filed, t.staged.shoe or t.shoe_seen) if t.staged.filed else (t.coup, t.shoe)
         ack = await self.repository.flush(t, subjects.event(t.name, shoe, coup, "coup"), expected=expected,
                                           guard=guard, table=t.name, shoe=shoe, coup=coup)
         if ack is None:
@@ -104,11 +104,12 @@ class Dealing:
             # hand). Undone here; the command is decided again on the record read back.
             raise Conflict(f"{written} is recorded already (seq {ack.seq}): the record stands, not this decision")
         t.awaiting_card = 0.0  # the coup has moved: what it waits for, it waits for from now
-        count_recorded(self.metrics, t.name, events, t.game.procedure(t.state) if t.state is not None else "")
+        count_recorded(self.metrics, t.name, events, t.procedure)
         t.seen = max(t.seen, ack.seq)
 
-    async def commit(self, events: list[AnyEvent], msg_id: str, causation: str, command: str = "") -> None:
-        self.stage(events, msg_id, causation, command)
+    async def commit(self, events: list[AnyEvent], msg_id: str, causation: str, command: str = "",
+                     shoe: str = "") -> None:
+        self.stage(events, msg_id, causation, command, shoe)
         await self.flush()
 
     async def record_aside(self, subject: str, events: list[AnyEvent], *, expected: int, msg_id: str,
@@ -129,13 +130,15 @@ class Dealing:
 
     def waiting(self) -> commands.Waiting:
         t = self.t
+        if t.incidents.closed:  # until a supervisor reopens it
+            return commands.Waiting("closed", reason=t.incidents.closed)
         if (incident := t.incident) is not None:  # the first held for, in the coup or before the next opens
-            keying = incident.kind == "unread" and not t.keyed
+            keying = incident.kind == "unread" and not t.incidents.keyed
             return commands.Waiting("key" if keying else "ruling", incident=incident.kind,
                                     house_rule=incident.house_rule)
         if t.shuffling and (t.finished or t.game.waiting(t.rules, t.state).kind == "card"):
             return commands.Waiting("shuffle")  # for the card-reading shoe's next order
-        if t.held:
+        if t.stopped:  # held for compliance, or void
             return commands.Waiting("held")
         if t.state is None:
             return commands.Waiting("open")
@@ -155,7 +158,7 @@ class Dealing:
         steps taken are recorded as one batch before anyone is waited for."""
         t = self.t
         await self._stake()
-        while t.state is not None and t.incident is None and not t.held:
+        while t.state is not None and not t.stopped:
             step = t.game.next_step(t.rules, t.state)
             if step.kind == "pass" and step.waiting.hand is not None:
                 hand = step.waiting.hand
@@ -242,9 +245,10 @@ async def play(w: Dealing, cmd: Any) -> None:
     answer, a decision): decided once however often it is asked, and the
     dealer's own steps after it taken either way."""
     t = w.t
-    if cmd.coup == t.coup and t.held:
-        raise RuleViolation(commands.HELD, f"coup {t.coup} is held for compliance, nothing more is dealt in it: "
-                            f"{t.held}; the table goes on with its next coup")
+    if cmd.coup == t.coup and t.stopped:
+        why = f"is held for compliance, nothing more is dealt in it: {t.held}" if t.held else t.stopped
+        raise RuleViolation(commands.HELD, f"coup {t.coup} {why}"
+                            + ("; the table goes on with its next coup" if not t.incidents.holding else ""))
     if cmd.coup != t.coup or t.state is None:
         raise RuleViolation("coup", f"coup {cmd.coup} is not the coup being dealt at {cmd.table}")
     if isinstance(cmd, commands.CloseBetting) and t.state.phase == "betting":
@@ -261,14 +265,13 @@ async def _command(w: Dealing, cmd: commands.CoupCommand) -> None:
                                  commands.CloseBook(f"{t.coup}:close-book", t.name, t.coup))
         closing = t.game.close_betting(book.wagers)
         w.stage(w.decide(closing), f"{t.coup}:close", cmd.id, commands.digest(cmd))
-        return
-    rule_cmd = t.game.from_terminal(cmd)
-    w.stage(w.decide(rule_cmd), commands.write_id(t.coup, cmd.id), cmd.id, commands.digest(cmd))
-    # A player's choice is recorded before anything it calls for is done at
-    # another service (a card drawn, an extra stake booked): two terminals
-    # racing with different choices, the loser's would otherwise be drawn
-    # or booked for a choice never recorded. (Closing the betting is the
-    # same whoever asks, and goes with the deal in one batch.)
+    else:
+        w.stage(w.decide(t.game.from_terminal(cmd)), commands.write_id(t.coup, cmd.id), cmd.id, commands.digest(cmd))
+    # A command is recorded before anything it calls for is done at another
+    # service (a card drawn, an extra stake booked): the record shows betting
+    # closed before any card leaves the shoe for the deal, and of two
+    # terminals racing with different choices, the loser's is never drawn or
+    # booked for a choice never recorded.
     await w.flush()
 
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from casino.config import rulesets
 from casino.protocol import commands
 from casino.protocol.service import log
+from casino.rules import incidents
 from casino.rules.errors import RuleViolation
 from casino.rules.shoe import ROUND
 from casino.store import subjects
@@ -41,6 +42,9 @@ async def open_coup(w: Dealing, cmd: commands.OpenCoup) -> None:
         raise RuleViolation("coup", f"command id {cmd.id} opens coup number {cmd.number}, and the table's "
                             f"next is {t.number + 1} ({t.coup or 'no coup'} the latest): a new coup "
                             "takes a new command id")
+    if t.incidents.closed:
+        raise RuleViolation(incidents.CLOSED, f"table {t.name} is closed ({t.incidents.closed}): a supervisor "
+                                              "reopens it (table.reopen) before its next coup")
     if not t.finished:
         raise RuleViolation("coup", f"coup {t.coup} is still being dealt")
     if (incident := t.incident) is not None:
@@ -78,23 +82,27 @@ async def _open(w: Dealing, cmd: commands.OpenCoup) -> None:
     # this coup's round as it ended the last (docs/clauses.md, "The next round"), else it starts it now.
     await reading.end_shoe(w)  # a shoe a ruling ended, where the shoe service has not ended it yet
     ended = None
-    if not t.held and t.state is not None:
+    if not t.stopped and t.state is not None:
         try:
             ended = await w.end_round()
         except RuleViolation as exc:  # the shoe refuses the round the record holds: a fault, held for compliance
             if exc.clause != ROUND:
                 raise
             table.refused(t, f"the shoe refused its round's end: {exc.reason}")
-    if t.held:
+    if t.stopped:  # held for compliance, or void
         await _end_held(w)
-    start = ended if ended is not None and ended.coup == coup else await w.ask_shoe(
+    # The round the shoe started as the last ended, unless its shoe may have ended since (a ruling, a closing,
+    # or its cut card out between coups: the round is then the next shoe's, as the shoe answers asked again).
+    moved = t.shuffling or t.incidents.to_end is not None or (ended is not None and ended.shoe not in ("", t.shoe_seen))
+    start = ended if ended is not None and ended.coup == coup and not moved else await w.ask_shoe(
         commands.StartRound(f"{coup}:start", t.name, coup, t.config.ruleset))
     opening = t.game.opening(t.rules, t.config, coup, cmd.procedure, carry, start.shoe, cmd.supervisor)
     recorded = await _record_ruleset(w)
+    voids_before, ruled_ended = incidents.carried(t.incidents, start.shoe)
     events: list[AnyEvent] = [CoupConfigured(t.name, t.game.name, t.config.ruleset, recorded, number,
                                              t.openings[:OPENINGS_KEPT], t.config.currency,
                                              t.config.supervisors, cmd.dealer or t.dealer, t.dealer,
-                                             table.voids_in_a_row(t))]
+                                             voids_before, start.shoe, ruled_ended)]
     events += t.game.decide(t.rules, t.game.new(), opening)  # refused here: nothing has changed
     w.repository.keep(t, wide=True)  # the coup before, put back if the opening is not recorded
     table.next_coup(t)
@@ -112,13 +120,14 @@ async def _open(w: Dealing, cmd: commands.OpenCoup) -> None:
 
 
 async def _end_held(w: Dealing) -> None:
-    """A held coup recorded as held (``coup.held``), and its round ended at
-    the shoe with the cards the shoe drew for it, in the order drawn (a
-    house rule: docs/clauses.md, "A coup held for compliance"), whatever
-    round the shoe is dealing (a round it never started for the coup, or an
-    earlier coup's left open), so that the table goes on with its next coup."""
+    """A held coup recorded as held (``coup.held``; a void one is recorded
+    void), and its round ended at the shoe with the cards the shoe drew for
+    it, in the order drawn (a house rule: docs/clauses.md, "A coup held for
+    compliance"), whatever round the shoe is dealing (a round it never
+    started for the coup, or an earlier coup's left open), so that the table
+    goes on with its next coup."""
     t = w.t
-    if not t.held_recorded:
+    if t.held and not t.held_recorded:
         await w.commit([CoupHeld(t.name, t.coup, t.held_seq, t.held)], f"{t.coup}:held", f"{t.coup}:held")
     reply = await w.peer.ask(subjects.command(t.name, "shoe"), commands.EndRound(
         f"{t.coup}:end", t.name, t.coup, t.config.ruleset, (), held=True))

@@ -54,7 +54,7 @@ class DealerPolicyService:
         self.handlers: dict[type, Handler] = {
             commands.OpenCoup: opening.open_coup, commands.CardRead: reading.report,
             commands.CutCardRead: reading.report, commands.Rule: reading.rule, commands.KeyCard: reading.key,
-            commands.Status: self._status}
+            commands.ReopenTable: reading.reopen, commands.Status: self._status}
 
     @property
     def peer(self) -> Peer:
@@ -215,7 +215,7 @@ class DealerPolicyService:
 
 async def _resume(w: Dealing) -> None:
     t = w.t
-    if t.state is None or t.held:  # nothing is dealt in a held coup; the next opening ends its round
+    if t.state is None or t.stopped:  # nothing is dealt in a held or void coup; the next opening ends its round
         return
     if t.finished:  # its round's end asked again (the shoe answers one ended already as done)
         w.ask_end_round()

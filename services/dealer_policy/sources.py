@@ -16,11 +16,14 @@ from casino.games import Step
 from casino.metrics import Metrics
 from casino.protocol import commands
 from casino.protocol.service import Peer
+from casino.rules import incidents
 from casino.rules.errors import RuleViolation
 from casino.store import subjects
 
 CARD_SOURCE = "card source"
-INCIDENT_KINDS = ("misdrawn", "refused", "unread", "cut_card")  # the card incidents a coup is held for
+# The card incidents a coup is held for, and the reports a closed table counts (casino_card_incidents_total).
+INCIDENT_KINDS = (*incidents.KINDS, "while_closed")
+CLOSING = ("setting shoe.end_shoe_after", "setting shoe.most_awaiting")  # what closes a table (its TableClosed.clause)
 
 
 class CardSource(ABC):
@@ -94,15 +97,19 @@ class ReadingShoe(CardSource):
     def watched(self, metrics: Metrics, table: str) -> None:
         for kind in INCIDENT_KINDS:
             metrics.card_incidents.labels(table, kind)
+        for clause in CLOSING:
+            metrics.tables_closed.labels(table, clause)
         metrics.shoes_ended.labels(table)
 
     def replied(self, metrics: Metrics, table: str, waiting: commands.Waiting, since: float) -> float:
         since = (since or time.time()) if waiting.kind == "read" else 0.0  # 0: it waits for no card
         metrics.awaiting_card.labels(table).set(since)
+        metrics.table_closed.labels(table).set(waiting.kind == "closed")
         return since
 
     def let_go(self, metrics: Metrics, name: str) -> None:
         metrics.awaiting_card.remove(name)
+        metrics.table_closed.remove(name)
 
 
 def source_of(config: TableConfig) -> CardSource:

@@ -1,8 +1,8 @@
 """A table as the dealer-policy holds it: its latest coup, folded from the
 table's record (``fold``, ``follow``), what that coup leaves to the next,
-the card incidents it is held for (in it, or between coups before the next
-opens: ``place``), and why a coup is held for compliance where the record
-cannot be followed."""
+its card-reading shoe's incidents (casino.rules.incidents: in the coup, or
+between coups before the next opens, ``place``), and why a coup is held for
+compliance where the record cannot be followed."""
 
 from __future__ import annotations
 
@@ -19,6 +19,8 @@ from casino.config.tables import TableConfig
 from casino.games import Carry, Coup, Game
 from casino.protocol import commands
 from casino.protocol.service import log
+from casino.rules import incidents
+from casino.rules.incidents import CardIncident, Incidents, ShoeToEnd
 from casino.rules.ruleset import Ruleset
 from casino.store import subjects
 from casino.store.envelope import (
@@ -26,11 +28,8 @@ from casino.store.envelope import (
     OPENINGS_KEPT,
     AnyEvent,
     Batch,
-    CardIncident,
-    CardKeyed,
     CoupConfigured,
     CoupHeld,
-    CoupRuled,
 )
 from casino.store.eventstore import EventStore, Stored, latest_at_table
 from services.dealer_policy.sources import CardSource
@@ -71,18 +70,13 @@ class TableCoup(Held, kw_only=True):
     # Whether it is held for another service's refusal of a step this instance took on the coup as it knew
     # it (``refused``), not for the record itself: withdrawn if the record moves on before coup.held is.
     held_on_refusal: bool = False
-    # What a card-reading shoe's cards held the coup (or, between coups, the next coup's opening) for, each
-    # awaiting a supervisor's ruling in turn; and the card the dealer keyed in for the first, where the shoe
-    # could not read it.
-    incidents: tuple[CardIncident, ...] = ()
-    keyed: str = ""
-    void: bool = False  # ruled void (or its shoe ended: ``end_shoe``)
-    voids_before: int = 0  # the table's coups voided in a row just before this one (CoupConfigured.voids_before)
-    # Whether a ruling ended the shoe, in the coup or before it opened; and that ruling's report until the shoe
-    # service has ended it (asked again at the next opening).
-    shoe_ended: bool = False
-    ending_shoe: str = ""
-    ending_under: str = ""  # the house rule's setting it was ruled under (the reshuffle's clause)
+    # The card-reading shoe's incidents (casino.rules.incidents): what awaits a supervisor's ruling, in the
+    # coup or, between coups, before the next coup's opening; a void; the shoe a ruling ended; the voids in
+    # a row; whether the table is closed. The shoe a ruling ended that the shoe service has ended (asked
+    # again at the next opening where a first asking failed); the reports counted while the table is closed.
+    incidents: Incidents = Incidents()
+    end_asked: ShoeToEnd | None = None
+    while_closed: set[str] = msgspec.field(default_factory=set)
     # What was recorded between coups in the record of coup ``prelude_of`` before it opened (a card out
     # of the shoe, its ruling): each cause with its command's digest, as ``applied`` holds the coup's.
     prelude: dict[str, str] = msgspec.field(default_factory=dict)
@@ -97,21 +91,38 @@ class TableCoup(Held, kw_only=True):
     booking_for: str = ""
 
     @property
+    def stopped(self) -> str:
+        """Why nothing more is dealt in the coup now ("" where it is dealt on):
+        held for compliance, void by a supervisor's ruling, or waiting for a
+        ruling on an incident in it."""
+        if self.held:
+            return self.held
+        if self.incidents.void:
+            return "is void by a supervisor's ruling: nothing more is dealt in it"
+        first = self.incidents.first
+        return f"waits for a ruling on report {first.read} ({first.what})" if first and first.coup else ""
+
+    @property
     def finished(self) -> bool:
-        """Whether the coup is over: dealt to its end, or held for compliance."""
-        return self.state is None or self.state.phase == "finished" or bool(self.held)
+        """Whether the coup is over: dealt to its end, held for compliance or void."""
+        return self.state is None or self.state.phase == "finished" or bool(self.stopped)
+
+    @property
+    def procedure(self) -> str:
+        """The procedure the coup is dealt by ("" with no coup)."""
+        return self.game.procedure(self.state) if self.state is not None else ""
 
     @property
     def incident(self) -> CardIncident | None:
         """The first incident awaiting a ruling, if any: the one a ruling is on."""
-        return self.incidents[0] if self.incidents else None
+        return self.incidents.first
 
     @property
     def in_play(self) -> bool:
         """Whether a card out of the shoe now goes into the coup: it is being
         dealt, or held for an incident in it (a held coup records every
         further incident); else it is between coups."""
-        return self.state is not None and (not self.finished or bool(self.incidents and self.incidents[0].coup))
+        return self.state is not None and (not self.finished or self.incidents.holding)
 
     @property
     def next_coup(self) -> str:
@@ -155,43 +166,23 @@ def carry_from(t: TableCoup) -> Carry:
         return t.carried
 
 
-def voids_in_a_row(t: TableCoup) -> int:
-    """The table's coups voided in a row up to the coup now (``voids_before``
-    of the next): none once a ruling has ended the shoe they were voided on."""
-    return 0 if t.shoe_ended or not t.void else t.voids_before + 1
-
-
 def next_coup(t: TableCoup) -> None:
     t.carried = carry_from(t)
     t.state, t.applied, t.last_seq, t.ending = None, {}, 0, None
-    t.extras, t.staked, t.held, t.held_seq, t.held_recorded, t.incidents = {}, set(), "", 0, False, ()
+    t.extras, t.staked, t.held, t.held_seq, t.held_recorded = {}, set(), "", 0, False
     t.held_on_refusal = False
-    t.keyed, t.void, t.voids_before, t.shoe_ended = "", False, 0, False
 
 
 def fold(t: TableCoup, event: AnyEvent, causation: str) -> None:
     if isinstance(event, CoupConfigured):
         t.number, t.dealt_under, t.dealer = event.coup_number, event.ruleset_digest, event.dealer
-        t.voids_before = event.voids_before
+        t.incidents = incidents.opened(t.incidents, event.shoe or t.shoe, event.voids_before, event.ruled_ended)
         t.state = games.named(event.game).new()
         t.openings = (commands.id_digest(causation), *event.opened_before)[:OPENINGS_KEPT]
     elif isinstance(event, CoupHeld):
         t.held, t.held_recorded = event.reason, True
-    elif isinstance(event, CardIncident):  # held until a supervisor rules (services.dealer_policy.reading)
-        t.incidents = (*t.incidents, event)
-        if event.coup:  # in the coup; one between coups holds the next coup's opening only
-            t.held, t.held_recorded = t.incidents[0].what, True
-    elif isinstance(event, CardKeyed):
-        t.keyed = event.card
-    elif isinstance(event, CoupRuled):
-        ruled = next((i for i in t.incidents if i.read == event.read), None)
-        t.incidents, t.keyed = tuple(i for i in t.incidents if i is not ruled), ""
-        if event.ruling == "end_shoe":
-            t.shoe_ended, t.ending_shoe, t.ending_under = True, event.read, event.setting
-        if event.coup and event.ruling in ("void", "end_shoe"):  # nothing more is dealt in it
-            t.void = True
-        elif event.coup:  # dealt on (``go_on``), or the card keyed in taken (``confirm``): held for the next, if any
-            t.held, t.held_recorded = (t.incidents[0].what, True) if t.incidents else ("", False)
+    elif isinstance(event, incidents.EVENTS):  # services.dealer_policy.reading
+        t.incidents = incidents.evolve(t.incidents, event)
     elif t.state is not None:
         t.state = t.game.evolve(t.state, event)
     if (extra := t.game.extra(event, t.name, t.coup, causation)) is not None:
@@ -213,35 +204,18 @@ def follow(repository: Repository[TableCoup], t: TableCoup, m: Stored) -> None:
         return
     if coup < t.coup or (m.seq <= t.last_seq and coup == t.coup):
         return
-    if coup != t.coup:
-        opening = next((e.data for e in m.batch.events if isinstance(e.data, CoupConfigured)), None)
-        if opening is None:
-            if number == t.number + 1 and before_opening([e.data for e in m.batch.events]):
-                take_prelude(repository, t, coup, shoe, m)
-            else:
-                log.warning("%s seq %d is under a coup no opening opened: passed over", m.subject, m.seq)
-            return
-        if why := out_of_turn(t, coup, opening):
-            log.error("table %s: %s seq %d %s: passed over, the table deals on (verification names it)",
-                      t.name, m.subject, m.seq, why)
-            return
-        next_coup(t)
-        t.coup, t.shoe, t.number = coup, shoe, number
-        if t.prelude_of != coup:
-            t.prelude, t.prelude_of = {}, ""
+    if coup != t.coup and not _opens(repository, t, m, coup, shoe, number):
+        return
     if t.held_on_refusal and not t.held_recorded and m.batch.events and not m.unreadable:
         # Another instance took the coup on after the step this one was refused (the table moved between
         # instances, and this one's view was stale): the refusal was of a step already taken, not a fault.
         log.warning("table %s: coup %s goes on in the record (seq %d) since the refusal it was to be held for "
                     "(%s): followed on, not held", t.name, t.coup, m.seq, t.held)
         t.held, t.held_seq, t.held_on_refusal = "", 0, False
-    held = t.held and not t.void and not t.incidents  # held for compliance (one held for incidents is followed on)
-    if held and not m.batch.events:
-        t.last_seq = max(t.last_seq, m.seq)
-    elif held:
-        try:  # a coup held, and whose coup.held is recorded since
+    if t.held:  # held for compliance: its coup.held recorded since, or an incident's ruling, and nothing else
+        try:
             for env in m.batch.events:
-                if isinstance(env.data, CoupHeld | CoupRuled):
+                if isinstance(env.data, (CoupHeld, *incidents.EVENTS)):
                     fold(t, env.data, env.causation)
         finally:
             t.last_seq = max(t.last_seq, m.seq)
@@ -260,6 +234,28 @@ def follow(repository: Repository[TableCoup], t: TableCoup, m: Stored) -> None:
         repository.take(t, m.seq, m.batch)
 
 
+def _opens(repository: Repository[TableCoup], t: TableCoup, m: Stored, coup: str, shoe: str, number: int) -> bool:
+    """A message under a coup after the table's latest: whether it opens the
+    table's next coup (then taken up as the coup), or else is what was filed
+    before that opening (folded as such) or a stray (passed over)."""
+    opening = next((e.data for e in m.batch.events if isinstance(e.data, CoupConfigured)), None)
+    if opening is None:
+        if number == t.number + 1 and before_opening([e.data for e in m.batch.events]):
+            take_prelude(repository, t, coup, shoe, m)
+        else:
+            log.warning("%s seq %d is under a coup no opening opened: passed over", m.subject, m.seq)
+        return False
+    if why := out_of_turn(t, coup, opening):
+        log.error("table %s: %s seq %d %s: passed over, the table deals on (verification names it)",
+                  t.name, m.subject, m.seq, why)
+        return False
+    next_coup(t)
+    t.coup, t.shoe, t.number = coup, shoe, number
+    if t.prelude_of != coup:
+        t.prelude, t.prelude_of = {}, ""
+    return True
+
+
 def out_of_turn(t: TableCoup, coup: str, opening: CoupConfigured) -> str:
     """Why an opening recorded under ``coup`` is not the table's next coup ("" if it is):
     it names another table or number than its subject, or its number does not follow
@@ -276,35 +272,43 @@ def out_of_turn(t: TableCoup, coup: str, opening: CoupConfigured) -> str:
 async def latest_records(store: EventStore, name: str) -> tuple[int, list[Stored]]:
     """The messages of the table's latest coup, where the table is folded from
     (``follow``), and the number of the coup before them; where the latest is
-    the next coup's record before it opens (a card out between coups, filed
-    under the shoe of the coup before), the coup before's first. Where the
-    coup before the latest is in neither its shoe nor the one before (an
-    opening out of turn, or a shoe the archiver has removed), the table's
-    coups, whole, from no number: ``follow`` passes over an opening out of turn."""
+    the next coup's record before it opens (cards out between coups), the
+    coup before's first. A coup's record is read under its shoe and the one
+    before it: what was filed before its opening is under the shoe each card
+    came from. Where the coup before the latest is in neither (an opening out
+    of turn, or a shoe the archiver has removed), the table's coups, whole,
+    from no number: ``follow`` passes over an opening out of turn."""
     latest = await latest_at_table(store, name, "coup")
     if latest is None:
         return 0, []
     _, shoe, coup, _ = subjects.tokens(latest.subject)
-    msgs = await store.read(subjects.event(name, shoe, coup, "coup"))
+    number = subjects.shoe_number(name, shoe)
+    shoes = [shoe] if number is None or number <= 1 else [subjects.shoe_id(name, number - 1), shoe]
+    msgs = await _read_coup(store, name, coup, shoes)
     number = subjects.coup_number(coup) or 0
     if number <= 1:
         return 0, msgs
     before = f"{name}-{number - 1:06d}"
-    shoes = [s for s in (shoe, subjects.shoe_id(name, (subjects.shoe_number(name, shoe) or 1) - 1)) if s]
-    for s in dict.fromkeys(shoes):
-        if any(isinstance(e.data, CoupConfigured) for m in msgs for e in m.batch.events):
+    if any(isinstance(e.data, CoupConfigured) for m in msgs for e in m.batch.events):
+        for s in shoes:
             if await store.last(subjects.event(name, s, before, "coup")) is not None:
                 return number - 1, msgs
-        elif earlier := await store.read(subjects.event(name, s, before, "coup")):
-            return number - 2, earlier + msgs
+    elif earlier := await _read_coup(store, name, before, shoes):
+        return number - 2, earlier + msgs
     return 0, await store.read(subjects.aggregate_filter("coup", name))
+
+
+async def _read_coup(store: EventStore, name: str, coup: str, shoes: Sequence[str]) -> list[Stored]:
+    """A coup's coup messages under ``shoes``, in stream order."""
+    return sorted([m for s in shoes for m in await store.read(subjects.event(name, s, coup, "coup"))],
+                  key=lambda m: m.seq)
 
 
 def before_opening(events: Sequence[AnyEvent]) -> bool:
     """Whether ``events`` are what the dealer-policy records between coups, in
     the next coup's record before its opening: card incidents, a card keyed
-    in, rulings, each naming no coup."""
-    return bool(events) and all(isinstance(e, CardIncident | CardKeyed | CoupRuled) and not e.coup for e in events)
+    in, rulings, a closing or a reopening, each naming no coup."""
+    return bool(events) and all(incidents.between_coups(e) for e in events)
 
 
 def take_prelude(repository: Repository[TableCoup], t: TableCoup, coup: str, shoe: str, m: Stored) -> None:

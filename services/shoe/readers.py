@@ -170,13 +170,15 @@ async def shuffle_made(shoes: Shoes, cmd: ShuffleMade) -> Reply:
 
 
 async def end_now(shoes: Shoes, cmd: EndShoeNow) -> Reply:
-    """End the shoe report ``cmd.read`` was taken in now, by a supervisor's
-    ruling (docs/readers.md): the void coup's cards picked up, the order
-    revealed, and the next shoe filled once the machine reports its order (at
-    once where shuffled by hand). Asked again once it has ended, it is
-    answered as done."""
+    """End the shoe ``cmd.shoe`` (or the one report ``cmd.read`` was taken in)
+    now, by a supervisor's ruling or the table's closing (docs/readers.md):
+    the void coup's cards picked up, the order revealed, and the next shoe
+    filled once the machine reports its order (at once where shuffled by
+    hand). Asked again once it has ended, it is answered as done."""
     t = await shoes.table(cmd.table, cmd.ruleset)
-    if cmd.read in t.reads and t.state.active:  # else its shoe has ended (every report of the shoe in play is held)
+    # Else its shoe has ended (every report of the shoe in play is held).
+    in_play = t.state.shoe_id == cmd.shoe if cmd.shoe else cmd.read in t.reads
+    if in_play and t.state.active:
         if t.state.reshuffle != "now":
             events = dealing_shoe.decide(t.rules, t.state, dealing_shoe.EndNow(cmd.clause), t.document)
             await shoes.commit(cmd.table, t, events, cmd.coup or subjects.NO_COUP,

@@ -173,7 +173,7 @@ class WagerService:
     async def _close_book(self, cmd: CloseBook) -> Reply:
         cb = self._book(cmd)
         if cb.book.status != "closed":
-            await self._decide(cb, cmd, wagerbook.CloseBook(), f"{cmd.coup}:close-book")
+            await self._decide(cb, cmd, wagerbook.CloseBook(cmd.void), f"{cmd.coup}:close-book")
         return Reply(True, coup=cmd.coup, wagers=cb.book.wagers)
 
     async def _seated_after(self, table: str, coup: str, last: int) -> tuple[tuple[int, str], ...]:

@@ -35,10 +35,11 @@ from casino.protocol.service import log
 from casino.readmodels.projections import KvProjections, ShoeStats, TableStatus, Takings
 from casino.rules.baccarat import messages as baccarat_messages
 from casino.rules.baccarat.scoreboard import Coup, Mark, big_road, decoded, of_result
+from casino.rules.incidents import INCIDENT_WORDS, RULING_WORDS, CardIncident, CoupRuled, TableClosed, TableReopened
 from casino.rules.settlement import CoupSettled
 from casino.rules.shoe import RoundStarted
 from casino.store import subjects
-from casino.store.envelope import INCIDENT_WORDS, RULING_WORDS, CardIncident, CoupConfigured, CoupRuled
+from casino.store.envelope import CoupConfigured
 from casino.store.eventstore import Stored, latest_at_table
 from casino.store.following import Following
 from casino.store.jetstream import JetStreamEventStore
@@ -77,6 +78,7 @@ class Tile:
     incident: str = ""
     incident_at: float = 0.0
     finding: str = ""  # the latest coup that failed verification here
+    closed: str = ""  # why its card-reading shoe's incidents closed the table, until a supervisor reopens it
     holder: str = ""  # who holds the shoe (Method C, 000 8.15 to 8.20), or a hand's cards (Methods B, D)
     # The baccarat results of the shoe in play by coup number, from the record as it is read (at the start,
     # from the read model): the tile's big road.
@@ -92,6 +94,8 @@ class Tile:
             out.append(self.incident)
         if self.finding:
             out.append(self.finding)
+        if self.closed:
+            out.append(f"table closed: {self.closed}; a supervisor reopens it")
         if self.view.shoe_ended:
             out.append(f"shoe ended ({self.view.shoe_ended}): the table waits for its next shoe's order")
         quiet = now - self.status.last_event_at
@@ -286,6 +290,8 @@ class Floor:
                 tile.incident = (f"{tile.incident}; ruled by {e.supervisor}: {RULING_WORDS.get(e.ruling, e.ruling)}"
                                  + (f" (house rule {e.setting})" if e.setting else ""))
                 tile.incident_at = time.time()
+            elif isinstance(e, TableClosed | TableReopened):
+                tile.closed = e.reason if isinstance(e, TableClosed) else ""
             elif isinstance(e, baccarat_messages.CoupResulted):
                 tile.take_results(subjects.tokens(m.subject)[1], {number or 0: of_result(e)})
             elif isinstance(e, CoupSettled):

@@ -32,7 +32,7 @@ from casino.audit.history import Absent, Bounds, coup_id, coups_within, played_a
 from casino.audit.replay import render_shoe, replay_coup
 from casino.audit.verify import verify_coup
 from casino.cli.replay import NAME, exported
-from casino.games import voided
+from casino.rules.incidents import voided
 from casino.rules.text import escaped, money
 from casino.store import subjects
 from casino.store.eventstore import latest_at_table

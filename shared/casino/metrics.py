@@ -30,7 +30,15 @@ class Metrics:
         self.card_incidents = Counter(
             "casino_card_incidents_total", "Cards from a card-reading shoe a coup (or, between coups, the next "
             "coup's opening) was held for, by kind (misdrawn, refused, unread, cut_card): each one is for "
-            "surveillance and waits for a supervisor's ruling.", ["table", "kind"], registry=r)
+            "surveillance and waits for a supervisor's ruling; and (while_closed) those reported while the table "
+            "was closed, counted and not taken.", ["table", "kind"], registry=r)
+        self.tables_closed = Counter(
+            "casino_tables_closed_total", "Card-reading tables their shoe's incidents closed, by the setting that "
+            "closed them (setting shoe.end_shoe_after: a second shoe in a row to end by a ruling; setting "
+            "shoe.most_awaiting: too many incidents awaiting a ruling).", ["table", "clause"], registry=r)
+        self.table_closed = Gauge(
+            "casino_table_closed", "1 while the table is closed by its card-reading shoe's incidents, until a "
+            "supervisor reopens it.", ["table"], registry=r)
         self.shoes_ended = Counter(
             "casino_shoes_ended_by_ruling_total", "Card-reading shoes a supervisor's ruling ended (out of their "
             "order, or their cut card out of place): each one is for surveillance.", ["table"], registry=r)

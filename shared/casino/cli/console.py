@@ -11,9 +11,10 @@ from casino.readmodels.projections import Takings
 from casino.rules import settlement, shoe
 from casino.rules.baccarat import messages as baccarat_messages
 from casino.rules.blackjack import messages as blackjack_messages
+from casino.rules.incidents import RULING_WORDS, CardIncident, CoupRuled, TableClosed, TableReopened
 from casino.rules.text import escaped, money
 from casino.store import subjects
-from casino.store.envelope import RULING_WORDS, Batch, CardIncident, CoupConfigured, CoupHeld, CoupRuled
+from casino.store.envelope import Batch, CoupConfigured, CoupHeld
 from casino.store.eventstore import EventStore, latest_at_table
 
 
@@ -70,8 +71,9 @@ class Console:
         self.incidents: Counter[str] = Counter()  # card incidents at card-reading tables, by kind
         self.rulings: Counter[str] = Counter()  # and the supervisors' rulings on them, by kind and ruling
         self.kinds: dict[tuple[str, str], str] = {}  # each incident's kind, by (table, report) until ruled
-        self.voids: Counter[str] = Counter()  # each table's coups voided in a row so far on its shoe
-        self.longest_voids = 0  # the longest run of voids at any table on one shoe
+        self.voids: Counter[str] = Counter()  # each table's coups voided in a row so far, across shoes
+        self.longest_voids = 0  # the longest run of voids in a row at any table
+        self.closed = 0  # tables closed by their card-reading shoe's incidents
         self.shoes_ended = 0  # shoes a supervisor's ruling ended
         self.refusals: list[str] = []  # the latest refusals a simulated table met (it goes on)
 
@@ -134,8 +136,10 @@ class Console:
                 if e.coup and e.ruling in ("void", "end_shoe"):
                     self.voids[v.name] += 1
                     self.longest_voids = max(self.longest_voids, self.voids[v.name])
-                if e.ruling == "end_shoe":  # counted again on the next shoe
-                    self.voids[v.name] = 0
+            case TableClosed():
+                v.result, self.closed = f"CLOSED: {e.reason}", self.closed + 1
+            case TableReopened():
+                v.result, self.voids[v.name] = f"reopened by {e.supervisor}", 0
 
             case settlement.CoupSettled():
                 if e.coup_id == v.coup and v.phase != "void":
@@ -148,7 +152,8 @@ class Console:
         if self.incidents:
             lines.append("card incidents: " + ", ".join(f"{k} {n}" for k, n in sorted(self.incidents.items()))
                          + "; ruled: " + (", ".join(f"{k} {n}" for k, n in sorted(self.rulings.items())) or "none")
-                         + f"; shoes ended {self.shoes_ended}; longest run of voids on a shoe {self.longest_voids}")
+                         + f"; shoes ended {self.shoes_ended}; longest run of voids in a row {self.longest_voids}"
+                         + f"; tables closed {self.closed}")
         lines += [f"refused: {why}" for why in self.refusals[-3:]]
         return "\n".join(lines)
 

@@ -25,6 +25,7 @@ from casino.config.tables import TableConfig
 from casino.nats.permissions import SIMULATED_SUPERVISORS
 from casino.protocol import commands
 from casino.protocol.service import Peer
+from casino.rules import incidents
 from casino.rules.blackjack.strategy import basic_strategy
 from casino.rules.ruleset import BaccaratRules, Ruleset
 from casino.rules.settlement import CoupSettled
@@ -273,7 +274,7 @@ class SimulatedTable:
                 self.next_number = (subjects.coup_number(opened.coup) or 0) + 1
             if opened.ok or self.devices is None:
                 break
-            if opened.clause == commands.HELD and await self._before_opening():
+            if opened.clause in (commands.HELD, incidents.CLOSED) and await self._before_opening():
                 continue
             if not await self.devices.answer_refusal(opened):
                 break
@@ -283,7 +284,8 @@ class SimulatedTable:
         """A card out between coups holds the next coup's opening: the dealer
         keys it in, or the supervisor rules, as the table waits (whether it did)."""
         status = await self.ask("coup", commands.Status)
-        if not (status.ok and status.waiting is not None and status.waiting.kind in ("key", "ruling", "shuffle")):
+        if not (status.ok and status.waiting is not None and
+                status.waiting.kind in ("key", "ruling", "shuffle", "closed")):
             return False
         coup = f"{self.name}-{await self._number():06d}"  # the next coup's record holds what is ruled on
         await until_finished(status, lambda waiting: self._respond(coup, waiting))
@@ -424,8 +426,15 @@ class SimulatedTable:
             if w.kind == "shuffle":  # the shoe has ended: its cards out, the machine shuffles and reports the order
                 await self.devices.shuffle()
                 return await self.ask("coup", commands.Status)
-            if w.kind == "key":  # the dealer keys in the card the shoe could not read
-                return await self.ask("coup", commands.KeyCard, coup=coup, card=self.devices.unread)
+            if w.kind == "closed":  # the supervisor reopens the table, and its cards are shuffled again
+                log.warning("%s: closed (%s); reopened by the supervisor", self.name, w.reason)
+                reopened = await self.supervise(commands.ReopenTable)
+                if reopened.ok:  # its shoe ended as it closed
+                    await self.devices.shuffle()
+                return await self.ask("coup", commands.Status) if reopened.ok else reopened
+            if w.kind == "key":  # the dealer on duty keys in the card the shoe could not read
+                return await self.ask("coup", commands.KeyCard, coup=coup, card=self.devices.unread,
+                                      dealer=self.dealer)
             if w.kind == "ruling" and w.incident == "unread":  # and a supervisor confirms it, seen
                 return await self.supervise(commands.Rule, coup=coup, ruling="confirm", card=self.devices.unread)
             if w.kind == "ruling":  # the floor supervisor rules by the house rule (docs/clauses.md)

@@ -217,7 +217,7 @@ def permissions(tables: Iterable[str], supervisors: Iterable[str] = (), readers:
         users[f"supervisor-{name}"] = User(
             f"{SUPERVISOR_ACCOUNT}{name}", (f"casino.cmd.*.supervise.{name}",), (),
             f"supervisor {name}: directs what only a supervisor may (a shoe forfeited, 000 8.20; a change of "
-            "procedure, 000 8.2, 001 8.5) at any table, on "
+            "procedure, 000 8.2, 001 8.5; a ruling, a reopening) at any table, on "
             "a subject of their own, which names them in the record; nothing else")
     for table in tables:
         users[f"terminal-{table}"] = User(

@@ -201,10 +201,22 @@ class Rule(Command, frozen=True, tag="table.rule"):
 class KeyCard(Command, frozen=True, tag="table.key_card"):
     """The dealer keys in, from the table's terminal, the card the
     card-reading shoe could not read (docs/readers.md); taken into the coup
-    only once a supervisor confirms it (``Rule`` ``confirm``)."""
+    only once a supervisor confirms it (``Rule`` ``confirm``). ``dealer``:
+    who keys it, as signed in at the terminal (empty: the dealer of the
+    table's latest coup, on duty); refused where nobody is."""
 
     coup: Token
     card: Annotated[str, msgspec.Meta(pattern=r"^[2-9TJQKA][SHDC]$")]
+    dealer: Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_-]{0,64}$")] = ""
+
+
+class ReopenTable(Command, frozen=True, tag="table.reopen"):
+    """A supervisor reopens a table its card-reading shoe's incidents closed
+    (docs/readers.md): recorded with the supervisor's name and the count of
+    the cards its shoe reported while it was closed. Taken only on the
+    supervisor's own subject, where ``supervisor`` is the name that subject gives."""
+
+    supervisor: Text = ""
 
 
 CoupCommand = (
@@ -213,8 +225,8 @@ CoupCommand = (
 )
 # What a supervisor directs, on the supervisor's own subject: a forfeit and a
 # ruling only there (SUPERVISED), an opening there or, by the procedure in force, from a terminal.
-SupervisorCommand = ForfeitShoe | OpenCoup | Rule
-SUPERVISED = (ForfeitShoe, Rule)
+SupervisorCommand = ForfeitShoe | OpenCoup | Rule | ReopenTable
+SUPERVISED = (ForfeitShoe, Rule, ReopenTable)
 
 
 # ---- from a table's card-reading shoe (casino.cmd.<table>.read) and shuffling
@@ -312,7 +324,12 @@ class OpenBook(Command, frozen=True, tag="wager.open_book"):
 
 
 class CloseBook(Command, frozen=True, tag="wager.close_book"):
+    """``void``: the coup is void by a supervisor's ruling while its betting is
+    open: the book closes with the wagers placed, to be returned, whatever
+    the deal would have needed (casino.rules.wagerbook)."""
+
     coup: Token
+    void: bool = False
 
 
 class PlaceExtra(Command, frozen=True, tag="wager.place_extra"):
@@ -383,15 +400,17 @@ class TakeRead(Command, frozen=True, tag="shoe.take_read"):
 class EndShoeNow(Command, frozen=True, tag="shoe.end_now"):
     """A card-reading table's shoe ended now by a supervisor's ruling under
     the house rule ``clause`` on the card of report ``read`` (the shoe has
-    left its committed order, or its cut card came out of place): the void
-    coup's cards picked up, the order revealed, and the next shoe filled once
-    its machine reports the order (by hand: at once). Answered as done once
-    the shoe of ``read`` is no longer in play."""
+    left its committed order, or its cut card came out of place), or by the
+    table's closing: the void coup's cards picked up, the order revealed, and
+    the next shoe filled once its machine reports the order (by hand: at
+    once). ``shoe``: the shoe to end (where empty, the shoe of ``read``).
+    Answered as done once that shoe is no longer in play."""
 
     coup: str
     ruleset: str
     read: str
     clause: str
+    shoe: str = ""
 
 
 class ShoeStatus(Command, frozen=True, tag="shoe.status"):
@@ -415,8 +434,10 @@ class Waiting(msgspec.Struct, frozen=True):
     could not read, keyed in by the dealer), ``ruling`` (held for a card
     ``incident`` until a supervisor rules), ``shuffle`` (a card-reading
     table's shoe has ended, and its shuffling machine's order of the next is
-    awaited), ``finished``, or ``held``
-    (held for compliance: nothing more is dealt in it; the next coup opens). For a
+    awaited), ``closed`` (the table is out of play for its card-reading
+    shoe's incidents, ``reason`` says why, until a supervisor reopens it:
+    ``table.reopen``), ``finished``, or ``held``
+    (held for compliance, or void: nothing more is dealt in it; the next coup opens). For a
     decision it shows the hand's ``cards``, the dealer's face-up ``dealer`` cards
     and the actions the rules allow now (``options``). At baccarat,
     ``shoe_holder`` is the seat holding the shoe (once the coup is finished,
@@ -435,6 +456,8 @@ class Waiting(msgspec.Struct, frozen=True):
     # docs/readers.md), and the ruling its house rule calls for
     incident: str | None = None
     house_rule: str | None = None
+    # ``closed``: why the table is closed (its card-reading shoe's incidents), until a supervisor reopens it
+    reason: str | None = None
 
 
 class Reply(msgspec.Struct, frozen=True, omit_defaults=True):
