@@ -21,9 +21,10 @@ from casino.cli.devices import Devices
 from casino.config import rulesets
 from casino.config.tables import TableConfig
 from casino.protocol import commands
-from casino.rules import shoe
+from casino.rules import incidents, shoe
+from casino.rules.incidents import CardIncident, CardKeyed, CoupRuled
 from casino.store import subjects
-from casino.store.envelope import CardIncident, CardKeyed, CoupRuled, Envelope
+from casino.store.envelope import Envelope
 from casino.store.eventstore import Stored
 from tests.e2e.casino import SUPERVISOR, Casino
 from tests.variants import ruleset_variant
@@ -135,7 +136,7 @@ async def test_setting_shoe_misdraw_void_a_misdraw_voids_the_coup_and_returns_ev
         await casino.patiently(TABLE, "wager", commands.Sit, coup=coup, seat=1, player="P1")
         await casino.patiently(TABLE, "wager", commands.PlaceWager, coup=coup, seat=1, bet="box", amount=1000)
         wrong = await _supervise(casino, commands.Rule, coup=coup, ruling="void")
-        assert (wrong.ok, wrong.clause) == (False, commands.HELD), wrong  # nothing to rule on yet
+        assert (wrong.ok, wrong.clause) == (False, incidents.IN_TURN), wrong  # nothing to rule on yet
         held = await devices.read(due=False)
         assert held.waiting is not None and held.waiting.kind == "ruling", held
         refused = await _supervise(casino, commands.Rule, coup=coup, ruling="go_on")
@@ -177,9 +178,10 @@ async def test_shoe_composition_a_card_the_shoe_cannot_hold_is_refused_and_holds
 async def test_an_unread_card_is_keyed_in_by_the_dealer_and_confirmed_by_a_supervisor_on_their_own_credential(
         nats_url: str) -> None:
     """The shoe could not read a card drawn: the coup waits for the dealer
-    to key it in, then for a supervisor to confirm that card (not another,
-    not from the terminal); confirmed, it is checked and drawn as the
-    shoe's report would have been, its report named."""
+    to key it in (refused while nobody is signed in at the terminal: the
+    record names who keyed it), then for a supervisor to confirm that card
+    (not another, not from the terminal); confirmed, it is checked and drawn
+    as the shoe's report would have been, its report named."""
     tables = _table("blackjack-002-hole-card")
     async with Casino(nats_url, tables) as casino:
         devices = _devices(casino, tables)
@@ -194,7 +196,9 @@ async def test_an_unread_card_is_keyed_in_by_the_dealer_and_confirmed_by_a_super
         from_terminal = await casino.ask(TABLE, "coup", commands.Rule, coup=coup, ruling="confirm", card=card)
         assert (from_terminal.ok, from_terminal.clause) == (False, "protocol"), from_terminal  # not a terminal's
         assert "table.rule" in from_terminal.reason
-        keyed = await casino.ask(TABLE, "coup", commands.KeyCard, coup=coup, card=card)
+        nobody = await casino.ask(TABLE, "coup", commands.KeyCard, coup=coup, card=card)
+        assert (nobody.ok, nobody.clause) == (False, "unread card") and "no dealer is signed in" in nobody.reason
+        keyed = await casino.ask(TABLE, "coup", commands.KeyCard, coup=coup, card=card, dealer="D-7")
         assert keyed.waiting is not None and (keyed.waiting.kind, keyed.waiting.incident) == ("ruling", "unread")
         other = next(c for c in ("AS", "KH") if c != card)
         mismatch = await _supervise(casino, commands.Rule, coup=coup, ruling="confirm", card=other)
@@ -204,7 +208,7 @@ async def test_an_unread_card_is_keyed_in_by_the_dealer_and_confirmed_by_a_super
         confirmed = await _supervise(casino, commands.Rule, coup=coup, ruling="confirm", card=card)
         assert confirmed.ok and confirmed.waiting is not None and confirmed.waiting.kind == "read", confirmed
         events = [e for _, e in await casino.events(subjects.coup_filter(coup))]
-        assert [e.card for e in events if isinstance(e, CardKeyed)] == [card]
+        assert [(e.card, e.dealer) for e in events if isinstance(e, CardKeyed)] == [(card, "D-7")]
         assert [(e.ruling, e.supervisor, e.read) for e in events if isinstance(e, CoupRuled)] == [
             ("confirm", SUPERVISOR, read)]
         drawn = [e for e in events if isinstance(e, shoe.CardDrawn)]
@@ -291,7 +295,7 @@ async def test_verification_finds_a_misdraw_altered_into_a_dealt_card_and_a_keye
         closed = await casino.ask(TABLE, "coup", commands.CloseBetting, coup=coup)
         card = devices.cards.pop(0)
         await _report(casino, "", "unread-2")
-        await casino.ask(TABLE, "coup", commands.KeyCard, coup=coup, card=card)
+        await casino.ask(TABLE, "coup", commands.KeyCard, coup=coup, card=card, dealer="D-7")
         confirmed = await _supervise(casino, commands.Rule, coup=coup, ruling="confirm", card=card)
         assert closed.ok and confirmed.ok, (closed, confirmed)
         await _deal_out(casino, devices, coup, confirmed)

@@ -23,8 +23,9 @@ from casino.config.tables import TableConfig
 from casino.protocol import commands
 from casino.protocol.service import LANE_BURST, LANE_RATE, Peer, Rate
 from casino.rules import shoe
+from casino.rules.incidents import CardIncident, CardKeyed, CoupRuled
 from casino.store import subjects
-from casino.store.envelope import CardIncident, CardKeyed, CoupConfigured, CoupRuled
+from casino.store.envelope import CoupConfigured
 from tests.e2e.casino import SUPERVISOR, Casino
 
 pytestmark = pytest.mark.anyio
@@ -68,7 +69,7 @@ async def test_simulated_card_reading_tables_with_faulty_devices_deal_and_the_re
     assert {e.read: e.card for e in events if isinstance(e, taken) and e.read in keyed} == keyed
     drawn = [e for e in events if isinstance(e, shoe.CardDrawn) and e.shoe_id.startswith(("BAC001-2", "BJ002-2"))]
     assert drawn and all(e.read for e in drawn)  # every card dealt at a card-reading table is a read's, named
-    assert max(e.voids_before for e in events if isinstance(e, CoupConfigured)) <= 2  # never a fourth void in a row
+    assert max(e.voids_before for e in events if isinstance(e, CoupConfigured)) <= 3  # never a fourth void in a row
     shuffles = [e for e in events if isinstance(e, shoe.ShoeShuffled)]
     assert {e.source for e in shuffles} == {"", "recognised", "hand"}
     assert all(e.commitment == "" for e in shuffles if e.source == "hand")

@@ -14,10 +14,9 @@ from pathlib import Path
 
 import msgspec
 
-from casino import games
 from casino.cli.run import TABLES_FILE
 from casino.config.tables import TableConfig, dump_tables
-from casino.rules import settlement
+from casino.rules import incidents, settlement
 from casino.rules.baccarat import messages as baccarat_messages
 from casino.rules.blackjack import messages as blackjack_messages
 from casino.store import subjects
@@ -118,7 +117,7 @@ def audit(stored: list[Stored], tables: dict[str, TableConfig], coups_per_table:
             if isinstance(e.data, CoupConfigured):
                 numbers[e.data.table].append(e.data.coup_number)
             kind = ("result" if isinstance(e.data, baccarat_messages.CoupResulted | blackjack_messages.CoupResulted)
-                    or games.voided(e.data)
+                    or incidents.voided(e.data)
                     else "settled" if isinstance(e.data, settlement.CoupSettled) else "")
             if kind:
                 per_coup.setdefault(coup, Counter())[kind] += 1

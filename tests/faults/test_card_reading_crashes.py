@@ -19,8 +19,9 @@ from casino.cli.run import default_tables
 from casino.cli.simulator import Simulator
 from casino.nats.provision import provision
 from casino.rules import shoe
+from casino.rules.incidents import CardIncident, CoupRuled
 from casino.store import subjects
-from casino.store.envelope import CardIncident, CoupConfigured, CoupRuled
+from casino.store.envelope import CoupConfigured
 from casino.store.jetstream import JetStreamEventStore
 from tests.faults.harness import Processes, audit, deal_through
 

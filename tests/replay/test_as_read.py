@@ -17,8 +17,8 @@ import nats
 import pytest
 
 from casino.audit.audits import verify_history, verify_table, verify_window
+from casino.audit.findings import Finding
 from casino.audit.history import Bounds, by_coup, listed_in_one_pass, table_listing
-from casino.audit.verify import Finding
 from casino.cli import replay as replaycli
 from casino.cli.replay import add_commands, list_coups, verify
 from casino.cli.run import APPROVALS

@@ -320,7 +320,9 @@ def test_records_from_before_a_steps_clause_or_the_holders_name_was_recorded_rep
                 rewritten += 1
         older.append(Stored(m.seq, m.subject, envelope.decode(json.dumps(raw).encode()), m.msg_id))
     kinds = {e.type for m in older for e in m.batch.events if e.type in added}
-    assert rewritten > 100 and kinds == set(added), kinds
+    # The store's tables are dealt from the shoe service's shuffle: a card-reading shoe's incidents of an older
+    # version are read and verified in tests/e2e/test_incident_filing.py.
+    assert rewritten > 100 and kinds == set(added) - {"coup.card_incident"}, kinds
     assert all(getattr(e.data, f) in ("", (), 0) for m in older for e in m.batch.events
                for f in added.get(e.type, ()))
     report = verify_history(older)

@@ -13,14 +13,15 @@ from pathlib import Path
 import pytest
 
 from casino.protocol import commands
-from casino.rules import shoe
+from casino.rules import incidents, shoe
 from casino.rules.baccarat import messages as baccarat_messages
 from casino.rules.blackjack import messages as blackjack_messages
 from casino.rules.cards import DECK
+from casino.rules.incidents import CardIncident, CoupRuled
 from casino.rules.settlement import CoupSettled
 from casino.store import subjects
-from casino.store.envelope import CardIncident, CoupConfigured, CoupRuled
-from tests.security.hostile_devices import read_table
+from casino.store.envelope import CoupConfigured, CoupHeld
+from tests.security.hostile_devices import SUPERVISOR, Table, read_table
 from tests.variants import ruleset_variant
 
 pytestmark = pytest.mark.anyio
@@ -95,14 +96,14 @@ async def test_cards_out_between_coups_are_each_an_incident_that_holds_the_next_
         assert status.coup == first and status.waiting is not None, status  # the latest coup; held before the next
         assert (status.waiting.kind, status.waiting.incident, status.waiting.house_rule) == ("ruling", "misdrawn", "go_on")
         wrong = await table.supervise(commands.Rule, coup=status.coup, ruling="go_on", read="between-refused-0")
-        assert (wrong.ok, wrong.clause) == (False, commands.HELD) and "each incident is ruled in turn" in wrong.reason
+        assert (wrong.ok, wrong.clause) == (False, incidents.IN_TURN) and "each incident is ruled in turn" in wrong.reason
         void = await table.supervise(commands.Rule, coup=status.coup, ruling="void")
         assert (void.ok, void.clause) == (False, "setting shoe.misdraw"), void
         for read in ("between-1", "between-refused-0", "between-refused-1"):
             ruled = await table.supervise(commands.Rule, coup=status.coup, ruling="go_on", read=read)
             assert ruled.ok, (read, ruled)
-        incidents = [e for e in await table.events(second) if isinstance(e, CardIncident)]
-        assert [(i.kind, i.coup, i.house_rule) for i in incidents] == [
+        recorded = [e for e in await table.events(second) if isinstance(e, CardIncident)]
+        assert [(i.kind, i.coup, i.house_rule) for i in recorded] == [
             ("misdrawn", "", "go_on"), ("refused", "", "go_on"), ("refused", "", "go_on")]
         coup = await table.open()
         assert coup == f"{table.name}-000002"
@@ -150,51 +151,105 @@ async def test_a_hand_shuffled_table_takes_no_order_and_a_machines_order_is_repl
         assert (await table.verified()).findings == []
 
 
-async def test_a_shoe_that_leaves_its_order_is_ended_and_no_table_voids_more_than_three_coups_in_a_row(
-        tmp_path: Path) -> None:
+async def _three_voids(table: Table) -> list[str]:
     """Cards that are not the committed order's next, one a coup: the house
     rule voids the first two coups, and the third is held for ``end_shoe``
-    (the table's third void in a row): the supervisor's ruling voids it and
-    ends the shoe, its order revealed; the floor is told the table waits for
-    its machine's order, the machine reports one, and the table deals on
-    from the new shoe. Three cards refused in a row as its burn cards end
-    that shoe too."""
+    (the table's third void in a row), which the supervisor rules: the shoe
+    is ended, its order revealed, and the floor told the table waits for its
+    machine's order."""
+    voided = []
+    for n in range(3):
+        coup = await table.open()
+        closed = await table.bet_and_close(coup)
+        assert closed.waiting is not None and closed.waiting.kind == "read", closed
+        refused = await table.report(other_than(table.devices.cards[0]))
+        assert refused.waiting is not None and refused.waiting.kind == "ruling", refused
+        expected = "end_shoe" if n == 2 else "void"
+        assert refused.waiting.house_rule == expected, (n, refused)
+        ruled = await table.supervise(commands.Rule, coup=coup, ruling=expected)
+        assert ruled.ok, ruled
+        voided.append(coup)
+    assert ruled.waiting is not None and ruled.waiting.kind == "shuffle", ruled  # the floor is told so
+    settled = [await table.recorded(c, CoupSettled) for c in voided]
+    assert all(s.staked == s.returned == 1000 for s in settled)
+    assert table.counted("casino_reshuffles_total", "shoe", table=table.name, reason="setting shoe.refused") == 1
+    await table.devices.shuffle()  # the cards out of the shoe, shuffled again, and the new order reported
+    return voided
+
+
+async def test_a_shoe_that_leaves_its_order_is_ended_and_the_next_that_does_too_closes_the_table_until_reopened(
+        tmp_path: Path) -> None:
+    """Three coups voided in a row end the shoe. The next shoe's burn cards
+    reported three times in a row as cards it cannot have given would end a
+    second shoe in a row: the table is closed instead (``setting
+    shoe.end_shoe_after``), paging surveillance; it takes no ruling, opening
+    or report (each counted, once) until a supervisor reopens it on their own
+    credential, which the record names with the count. The table then deals
+    on from a third shoe, its voids counted from none, and the record verifies."""
     async with read_table(tmp_path, "RJ-5", BLACKJACK) as table:
-        voided = []
-        for n in range(3):
-            coup = await table.open()
-            closed = await table.bet_and_close(coup)
-            assert closed.waiting is not None and closed.waiting.kind == "read", closed
-            refused = await table.report(other_than(table.devices.cards[0]))
-            assert refused.waiting is not None and refused.waiting.kind == "ruling", refused
-            expected = "end_shoe" if n == 2 else "void"
-            assert refused.waiting.house_rule == expected, (n, refused)
-            ruled = await table.supervise(commands.Rule, coup=coup, ruling=expected)
-            assert ruled.ok, ruled
-            voided.append(coup)
-        assert ruled.waiting is not None and ruled.waiting.kind == "shuffle", ruled  # the floor is told so
-        status = await table.ask(commands.Status)
-        assert status.waiting is not None and status.waiting.kind == "shuffle", status
-        configured = [e for e in await table.events() if isinstance(e, CoupConfigured)]
-        assert [e.voids_before for e in configured] == [0, 1, 2]
-        settled = [await table.recorded(c, CoupSettled) for c in voided]
-        assert all(s.staked == s.returned == 1000 for s in settled)
-        assert table.counted("casino_reshuffles_total", "shoe", table=table.name, reason="setting shoe.refused") == 1
-        await table.devices.shuffle()  # the cards out of the shoe, shuffled again, and the new order reported
+        await _three_voids(table)
         for n in range(3):  # the new shoe's burn card: three cards reported that are not it
             refused = await table.report(other_than(table.devices.cards[0]), f"burn-{n}")
             assert refused.incident == "refused" and refused.house_rule == ("end_shoe" if n == 2 else "go_on"), refused
-        for n in range(3):
-            ruled = await table.supervise(commands.Rule, coup=f"{table.name}-000004", ruling="end_shoe" if n == 2
-                                          else "go_on", read=f"burn-{n}")
-            assert ruled.ok, ruled
-        assert ruled.waiting is not None and ruled.waiting.kind == "shuffle", ruled
+        assert refused.waiting is not None and refused.waiting.kind == "closed", refused
+        assert refused.waiting.reason is not None and f"{table.name}-shoe-1" in refused.waiting.reason
+        status = await table.ask(commands.Status)
+        assert status.waiting == refused.waiting, status
+        assert table.counted("casino_table_closed", "dealer-policy", table=table.name) == 1
+        assert table.counted("casino_tables_closed_total", "dealer-policy", table=table.name,
+                             clause="setting shoe.end_shoe_after") == 1
+        ruled = await table.supervise(commands.Rule, coup=f"{table.name}-000004", ruling="go_on", read="burn-0")
+        opened = await table.ask(commands.OpenCoup)
+        assert [(r.ok, r.clause) for r in (ruled, opened)] == [(False, incidents.CLOSED)] * 2, (ruled, opened)
+        for _ in range(2):  # a report while closed, sent twice: counted once, taken never
+            flood = await table.report(table.devices.cards[0], "while-closed")
+            assert (flood.ok, flood.clause) == (False, incidents.CLOSED) and "counted" in flood.reason, flood
+        from_terminal = await table.ask(commands.ReopenTable)
+        assert (from_terminal.ok, from_terminal.clause) == (False, "protocol"), from_terminal
+        reopened = await table.supervise(commands.ReopenTable)
+        assert reopened.ok and reopened.waiting is not None and reopened.waiting.kind == "shuffle", reopened
         assert [e.shoe_id for e in await table.events() if isinstance(e, shoe.ShoeEnded)] == [
             f"{table.name}-shoe-1", f"{table.name}-shoe-2"]
-        fourth = await table.deal_coup()  # the table deals on, from the third shoe
+        await table.devices.shuffle()
+        fourth = await table.deal_coup()
         assert (await table.recorded(fourth, CoupConfigured)).voids_before == 0
+        events = await table.events()
+        closing = [e for e in events if isinstance(e, incidents.TableClosed)]
+        assert [(e.coup, e.shoe, e.awaiting, e.ruled_ended) for e in closing] == [
+            ("", f"{table.name}-shoe-2", 3, f"{table.name}-shoe-1")]
+        assert [(e.supervisor, e.reported) for e in events if isinstance(e, incidents.TableReopened)] == [
+            (SUPERVISOR, 1)]
+        assert not [e for e in events if isinstance(e, shoe.CardBurned | shoe.CardMisdrawn) and e.read == "while-closed"]
         report = await table.verified()
         assert report.findings == [] and report.coups == 4, report.findings
+
+
+async def test_no_table_voids_more_than_three_coups_in_a_row_across_shoes(tmp_path: Path) -> None:
+    """Three coups voided in a row end the shoe; the first coup on the next
+    shoe names the three before it. A card in it that the shoe cannot have
+    given would void a fourth coup in a row: the table is closed instead, the
+    coup held for compliance (its stakes for compliance to rule on), nothing
+    voided. Reopened, the table deals on with its voids counted from none."""
+    async with read_table(tmp_path, "RJ-9", BLACKJACK) as table:
+        await _three_voids(table)
+        fourth = await table.open()
+        assert (await table.recorded(fourth, CoupConfigured)).voids_before == 3
+        await table.bet_and_close(fourth)
+        refused = await table.report(other_than(table.devices.cards[0]))
+        assert refused.waiting is not None and refused.waiting.kind == "closed", refused
+        events = [e for e in await table.events(subjects.coup_filter(fourth, table.name))]
+        assert not [e for e in events if isinstance(e, CoupRuled)]  # nothing voided
+        held = [e for e in events if isinstance(e, CoupHeld)]
+        assert len(held) == 1 and "the table was closed" in held[0].reason
+        assert (await table.supervise(commands.ReopenTable)).ok
+        await table.devices.shuffle()
+        fifth = await table.deal_coup()
+        assert (await table.recorded(fifth, CoupConfigured)).voids_before == 0
+        configured = [e for e in await table.events() if isinstance(e, CoupConfigured)]
+        assert [e.voids_before for e in configured] == [0, 1, 2, 3, 0]
+        report = await table.verified()
+        assert [(f.coup, "held for compliance" in f.what) for f in report.findings] == [(fourth, True)], report.findings
+        assert report.coups == 5
 
 
 async def test_the_cut_card_counts_only_within_its_tolerance_and_out_early_late_or_missing_is_an_incident(
@@ -279,7 +334,7 @@ async def test_a_second_incident_on_a_held_coup_is_recorded_and_ruled_and_one_re
         second = await table.report(table.devices.cards.pop(0), "misdraw-2")
         assert second.ok and second.incident == "misdrawn", second
         assert (await table.report(unread_card, "unread-1")).cards == ()  # the same report: taken, as unread
-        assert (await table.ask(commands.KeyCard, coup=coup, card=unread_card)).ok
+        assert (await table.ask(commands.KeyCard, coup=coup, card=unread_card, dealer="D-1")).ok
         confirmed = await table.supervise(commands.Rule, coup=coup, ruling="confirm", card=unread_card)
         assert confirmed.waiting is not None and (confirmed.waiting.kind, confirmed.waiting.incident) == (
             "ruling", "misdrawn"), confirmed
@@ -294,3 +349,97 @@ async def test_a_second_incident_on_a_held_coup_is_recorded_and_ruled_and_one_re
         assert [e.ruling for e in events if isinstance(e, CoupRuled)] == ["confirm", "go_on"]
         assert (await table.verified()).findings == []
         assert not [e for e in events if isinstance(e, baccarat_messages.CardDealt)]
+
+
+async def test_a_reader_flooding_reports_between_coups_closes_its_table_at_the_bound_and_is_counted_not_taken(
+        tmp_path: Path) -> None:
+    """Between coups the card-reading shoe reports card after card (each a
+    misdraw: none is due). Ten await a ruling at once, as the ruleset allows
+    (``setting shoe.most_awaiting``); the eleventh closes the table, its shoe
+    ended, and the reports after it are refused, each counted once however
+    often it is sent, nothing taken: the shoe's record holds the eleven cards
+    and no more, and no supervisor rules on any of them. One reopening,
+    which records the count, puts the table back in play."""
+    async with read_table(tmp_path, "RJ-10", BLACKJACK) as table:
+        await table.deal_coup()
+        for n in range(11):
+            misdrawn = await table.report(table.devices.cards.pop(0), f"flood-{n}")
+            assert misdrawn.ok and misdrawn.incident == "misdrawn", (n, misdrawn)
+        assert misdrawn.waiting is not None and misdrawn.waiting.kind == "closed", misdrawn
+        assert misdrawn.waiting.reason is not None and "11 incidents await a ruling" in misdrawn.waiting.reason
+        for n in range(30):  # the flood goes on, a report now and then sent twice
+            refused = await table.report(table.devices.cards[0], f"more-{n // 2 if n % 3 == 0 else n}")
+            assert (refused.ok, refused.clause) == (False, incidents.CLOSED), refused
+        ruled = await table.supervise(commands.Rule, coup=f"{table.name}-000002", ruling="go_on", read="flood-0")
+        assert (ruled.ok, ruled.clause) == (False, incidents.CLOSED), ruled
+        assert table.counted("casino_tables_closed_total", "dealer-policy", table=table.name,
+                             clause="setting shoe.most_awaiting") == 1
+        taken = [e for e in await table.events() if isinstance(e, shoe.CardMisdrawn)]
+        assert [e.read for e in taken] == [f"flood-{n}" for n in range(11)]
+        distinct = len({n // 2 if n % 3 == 0 else n for n in range(30)})
+        reopened = await table.supervise(commands.ReopenTable)
+        assert reopened.ok, reopened
+        events = await table.events()
+        assert [e.reported for e in events if isinstance(e, incidents.TableReopened)] == [distinct]
+        assert [e.awaiting for e in events if isinstance(e, incidents.TableClosed)] == [11]
+        assert not [e for e in events if isinstance(e, CoupRuled)]
+        await table.devices.shuffle()
+        await table.deal_coup()
+        report = await table.verified()
+        assert report.findings == [] and report.coups == 2, report.findings
+
+
+async def test_a_coup_ruled_void_is_dealt_no_further_whatever_is_queued_behind_it(tmp_path: Path) -> None:
+    """An honest misread, then the card read again: the misread card is not
+    the order's next (refused, held for ``void``), and the card read again,
+    reported while the coup is held, is a second incident (a misdraw, held
+    for ``go_on``). A ruling on the first in other words than the house rule
+    is refused, naming each ruling it takes once; ruled void, the coup stays
+    void when the misdraw behind it is ruled to deal on: no card is dealt or
+    drawn for it after the void, its stakes are returned, and the record verifies."""
+    async with read_table(tmp_path, "RJ-11", BLACKJACK) as table:
+        coup = await table.open()
+        closed = await table.bet_and_close(coup)
+        assert closed.waiting is not None and closed.waiting.kind == "read", closed
+        misread = await table.report(other_than(table.devices.cards[0]), "misread")
+        assert misread.incident == "refused" and misread.house_rule == "void", misread
+        again = await table.report(table.devices.cards.pop(0), "read-again")
+        assert again.incident == "misdrawn" and again.house_rule == "go_on", again
+        wrong = await table.supervise(commands.Rule, coup=coup, ruling="go_on")
+        assert (wrong.ok, wrong.clause) == (False, "setting shoe.refused"), wrong
+        assert "'void' or 'end_shoe'" in wrong.reason and wrong.reason.count("'void'") == 1, wrong.reason
+        assert (await table.supervise(commands.Rule, coup=coup, ruling="void")).ok
+        ruled = await table.supervise(commands.Rule, coup=coup, ruling="go_on", read="read-again")
+        assert ruled.ok and ruled.waiting is not None and ruled.waiting.kind == "held", ruled
+        settled = await table.recorded(coup, CoupSettled)
+        assert settled.staked == settled.returned == 1000
+        await table.deal_coup()
+        record = await table.history(subjects.coup_filter(coup, table.name))
+        void_at = next(m.seq for m in record for e in m.batch.events
+                       if isinstance(e.data, CoupRuled) and e.data.ruling == "void")
+        after = [type(e.data).__name__ for m in record if m.seq > void_at for e in m.batch.events
+                 if isinstance(e.data, blackjack_messages.CardDealt | shoe.CardDrawn
+                               | blackjack_messages.CoupResulted)]
+        assert after == [], after
+        report = await table.verified()
+        assert report.findings == [] and report.coups == 2, report.findings
+
+
+async def test_a_blackjack_card_during_betting_before_any_wager_is_ruled_void_and_the_table_deals_on(
+        tmp_path: Path) -> None:
+    """A card the shoe cannot have given, reported while betting is open and
+    no wager is placed yet (003 7.3(a) deals no box without a wager): it has a
+    ruling a supervisor may give, its house rule's ``void``: the coup is void
+    with nothing staked, settled as such, and the next coup deals."""
+    async with read_table(tmp_path, "RJ-12", "blackjack-003-no-hole-card") as table:
+        coup = await table.open()
+        refused = await table.report(other_than(table.devices.cards[0]), "during-betting")
+        assert refused.waiting is not None and (refused.waiting.kind, refused.waiting.house_rule) == (
+            "ruling", "void"), refused
+        ruled = await table.supervise(commands.Rule, coup=coup, ruling="void")
+        assert ruled.ok, ruled
+        settled = await table.recorded(coup, CoupSettled)
+        assert settled.staked == settled.returned == 0
+        await table.deal_coup()
+        report = await table.verified()
+        assert report.findings == [] and report.coups == 2, report.findings

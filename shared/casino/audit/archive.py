@@ -159,6 +159,14 @@ def _coups(stored: list[Stored], aggregate: str) -> set[str]:
     return {coup for m in stored for _, _, coup, of in [subjects.tokens(m.subject)] if of == aggregate}
 
 
+def opened(stored: Iterable[Stored]) -> set[str]:
+    """The coups opened among ``stored`` (their ``coup.configured``): a shoe's
+    own, where its record may also hold what was filed before the next coup's
+    opening (a card out of it between coups), the next coup opening from the
+    next shoe."""
+    return {subjects.tokens(m.subject)[2] for m in stored for e in m.batch.events if isinstance(e.data, CoupConfigured)}
+
+
 class ShoeSeal(msgspec.Struct, frozen=True):
     """A shoe sealed, with what the archive files it under: when the shoe
     ended, the numbers of the first and last coups opened from it (0 for
@@ -176,7 +184,7 @@ def continued(own: list[Stored]) -> list[str]:
     """The coups opened from a shoe that went on into the next (003 7.9: no
     round ended for them in it), whose later messages the seal also holds."""
     ended = {e.data.coup_id for m in own for e in m.batch.events if isinstance(e.data, RoundEnded)}
-    return sorted(_coups(own, "coup") - ended)
+    return sorted(opened(own) - ended)
 
 
 def dealt_under(stored: Iterable[Stored]) -> set[str]:
@@ -190,7 +198,7 @@ def seal_shoe(table: str, shoe: str, previous: str, own: list[Stored], later: It
     message under its subjects); ``later``, its coups' messages filed under the
     next shoe (``continued``); ``rulesets``, the ``ruleset.recorded`` messages
     its coups name, so that it is verified with no file of ours."""
-    numbers = sorted(n for c in _coups(own, "coup") if (n := subjects.coup_number(c)) is not None)
+    numbers = sorted(n for c in opened(own) if (n := subjects.coup_number(c)) is not None)
     whole = {m.seq: m for m in [*own, *later, *rulesets]}
     ended = next(e.at for m in own for e in m.batch.events if isinstance(e.data, ShoeEnded))
     return ShoeSeal(seal(table, shoe, previous, whole.values()), ended, numbers[0] if numbers else 0,
@@ -480,7 +488,7 @@ class WithArchive:
             if shoe not in ("*", ">"):
                 kept = [k for k in [await self.seals.get(t, shoe)] if k is not None]
             elif coup not in ("*", ">") and (number := subjects.coup_number(coup)) is not None:
-                kept = [k for k in [await self._holding(t, number)] if k is not None]
+                kept = await self._beside(t, number, await self._holding(t, number))
             else:
                 kept = await self.seals.seals(t)
             for k in kept:
@@ -496,6 +504,19 @@ class WithArchive:
                 del self.opened[next(iter(self.opened))]
             self.opened[key] = open_seal(Sealed(kept.data, kept.hash))
         return self.opened[key]
+
+    async def _beside(self, table: str, number: int, holding: Kept | None) -> list[Kept]:
+        """The seal holding coup ``number``, and the shoe's before it where the
+        coup is its first (what was filed before its opening may be under the
+        shoe a card out between coups came from), or after it where the coup
+        is its last (an earlier archiver's seal names a coup among its own
+        where it holds only what was filed before its opening)."""
+        if holding is None:
+            return []
+        shoe = subjects.shoe_number(table, holding.shoe) or 0
+        near = [shoe - 1] if number == holding.first_coup and shoe > 1 else []
+        near += [shoe + 1] if number == holding.last_coup else []
+        return [holding] + [k for n in near if (k := await self.seals.get(table, subjects.shoe_id(table, n))) is not None]
 
     async def _holding(self, table: str, number: int) -> Kept | None:
         """The seal of the shoe coup ``number`` was opened from, if sealed:

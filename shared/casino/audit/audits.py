@@ -12,16 +12,19 @@ from functools import partial
 import msgspec
 from nats.aio.client import Client
 
+from casino.audit.findings import Finding
 from casino.audit.history import AsRead, Bounds, by_coup, coups_within, opening_of, read_coups
 from casino.audit.parallel import in_processes
+from casino.audit.readings import before_opening_only, enveloped
 from casino.audit.verify import (
     Carried,
-    Finding,
     Openings,
+    carried_before_opening,
     carried_over,
     off_roster,
     recorded_rulesets,
     unreadable,
+    verify_before_opening,
     verify_coup,
     verify_shoe,
     verify_shoes,
@@ -119,7 +122,7 @@ class _Verifying:
 
     def take(self, m: Stored) -> None:
         self.read += m.seq <= self.last_seq
-        self.findings += between_coups([m])
+        self.findings += between_coups([m]) + enveloped(m)
         self.openings.take(m)
         if m.subject.endswith(".ruleset"):
             found, findings = recorded_rulesets([m])
@@ -171,6 +174,11 @@ def _verify_coups(coups: dict[str, list[Stored]], each_coup: Callable[[list[Stor
             each_coup(msgs)
         if all(subjects.tokens(m.subject)[3] == "shoe" for m in msgs):
             continue
+        before = carried.get(subjects.tokens(msgs[0].subject)[0])
+        if before_opening_only(msgs):  # what was filed before its opening, under a shoe it did not open from
+            findings += verify_before_opening(msgs, before, rulesets)
+            carried_before_opening(msgs, carried)
+            continue
         if not any(subjects.tokens(m.subject)[3] == "settle" for m in msgs) and _in_play(msgs):
             findings += _directions(coup, msgs)
             if openings is not None:
@@ -179,7 +187,7 @@ def _verify_coups(coups: dict[str, list[Stored]], each_coup: Callable[[list[Stor
         if openings is not None:
             openings.in_play.pop(coup, None)
         verified += 1
-        findings += verify_coup(msgs, rulesets) + carried_over(msgs, carried)
+        findings += verify_coup(msgs, rulesets, before) + carried_over(msgs, carried)
     return Report(verified, 0, findings)
 
 
@@ -208,7 +216,8 @@ def verify_all(stored: list[Stored], shoe_events: list[Stored], carried: Carried
     report = _verify_coups(by_coup(stored), None, recorded, carried, turns)
     if openings is None:
         findings += turns.findings + turns.left_in_play()
-    report.findings += findings + between_coups({m.seq: m for m in [*stored, *shoe_events]}.values())
+    every = {m.seq: m for m in [*stored, *shoe_events]}.values()
+    report.findings += findings + between_coups(every) + [f for m in every for f in enveloped(m)]
     ended = {e.data.shoe_id for m in shoe_events for e in m.batch.events if isinstance(e.data, ShoeEnded)}
     return Report(report.coups, len(ended), report.findings + verify_shoes(shoe_events))
 

@@ -264,8 +264,9 @@ class AsRead:
             self.again.add(coup)
         else:
             self.held.setdefault(coup, []).append(m)
-            if number is not None:
-                self.opened_in.setdefault(coup, number)
+            if number is not None and (aggregate == "coup" or coup not in self.opened_in):
+                # The shoe its record is under: what was filed before its opening may be under the shoe before.
+                self.opened_in[coup] = max(self.opened_in.get(coup, number), number)
         if aggregate == "shoe" and self.shoe is not None:
             for env in m.batch.events:
                 if isinstance(env.data, SHOE_EVENTS):

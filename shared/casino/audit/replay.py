@@ -18,17 +18,15 @@ from casino import games
 from casino.rules import settlement, shoe, wagerbook
 from casino.rules.baccarat import messages as baccarat_messages
 from casino.rules.blackjack import messages as blackjack_messages
+from casino.rules.incidents import CardIncident, CardKeyed, CoupRuled, TableClosed, TableReopened
 from casino.rules.text import money
 from casino.rules.wagers import Wager
 from casino.store import subjects
 from casino.store.envelope import (
     KEYED,
     READ,
-    CardIncident,
-    CardKeyed,
     CoupConfigured,
     CoupHeld,
-    CoupRuled,
     Envelope,
     RulesetRecorded,
 )
@@ -353,12 +351,16 @@ _DESCRIBE: dict[type, Callable[[Any], str]] = {
     shoe.CardRefused: lambda e: f"{e.card} reported (report {e.read}) and refused: {e.why}",
     CardIncident: lambda e: (("between coups, " if not e.coup else "") + f"held for a supervisor's ruling: {e.what}"
                              + (f"; house rule {e.setting} = {e.house_rule.replace('_', ' ')}" if e.setting else "")),
-    CardKeyed: lambda e: f"{e.card} keyed in by {e.dealer or 'the dealer'} for report {e.read}, to be confirmed",
+    CardKeyed: lambda e: f"{e.card} keyed in by {e.dealer or 'nobody named'} for report {e.read}, to be confirmed",
     CoupRuled: lambda e: ("ruled" + (f" by {e.setting}" if e.setting else "") + ": " + {
         "go_on": "the card stays out, the coup is dealt on" if e.coup else "the card stays out, the table goes on",
         "void": "the coup is void, every stake returned",
         "end_shoe": ("the coup is void, every stake returned, and " if e.coup else "") + "the shoe is ended",
         "confirm": f"confirms the card keyed in for report {e.read}"}.get(e.ruling, e.ruling)),
+    TableClosed: lambda e: (f"the table closed ({e.clause}): {e.reason}; {e.awaiting} incidents closed with it"
+                            + (", the coup held for compliance" if e.coup else "") + f", shoe {e.shoe} ended"),
+    TableReopened: lambda e: (f"the table reopened by {e.supervisor}; {e.reported} cards reported while it was "
+                              "closed, counted and not taken"),
     shoe.CutCardReached: lambda e: (f"cut card reached before {_card(e.position)}"
                                     + (" as the first card of the round" if e.first_of_round else "")),
     shoe.ReshuffleRequired: lambda e: f"reshuffle required ({e.when.replace('_', ' ')})",

@@ -19,62 +19,127 @@ from typing import Any
 import msgspec
 
 from casino import games
+from casino.audit.findings import Finding
+from casino.audit.readings import Rulings, assumed, filed
 from casino.config import rulesets
 from casino.games import payouts_of
 from casino.protocol.commands import id_digest
-from casino.rules import settlement, shoe, wagerbook
+from casino.rules import incidents, settlement, shoe, wagerbook
 from casino.rules.errors import RuleViolation
+from casino.rules.incidents import CardKeyed, CoupRuled, Incidents
 from casino.rules.ruleset import Ruleset
 from casino.rules.wagers import Wager
 from casino.store import subjects
 from casino.store.envelope import (
     ADDED_SINCE,
-    KEYED,
     NOT_OF_THE_GAME,
     OPENINGS_KEPT,
-    SHOE_ENDING,
     AnyEvent,
-    CardIncident,
-    CardKeyed,
     CoupConfigured,
     CoupHeld,
-    CoupRuled,
     Envelope,
     RulesetRecorded,
 )
 from casino.store.eventstore import Stored
 
 
-class Finding(msgspec.Struct, frozen=True):
-    """A difference between what is recorded and what the rules give."""
+class Left(msgspec.Struct):
+    """What a table's latest verified coup left to the next: its number, the
+    seat and the player holding the shoe into the next coup (000 8.18), the
+    procedure in force (000 8.2, 001 8.5) where its game could be followed
+    (``dealt``), the openings the next coup's record must name (its own and
+    those before it), who dealt it, the ruleset it was dealt under, and its
+    card-reading shoe's incidents as it left them (casino.rules.incidents)."""
 
-    coup: str
-    seq: int
-    what: str
+    number: int
+    dealt: bool = False
+    holder: int | None = None
+    holder_player: str = ""
+    procedure: str = ""
+    openings: tuple[str, ...] = ()
+    dealer: str = ""
+    ruleset: str = ""
+    digest: str = ""
+    incidents: Incidents = Incidents()
 
 
-def verify_coup(stored: list[Stored], recorded: Mapping[str, Ruleset] | None = None) -> list[Finding]:
+# What each table's latest verified coup left to the next, by table.
+Carried = dict[str, Left]
+
+
+def verify_coup(stored: list[Stored], recorded: Mapping[str, Ruleset] | None = None,
+                before: Left | None = None) -> list[Finding]:
     """Every difference in one coup's records (all four services' events).
     The coup is decided again under the ruleset it names by digest: its
     recorded content where ``recorded`` (by digest) holds it, else the file of
-    that name, which must still have that digest."""
+    that name, which must still have that digest. ``before``: what the table's
+    coup before left (where it was verified before it), from which its
+    card-reading shoe's incidents are decided again."""
     msgs = sorted(stored, key=lambda m: m.seq)
     coup = subjects.tokens(msgs[0].subject)[2] if msgs else ""
     strays = unreadable(coup, msgs)
     if any(m.unreadable and m.msg_id for m in msgs):  # written as ours write, and not understood: the coup neither
         return strays
     everything: list[AnyEvent] = [e.data for m in msgs for e in m.batch.events]
-    if held := [(m.seq, e.data) for m in msgs for e in m.batch.events if isinstance(e.data, CoupHeld)]:
-        return strays + [Finding(coup, seq, f"the coup was held for compliance by the dealer-policy: {e.reason}")
-                         for seq, e in held if isinstance(e, CoupHeld)]
     configured = next((e for e in everything if isinstance(e, CoupConfigured)), None)
+    if any(isinstance(e, CoupHeld) for e in everything):
+        return strays + filed(coup, msgs) + _held(coup, msgs, configured, recorded, before)
     if configured is None:
         return strays + [Finding(coup, msgs[0].seq if msgs else 0, "the coup has no coup.configured event")]
     try:
-        return strays + _verified(coup, msgs, everything, configured, recorded)
+        return strays + filed(coup, msgs) + _verified(coup, msgs, everything, configured, recorded, before)
     except Exception as exc:  # events the rules cannot follow at all (not a refusal: a record no dealer wrote)
         return strays + [Finding(coup, msgs[-1].seq, f"the coup's events cannot be followed: {type(exc).__name__}: "
                                                      f"{str(exc)[:200]}")]
+
+
+def verify_before_opening(stored: list[Stored], before: Left | None,
+                          recorded: Mapping[str, Ruleset] | None = None) -> list[Finding]:
+    """The part of a coup's record filed before its opening under a shoe it
+    did not open from (``readings.before_opening_only``): its incidents
+    decided again from what the coup before left, and where each is filed.
+    The coup itself is verified where it opened."""
+    msgs = sorted(stored, key=lambda m: m.seq)
+    coup = subjects.tokens(msgs[0].subject)[2] if msgs else ""
+    rules = resolve(before.ruleset, before.digest, recorded) if before is not None and before.ruleset else None
+    rulings = Rulings(coup, rules.shoe if rules is not None else None, _prior(msgs, before, None))
+    for m in msgs:
+        if subjects.tokens(m.subject)[3] == "coup":
+            rulings.look(m, False)
+    return unreadable(coup, msgs) + filed(coup, msgs) + rulings.findings
+
+
+def resolve(name: str, digest: str, recorded: Mapping[str, Ruleset] | None) -> Ruleset | None:
+    """The ruleset a coup names by ``digest``: its recorded content, else the
+    file ``name`` where it still has that digest (None where neither does)."""
+    found = (recorded or {}).get(digest)  # its digest checked as it was read
+    if found is None:
+        found = rulesets.load(name)
+        if rulesets.digest_of(found) != digest:
+            return None
+    return found
+
+
+def _prior(msgs: list[Stored], before: Left | None, number: int | None) -> Incidents:
+    """The table's incidents as the coup before left them, where it was
+    verified before this one (``number``: this coup's, where it opened here),
+    else as the record implies them."""
+    if before is not None and (number is None or before.number == number - 1):
+        return before.incidents
+    return assumed(e.data for m in msgs if subjects.tokens(m.subject)[3] == "coup" for e in m.batch.events)
+
+
+def _held(coup: str, msgs: list[Stored], configured: CoupConfigured | None, recorded: Mapping[str, Ruleset] | None,
+          before: Left | None) -> list[Finding]:
+    """A coup held for compliance: each hold, and its incidents (a table
+    closed with it) decided again where its ruleset is known, nothing else."""
+    rules = None if configured is None else resolve(configured.ruleset, configured.ruleset_digest, recorded)
+    rulings = [] if rules is None or configured is None else _redecide(
+        coup, rules, [m for m in msgs if subjects.tokens(m.subject)[3] == "coup"],
+        _prior(msgs, before, configured.coup_number), held=True)
+    return [f for f in rulings if "recorded in a coup" not in f.what] + [
+        Finding(coup, m.seq, f"the coup was held for compliance by the dealer-policy: {e.data.reason}")
+        for m in msgs for e in m.batch.events if isinstance(e.data, CoupHeld)]
 
 
 def unreadable(coup: str, msgs: list[Stored]) -> list[Finding]:
@@ -87,27 +152,19 @@ def unreadable(coup: str, msgs: list[Stored]) -> list[Finding]:
 
 
 def _verified(coup: str, msgs: list[Stored], everything: list[AnyEvent], configured: CoupConfigured,
-              recorded: Mapping[str, Ruleset] | None) -> list[Finding]:
-    rules = (recorded or {}).get(configured.ruleset_digest)  # its digest checked as it was read
+              recorded: Mapping[str, Ruleset] | None, before: Left | None) -> list[Finding]:
+    rules = resolve(configured.ruleset, configured.ruleset_digest, recorded)
     if rules is None:
-        rules = rulesets.load(configured.ruleset)
-        if (now := rulesets.digest_of(rules)) != configured.ruleset_digest:
-            return [Finding(coup, msgs[0].seq, f"the coup was dealt under {configured.ruleset} with digest "
-                                               f"{configured.ruleset_digest}; neither the record nor the file "
-                                               f"(digest {now}) holds that ruleset")]
-    findings = _redecide(coup, rules, [m for m in msgs if subjects.tokens(m.subject)[3] == "coup"]) + _keyed(coup, msgs)
+        now = rulesets.digest_of(rulesets.load(configured.ruleset))
+        return [Finding(coup, msgs[0].seq, f"the coup was dealt under {configured.ruleset} with digest "
+                                           f"{configured.ruleset_digest}; neither the record nor the file "
+                                           f"(digest {now}) holds that ruleset")]
+    findings = _redecide(coup, rules, [m for m in msgs if subjects.tokens(m.subject)[3] == "coup"],
+                         _prior(msgs, before, configured.coup_number)) + _keyed(coup, msgs)
     book = wagerbook.book_of(everything)
-    findings += _book_and_cards(coup, msgs, book)
+    findings += _book_and_cards(coup, msgs, book, configured)
     findings += _payouts(coup, msgs, everything, book, rules)
     return sorted(findings, key=lambda f: f.seq)
-
-
-# What each table's latest verified coup left to the next: its number, the
-# seat and the player holding the shoe into the next coup (000 8.18), the
-# procedure in force (000 8.2, 001 8.5), the openings the next coup's
-# record must name (its own and those before it), who dealt it, and the
-# coups voided in a row up to it on its shoe (docs/readers.md), by table.
-Carried = dict[str, tuple[int, int | None, str, str, tuple[str, ...], str, int]]
 
 
 def _holding(seat: int | None, player: str) -> str:
@@ -119,72 +176,135 @@ def carried_over(stored: list[Stored], carried: Carried) -> list[Finding]:
     left, decided again from the record of the coup before, not from what the
     opening itself says: the shoe holder, seat and player (000 8.18: the
     holder keeps the shoe until he passes it, loses, or is directed to forfeit
-    it; 8.15, 8.20), and the procedure in force (000 8.2, 001 8.5; recorded
+    it; 8.15, 8.20), the procedure in force (000 8.2, 001 8.5; recorded
     since ``baccarat.coup_opened`` version 3: deciding the opening again
-    refuses a change no supervisor directed). ``carried`` is updated with
-    this coup; a coup whose previous coup was not verified before it (the
-    first of a window or of a file) is checked against nothing."""
+    refuses a change no supervisor directed), and what its card-reading
+    shoe's incidents left (the coups voided in a row, a shoe a ruling ended:
+    casino.rules.incidents.carried). ``carried`` is updated with this coup
+    (with what was filed before its opening alone, where its record here
+    holds nothing more); a coup whose previous coup was not verified before
+    it (the first of a window or of a file) is checked against nothing."""
     msgs = sorted(stored, key=lambda m: m.seq)
-    envelopes = [(m.seq, e) for m in msgs if subjects.tokens(m.subject)[3] == "coup" for e in m.batch.events]
-    events = [(seq, e.data) for seq, e in envelopes]
-    configured_at = next(((seq, e) for seq, e in envelopes if isinstance(e.data, CoupConfigured)), None)
-    if configured_at is None:
+    envelopes = [(m.seq, subjects.tokens(m.subject)[1], e) for m in msgs if subjects.tokens(m.subject)[3] == "coup"
+                 for e in m.batch.events]
+    events = [(seq, e.data) for seq, _, e in envelopes]
+    table = subjects.tokens(msgs[0].subject)[0] if msgs else ""
+    before = carried.get(table)
+    configured_at = next(((seq, shoe_token, e) for seq, shoe_token, e in envelopes
+                          if isinstance(e.data, CoupConfigured)), None)
+    if configured_at is None:  # what was filed before an opening alone: carried_before_opening
         return []
-    configured_seq, configured_envelope = configured_at
-    filed = subjects.tokens(msgs[0].subject)[2]  # the coup whose record holds it, whatever its events name
+    configured_seq, opened_in, configured_envelope = configured_at
+    filed_as = subjects.tokens(msgs[0].subject)[2]  # the coup whose record holds it, whatever its events name
     configured = configured_envelope.data
     assert isinstance(configured, CoupConfigured)
+    opened_by = id_digest(configured_envelope.causation)
+    findings = []
+    if opened_by in configured.opened_before:  # a command applied twice
+        findings.append(Finding(filed_as, configured_seq, f"the coup was opened by command "
+                                f"{configured_envelope.causation}, which had opened an earlier coup of the table"))
+    findings += off_roster(filed_as, configured, events)
+    known = before if before is not None and before.number == configured.coup_number - 1 else None
+    at_opening = _through(known.incidents if known is not None else Incidents(),
+                          [(seq, e) for seq, e in events if seq < configured_seq])
+    if known is not None:
+        findings += _left_before(filed_as, configured_seq, configured, known, events)
+        findings += _incidents_carried(filed_as, configured_seq, configured, opened_in, at_opening)
+    carried[table] = _leaves(configured, opened_by, events, _through(
+        at_opening, [(seq, e) for seq, e in events if seq >= configured_seq], opened_in))
+    return findings
+
+
+def carried_before_opening(stored: list[Stored], carried: Carried) -> None:
+    """``carried`` updated with the part of a coup's record filed before its
+    opening under a shoe it did not open from (``readings.before_opening_only``):
+    the incidents it holds, between the coup before and that opening."""
+    table = subjects.tokens(stored[0].subject)[0] if stored else ""
+    if (before := carried.get(table)) is not None:
+        events = [(m.seq, e.data) for m in sorted(stored, key=lambda m: m.seq)
+                  if subjects.tokens(m.subject)[3] == "coup" for e in m.batch.events]
+        carried[table] = msgspec.structs.replace(before, incidents=_through(before.incidents, events))
+
+
+def _left_before(coup: str, seq: int, configured: CoupConfigured, known: Left,
+                 events: list[tuple[int, AnyEvent]]) -> list[Finding]:
+    """A coup's opening against what the coup before it left (``known``):
+    the openings it names, the dealer before it, and (where the coup before's
+    game could be followed) the shoe holder and the procedure in force."""
+    findings = []
+    if configured.opened_before and configured.opened_before != known.openings[:len(configured.opened_before)]:
+        findings.append(Finding(coup, seq, "the coup's record does not name the "
+                                "openings of the coups before it as their records do"))
+    if (configured.dealer or configured.dealer_before) and configured.dealer_before != known.dealer:
+        findings.append(Finding(coup, seq, f"the coup names "
+                                f"{configured.dealer_before or 'nobody'} as the dealer before it, but the coup before "
+                                f"was dealt by {known.dealer or 'nobody signed in'}"))
+    opening = next(((seq, e) for seq, e in events if not isinstance(e, NOT_OF_THE_GAME)), None)
+    if opening is None or not known.dealt:
+        return findings
+    at, opened = opening
+    seat, player = getattr(opened, "shoe_holder", None), getattr(opened, "shoe_holder_player", "")
+    if seat != known.holder or (player and known.holder_player and player != known.holder_player):
+        findings.append(Finding(coup, at, f"the coup opened with the shoe held by {_holding(seat, player)}, "
+                                f"but the coup before left it with {_holding(known.holder, known.holder_player)} "
+                                f"(000 8.18)"))
+    in_force = getattr(opened, "in_force", "")
+    if in_force and known.procedure and in_force != known.procedure:
+        findings.append(Finding(coup, at, f"the coup opened with {in_force} in force, but the coup before "
+                                f"was dealt by {known.procedure} "
+                                f"({'000 8.2' if in_force.startswith('method') else '001 8.5'})"))
+    return findings
+
+
+def _leaves(configured: CoupConfigured, opened_by: str, events: list[tuple[int, AnyEvent]],
+            after: Incidents) -> Left:
+    """What a coup leaves to the next: its game's carry where its rules can
+    follow it (not where it is held, or is no dealer's record), and the rest."""
+    left = Left(configured.coup_number, openings=(opened_by, *configured.opened_before)[:OPENINGS_KEPT],
+                dealer=configured.dealer, ruleset=configured.ruleset, digest=configured.ruleset_digest,
+                incidents=after)
     game = games.named(configured.game)
     state: Any = game.new()
-    findings = []
-    opened_by = id_digest(configured_envelope.causation)
-    if opened_by in configured.opened_before:  # a command applied twice
-        findings.append(Finding(filed, configured_seq, f"the coup was opened by command "
-                                f"{configured_envelope.causation}, which had opened an earlier coup of the table"))
-    opening = next(((seq, e) for seq, e in events if not isinstance(e, NOT_OF_THE_GAME)), None)
-    findings += off_roster(filed, configured, events)
-    before = carried.get(configured.table)
-    if before is not None and before[0] == configured.coup_number - 1 and configured.opened_before and \
-            configured.opened_before != before[4][:len(configured.opened_before)]:
-        findings.append(Finding(filed, configured_seq, "the coup's record does not name the "
-                                "openings of the coups before it as their records do"))
-    if before is not None and before[0] == configured.coup_number - 1 and \
-            (configured.dealer or configured.dealer_before) and configured.dealer_before != before[5]:
-        findings.append(Finding(filed, configured_seq, f"the coup names "
-                                f"{configured.dealer_before or 'nobody'} as the dealer before it, but the coup before "
-                                f"was dealt by {before[5] or 'nobody signed in'}"))
-    ended_before = any(isinstance(e, CoupRuled) and e.ruling == "end_shoe" and not e.coup for _, e in events)
-    if before is not None and before[0] == configured.coup_number - 1 and \
-            configured.voids_before != (0 if ended_before else before[6]):
-        findings.append(Finding(filed, configured_seq, f"the coup names "
-                                f"{configured.voids_before} coups voided in a row before it, but the record has "
-                                f"{0 if ended_before else before[6]} (docs/readers.md)"))
-    if opening is not None and before is not None and before[0] == configured.coup_number - 1:
-        seq, opened = opening
-        coup = filed
-        seat, player = getattr(opened, "shoe_holder", None), getattr(opened, "shoe_holder_player", "")
-        if seat != before[1] or (player and before[2] and player != before[2]):
-            findings.append(Finding(coup, seq, f"the coup opened with the shoe held by {_holding(seat, player)}, "
-                                               f"but the coup before left it with {_holding(before[1], before[2])} "
-                                               f"(000 8.18)"))
-        in_force = getattr(opened, "in_force", "")
-        if in_force and before[3] and in_force != before[3]:
-            findings.append(Finding(coup, seq, f"the coup opened with {in_force} in force, but the coup before was "
-                                               f"dealt by {before[3]} "
-                                               f"({'000 8.2' if in_force.startswith('method') else '001 8.5'})"))
-    in_coup = [e for _, e in events if isinstance(e, CoupRuled) and e.coup]
-    voided = any(games.voided(e) for e in in_coup)
-    voids = 0 if not voided or any(e.ruling == "end_shoe" for e in in_coup) else configured.voids_before + 1
     try:
         for _, e in events:
             if not isinstance(e, NOT_OF_THE_GAME):
                 state = game.evolve(state, e)
-        left = game.carry(state, "", games.Carry())
-    except Exception:  # a coup its rules cannot follow (held, or not a dealer's record): the next checked against nothing
-        carried.pop(configured.table, None)
-        return findings
-    carried[configured.table] = (configured.coup_number, left.holder, left.holder_player, left.procedure,
-                                 (opened_by, *configured.opened_before)[:OPENINGS_KEPT], configured.dealer, voids)
+        carry = game.carry(state, "", games.Carry())
+    except Exception:  # a coup its rules cannot follow: its game checks nothing next
+        return left
+    return msgspec.structs.replace(left, dealt=True, holder=carry.holder, holder_player=carry.holder_player,
+                                   procedure=carry.procedure)
+
+
+def _through(state: Incidents, events: Iterable[tuple[int, object]], shoe: str = "") -> Incidents:
+    """The table's incidents after ``events`` (a coup's opening on ``shoe`` among them)."""
+    for _, e in events:
+        if isinstance(e, CoupConfigured):
+            state = incidents.opened(state, e.shoe or shoe, e.voids_before, e.ruled_ended)
+        elif isinstance(e, incidents.EVENTS):
+            state = incidents.evolve(state, e)
+    return state
+
+
+def _incidents_carried(coup: str, seq: int, configured: CoupConfigured, shoe_token: str,
+                       state: Incidents) -> list[Finding]:
+    """What a coup's opening records of its table's incidents against what the
+    record leaves it (casino.rules.incidents.carried): the coups voided in a
+    row before it, and a shoe a ruling ended before its shoe. Before version
+    7 of ``coup.configured`` the voids were counted on one shoe: none after a
+    ruling ended it."""
+    voids, ruled_ended = incidents.carried(state, configured.shoe or shoe_token)
+    if not configured.shoe and state.to_end is not None and state.to_end.read:
+        voids = 0
+    findings = []
+    if configured.voids_before != voids:
+        findings.append(Finding(coup, seq, f"the coup names {configured.voids_before} coups voided in a row before "
+                                           f"it, but the record has {voids} (docs/readers.md)"))
+    if configured.shoe and configured.ruled_ended != ruled_ended:
+        findings.append(Finding(coup, seq, f"the coup names {configured.ruled_ended or 'no shoe'} as ended by a ruling "
+                                           f"before its shoe, but the record has {ruled_ended or 'none'}"))
+    if configured.shoe and configured.shoe != shoe_token:
+        findings.append(Finding(coup, seq, f"the coup names shoe {configured.shoe}, and is filed under {shoe_token}"))
     return findings
 
 
@@ -256,108 +376,31 @@ def recorded_rulesets(stored: Iterable[Stored]) -> tuple[dict[str, Ruleset], lis
     return found, findings
 
 
-def _redecide(coup: str, rules: Ruleset, msgs: list[Stored]) -> list[Finding]:
+def _redecide(coup: str, rules: Ruleset, msgs: list[Stored], before: Incidents, held: bool = False) -> list[Finding]:
     """Each recorded batch holds one decision or several consecutive ones (the
     dealer's own steps are recorded together): from the first event not yet
     explained, the command it implies is decided again and must give exactly
-    the events recorded from there (``redecided``)."""
+    the events recorded from there (``redecided``); each card-reading shoe's
+    incident, from what the coup before left (``before``), through the
+    incidents' rules (casino.audit.readings). ``held``: the coup is held for
+    compliance, and only its incidents are decided again."""
     game = games.of(rules)
     state: Any = game.new()
-    readings = Readings(coup, rules)
+    rulings = Rulings(coup, rules.shoe, before)
     for m in msgs:
-        readings.look(m, game.waiting(rules, state).kind if state.phase != "new" else "")
+        rulings.look(m, state.phase != "new" and game.waiting(rules, state).kind == "card")
+        if rulings.stopped or held:
+            continue
         state, differs = redecided(game, rules, state, [e for e in m.batch.events if not isinstance(e.data, NOT_OF_THE_GAME)])
         if differs:
-            return [Finding(coup, m.seq, differs)]
-    if readings.findings or readings.void or readings.awaiting is not None:
-        return readings.findings + readings.unruled()
+            return rulings.findings + [Finding(coup, m.seq, differs)]
+    if held:
+        return rulings.findings
+    if rulings.findings or rulings.state.void or rulings.state.awaiting:
+        return rulings.findings + rulings.unruled()
     if state.phase != "finished":
         return [Finding(coup, msgs[-1].seq if msgs else 0, f"the coup is not finished (phase {state.phase})")]
     return []
-
-
-class Readings:
-    """A coup's card incidents and rulings (a card-reading shoe's card the coup
-    could not take: docs/readers.md), each held to the coup as it stood: a
-    misdraw only where no card was due, each incident ruled in turn by a
-    supervisor by the house rule it names (a shoe that has left its order
-    may always be ended) before anything more is dealt, a card the shoe
-    could not read taken only as keyed in and confirmed, nothing dealt in a
-    coup once it is void; those between coups, filed before the coup's
-    opening, ruled before it opened, and voiding nothing."""
-
-    def __init__(self, coup: str, rules: Ruleset) -> None:
-        self.coup, self.rules = coup, rules
-        self.findings: list[Finding] = []
-        self.held: list[tuple[int, CardIncident]] = []  # the incidents awaiting a ruling, the first ruled first
-        self.void = False
-        self.keyed = ""  # the card keyed in for the incident awaiting a ruling
-        self.confirmed = False  # a card keyed in confirmed: the next event in its message may take it
-
-    @property
-    def awaiting(self) -> CardIncident | None:
-        return self.held[0][1] if self.held else None
-
-    def look(self, m: Stored, waits: str) -> None:
-        for env in m.batch.events:
-            e = env.data
-            if self.confirmed:
-                self.confirmed = False
-                if env.causation.startswith(KEYED) and not isinstance(e, NOT_OF_THE_GAME):
-                    continue  # dealt as it came, before any incident after it held the coup
-            if isinstance(e, CardIncident):
-                if e.kind == "misdrawn" and waits == "card" and not self.held:  # held, no card is due
-                    self.findings.append(Finding(self.coup, m.seq, f"{e.card} recorded as misdrawn, but the coup's "
-                                                                   "rules called for a card then"))
-                if (house := self._house_rule(e)) is not None:
-                    self.findings.append(Finding(self.coup, m.seq, house))
-                if not self.held:
-                    self.keyed = ""
-                self.held.append((m.seq, e))
-            elif isinstance(e, CoupConfigured) and self.held:
-                self.findings.append(Finding(self.coup, m.seq, f"the coup opened while held for a ruling on report "
-                                                               f"{self.held[0][1].read}, a card out before it opened"))
-            elif isinstance(e, CardKeyed):
-                if self.awaiting is None or self.awaiting.kind != "unread" or e.read != self.awaiting.read:
-                    self.findings.append(Finding(self.coup, m.seq, f"a card keyed in for report {e.read}, which "
-                                                 "holds no card the shoe could not read"))
-                self.keyed = e.card
-            elif isinstance(e, CoupRuled):
-                if e.ruling == "confirm":
-                    if not self.keyed:
-                        self.findings.append(Finding(self.coup, m.seq, "a card confirmed that no dealer keyed in"))
-                    self.confirmed = True
-                first = self.awaiting
-                if first is None or e.read != first.read:
-                    self.findings.append(Finding(self.coup, m.seq, f"a ruling on report {e.read}, which is not the "
-                                                                   "first incident the coup was held for"))
-                elif not e.supervisor:
-                    self.findings.append(Finding(self.coup, m.seq, "a ruling that names no supervisor"))
-                elif e.ruling != first.house_rule and not (e.ruling == "end_shoe" and first.kind in SHOE_ENDING):
-                    self.findings.append(Finding(self.coup, m.seq, f"ruled {e.ruling!r}, but the house rule "
-                                                 f"{first.setting} was {first.house_rule!r}"))
-                elif e.ruling == "void" and not e.coup:
-                    self.findings.append(Finding(self.coup, m.seq, "a ruling voids a card out between coups"))
-                self.held = [(s, i) for s, i in self.held if i is not first]
-                self.keyed = ""
-                self.void = self.void or games.voided(e)
-            elif not isinstance(e, NOT_OF_THE_GAME) and (self.awaiting is not None or self.void):
-                self.findings.append(Finding(self.coup, m.seq, f"{type(e).__name__} recorded in a coup "
-                                             + ("held for a ruling" if self.awaiting is not None else "ruled void")))
-                return
-
-    def _house_rule(self, e: CardIncident) -> str | None:
-        """Why the house rule an incident names is not the ruleset's, or None where it is."""
-        if not e.setting:
-            return None if e.house_rule == "confirm" else f"a card the shoe could not read held for {e.house_rule!r}"
-        setting = getattr(self.rules.shoe, e.setting.removeprefix("shoe."), None)
-        allowed = {setting, "end_shoe"} | ({"go_on"} if setting == "void" and not e.coup else set())
-        if e.house_rule in allowed:
-            return None
-        return f"held for a ruling {e.house_rule!r}, but the ruleset's {e.setting} is {setting!r}"
-
-    def unruled(self) -> list[Finding]:
-        return [Finding(self.coup, seq, f"held for {i.what}, and no supervisor has ruled") for seq, i in self.held]
 
 
 def _keyed(coup: str, msgs: list[Stored]) -> list[Finding]:
@@ -421,11 +464,17 @@ def _as_recorded(given: Any, recorded: Any) -> Any:
     return given
 
 
-def _book_and_cards(coup: str, msgs: list[Stored], book: wagerbook.Book) -> list[Finding]:
+def _book_and_cards(coup: str, msgs: list[Stored], book: wagerbook.Book, configured: CoupConfigured) -> list[Finding]:
+    """The wagers the coup dealt to are its book's, every card dealt is the
+    card the shoe drew at that position and every card drawn was dealt, and
+    (in records since ``coup.configured`` version 7) no card left the shoe
+    for the coup before its betting closed was recorded."""
     findings: list[Finding] = []
     events: list[tuple[int, Any]] = [(m.seq, env.data) for m in msgs for env in m.batch.events]
     drawn = {e.position: (seq, e.card) for seq, e in events if type(e) is shoe.CardDrawn}
-    void = any(games.voided(e) for _, e in events)
+    void = any(incidents.voided(e) for _, e in events)
+    if configured.shoe:  # records since coup.configured version 7
+        findings += _drawn_after_closing(coup, events, min((seq for seq, _ in drawn.values()), default=0))
     closed_seq = 0
     for seq, e in events:  # type tests by identity: a record has thousands of events to look at
         if type(e) in games.BETTING_CLOSED:
@@ -442,6 +491,15 @@ def _book_and_cards(coup: str, msgs: list[Stored], book: wagerbook.Book) -> list
     if not closed_seq and not void:  # a coup voided while betting was open deals nothing: its book is refunded
         findings.append(Finding(coup, msgs[-1].seq if msgs else 0, "betting never closed"))
     return findings
+
+
+def _drawn_after_closing(coup: str, events: list[tuple[int, Any]], first_drawn: int) -> list[Finding]:
+    """No card left the shoe for the coup before its betting closed was recorded."""
+    closed = next((seq for seq, e in events if type(e) in games.BETTING_CLOSED), 0)
+    if first_drawn and closed and first_drawn < closed:
+        return [Finding(coup, first_drawn, f"a card left the shoe for the coup (seq {first_drawn}) before its betting "
+                                           f"closed was recorded (seq {closed})")]
+    return []
 
 
 def _key(w: Wager) -> tuple[int, str, str]:
