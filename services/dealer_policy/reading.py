@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 HOLDER_DRAWS = {"method_c": "000 8.19", "method_d": "000 8.28"}
 # What the shoe's answer names an incident, as the coup records it (casino.rules.incidents.KINDS).
 INCIDENTS = {"misdrawn": "misdrawn", "refused": "refused", "cut card misplaced": "cut_card"}
-MOST_COUNTED = 10_000  # reports told apart by id while a table is closed (past that, each counts)
+MOST_COUNTED = 10_000  # reports told apart by id while a table is closed: the count its reopening records, at most
 
 
 async def report(w: Dealing, cmd: commands.CardRead | commands.CutCardRead) -> commands.Reply | None:
