@@ -18,7 +18,7 @@ import msgspec
 from nats.aio.client import Client
 
 from casino.audit.audits import Report, verify_history
-from casino.audit.verify import Carried
+from casino.audit.carried import Carried
 from casino.protocol.commands import Token
 from casino.readmodels import projections
 from casino.readmodels.projections import Projector

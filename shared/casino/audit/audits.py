@@ -12,16 +12,13 @@ from functools import partial
 import msgspec
 from nats.aio.client import Client
 
+from casino.audit.carried import Carried, carried_before_opening, carried_over, off_roster
 from casino.audit.findings import Finding
 from casino.audit.history import AsRead, Bounds, by_coup, coups_within, opening_of, read_coups
 from casino.audit.parallel import in_processes
 from casino.audit.readings import before_opening_only, enveloped
 from casino.audit.verify import (
-    Carried,
     Openings,
-    carried_before_opening,
-    carried_over,
-    off_roster,
     recorded_rulesets,
     unreadable,
     verify_before_opening,

@@ -100,7 +100,7 @@ class ShoeRules(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         _require(0.1 <= self.penetration <= 0.95, "penetration", "must be 0.1 to 0.95")
         _require(0 <= self.cut_card_tolerance <= 52, "cut_card_tolerance", "must be 0 to 52 cards")
         _require(1 <= self.end_shoe_after <= 3, "end_shoe_after", "must be 1 to 3 (no table voids more than 3 "
-                                                                  "coups in a row on a shoe out of its order)")
+                                                                  "coups in a row, a shoe out of its order)")
         _require(1 <= self.most_awaiting <= 100, "most_awaiting", "must be 1 to 100 incidents awaiting a ruling")
 
     @property
