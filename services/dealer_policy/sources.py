@@ -23,7 +23,6 @@ from casino.store import subjects
 CARD_SOURCE = "card source"
 # The card incidents a coup is held for, and the reports a closed table counts (casino_card_incidents_total).
 INCIDENT_KINDS = (*incidents.KINDS, "while_closed")
-CLOSING = ("setting shoe.end_shoe_after", "setting shoe.most_awaiting")  # what closes a table (its TableClosed.clause)
 
 
 class CardSource(ABC):
@@ -97,7 +96,7 @@ class ReadingShoe(CardSource):
     def watched(self, metrics: Metrics, table: str) -> None:
         for kind in INCIDENT_KINDS:
             metrics.card_incidents.labels(table, kind)
-        for clause in CLOSING:
+        for clause in (incidents.WATCHED, incidents.CROWDED):
             metrics.tables_closed.labels(table, clause)
         metrics.shoes_ended.labels(table)
 

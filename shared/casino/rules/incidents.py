@@ -41,6 +41,8 @@ SETTINGS = {"misdrawn": "shoe.misdraw", "refused": "shoe.refused", "cut_card": "
 UNREAD = "unread card"  # the clause of a card the shoe could not read, keyed in and confirmed
 IN_TURN = "ruling"  # the clause of a ruling out of turn, or where none is awaited
 CLOSED = "table closed"  # the clause of what a closed table refuses until a supervisor reopens it
+# What closes a table (``TableClosed.clause``): a second shoe in a row to be ended, too many incidents awaiting.
+WATCHED, CROWDED = "setting shoe.end_shoe_after", "setting shoe.most_awaiting"
 
 # A card incident's kind and a supervisor's ruling in plain words, as a pit reads them.
 INCIDENT_WORDS = {"misdrawn": "a card out of the shoe when none was due", "refused": "a card the shoe cannot have given",
@@ -341,11 +343,11 @@ def _report(rules: ShoeRules, state: Incidents, cmd: Report) -> list[AnyIncident
     if incident.house_rule == "end_shoe" and on_watch(watched, cmd.shoe):
         return [incident, TableClosed(cmd.table, cmd.coup, cmd.shoe, f"shoe {watched.ended} was ended by a "
                                       f"supervisor's ruling, and the shoe after it, {cmd.shoe}, must be ended too",
-                                      "setting shoe.end_shoe_after", len(state.awaiting) + 1, watched.ended)]
+                                      WATCHED, len(state.awaiting) + 1, watched.ended)]
     if len(state.awaiting) >= rules.most_awaiting:
         return [incident, TableClosed(cmd.table, cmd.coup, cmd.shoe, f"{len(state.awaiting) + 1} incidents await "
                                       f"a ruling, more than the ruleset's {rules.most_awaiting}",
-                                      "setting shoe.most_awaiting", len(state.awaiting) + 1)]
+                                      CROWDED, len(state.awaiting) + 1)]
     return [incident]
 
 
