@@ -324,8 +324,7 @@ async def test_no_card_leaves_the_shoe_for_a_coup_before_its_betting_closed_is_r
     shoe records for each coup comes after the coup's betting closed in the
     record; verification holds every coup to it, and finds a record in which
     a card was drawn first."""
-    tables = {name: msgspec.structs.replace(config, supervisors=(SUPERVISOR,)) for name, config in default_tables(
-        4, ["baccarat-000-methods", BLACKJACK], readers=2).items()}
+    tables = default_tables(4, ["baccarat-000-methods", BLACKJACK], readers=2)  # the simulator's supervisors
     assert sorted(bool(c.source) for c in tables.values()) == [False, False, True, True]
     async with Casino(nats_url, tables) as casino:
         for kind in ("shoe", "wager", "dealer-policy", "settlement"):
