@@ -41,6 +41,7 @@ class Dealing:
     def __init__(self, ports: Ports, t: TableCoup) -> None:
         self.ports, self.t = ports, t
         self.peer, self.store, self.repository = ports.peer, ports.store, ports.repository
+        self.shoe_heard = False  # whether the shoe service has answered in this unit of work (``ask_shoe``)
 
     @property
     def metrics(self) -> Metrics | None:
@@ -207,8 +208,10 @@ class Dealing:
         try:
             reply = await self.peer.must(subjects.command(t.name, "shoe"), command)
         except RuleViolation as exc:
+            self.shoe_heard = self.shoe_heard or exc.clause == commands.SHUFFLING_MACHINE
             t.shuffling = t.shuffling or exc.clause == commands.SHUFFLING_MACHINE
             raise
+        self.shoe_heard = True
         t.shuffling = reply.waiting is not None and reply.waiting.kind == "shuffle"
         t.shoe_seen = reply.shoe or t.shoe_seen
         return reply

@@ -240,9 +240,13 @@ async def end_shoe(w: Dealing) -> None:
 
 async def shuffled(w: Dealing) -> None:
     """Whether the machine's order has come since the table last waited for
-    one: the shoe service is the one to know (asked only where it waited)."""
+    one: the shoe service is the one to know (asked only where it waited,
+    and not already in this unit of work). Asked before every answer that
+    would say the table waits for it: an instance that learnt so long ago,
+    while another dealt on since (the table moved between them), would
+    otherwise have the devices shuffle a shoe in the middle of a coup."""
     t = w.t
-    if t.shuffling:
+    if t.shuffling and not w.shoe_heard:
         await w.ask_shoe(commands.ShoeStatus(f"{t.name}:shoe-status", t.name, t.config.ruleset))
 
 

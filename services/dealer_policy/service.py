@@ -154,6 +154,7 @@ class DealerPolicyService:
                                 f"({', '.join(roster.supervisors)}): a direction is taken from a supervisor on it")
         async with self.working(cmd.table) as w:
             taken = await self.handlers.get(type(cmd), dealing.play)(w, cmd)
+            await reading.shuffled(w)
             # The device is told what its report was taken as (the cut card first in a round: reshuffle now).
             return w.reply() if taken is None else reading.answered(taken, w.reply())
 

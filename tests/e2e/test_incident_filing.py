@@ -222,6 +222,35 @@ async def test_with_two_instances_racing_each_incident_is_filed_under_the_shoe_i
     assert report.findings == [] and report.coups == 2, report.findings
 
 
+async def test_an_instance_that_heard_the_shoe_wait_for_its_order_asks_again_before_saying_so(
+        nats_url: str) -> None:
+    """A second dealer-policy is refused the table's first opening: the shoe
+    waits for its machine's order. The first instance opens and deals coup 1
+    on the order since reported, to the player's decision, which then
+    reaches the second. It is taken, and the answer says what the coup waits
+    for next (the dealer's card), never that the shoe waits for an order (which would have the
+    devices shuffle a new shoe in the middle of the coup, every card after
+    it refused)."""
+    async with Casino(nats_url, _tables()) as casino:
+        reading = Reading(casino)
+        second = Second(casino.nc, casino.tables)
+        refused = await second.ask(commands.OpenCoup(f"t-{uuid.uuid4().hex[:8]}", TABLE, dealer="D-1", number=1))
+        assert refused.clause == commands.SHUFFLING_MACHINE, refused
+        coup = await reading.open()
+        await casino.patiently(TABLE, "wager", commands.Sit, coup=coup, seat=1, player="P1")
+        await casino.patiently(TABLE, "wager", commands.PlaceWager, coup=coup, seat=1, bet="box", amount=1000)
+        reply = await casino.ask(TABLE, "coup", commands.CloseBetting, coup=coup)
+        while reply.waiting is not None and reply.waiting.kind == "read":
+            reply = await reading.devices.read()
+        w = reply.waiting
+        assert w is not None and w.kind == "decision", reply
+        stood = await second.ask(commands.Decide(f"t-{uuid.uuid4().hex[:8]}", TABLE, coup, w.seat, w.box_hand,
+                                                 "stand"))
+        assert stood.ok and stood.waiting is not None and stood.waiting.kind in ("read", "finished"), stood
+        history = await casino.store.read(f"{subjects.EVENTS}.>")
+    assert not any(isinstance(e.data, shoe.ShoeEnded) for m in history for e in m.batch.events)
+
+
 async def test_a_card_keyed_in_names_the_dealer_on_duty_and_is_confirmed_by_another(nats_url: str) -> None:
     """The table's first burn card, unread before any coup: keying it in with
     nobody signed in is refused; keyed by a supervisor's name, that
