@@ -16,6 +16,7 @@ from casino.protocol.commands import (
     OpenBook,
     PlaceExtra,
     PlaceWager,
+    PlaceWagers,
     Reply,
     Sit,
     WagerCommand,
@@ -34,6 +35,8 @@ from services.repository import Held, Repository
 # A terminal's command (and the dealer-policy's extra stake) as the wager book's own, by its type.
 TO_BOOK: dict[type, Callable[[Any], wagerbook.AnyBookCommand]] = {
     PlaceWager: lambda c: wagerbook.PlaceWager(c.seat, c.bet, c.amount, c.player),
+    PlaceWagers: lambda c: wagerbook.PlaceWagers(tuple(wagerbook.PlaceWager(w.seat, w.bet, w.amount, w.player)
+                                                       for w in c.wagers)),
     CancelWager: lambda c: wagerbook.CancelWager(c.seat, c.bet, c.player),
     Sit: lambda c: wagerbook.Sit(c.seat, c.player),
     Leave: lambda c: wagerbook.Leave(c.seat),

@@ -70,7 +70,7 @@ async def test_a_step_times_every_command_after_each_tables_first_coup() -> None
     figures = await one_step(8, period=3.0, window=4.0)
     assert figures["tables"] == 8 and figures["offered_coups_per_s"] == 8 / 3.0
     assert figures["coups_per_s"] > 0
-    assert {"OpenCoup", "PlaceWager", "CloseBetting"} <= set(figures["commands"])
+    assert {"OpenCoup", "PlaceWagers", "CloseBetting"} <= set(figures["commands"])
     assert figures["command_p99_ms"] == max(c["p99_ms"] for c in figures["commands"].values())
 
 

@@ -122,4 +122,4 @@ async def test_a_coups_chain_is_timed_command_by_command_from_the_close_of_betti
         # Each coup's close is within its own latency, one close a coup: so is each percentile.
         close = f["steps"]["CloseBetting"]
         assert 0 < close["p50_ms"] <= f["p50_ms"] and close["p99_ms"] <= f["p99_ms"]
-        assert "OpenCoup" not in f["steps"] and "PlaceWager" not in f["steps"]  # before the close: not on the chain
+        assert "OpenCoup" not in f["steps"] and "PlaceWagers" not in f["steps"]  # before the close: not on the chain

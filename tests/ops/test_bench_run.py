@@ -47,7 +47,7 @@ def test_the_whole_benchmark_runs_and_writes_every_figure_beside_its_ceiling(tmp
     assert set(pipeline["cpu_ms_per_coup"]) == SERVICES | {"nats-server", "simulator"}
     for name in ("flat", "half", "tenth"):  # every command a terminal sends, timed at each load
         latency = figures["latency"][name]
-        assert {"OpenCoup", "PlaceWager", "CloseBetting"} <= set(latency["commands"]), name
+        assert {"OpenCoup", "PlaceWagers", "CloseBetting"} <= set(latency["commands"]), name
         assert all(c["count"] > 0 and c["p50_ms"] > 0 and c["p99_ms"] > 0 for c in latency["commands"].values()), name
         assert all(c["p50_ms"] <= c["p99_ms"] for c in latency["commands"].values() if c["count"] >= 3), name
         assert latency["command_p99_ms"] == max(c["p99_ms"] for c in latency["commands"].values())

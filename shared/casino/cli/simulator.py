@@ -311,8 +311,7 @@ class SimulatedTable:
         reply = commands.Reply(True, coup=coup, waiting=waiting)
         if waiting is None or waiting.kind == "close_betting":
             await self._seat_players(coup)
-            for seat, bet, amount in self._wagers():
-                await self._place(coup, seat, bet, amount)
+            await self._place(coup, self._wagers())
             await self._back_bet(coup)
             closing = time.perf_counter()
             reply = await self.ask("coup", commands.CloseBetting, coup=coup)
@@ -407,12 +406,16 @@ class SimulatedTable:
             await self.ask("wager", commands.PlaceWager, coup=coup, seat=self.rnd.choice(sorted(self.seated)), bet=bet,
                            amount=self._amount(bet), player=f"{self.name}-B{self.players}")
 
-    async def _place(self, coup: str, seat: int, bet: str, amount: int) -> None:
-        """Place a wager; now and then the player changes it: cancelled, and placed again at another amount."""
-        await self.ask("wager", commands.PlaceWager, coup=coup, seat=seat, bet=bet, amount=amount)
-        if self._chance("change"):
-            await self.ask("wager", commands.CancelWager, coup=coup, seat=seat, bet=bet)
-            await self.ask("wager", commands.PlaceWager, coup=coup, seat=seat, bet=bet, amount=self._amount(bet))
+    async def _place(self, coup: str, wagers: list[tuple[int, str, int]]) -> None:
+        """Place the seated players' wagers on one slip, as an electronic table
+        confirms it; now and then a player changes a wager: cancelled, and
+        placed again at another amount."""
+        await self.ask("wager", commands.PlaceWagers, coup=coup,
+                       wagers=tuple(commands.SlipLine(seat, bet, amount) for seat, bet, amount in wagers))
+        for seat, bet, _ in wagers:
+            if self._chance("change"):
+                await self.ask("wager", commands.CancelWager, coup=coup, seat=seat, bet=bet)
+                await self.ask("wager", commands.PlaceWager, coup=coup, seat=seat, bet=bet, amount=self._amount(bet))
 
     def _may_play_player(self) -> bool:
         """000 8.17.2, 8.27.2: only where the table has the approval the ruleset asks for."""

@@ -283,6 +283,27 @@ class PlaceWager(Command, frozen=True, tag="table.place_wager"):
     player: Player = ""
 
 
+class SlipLine(msgspec.Struct, frozen=True, gc=False, forbid_unknown_fields=True):
+    """One wager of a bet slip, as ``PlaceWager`` has it."""
+
+    seat: int
+    bet: Name
+    amount: int
+    player: Player = ""
+
+
+SLIP_MOST = 64  # wagers on one slip: a table's seats, each with every bet it offers, and back bets beside
+
+
+class PlaceWagers(Command, frozen=True, tag="table.place_wagers"):
+    """A bet slip: a seat's or a table's wagers placed at once (one
+    record), as an electronic table confirms a slip; refused whole, the
+    refused line and its rule named, where any one of them is."""
+
+    coup: Token
+    wagers: Annotated[tuple[SlipLine, ...], msgspec.Meta(min_length=1, max_length=SLIP_MOST)]
+
+
 class CancelWager(Command, frozen=True, tag="table.cancel_wager"):
     coup: Token
     seat: int
@@ -305,7 +326,7 @@ class Leave(Command, frozen=True, tag="table.leave"):
     seat: int
 
 
-WagerCommand = PlaceWager | CancelWager | Sit | Leave
+WagerCommand = PlaceWager | PlaceWagers | CancelWager | Sit | Leave
 
 
 # ---- to the wager service from the dealer-policy (casino.cmd.<table>.book) --

@@ -40,6 +40,14 @@ class PlaceWager(BookCommand, frozen=True, tag="wager.place"):
     player: str = ""
 
 
+class PlaceWagers(BookCommand, frozen=True, tag="wager.place_slip"):
+    """A bet slip: several wagers placed at once, as an electronic table
+    confirms a player's slip. Each is decided as ``PlaceWager`` on the book
+    the slip's earlier wagers leave; one refused refuses the whole slip."""
+
+    wagers: tuple[PlaceWager, ...]
+
+
 class CancelWager(BookCommand, frozen=True, tag="wager.cancel"):
     seat: int
     bet: str
@@ -119,7 +127,7 @@ class ExtraPlaced(BookEvent, frozen=True, tag="wager.extra_placed"):
     amount: int
 
 
-AnyBookCommand = OpenBook | PlaceWager | CancelWager | CloseBook | PlaceExtra | Sit | Leave
+AnyBookCommand = OpenBook | PlaceWager | PlaceWagers | CancelWager | CloseBook | PlaceExtra | Sit | Leave
 AnyBookEvent = BookOpened | WagerPlaced | WagerCancelled | BookClosed | ExtraPlaced | PlayerSeated | PlayerLeft
 
 
@@ -155,6 +163,8 @@ def decide(rules: BaccaratRules | BlackjackRules, book: Book, command: AnyBookCo
                 raise RuleViolation("wager book", f"seat {wager.seat} already has a {wager.bet} wager"
                                                   f"{f' by {player}' if player else ''}; cancel it first")
             return [WagerPlaced(wager)]
+        case PlaceWagers():
+            return _slip(rules, book, command.wagers)
         case CancelWager():
             _must_be_open(book)
             player, _ = _who(rules, book, command.seat, command.player)
@@ -207,6 +217,26 @@ def decide(rules: BaccaratRules | BlackjackRules, book: Book, command: AnyBookCo
                 raise RuleViolation("wager book", f"seat {command.seat} has no wager in this coup")
             return [ExtraPlaced(command.seat, command.hand, command.kind, command.amount)]
     raise RuleViolation("protocol", f"unknown wager command {type(command).__name__}")
+
+
+def _slip(rules: BaccaratRules | BlackjackRules, book: Book,
+          wagers: tuple[PlaceWager, ...]) -> list[AnyBookEvent]:
+    """A slip's wagers, each decided on the book the ones before it leave
+    (two on one seat's same bet are refused as they are one after the other);
+    the first refused names its line and refuses the slip."""
+    if not wagers:
+        raise RuleViolation("wager book", "a bet slip holds at least one wager")
+    events: list[AnyBookEvent] = []
+    for line, wager in enumerate(wagers, start=1):
+        try:
+            placed = decide(rules, book, wager)
+        except RuleViolation as exc:
+            raise RuleViolation(exc.clause, f"line {line} of the slip (seat {wager.seat} {wager.bet}): "
+                                            f"{exc.reason}; no wager on the slip is placed") from None
+        for event in placed:
+            book = evolve(book, event)
+        events += placed
+    return events
 
 
 def check(rules: BaccaratRules | BlackjackRules, book: Book, command: AnyBookCommand) -> RuleViolation | None:
