@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import (
+    appends,
     archive,
     bounded,
     capacity,
@@ -71,7 +72,7 @@ SIZES: dict[str, Any] = {"rules_coups": 2000, "replay_coups_a_table": 150, "veri
                          # runs at most of the benchmarks whose runs are minutes long, and whose figures the
                          # runs agree on (scale's five sizes; holding's 50,000 coups dealt three ways)
                          "scale_runs": 2, "holding_runs": 2,
-                         "bounded_coups": (10000, 200000), "series_coups": 200,
+                         "bounded_coups": (10000, 200000), "series_coups": 200, "appends_coups": 30,
                          # seconds the casino deals before a run's window opens (the services started and warm)
                          "warm": 4.0,
                          # the instances run: 3 of every service against 1, this many coups a table
@@ -91,7 +92,7 @@ SIZES: dict[str, Any] = {"rules_coups": 2000, "replay_coups_a_table": 150, "veri
                                                 "halvings": 1, "most_steps": 2}}
 QUICK: dict[str, Any] = {**SIZES, "rules_coups": 100, "scale_tables": [1, 4], "warm": 1.0, "replay_coups_a_table": 5, "verifying_coups": 20, "window": 2,
                          "history_coups": 200, "history_rounds": 20, "holding_coups": 200, "archive_coups": 12,
-                         "bounded_coups": (2400, 4800), "series_coups": 4,
+                         "bounded_coups": (2400, 4800), "series_coups": 4, "appends_coups": 3,
                          "cost": {"tables": 4, "coups": 3, "instances": 2},
                          "reading": {"tables": 4, "coups": 3, "latency_tables": (4,), "seconds": 2.0},
                          "web": {"tables": 4, "asks": 10, "shoes": 1, "search_coups": 20},
@@ -109,6 +110,7 @@ def measure_all(sizes: dict[str, Any], runs: int, seconds: float) -> tuple[dict[
 
     steps: list[tuple[str, Callable[[], Any]]] = [
         ("rules", lambda: rules.measure(sizes["rules_coups"], runs)),
+        ("appends", lambda: asyncio.run(appends.measure(sizes["appends_coups"]))),  # counts: one run
         ("replay", lambda: asyncio.run(replay.measure(sizes["replay_coups_a_table"], runs))),
         ("verifying", lambda: asyncio.run(verifying.measure(sizes["verifying_coups"], runs, sizes["window"]))),
         ("pipeline", lambda: asyncio.run(pipeline.measure(sizes["pipeline_tables"], seconds, runs, sizes["warm"]))),
@@ -213,6 +215,7 @@ def main() -> None:
           f"ratio {ho['memory_ratio']:.1f}; it answers in {own['ready_s']:.2f} s ({own['killed_ready_s']:.2f} after "
           f"a kill) against {same['ready_s']:.2f} ({same['killed_ready_s']:.2f}); the server that wrote them, "
           f"running: {own['running_kib_per_coup']:.2f} against {same['running_kib_per_coup']:.2f} KiB a coup")
+    print(appends.summary(results["appends"]))
     print(archive.summary(results["archive"]))
     print(bounded.summary(results["bounded"]))
     print(cost.summary(results["cost"]))

@@ -11,6 +11,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from bench.appends import BASELINE as APPENDS_BASELINE
+from bench.appends import MOST as APPENDS_MOST
+
 
 class Row(NamedTuple):
     benchmark: str
@@ -52,6 +55,11 @@ def judged(results: dict[str, Any]) -> list[Row]:
     row("rules", "baccarat coups/s through the rules library against the straight-line deal making the same events",
         v, f"{v:.3f} ({rules['coups_per_s']:,.0f} against {rules['straight_with_events']['coups_per_s']:,.0f})",
         rng, "0.5 or more", _at_least(0.5))
+    if "appends" in results:  # counted since issue 76's write path began
+        for kind, f in results["appends"]["kinds"].items():
+            row("appends", f"appends a {kind} coup beyond its wagers, a player's steps and its cards read (c7b9234: "
+                f"{APPENDS_BASELINE[kind]:.2f})", f["appends"], f"{f['appends']:.2f} ({f['requests']:.1f} requests)",
+                "one run", f"{APPENDS_MOST:.0f} or fewer", _at_most(APPENDS_MOST))
     latency = results["latency"]
     for load, share, most in (("tenth", "a tenth of", 10.0), ("half", "half", 25.0)):
         figures = latency[load]

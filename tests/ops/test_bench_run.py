@@ -62,6 +62,10 @@ def test_the_whole_benchmark_runs_and_writes_every_figure_beside_its_ceiling(tmp
         assert scale["coups_per_s_range"][0] <= scale["coups_per_s"] <= scale["coups_per_s_range"][1], tables
         assert set(scale["rss_mib"]) == SERVICES and all(mib > 0 for mib in scale["rss_mib"].values()), tables
 
+    kinds = figures["appends"]["kinds"]  # every table kind's appends and requests a coup, beside c7b9234's
+    assert set(kinds) == {"baccarat shuffled", "blackjack shuffled", "baccarat read", "blackjack read"}
+    assert all(0 < k["appends"] < k["messages"] and k["requests"] > 0 for k in kinds.values()), kinds
+    assert all(k["left_out"]["cards_reported"] > 0 for n, k in kinds.items() if n.endswith("read")), kinds
     assert figures["history"]["cpu_ratio"] > 0 and figures["holding"]["memory_ratio"] > 0
     assert figures["verifying"]["ratio"] > 0 and figures["verifying"]["listing"]["coups_listed"] == 2
 
