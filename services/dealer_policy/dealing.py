@@ -10,19 +10,18 @@ store, the shoe and wager services, the metrics."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from casino.games import Coup, Step
 from casino.metrics import Metrics, count_recorded
 from casino.protocol import commands
-from casino.protocol.service import Peer
+from casino.protocol.service import Peer, log
 from casino.rules.errors import RuleViolation
 from casino.rules.shoe import ROUND
 from casino.store import subjects
 from casino.store.envelope import AnyEvent, Batch
 from casino.store.eventstore import Conflict, EventStore, Stored
-from services.dealer_policy import booking
-from services.dealer_policy.booking import failed, logged
 from services.dealer_policy.table import TableCoup, before_opening, follow, refused
 from services.repository import Repository
 
@@ -216,10 +215,6 @@ class Dealing:
         t.shoe_seen = reply.shoe or t.shoe_seen
         return reply
 
-    async def book_open(self) -> None:
-        """Until the coup's wager book is open (services.dealer_policy.booking)."""
-        await booking.book_open(self.peer, self.t)
-
     def ask_end_round(self) -> None:
         """Ask the shoe to end the finished coup's round (its cards to the
         discard rack) while the terminal is answered: the result is recorded,
@@ -254,8 +249,6 @@ async def play(w: Dealing, cmd: Any) -> None:
                             + ("; the table goes on with its next coup" if not t.incidents.holding else ""))
     if cmd.coup != t.coup or t.state is None:
         raise RuleViolation("coup", f"coup {cmd.coup} is not the coup being dealt at {cmd.table}")
-    if isinstance(cmd, commands.CloseBetting) and t.state.phase == "betting":
-        await w.book_open()  # the book a coup is dealt from is open before it closes
     if not t.recorded(cmd):  # a retried command was recorded once already
         await _command(w, cmd)
     await w.advance()  # and the dealer's own steps are finished either way
@@ -282,3 +275,16 @@ def _pickup(state: Coup | None) -> tuple[str, ...]:
     """The cards in the order they were picked up (002 (8), 003 7.7)."""
     assert state is not None
     return state.pickup
+
+
+def failed(asked: asyncio.Future[Any]) -> bool:
+    return asked.done() and (asked.cancelled() or asked.exception() is not None)
+
+
+def logged(what: str) -> Callable[[asyncio.Future[Any]], None]:
+    """A done-callback logging ``what`` failed, with why."""
+    def log_failure(asked: asyncio.Future[Any]) -> None:
+        if not asked.cancelled() and (exc := asked.exception()) is not None:
+            log.warning("%s: %s", what, exc)
+
+    return log_failure

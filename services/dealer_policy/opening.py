@@ -1,7 +1,7 @@
 """A table's next coup opened: an opening applied once however often it is
 asked, the coup before ended at the shoe (a held coup recorded as held
 first), the table's ruleset recorded where the record does not hold it yet,
-and the new coup's wager book opened before the opening is answered."""
+and the new coup recorded: its wager book follows from the record."""
 
 from __future__ import annotations
 
@@ -26,11 +26,8 @@ async def open_coup(w: Dealing, cmd: commands.OpenCoup) -> None:
     """Open the table's next coup for ``cmd``, or answer a retry of the opening with the coup it opened."""
     t = w.t
     if t.state is not None and t.recorded(cmd):
-        # A retry (the first attempt may have been answered before the book opened): answered
-        # with the coup it opened, even once another terminal has dealt that coup to its end,
-        # never by opening another.
-        if t.state.phase == "betting":
-            await w.book_open()
+        # A retry: answered with the coup it opened, even once another terminal has dealt that coup
+        # to its end, never by opening another.
         return
     if (earlier := opened_earlier(t, cmd.id)) is not None:
         raise RuleViolation("command id", f"command id {cmd.id} opened coup {earlier} already, and "
@@ -113,10 +110,9 @@ async def _open(w: Dealing, cmd: commands.OpenCoup) -> None:
     # another command loses the race (the guard), and this command written once opens no other coup.
     w.repository.stage(t, events, commands.opening_id(t.name, cmd.id), cmd.id, commands.digest(cmd))
     t.staged.opening = cmd.id
+    # Answered once recorded: the coup's wager book follows from this record (the wager service opens it
+    # with the book's first fact, services.wager), not from a request the answer would wait for.
     await w.flush()
-    # Answered once its book is open, so that an opening answered takes wagers. Opened and its book
-    # not yet, the refusal says so: the same command asked again is answered once the book is open.
-    await w.book_open()
 
 
 async def _end_held(w: Dealing) -> None:

@@ -222,7 +222,5 @@ async def _resume(w: Dealing) -> None:
         w.ask_end_round()
         return
     await w.ask_shoe(commands.StartRound(f"{t.coup}:start", t.name, t.coup, t.config.ruleset))
-    if t.state.phase == "betting":
-        await w.book_open()
-    else:
+    if t.state.phase != "betting":  # in betting, the terminal's own steps come next
         await w.advance()

@@ -86,9 +86,6 @@ class TableCoup(Held, kw_only=True):
     awaiting_card: float = 0.0  # since when the coup has waited for its card-reading shoe's next card (0: it does not)
     # The finished coup's round ending at the shoe, asked after the terminal has the result.
     ending: asyncio.Future[Any] | None = None
-    # The coup's wager book being opened (asked until the wager service answers), and for which coup.
-    booking: asyncio.Future[Any] | None = None
-    booking_for: str = ""
 
     @property
     def stopped(self) -> str:

@@ -20,7 +20,8 @@ class WagerWiring(Wiring):
     lanes: ClassVar[tuple[Lane, ...]] = (
         Lane("wager", "wager", commands.WagerCommand, "A terminal's wagers and seating at its table.",
              commands.wager_decoder),
-        Lane("book", "wager", commands.BookCommand, "The dealer-policy's opening and closing of a coup's wager book.",
+        Lane("book", "wager", commands.BookCommand, "The dealer-policy's closing of a coup's wager book and its extra "
+             "stakes (an opening from a dealer-policy of an earlier version: the book opens from the coup's record).",
              commands.book_decoder))
     sends: ClassVar[tuple[Sent, ...]] = (REPLIES, Sent(f"{EVENTS}.wager", Batch, "The wager book's events: seating, "
                                                       "wagers, the book opened and closed."))

@@ -28,7 +28,7 @@ from casino.rules import wagerbook
 from casino.rules.errors import RuleViolation
 from casino.rules.ruleset import Ruleset
 from casino.store import subjects
-from casino.store.envelope import Batch
+from casino.store.envelope import Batch, CoupConfigured
 from casino.store.eventstore import EventStore
 from services.repository import Held, Repository
 
@@ -51,10 +51,16 @@ class CoupBook(Held, kw_only=True):
     shoe: str
     ruleset: str
     book: wagerbook.Book = wagerbook.Book()
+    # The book's opening as the coup's record gives it, not recorded yet: recorded with the book's first
+    # fact (a wager, a seat, its closing), in one append guarded on the table's books from ``after`` on.
+    opening: wagerbook.BookOpened | None = None
+    after: int = 0
 
 
 def _fold(cb: CoupBook, event: wagerbook.AnyBookEvent, causation: str) -> None:
     cb.book = wagerbook.evolve(cb.book, event)
+    if isinstance(event, wagerbook.BookOpened):
+        cb.opening = None  # recorded, here or by another instance
 
 
 class WagerService:
@@ -139,9 +145,33 @@ class WagerService:
         return cb
 
     async def reload(self, cmd: WagerCommand | BookCommand) -> None:
-        if isinstance(cmd, OpenBook) and (held := self.books.get(cmd.coup)) is not None and held.book.status == "new":
+        if (held := self.books.get(cmd.coup)) is not None and held.book.status == "new":
             del self.books[cmd.coup]  # not opened here: read from the stream, where another may have opened it
         await self.rebuild(cmd.table, cmd.coup)
+        if cmd.coup not in self.books:
+            await self._opened_in_record(cmd.table, cmd.coup)
+
+    async def _opened_in_record(self, table: str, coup: str) -> None:
+        """The book of the table's latest coup, which the record holds opened
+        and whose book is not recorded open yet, held open as that opening
+        gives it: seated as the table's last book left it. The book's opening
+        is recorded with its first fact, in the same append (``_decide``):
+        the coup's opening is answered, and its first wager taken, with no
+        request between the services, and a refused command records nothing.
+        A coup of no opening, or one the table's books have passed, gets none."""
+        books = subjects.aggregate_filter("wager", table)
+        last = await self.store.last(books)
+        if last is not None and subjects.tokens(last.subject)[2] >= coup:
+            return  # the table's books are at this coup or past it: nothing is opened behind them
+        for m in await self.store.read(subjects.event(table, "*", coup, "coup")):
+            opening = next((e.data for e in m.batch.events if isinstance(e.data, CoupConfigured)), None)
+            if opening is not None and opening.table == table:
+                after = last.seq if last is not None else 0
+                previous = f"{table}-{opening.coup_number - 1:06d}" if opening.coup_number > 1 else ""
+                seated = await self._seated_after(table, previous, after)
+                self.books[coup] = CoupBook(table=table, shoe=subjects.tokens(m.subject)[1], ruleset=opening.ruleset,
+                                            opening=wagerbook.BookOpened(coup, opening.ruleset, seated), after=after)
+                return
 
     async def handle(self, cmd: WagerCommand | BookCommand) -> Reply:
         if (to_book := TO_BOOK.get(type(cmd))) is not None:  # a terminal's: decided by the book alone
@@ -193,6 +223,13 @@ class WagerService:
 
     async def _decide(self, cb: CoupBook, cmd: WagerCommand | BookCommand, command: wagerbook.AnyBookCommand,
                       msg_id: str, expected: int | None = None, guard: str | None = None) -> None:
-        events = wagerbook.decide(self.rules(cb.ruleset), cb.book, command)
+        """Decide ``command`` on the book and record what it causes: after the
+        book's opening, where that is not recorded yet (``CoupBook.opening``),
+        in one append guarded on the table's books, as ``OpenBook`` is."""
+        opening = [] if isinstance(command, wagerbook.OpenBook) or cb.opening is None else [cb.opening]
+        book = wagerbook.evolve(cb.book, opening[0]) if opening else cb.book
+        events: list[wagerbook.AnyBookEvent] = [*opening, *wagerbook.decide(self.rules(cb.ruleset), book, command)]
+        if opening:
+            expected, guard = cb.after, subjects.aggregate_filter("wager", cb.table)
         await self._commit(cb, cmd.coup, events, msg_id, cmd.id, digest(cmd), expected, guard)
 

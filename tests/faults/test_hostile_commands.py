@@ -331,31 +331,37 @@ def test_a_draw_by_the_dealers_rule_is_one_step_asked_again_the_same() -> None:
 
 @pytest.mark.anyio
 async def test_a_coup_opened_while_the_wager_service_is_away_gets_its_book_once_it_is_back(nats_url: str) -> None:
-    """Away for longer than the dealer-policy asks a peer (about 20 s), the
-    book is still asked for until the wager service answers, with nothing
-    restarted. The opening is answered only once the book is open (before,
-    it was answered at once and the terminal's wagers were refused for want
-    of a book): until then it is refused for the terminal to ask again, and
-    asked again it answers the coup it opened, which then takes wagers and
-    closes on them."""
+    """The opening is answered once it is recorded, the wager service away:
+    the book follows from the record, not from a request the answer waits
+    for. Away for longer than the dealer-policy asks a peer (about 20 s),
+    the terminal's wager finds no wager service and is asked again; once it
+    is back the book is open (asked for by the dealer-policy until the wager
+    service answers, or opened by the wager service from the coup's record
+    at the first wager, whichever comes first, recorded once), with nothing
+    restarted, and the coup takes the wager and closes on it."""
     from tests.e2e.casino import Casino
 
     tables = {"BAC000-1": TableConfig("baccarat-000-methods")}
     async with Casino(nats_url, tables) as casino:
         await casino.stop("wager")
         opening = commands.OpenCoup(id="open-while-away", table="BAC000-1", procedure="method_a", number=1)
-        first = await casino.peer.ask(subjects.command("BAC000-1", "coup"), opening)
-        assert (first.ok, first.clause) == (False, commands.WAGER_SERVICE), first
-        assert "BAC000-1-000001 is open and its wager book not yet" in first.reason
-        await asyncio.sleep(30.0)
-        await casino.start("wager")
-        opened = await casino.again("coup", opening)  # the book is asked for again within a few seconds
+        opened = await casino.peer.ask(subjects.command("BAC000-1", "coup"), opening)
         assert opened.ok and opened.coup == "BAC000-1-000001", opened
         assert opened.waiting is not None and opened.waiting.kind == "close_betting"
-        placed = await casino.ask("BAC000-1", "wager", commands.PlaceWager, coup=opened.coup, seat=1,
-                                  bet="banker", amount=5000)
-        assert placed.ok, placed  # at once: the opening answered, its book takes wagers
+        wager = commands.PlaceWager(id="bet-while-away", table="BAC000-1", coup=opened.coup, seat=1, bet="banker",
+                                    amount=5000)
+        with pytest.raises(RuntimeError, match="no answer"):
+            await casino.peer.ask(subjects.command("BAC000-1", "wager"), wager)
+        await asyncio.sleep(30.0)
+        await casino.start("wager")
+        placed = await casino.again("wager", wager)
+        assert placed.ok, placed
+        again = await casino.again("coup", opening)  # asked again: the coup it opened
+        assert again.ok and again.coup == opened.coup, again
         closed = await casino.ask("BAC000-1", "coup", commands.CloseBetting, coup=opened.coup)
         assert closed.ok, closed
+        stored = await casino.store.read(subjects.event("BAC000-1", "*", opened.coup, "wager"))
+        assert [type(e.data).__name__ for m in stored for e in m.batch.events] == [
+            "BookOpened", "WagerPlaced", "BookClosed"]
         await casino.settled(opened.coup, timeout=30)
 
