@@ -35,7 +35,7 @@ from casino.protocol.service import log
 from casino.readmodels.projections import KvProjections, ShoeStats, TableStatus, Takings
 from casino.rules.baccarat import messages as baccarat_messages
 from casino.rules.baccarat.scoreboard import Coup, Mark, big_road, decoded, of_result
-from casino.rules.incidents import INCIDENT_WORDS, RULING_WORDS, CardIncident, CoupRuled, TableClosed, TableReopened
+from casino.rules.incidents import CardIncident, CoupRuled, TableClosed, TableReopened
 from casino.rules.settlement import CoupSettled
 from casino.rules.shoe import RoundStarted
 from casino.store import subjects
@@ -276,20 +276,14 @@ class Floor:
             if isinstance(e, CoupConfigured):
                 tile.holder = tile.holder if "shoe" in tile.holder else ""
             elif isinstance(e, baccarat_messages.HolderAssigned):
-                whom = f"seat {e.seat}" + (f" ({e.player})" if e.player else "")
-                tile.holder = "" if e.seat is None else \
-                    f"{e.plays}'s cards: {whom}" if e.plays is not None else f"the shoe: {whom}"
+                tile.holder = e.said()
             elif isinstance(e, baccarat_messages.ShoeGivenUp):
                 tile.holder = ""
             elif isinstance(e, CardIncident):
-                what = INCIDENT_WORDS.get(e.kind, e.kind) + (f", {e.card}," if e.card else "")
-                tile.incident = (f"{what} {'at' if e.coup else 'before'} coup {number}"
-                                 + (f" ({e.clause})" if e.clause else ""))
-                tile.incident_at = time.time()
+                where = f"{'at' if e.coup else 'before'} coup {number}" + (f" ({e.clause})" if e.clause else "")
+                tile.incident, tile.incident_at = f"{e.said()} {where}", time.time()
             elif isinstance(e, CoupRuled) and tile.incident:
-                tile.incident = (f"{tile.incident}; ruled by {e.supervisor}: {RULING_WORDS.get(e.ruling, e.ruling)}"
-                                 + (f" (house rule {e.setting})" if e.setting else ""))
-                tile.incident_at = time.time()
+                tile.incident, tile.incident_at = f"{tile.incident}; {e.said()}", time.time()
             elif isinstance(e, TableClosed | TableReopened):
                 tile.closed = e.reason if isinstance(e, TableClosed) else ""
             elif isinstance(e, baccarat_messages.CoupResulted):

@@ -79,6 +79,10 @@ class CardIncident(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag=
     house_rule: str
     shoe: str = ""
 
+    def said(self) -> str:
+        """The incident in plain words, as a pit reads it."""
+        return INCIDENT_WORDS.get(self.kind, self.kind) + (f", {self.card}," if self.card else "")
+
 
 class CardKeyed(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="coup.card_keyed"):
     """The card of report ``read``, which the card-reading shoe could not
@@ -108,6 +112,11 @@ class CoupRuled(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="co
     ruling: str
     supervisor: str
     setting: str
+
+    def said(self) -> str:
+        """The ruling in plain words, as a pit reads it."""
+        return (f"ruled by {self.supervisor}: {RULING_WORDS.get(self.ruling, self.ruling)}"
+                + (f" (house rule {self.setting})" if self.setting else ""))
 
 
 class TableClosed(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="table.closed"):

@@ -171,6 +171,12 @@ class HolderAssigned(BaccaratEvent, frozen=True, tag="baccarat.holder_assigned")
     # before, and where the table records no one at the seat).
     player: str = ""
 
+    def said(self) -> str:
+        """Who holds what, in plain words ("" where the dealer keeps them)."""
+        whom = f"seat {self.seat}" + (f" ({self.player})" if self.player else "")
+        return "" if self.seat is None else f"{self.plays}'s cards: {whom}" if self.plays is not None \
+            else f"the shoe: {whom}"
+
 
 class ProcedureFellBack(BaccaratEvent, frozen=True, tag="baccarat.procedure_fell_back"):
     procedure: str
