@@ -1,12 +1,14 @@
 """The archiver's consumer: each shoe's shuffle and end (a shoe's messages
 between its coups), one instance at a time (``services.followers.Sole``), a
-table asked again until the shoe before the one shuffled is sealed, and a
-sweep of every table at its start and every ``SWEEP_EVERY`` seconds.
+table asked again until the shoe before the one shuffled is sealed and
+removed, and a sweep of every table at its start and every ``SWEEP_EVERY``
+seconds.
 
 A shoe may be sealed once the next has a settled coup: the next shoe's
 shuffle says one is coming, and the table is asked again ``AGAIN_FIRST``
-seconds after, then twice as long each time until it is, or until the wait
-is the sweep's (a table that stopped dealing is left to it). A delivery a
+seconds after, then twice as long each time until it is, and removed (the
+read models' checkpoint may not be past it yet), or until the wait is the
+sweep's (a table that stopped dealing is left to it). A delivery a
 settlement, as before, was most of the archiver's 1.75 ms of CPU a coup at
 16 tables flat out (docs/benchmarks.md); a shuffle and an end are two a shoe."""
 

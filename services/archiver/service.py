@@ -72,15 +72,18 @@ class ArchiverService:
         self.just_sealed: dict[str, tuple[str, int]] = {}
         self.rulesets: dict[str, dict[str, Stored]] = {}  # table -> digest -> ruleset.recorded message
         self.removal_denied = False
+        self.unremoved: set[str] = set()  # tables with a sealed shoe left live until nothing needs it
 
     async def _at(self, name: str) -> None:
         if self.step is not None:
             await self.step(name)
 
     def behind(self, table: str, shoe: str) -> bool:
-        """Whether a settlement in ``shoe`` may let an earlier shoe of the table be sealed."""
+        """Whether a settlement in ``shoe`` may let an earlier shoe of the table
+        be sealed, or a shoe of it sealed is still to be removed (something
+        still needed it, such as the read models' checkpoint, a second away)."""
         number = subjects.shoe_number(table, shoe)
-        return number is not None and number - 1 > self.sealed_to.get(table, -1)
+        return table in self.unremoved or (number is not None and number - 1 > self.sealed_to.get(table, -1))
 
     async def advance(self, table: str) -> int:
         """Seal every shoe of the table that may be sealed, in turn, and remove
@@ -159,9 +162,12 @@ class ArchiverService:
             first = await self._raw(subjects.event(table, "*", subjects.NO_COUP, "shoe"), limit=1)
             number = None if not first else subjects.shoe_number(table, subjects.tokens(first[0][1])[1])
             if number is None or number > sealed_to:
-                return
+                break
             if not await self._remove(table, subjects.shoe_id(table, number)):
+                if not self.removal_denied:  # asked again until it goes (services.archiver.consumer)
+                    self.unremoved.add(table)
                 return
+        self.unremoved.discard(table)
 
     async def _remove(self, table: str, shoe: str) -> bool:
         """Remove one sealed shoe's messages from the live stream, if every

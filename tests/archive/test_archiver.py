@@ -252,6 +252,36 @@ async def test_a_shoe_is_sealed_once_the_next_has_a_settled_coup_without_a_sweep
     await nc.close()
 
 
+async def test_a_shoe_sealed_while_the_read_models_are_behind_is_removed_once_they_catch_up_without_a_sweep(
+        nats_url: str, tmp_path: Path) -> None:
+    """A shoe sealed while the read models' checkpoint (a second apart) is
+    not yet past it stays live; the table was then let go of until the next
+    shuffle or the sweep, five minutes away, so that a table that stopped
+    dealing kept a sealed shoe live. It is asked again until it goes."""
+    await dealt_history(nats_url, tmp_path, 10)
+    nc = await nats.connect(nats_url)
+    behind = True
+
+    async def checkpoint() -> int:
+        return 0 if behind else await checkpointed(nc.jetstream())
+
+    service = ArchiverService(nc, checkpoint)
+    following = archiver_consumer.ArchiverConsumer(lambda: service, service.metrics)
+    latest = await JetStreamEventStore(nc).last(subjects.event("T-1", "*", subjects.NO_COUP, "shoe"))
+    assert latest is not None
+    in_play = subjects.tokens(latest.subject)[1]
+    await following._advance("T-1", in_play, archiver_consumer.AGAIN_FIRST)  # as the shoe's shuffle has it
+    sealed = await sealed_shoes(nc, "T-1")
+    assert len(sealed) >= 2 and set(sealed) <= await live_shoes(nc, "T-1")  # sealed, every one still live
+    assert "T-1" in following.waiting  # to be asked again, not left to the sweep
+    behind = False
+    shoe, _, wait = following.waiting["T-1"]
+    await following._advance("T-1", shoe, 2 * wait)  # as the asking again has it
+    assert await sealed_and_removed(nc, "T-1", len(sealed))
+    assert "T-1" not in following.waiting  # nothing left to ask for
+    await nc.close()
+
+
 @pytest.mark.parametrize("at", ["sealing", "sealed", "removing", "removed"])
 async def test_an_archiver_crashing_at_any_step_loses_nothing_and_seals_nothing_twice(
         nats_url: str, tmp_path: Path, at: str) -> None:
