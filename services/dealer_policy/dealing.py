@@ -180,7 +180,7 @@ class Dealing:
         """The cards of a draw from the table's card source, or None: the coup waits for them."""
         try:
             t = self.t
-            return await t.cards.draw(self.peer, t.name, t.coup, t.config.ruleset, step)
+            return await t.cards.draw(self.peer, t.name, t.coup, t.config.ruleset, step, t.next_coup)
         except RuleViolation as exc:
             if exc.clause == ROUND:  # the shoe deals no round of this coup: a fault, for compliance
                 await self.flush()

@@ -29,10 +29,12 @@ class CardSource(ABC):
     """Where one table's cards come from."""
 
     @abstractmethod
-    async def draw(self, peer: Peer, table: str, coup: str, ruleset: str, step: Step) -> commands.Reply | None:
+    async def draw(self, peer: Peer, table: str, coup: str, ruleset: str, step: Step,
+                   next_coup: str) -> commands.Reply | None:
         """The cards of ``step`` (a ``draw`` in ``coup``) with their positions
         in the shoe (``peer`` asks the other services), or None: the coup
-        waits for them to be reported."""
+        waits for them to be reported. A run's draw ends the round, and
+        starts ``next_coup``'s where the shoe can."""
 
     def told(self, waiting: commands.Waiting) -> commands.Waiting:
         """What the table's terminal is told the coup waits for."""
@@ -62,9 +64,10 @@ class ShuffledShoe(CardSource):
     step draws, as many at once as are certainly due, and the run the game's
     rule alone goes on with."""
 
-    async def draw(self, peer: Peer, table: str, coup: str, ruleset: str, step: Step) -> commands.Reply:
+    async def draw(self, peer: Peer, table: str, coup: str, ruleset: str, step: Step,
+                   next_coup: str) -> commands.Reply:
         return await peer.must(subjects.command(table, "shoe"), commands.DrawCard(
-            f"{coup}:draw:{step.first}", table, coup, ruleset, step.first, step.due, step.run))
+            f"{coup}:draw:{step.first}", table, coup, ruleset, step.first, step.due, step.run, next_coup))
 
     def reports(self, table: str) -> None:
         raise RuleViolation(CARD_SOURCE, f"table {table} is dealt from the shoe service's own shuffle: it takes "
@@ -84,7 +87,7 @@ class ShuffledShoe(CardSource):
 class ReadingShoe(CardSource):
     """A card-reading shoe: the coup waits for each card's report (``read``)."""
 
-    async def draw(self, peer: Peer, table: str, coup: str, ruleset: str, step: Step) -> None:
+    async def draw(self, peer: Peer, table: str, coup: str, ruleset: str, step: Step, next_coup: str) -> None:
         return None
 
     def reports(self, table: str) -> None:

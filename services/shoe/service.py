@@ -65,43 +65,50 @@ class ShoeService(Shoes):
     async def _end_round(self, cmd: EndRound) -> Reply:
         t = await self.table(cmd.table, cmd.ruleset)
         ended_in = t.state.shoe_id or ""
-        # Else asked again, perhaps once the next round has started (a held coup's: once it has ended).
+        # Else asked again (or ended by its run's draw), perhaps once the next round has started (a held
+        # coup's: once it has ended).
         if t.last_round != cmd.coup and not (cmd.held and t.last_round > cmd.coup):
             ending = dealing_shoe.EndHeld(cmd.coup) if cmd.held else dealing_shoe.EndRound(cmd.coup, cmd.pickup)
-            events = dealing_shoe.decide(t.rules, t.state, ending, t.document)
-            await self.commit(cmd.table, t, events + self._next_round(t, events, cmd), cmd.coup,
-                              f"{cmd.coup}:end", cmd.id)
-            if t.state.reshuffle and t.state.round is None:
-                # 002 (9), 003 7.8: the round completed, the cards are reshuffled now, not when the
-                # next coup opens (a next round asked first reshuffles as it starts, as before).
-                try:
-                    await self.reshuffle(cmd.table, t, subjects.NO_COUP, cmd.id)
-                except RuleViolation as exc:  # the machine's order not reported yet: the next round's
-                    if exc.clause != SHUFFLING_MACHINE:  # start reshuffles once it is
-                        raise
+            events = self._ending(t, t.state, ending, cmd.coup, cmd.next)
+            await self.commit(cmd.table, t, events, cmd.coup, f"{cmd.coup}:end", cmd.id)
+            await self._reshuffled_after(cmd.table, t, cmd.id)
         if cmd.next is not None and t.state.round == cmd.next and t.state.active:
             return Reply(True, coup=cmd.next, shoe=t.state.shoe_id or "")
         return Reply(True, coup=cmd.coup, shoe=ended_in)
 
-    @staticmethod
-    def _next_round(t: TableShoe, ending: list[dealing_shoe.AnyShoeEvent], cmd: EndRound,
-                    ) -> list[dealing_shoe.AnyShoeEvent]:
-        """The next coup's round started as the last one ends (``cmd.next``),
-        where the shoe can deal it at once; nothing where it cannot (a
-        reshuffle or a burn due first, decided as the next coup opens)."""
-        if cmd.next is None or _not_next(cmd.next, cmd.coup) is not None:
-            return []
-        after = dealing_shoe.copy(t.state)
-        for event in ending:
+    def _ending(self, t: TableShoe, state: dealing_shoe.ShoeState, ending: dealing_shoe.EndRound | dealing_shoe.EndHeld,
+                coup: str, next_coup: str | None) -> list[dealing_shoe.AnyShoeEvent]:
+        """The round's end decided on ``state``, and the next coup's round
+        started with it (``next_coup``) where the shoe can deal it at once;
+        not where it cannot (a reshuffle or a burn due first, decided as the
+        next coup opens)."""
+        events = dealing_shoe.decide(t.rules, state, ending, t.document)
+        if next_coup is None or _not_next(next_coup, coup) is not None:
+            return events
+        after = dealing_shoe.copy(state)
+        for event in events:
             after = dealing_shoe.evolve(after, event)
         try:
-            return dealing_shoe.decide(t.rules, after, dealing_shoe.StartRound(cmd.next), t.document)
+            return events + dealing_shoe.decide(t.rules, after, dealing_shoe.StartRound(next_coup), t.document)
         except RuleViolation:
-            return []
+            return events
+
+    async def _reshuffled_after(self, table: str, t: TableShoe, causation: str) -> None:
+        """002 (9), 003 7.8: the round completed with the cut card out, the cards
+        are reshuffled now, not when the next coup opens (a next round asked
+        first reshuffles as it starts, as before)."""
+        if t.state.reshuffle and t.state.round is None:
+            try:
+                await self.reshuffle(table, t, subjects.NO_COUP, causation)
+            except RuleViolation as exc:  # the machine's order not reported yet: the next round's
+                if exc.clause != SHUFFLING_MACHINE:  # start reshuffles once it is
+                    raise
 
     async def _draw(self, cmd: DrawCard) -> Reply:
         t = await self.table(cmd.table, cmd.ruleset)
         if t.state.round != cmd.coup:
+            if t.last_round == cmd.coup and t.ended is not None and cmd.index < _last(cmd, t.ended[2]) <= len(t.ended[2]):
+                return _drawn(cmd, *t.ended)  # asked again once its run ended the round: the same cards
             raise RuleViolation(dealing_shoe.ROUND, f"coup {cmd.coup} is not the round being dealt")
         if cmd.count < 1:
             raise RuleViolation("protocol", f"a draw is of one card or more, not {cmd.count}")
@@ -120,15 +127,30 @@ class ShoeService(Shoes):
                 for e in step:
                     state = dealing_shoe.evolve(state, e)
                 events += step
+            pickup = cmd.run.pickup if cmd.run is not None else None
+            if events and pickup is not None and len(state.layout) >= _last(cmd, state.layout):
+                # The run drew the coup's last cards: the round ends with them, in the same append.
+                drawn = _drawn(cmd, state.shoe_id or "", state.position - len(state.layout), tuple(state.layout))
+                ending = dealing_shoe.EndRound(cmd.coup, pickup.around(drawn.cards))
+                await self.commit(cmd.table, t, events + self._ending(t, state, ending, cmd.coup, cmd.next), cmd.coup,
+                                  f"{cmd.coup}:draw:{first}", cmd.id)
+                await self._reshuffled_after(cmd.table, t, cmd.id)
+                return drawn
             if events:  # the cards drawn, as one batch
                 await self.commit(cmd.table, t, events, cmd.coup, f"{cmd.coup}:draw:{first}", cmd.id)
             else:  # 003 7.9: the cut card came out first: reshuffle now
                 await self.commit(cmd.table, t, step, cmd.coup, f"{cmd.coup}:cut:{t.state.shoe_id}", cmd.id)
                 await self.reshuffle(cmd.table, t, cmd.coup, cmd.id)
-        layout, end = t.state.layout, _last(cmd, t.state.layout)
-        start = t.state.position - len(layout)  # the round's cards lie together in the shoe
-        return Reply(True, coup=cmd.coup, shoe=t.state.shoe_id or "", cards=tuple(layout[cmd.index:end]),
-                     positions=tuple(range(start + cmd.index, start + end)))
+        return _drawn(cmd, t.state.shoe_id or "", t.state.position - len(t.state.layout), tuple(t.state.layout))
+
+
+def _drawn(cmd: DrawCard, shoe: str, start: int, layout: tuple[Card, ...]) -> Reply:
+    """The cards ``cmd`` draws of a round whose cards are ``layout``, the
+    first at position ``start`` of ``shoe`` (the round's cards lie together
+    in the shoe)."""
+    end = _last(cmd, layout)
+    return Reply(True, coup=cmd.coup, shoe=shoe, cards=layout[cmd.index:end],
+                 positions=tuple(range(start + cmd.index, start + end)))
 
 
 def _not_next(coup: str, last_round: str) -> str | None:

@@ -17,6 +17,7 @@ from casino.nats.partitions import within
 from casino.protocol.commands import ShoeCommand
 from casino.protocol.service import Clock, TableLocks, log, utc_now
 from casino.rules import shoe as dealing_shoe
+from casino.rules.cards import Card
 from casino.rules.errors import RuleViolation
 from casino.rules.ruleset import ShoeRules
 from casino.store import subjects
@@ -40,6 +41,9 @@ class TableShoe(Held, kw_only=True):
     order: Order | None = None
     shuffles: int = 0
     last_round: str = ""
+    # The last round ended: its shoe, the position of its first card and its cards, so that a draw of it
+    # asked again once its run has ended it is answered with the same cards.
+    ended: tuple[str, int, tuple[Card, ...]] | None = None
     # A card-reading shoe's reports taken in the shoe in play, and in the shoe before it, by the report's id:
     # what each was recorded as.
     reads: dict[str, list[dealing_shoe.AnyShoeEvent]] = msgspec.field(default_factory=dict)
@@ -52,6 +56,9 @@ class TableShoe(Held, kw_only=True):
 
 
 def _fold(t: TableShoe, event: dealing_shoe.AnyShoeEvent, causation: str) -> None:
+    if isinstance(event, dealing_shoe.RoundEnded):
+        layout = tuple(t.state.layout)
+        t.ended = (t.state.shoe_id or "", t.state.position - len(layout), layout)
     t.state = dealing_shoe.evolve(t.state, event)
     if isinstance(event, dealing_shoe.ShoeShuffled):
         t.shuffles += 1

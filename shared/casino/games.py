@@ -25,7 +25,7 @@ from casino.rules.cards import Card
 from casino.rules.errors import RuleViolation
 from casino.rules.incidents import voided
 from casino.rules.ruleset import BaccaratRules, BlackjackRules, Ruleset
-from casino.rules.runs import DealerRun, Run, TableauRun
+from casino.rules.runs import RUN, DealerRun, Run, TableauRun, pickup_of
 from casino.rules.settlement import Payout
 from casino.rules.wagers import Wager
 from casino.store.envelope import AnyEvent, CoupConfigured
@@ -249,7 +249,9 @@ class Baccarat(Game):
         return 4 - len(state.cards) if state.phase == "dealing" else 1
 
     def run(self, rules: Any, state: Any) -> Run | None:
-        return TableauRun() if baccarat.dealt_by_tableau(state) else None
+        if not baccarat.dealt_by_tableau(state):
+            return None
+        return TableauRun(pickup_of(baccarat.pickup_order(state, (RUN,))))
 
     def procedure(self, state: Any) -> str:
         return str(state.procedure)
@@ -329,7 +331,10 @@ class Blackjack(Game):
 
     def run(self, rules: Any, state: Any) -> Run | None:
         # 002 (7), 003 7.6: every player has acted; the dealer's rule alone decides each further card
-        return DealerRun(state.dealer_cards, rules.dealer_hits_soft_17) if state.phase == "dealer" else None
+        if state.phase != "dealer":
+            return None
+        pickup = pickup_of(blackjack.pickup_order(rules, state, (*state.dealer_cards, RUN)))
+        return DealerRun(state.dealer_cards, rules.dealer_hits_soft_17, pickup)
 
     def payouts(self, rules: Any, book: wager_book.Book, result: Any) -> tuple[Payout, ...]:
         # Each payout names the player of the box it pays (the box's wager, else who is seated there).

@@ -242,7 +242,7 @@ async def test_the_next_coups_round_starts_as_the_last_ends_and_its_opening_asks
     (docs/clauses.md, "The next round"), and the opening deals from it."""
     from casino.audit.audits import verify_history
     from casino.rules.baccarat import messages as baccarat_messages
-    from casino.rules.shoe import RoundEnded, RoundStarted
+    from casino.rules.shoe import CardDrawn, RoundEnded, RoundStarted
     from casino.store.envelope import CoupConfigured
     from tests.e2e.test_golden_coups import drive
     from tests.rules.stacking import Scripted
@@ -254,8 +254,10 @@ async def test_the_next_coups_round_starts_as_the_last_ends_and_its_opening_asks
         (ending,) = [m for m in await casino.store.read(subjects.coup_filter(first)) if m.subject.endswith(".shoe")
                      and any(isinstance(e.data, RoundEnded) for e in m.batch.events)]
         second = f"BAC000-{(subjects.coup_number(first) or 0) + 1:06d}"
-        assert [type(e.data) for e in ending.batch.events] == [RoundEnded, RoundStarted]
-        assert ending.batch.events[1].data.coup_id == second
+        # Method A's run drew the coup's last cards, and ended its round in the same message.
+        kinds = [type(e.data) for e in ending.batch.events]
+        assert kinds[-2:] == [RoundEnded, RoundStarted] and set(kinds[:-2]) == {CardDrawn}, kinds
+        assert ending.batch.events[-1].data.coup_id == second
 
         def asked() -> float:
             return casino.service("shoe").metrics.registry.get_sample_value(
@@ -263,7 +265,7 @@ async def test_the_next_coups_round_starts_as_the_last_ends_and_its_opening_asks
 
         before = asked()
         opened = await casino.ask("BAC000", "coup", commands.OpenCoup, procedure="method_a")
-        assert opened.ok and opened.coup == second and opened.shoe == ending.batch.events[1].data.shoe_id
+        assert opened.ok and opened.coup == second and opened.shoe == ending.batch.events[-1].data.shoe_id
         assert asked() == before  # the opening asked the shoe nothing
         configured = [e for _, e in await casino.events(subjects.coup_filter(second)) if isinstance(e, CoupConfigured)]
         assert len(configured) == 1

@@ -1,18 +1,22 @@
 """The terminal has a coup's result as soon as the result is recorded; the
-round's end at the shoe (the cards to the discard rack) is asked meanwhile,
-and the table's next coup does not start before it: asked again if the first
-asking failed, and recorded once; the shoe answers it asked again as done."""
+round's end at the shoe (the cards to the discard rack), where no run of the
+coup's last cards ended it in its draw, is asked meanwhile, and the table's
+next coup does not start before it: asked again if the first asking failed,
+and recorded once; the shoe answers it asked again as done."""
 
 from __future__ import annotations
 
 import asyncio
 
+import msgspec
 import pytest
+from services.dealer_policy.sources import ShuffledShoe
 from services.shoe.service import ShoeService
 
 from casino.audit.audits import verify_history
 from casino.cli.run import default_tables
 from casino.cli.simulator import Simulator
+from casino.games import Step
 from casino.protocol import commands
 from casino.protocol.service import Peer
 from casino.rules.shoe import RoundEnded, RoundStarted
@@ -26,8 +30,18 @@ TABLE = next(iter(TABLES))
 
 async def test_a_failed_round_end_is_asked_again_before_the_next_coup_starts(
         nats_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A dealer-policy of an earlier release, whose runs carry no pickup: the
+    shoe ends no round in a draw, and each round's end is asked for."""
     asked: list[str] = []
     handle = ShoeService.handle
+    draw = ShuffledShoe.draw
+
+    async def earlier(self: ShuffledShoe, peer: Peer, table: str, coup: str, ruleset: str, step: Step,
+                      next_coup: str) -> commands.Reply:
+        run = step.run and msgspec.structs.replace(step.run, pickup=None)
+        return await draw(self, peer, table, coup, ruleset, step._replace(run=run), next_coup)
+
+    monkeypatch.setattr(ShuffledShoe, "draw", earlier)
 
     async def fails_once(self: ShoeService, cmd: commands.ShoeCommand) -> commands.Reply:
         if isinstance(cmd, commands.EndRound):

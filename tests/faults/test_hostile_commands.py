@@ -26,8 +26,8 @@ from casino.config.tables import TableConfig
 from casino.protocol import commands
 from casino.protocol.service import answer
 from casino.rules.errors import RuleViolation
-from casino.rules.runs import DealerRun, TableauRun
-from casino.rules.shoe import CardDrawn
+from casino.rules.runs import DealerRun, Pickup, TableauRun
+from casino.rules.shoe import CardDrawn, RoundEnded
 from casino.store import subjects
 from casino.store.eventstore import InMemoryEventStore, Stored
 from tests.examples import examples
@@ -327,6 +327,42 @@ def test_a_draw_by_the_dealers_rule_is_one_step_asked_again_the_same() -> None:
     assert ask(draw) == first
     batches = asyncio.run(store.read(f"{subjects.EVENTS}.>"))[written:]
     assert [len(m.batch.events) for m in batches] == [4]
+
+
+def test_a_run_with_its_pickup_ends_the_round_in_its_draw_and_is_asked_again_the_same() -> None:
+    """A run draws the coup's last cards: with its pickup, the round ends
+    and the next coup's round starts in the draw's own append (one append a
+    coup less). The dealer-policy may ask again, or a resumed one after a
+    crash before the deal was recorded: the shoe, this instance or one
+    started afresh from the record, answers with the same cards, writes
+    nothing, and answers the round's end as done."""
+    store = InMemoryEventStore()
+    rules = "baccarat-000-methods"
+
+    def shoe_service() -> ShoeService:
+        return ShoeService(store, MemorySecrets(), shuffle=lambda table, decks: (
+            order(decks, ["2S", "3H", "2D", "3C", "6H", "9D"], burn_cards(baccarat().shoe)), "salt"))
+
+    shoe = shoe_service()
+    assert asyncio.run(shoe.handle(commands.StartRound(id="start", table="T", coup="T-000001", ruleset=rules))).ok
+    pickup = Pickup()  # baccarat: in the order dealt, every card the run's
+    draw = commands.DrawCard(id="T-000001:draw:0", table="T", coup="T-000001", ruleset=rules, index=0, count=4,
+                             run=TableauRun(pickup), next="T-000002")
+    first = asyncio.run(shoe.handle(draw))
+    assert first.cards == ("2S", "3H", "2D", "3C", "6H", "9D")
+    written = asyncio.run(store.read(f"{subjects.EVENTS}.>"))
+    assert [e.type for e in written[-1].batch.events] == [*["shoe.card_drawn"] * 6, "shoe.round_ended",
+                                                          "shoe.round_started"]
+    ended = written[-1].batch.events[-2].data
+    assert isinstance(ended, RoundEnded) and ended.pickup == first.cards
+    end = commands.EndRound(id="T-000001:end", table="T", coup="T-000001", ruleset=rules, pickup=first.cards,
+                            next="T-000002")
+    for asked in (shoe, shoe_service()):  # asked again, and by an instance folded from the record
+        assert asyncio.run(asked.handle(draw)) == first
+        assert asyncio.run(asked.handle(end)) == commands.Reply(True, coup="T-000002", shoe="T-shoe-1")
+        with pytest.raises(RuleViolation, match="not the round being dealt"):  # no card beyond the run's
+            asyncio.run(asked.handle(msgspec.structs.replace(draw, id="T-000001:draw:6", index=6, count=1, run=None)))
+    assert len(asyncio.run(store.read(f"{subjects.EVENTS}.>"))) == len(written)
 
 
 @pytest.mark.anyio

@@ -271,12 +271,15 @@ async def test_a_decision_retried_at_an_instance_behind_the_record_is_answered_f
 async def test_a_step_a_stale_instance_is_refused_at_the_shoe_holds_nothing_once_the_record_went_on() -> None:
     """Two dealer-policy instances at one table (for up to a tick as it moves
     between them): the first deals coup 1 to its end and the shoe ends its
-    round, while the second still knows it as waiting for the dealer's card.
-    The second's draw is refused at the shoe (not the round being dealt), and
-    it holds the coup for compliance as it knows it; its next command catches
-    up, finds the coup dealt to its end by the first, and goes on: no
-    coup.held is recorded, the next coup opens, and the record verifies.
-    (Found by tests/faults/test_replicas.py's kills, once in many runs.)"""
+    round with the dealer's run, while the second still knows it as waiting
+    for the dealer's card. The second's draw was refused at the shoe (not the
+    round being dealt), and it held the coup for compliance as it knew it
+    until its next command caught up. The shoe now answers it with the cards
+    its run drew (it keeps the last round's), and the second's record of
+    them is refused as recorded already: nothing is held, its next command
+    finds the coup dealt to its end by the first and goes on, no coup.held is
+    recorded, the next coup opens, and the record verifies. (Found by
+    tests/faults/test_replicas.py's kills, once in many runs.)"""
     store, peer = InMemoryEventStore(), LocalPeer()
     shoe = ShoeService(store, MemorySecrets(), shuffle=lambda table, decks: (order(
         decks, ["2S", "3H", "4D", "5C", "6H", "7D", "TS", "9C"], burn_cards(blackjack(TABLES["J"].ruleset).shoe)),
@@ -312,9 +315,9 @@ async def test_a_step_a_stale_instance_is_refused_at_the_shoe_holds_nothing_once
         follow(second.repository, t, m)
     second.tables["J"] = t
     async with second.working("J") as w:
-        with pytest.raises(RuleViolation, match="not the round being dealt"):
+        with pytest.raises(Conflict, match="recorded already"):
             await w.advance()
-    assert t.held  # as the second knows the coup
+    assert not t.held
 
     opened = await ask(second, commands.OpenCoup(id="o2", table="J", number=2))
     assert opened.ok and opened.coup == "J-000002", opened

@@ -18,7 +18,7 @@ from casino.games import Carry, Step
 from casino.rules.blackjack import messages as blackjack_messages
 from casino.rules.cards import DECK, Card
 from casino.rules.ruleset import BlackjackRules
-from casino.rules.runs import DealerRun, TableauRun, end_of
+from casino.rules.runs import DealerRun, Pickup, TableauRun, end_of
 from casino.rules.wagers import Wager
 
 BACCARAT, BLACKJACK = "baccarat-000-methods", "blackjack-003-no-hole-card"
@@ -65,7 +65,7 @@ def test_a_baccarat_coup_nobody_handles_is_one_draw_the_tableau_runs_on() -> Non
     drawn as one run (2S 3H 2D 3C: both hands draw a third card)."""
     wagers = (Wager(1, "banker", 2500),)
     events, steps = deal(BACCARAT, "method_a", wagers, ["2S", "3H", "2D", "3C", "6H", "9D"], by_runs=True)
-    assert [(s.kind, s.first, s.due, s.run) for s in steps] == [("draw", 0, 4, TableauRun())]
+    assert [(s.kind, s.first, s.due, s.run) for s in steps] == [("draw", 0, 4, TableauRun(Pickup()))]
     assert sum(type(e).__name__ == "CardDealt" for e in events) == 6
 
 
@@ -79,7 +79,8 @@ def test_a_blackjack_coup_waits_for_each_player_and_then_draws_the_dealers_run()
                          by_runs=True)
     assert [(s.kind, s.first, s.due) for s in steps] == [("draw", 0, 3), ("await", 0, 0), ("draw", 3, 1)]
     assert steps[0].run is None and steps[1].waiting.kind == "decision"
-    assert steps[2].run == DealerRun(("6H",), rules.dealer_hits_soft_17)
+    # 003 7.7: the players' cards picked up first, then the dealer's, the run's last
+    assert steps[2].run == DealerRun(("6H",), rules.dealer_hits_soft_17, Pickup(("TS", "9D", "6H")))
     assert [e.card for e in events if type(e).__name__ == "CardDealt"][3:] == ["5C", "2D", "3S", "KH"]  # to 16, then 26
 
 
@@ -101,3 +102,39 @@ def test_a_coup_drawn_by_runs_is_the_coup_drawn_card_by_card(ruleset: str, proce
         assert by_runs == by_cards, f"order {seed}"
         fewer += len(run_steps) < len(card_steps)
     assert fewer > 100  # a run saved a draw in many of them
+
+
+def hit_to_15(state: Any, step: Step) -> Any:
+    seat, hand = step.waiting.seat, step.waiting.box_hand or 0
+    box = next(b for b in state.boxes if b.seat == seat)
+    total = sum(min(10, "A23456789TJQK".index(p.card[0]) + 1) for p in box.hands[hand].cards)
+    return blackjack_messages.Decide(seat, hand, "hit" if total < 15 else "stand")
+
+
+@pytest.mark.parametrize(("ruleset", "procedure", "wagers", "answer"), [
+    (BACCARAT, "method_a", (Wager(1, "player", 2500),), stand),
+    (BLACKJACK, "", (Wager(1, "box", 1000), Wager(3, "box", 1000)), stand),
+    (BLACKJACK, "", (Wager(1, "box", 1000), Wager(3, "box", 1000)), hit_to_15),
+    ("blackjack-002-hole-card", "", (Wager(2, "box", 1000),), hit_to_15),
+])
+def test_a_run_draws_the_coups_last_cards_and_names_the_rounds_pickup_around_them(
+        ruleset: str, procedure: str, wagers: tuple[Wager, ...], answer: Callable[[Any, Step], Any]) -> None:
+    """A run is the coup's last draw, whatever its cards: the shoe ends the
+    round with it, picking the cards up in the order its ``pickup`` names
+    around the cards it drew, which is the coup's own (002 (8), 003 7.7),
+    over 300 shuffled orders."""
+    runs = 0
+    for seed in range(300):
+        cards = [*DECK] * 8
+        random.Random(seed).shuffle(cards)
+        events, steps = deal(ruleset, procedure, wagers, cards, by_runs=True, answer=answer)
+        ran = [s for s in steps if s.kind == "draw" and s.run is not None]
+        if not ran:  # the players all bust, or the dealer stood on the cards dealt: no run
+            continue
+        runs += 1
+        assert ran[-1] is steps[-1], f"order {seed}: a step after the run"
+        dealt = [e.card for e in events if type(e).__name__ == "CardDealt"]
+        picked = next(e for e in events if type(e).__name__ == "CardsPickedUp").cards
+        assert ran[-1].run is not None and ran[-1].run.pickup is not None
+        assert ran[-1].run.pickup.around(dealt[ran[-1].first:]) == picked, f"order {seed}"
+    assert runs > 150

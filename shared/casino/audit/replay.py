@@ -364,7 +364,7 @@ _DESCRIBE: dict[type, Callable[[Any], str]] = {
     shoe.CutCardReached: lambda e: (f"cut card reached before {_card(e.position)}"
                                     + (" as the first card of the round" if e.first_of_round else "")),
     shoe.ReshuffleRequired: lambda e: f"reshuffle required ({e.when.replace('_', ' ')})",
-    shoe.RoundEnded: lambda e: "round ended: cards to the discard rack",
+    shoe.RoundEnded: lambda e: "round ended at the shoe: cards to the discard rack as picked up",
     shoe.ShoeShuffled: lambda e: (f"new shoe {e.shoe_id} shuffled: {e.decks} decks, "
                                   + ("by hand: no order known, none committed to" if e.source == "hand" else
                                      f"commitment {e.commitment[:16]}..."

@@ -410,8 +410,10 @@ class SimulatedTable:
         """Place the seated players' wagers on one slip, as an electronic table
         confirms it; now and then a player changes a wager: cancelled, and
         placed again at another amount."""
-        await self.ask("wager", commands.PlaceWagers, coup=coup,
-                       wagers=tuple(commands.SlipLine(seat, bet, amount) for seat, bet, amount in wagers))
+        slip = await self.ask("wager", commands.PlaceWagers, coup=coup,
+                              wagers=tuple(commands.SlipLine(seat, bet, amount) for seat, bet, amount in wagers))
+        if not slip.ok:  # as a terminal shows it; the close of betting says what it leaves the coup
+            log.warning("%s %s: the slip was refused: %s: %s", self.name, coup, slip.clause, slip.reason)
         for seat, bet, _ in wagers:
             if self._chance("change"):
                 await self.ask("wager", commands.CancelWager, coup=coup, seat=seat, bet=bet)

@@ -378,13 +378,16 @@ class DrawCard(Command, frozen=True, tag="shoe.draw_card"):
     retried draw never takes a second card. With a ``run`` (nobody waited for
     until the coup's last card) the draw goes on in the same step with every
     further card the run's rule calls for (casino.rules.runs): the tableau's,
-    or the dealer's drawing rule once every player has acted."""
+    or the dealer's drawing rule once every player has acted. A run with its
+    pickup draws the coup's last cards: the round ends in the same step (as
+    ``EndRound`` ends it), and with ``next`` the next coup's round starts."""
 
     coup: Token
     ruleset: str
     index: int
     count: int = 1
     run: Run | None = None
+    next: Token | None = None
 
 
 class EndRound(Command, frozen=True, tag="shoe.end_round"):

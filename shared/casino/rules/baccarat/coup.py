@@ -11,7 +11,7 @@ is a complete, self-explaining sequence of facts.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal
 
 import msgspec
@@ -165,6 +165,12 @@ def _card_due(s: BaccaratCoup) -> Hand | None:
     if s.phase == "drawing":
         return tableau.next_hand_to_draw(s.player, s.banker)
     return None
+
+
+def pickup_order(s: BaccaratCoup, more: Sequence[str]) -> tuple[str, ...]:
+    """The order the coup's cards are picked up in, ``more`` dealt after
+    those on the layout: the order they were dealt in."""
+    return (*(d.card for d in s.cards), *more)
 
 
 def dealt_by_tableau(state: BaccaratCoup) -> bool:
@@ -458,7 +464,7 @@ def _result(rules: BaccaratRules, s: BaccaratCoup) -> list[AnyBaccaratEvent]:
     events: list[AnyBaccaratEvent] = [
         CoupResulted(won, player_points, banker_points, tableau.is_natural(p, b), tableau.is_pair(p),
                      tableau.is_pair(b)),
-        CardsPickedUp(tuple([d.card for d in s.cards])),
+        CardsPickedUp(pickup_order(s, ())),
     ]
     if s.procedure == "method_c" and s.shoe_holder is not None and _holder_loses(rules, s, events[0]):
         events.append(ShoeGivenUp(s.shoe_holder, "lost", "000 8.18", player=s.holder_player))

@@ -9,7 +9,7 @@ the cards are picked up in the order of 002 (8) or 003 7.7.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal
 
 import msgspec
@@ -358,10 +358,17 @@ def _result(rules: BlackjackRules, s: BlackjackCoup) -> CoupResulted:
 
 
 def _pickup(rules: BlackjackRules, s: BlackjackCoup) -> CardsPickedUp:
+    return CardsPickedUp(pickup_order(rules, s, s.dealer_cards), "002 (8)" if rules.pickup == "dealer_first" else "003 7.7")
+
+
+def pickup_order(rules: BlackjackRules, s: BlackjackCoup, dealer: Sequence[str]) -> tuple[str, ...]:
+    """The order the coup's cards are picked up in, the dealer's being ``dealer``
+    (002 (8): the dealer's first; 003 7.7: the players' first), each box's
+    from the dealer's right."""
     players = tuple(p.card for b in reversed(s.boxes) for h in b.hands for p in h.cards)
     if rules.pickup == "dealer_first":
-        return CardsPickedUp(s.dealer_cards + players, "002 (8)")
-    return CardsPickedUp(players + s.dealer_cards, "003 7.7")
+        return (*dealer, *players)
+    return (*players, *dealer)
 
 
 # ---- evolve ---------------------------------------------------------------
