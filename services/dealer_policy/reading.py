@@ -122,8 +122,11 @@ async def _take(w: Dealing, read: str, card: str, cut: bool, cause: str, command
         await w.end_round()
     step = t.game.next_step(t.rules, t.state) if t.in_play and (confirmed or not t.finished) else None
     due = step is not None and step.kind == "draw"
-    reply = await _at_the_shoe(w, commands.TakeRead(READ + read, t.name, here, t.config.ruleset, read, card, cut, due,
-                                                    HOLDER_DRAWS.get(t.procedure, "setting shoe.misdraw")))
+    take = commands.TakeRead(READ + read, t.name, here, t.config.ruleset, read, card, cut, due,
+                             HOLDER_DRAWS.get(t.procedure, "setting shoe.misdraw"))
+    if due and step is not None and step.run is not None:  # a run's card: the coup's last may end its round
+        take = msgspec.structs.replace(take, run=step.run, first=step.first, count=step.due, next=t.next_coup)
+    reply = await _at_the_shoe(w, take)
     if reply.coup and reply.coup != here:  # taken before, in another coup (a report sent again late)
         return reply
     if reply.cards and due and step is not None:

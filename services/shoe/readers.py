@@ -110,10 +110,17 @@ async def take(shoes: Shoes, cmd: TakeRead) -> Reply:
         if t.state.round != cmd.coup:
             raise RuleViolation(dealing_shoe.ROUND, f"coup {cmd.coup} is not the round being dealt")
         events = dealing_shoe.decide(t.rules, t.state, dealing_shoe.Draw(cmd.coup, cmd.card, cmd.read), t.document)
+        after = dealing_shoe.copy(t.state)
+        for e in events:
+            after = dealing_shoe.evolve(after, e)
+        # The coup's last card, of a run: the round ends with it, in the same append.
+        events += shoes.run_ended(t, after, cmd.coup, cmd.run, cmd.first, cmd.count, cmd.next)
     else:
         events = dealing_shoe.decide(t.rules, t.state, dealing_shoe.Misdraw(cmd.coup, cmd.card, cmd.read, cmd.clause),
                                      t.document)
     ack = await shoes.commit(cmd.table, t, events, coup, f"{cmd.table}:read:{cmd.read}", cmd.id)
+    if any(isinstance(e, dealing_shoe.RoundEnded) for e in events):
+        await shoes.reshuffled_after(cmd.table, t, cmd.id)
     answered = _answer(t, cmd.read)
     if answered is not None and t.state.reshuffle == "now":
         # 003 7.9: the cards are reshuffled now, and the round goes on once the machine reports their order.

@@ -10,7 +10,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from casino.protocol.commands import (
-    SHUFFLING_MACHINE,
     DrawCard,
     EndRound,
     EndShoeNow,
@@ -27,7 +26,7 @@ from casino.rules.errors import RuleViolation
 from casino.rules.runs import end_of
 from casino.store import subjects
 from services.shoe import readers
-from services.shoe.shoes import Shoes, TableShoe
+from services.shoe.shoes import Shoes, not_next
 
 
 class ShoeService(Shoes):
@@ -52,7 +51,7 @@ class ShoeService(Shoes):
             return Reply(True, coup=cmd.coup, shoe=t.state.shoe_id or "")
         if t.state.round is not None:
             raise RuleViolation("shoe", f"round {t.state.round} has not ended")
-        if (wrong := _not_next(cmd.coup, t.last_round)) is not None:
+        if (wrong := not_next(cmd.coup, t.last_round)) is not None:
             # A stale dealer (another instance moved the table on) never deals a coup twice, and no
             # round is started for a coup that cannot be the table's next (it would hold the shoe).
             raise RuleViolation("shoe", wrong)
@@ -69,40 +68,12 @@ class ShoeService(Shoes):
         # coup's: once it has ended).
         if t.last_round != cmd.coup and not (cmd.held and t.last_round > cmd.coup):
             ending = dealing_shoe.EndHeld(cmd.coup) if cmd.held else dealing_shoe.EndRound(cmd.coup, cmd.pickup)
-            events = self._ending(t, t.state, ending, cmd.coup, cmd.next)
+            events = self.ending(t, t.state, ending, cmd.coup, cmd.next)
             await self.commit(cmd.table, t, events, cmd.coup, f"{cmd.coup}:end", cmd.id)
-            await self._reshuffled_after(cmd.table, t, cmd.id)
+            await self.reshuffled_after(cmd.table, t, cmd.id)
         if cmd.next is not None and t.state.round == cmd.next and t.state.active:
             return Reply(True, coup=cmd.next, shoe=t.state.shoe_id or "")
         return Reply(True, coup=cmd.coup, shoe=ended_in)
-
-    def _ending(self, t: TableShoe, state: dealing_shoe.ShoeState, ending: dealing_shoe.EndRound | dealing_shoe.EndHeld,
-                coup: str, next_coup: str | None) -> list[dealing_shoe.AnyShoeEvent]:
-        """The round's end decided on ``state``, and the next coup's round
-        started with it (``next_coup``) where the shoe can deal it at once;
-        not where it cannot (a reshuffle or a burn due first, decided as the
-        next coup opens)."""
-        events = dealing_shoe.decide(t.rules, state, ending, t.document)
-        if next_coup is None or _not_next(next_coup, coup) is not None:
-            return events
-        after = dealing_shoe.copy(state)
-        for event in events:
-            after = dealing_shoe.evolve(after, event)
-        try:
-            return events + dealing_shoe.decide(t.rules, after, dealing_shoe.StartRound(next_coup), t.document)
-        except RuleViolation:
-            return events
-
-    async def _reshuffled_after(self, table: str, t: TableShoe, causation: str) -> None:
-        """002 (9), 003 7.8: the round completed with the cut card out, the cards
-        are reshuffled now, not when the next coup opens (a next round asked
-        first reshuffles as it starts, as before)."""
-        if t.state.reshuffle and t.state.round is None:
-            try:
-                await self.reshuffle(table, t, subjects.NO_COUP, causation)
-            except RuleViolation as exc:  # the machine's order not reported yet: the next round's
-                if exc.clause != SHUFFLING_MACHINE:  # start reshuffles once it is
-                    raise
 
     async def _draw(self, cmd: DrawCard) -> Reply:
         t = await self.table(cmd.table, cmd.ruleset)
@@ -127,14 +98,11 @@ class ShoeService(Shoes):
                 for e in step:
                     state = dealing_shoe.evolve(state, e)
                 events += step
-            pickup = cmd.run.pickup if cmd.run is not None else None
-            if events and pickup is not None and len(state.layout) >= _last(cmd, state.layout):
+            if events and (ended := self.run_ended(t, state, cmd.coup, cmd.run, cmd.index, cmd.count, cmd.next)):
                 # The run drew the coup's last cards: the round ends with them, in the same append.
                 drawn = _drawn(cmd, state.shoe_id or "", state.position - len(state.layout), tuple(state.layout))
-                ending = dealing_shoe.EndRound(cmd.coup, pickup.around(drawn.cards))
-                await self.commit(cmd.table, t, events + self._ending(t, state, ending, cmd.coup, cmd.next), cmd.coup,
-                                  f"{cmd.coup}:draw:{first}", cmd.id)
-                await self._reshuffled_after(cmd.table, t, cmd.id)
+                await self.commit(cmd.table, t, events + ended, cmd.coup, f"{cmd.coup}:draw:{first}", cmd.id)
+                await self.reshuffled_after(cmd.table, t, cmd.id)
                 return drawn
             if events:  # the cards drawn, as one batch
                 await self.commit(cmd.table, t, events, cmd.coup, f"{cmd.coup}:draw:{first}", cmd.id)
@@ -151,18 +119,6 @@ def _drawn(cmd: DrawCard, shoe: str, start: int, layout: tuple[Card, ...]) -> Re
     end = _last(cmd, layout)
     return Reply(True, coup=cmd.coup, shoe=shoe, cards=layout[cmd.index:end],
                  positions=tuple(range(start + cmd.index, start + end)))
-
-
-def _not_next(coup: str, last_round: str) -> str | None:
-    """Why ``coup`` is not the table's next coup after its last round (the
-    first coup where there has been none), or None where it is."""
-    number, last = subjects.coup_number(coup), subjects.coup_number(last_round) if last_round else 0
-    if number is None or last is None or number == last + 1:
-        return None
-    if number <= last:
-        return f"coup {coup} does not come after {last_round}, the round the shoe dealt last at this table"
-    return (f"coup {coup} is not the table's next coup: the shoe dealt its last round for "
-            f"{last_round or 'no coup yet'}, so the next is number {last + 1}")
 
 
 def _last(cmd: DrawCard, layout: Sequence[Card]) -> int:

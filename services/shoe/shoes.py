@@ -14,12 +14,13 @@ import msgspec
 from casino.config import rulesets
 from casino.metrics import Metrics, count_recorded
 from casino.nats.partitions import within
-from casino.protocol.commands import ShoeCommand
+from casino.protocol.commands import SHUFFLING_MACHINE, ShoeCommand
 from casino.protocol.service import Clock, TableLocks, log, utc_now
 from casino.rules import shoe as dealing_shoe
 from casino.rules.cards import Card
 from casino.rules.errors import RuleViolation
 from casino.rules.ruleset import ShoeRules
+from casino.rules.runs import Run, end_of
 from casino.store import subjects
 from casino.store.envelope import READ, Batch
 from casino.store.eventstore import Appended, EventStore, Stored, latest_at_table
@@ -211,6 +212,52 @@ class Shoes:
         if any(isinstance(env.data, dealing_shoe.ShoeShuffled) for env in batch.events) and t.state.shoe_id:
             t.order = await self.secrets.get(table, t.state.shoe_id)
 
+    def ending(self, t: TableShoe, state: dealing_shoe.ShoeState, ending: dealing_shoe.EndRound | dealing_shoe.EndHeld,
+               coup: str, next_coup: str | None) -> list[dealing_shoe.AnyShoeEvent]:
+        """The round's end decided on ``state``, and the next coup's round
+        started with it (``next_coup``) where the shoe can deal it at once;
+        not where it cannot (a reshuffle or a burn due first, decided as the
+        next coup opens)."""
+        events = dealing_shoe.decide(t.rules, state, ending, t.document)
+        if next_coup is None or not_next(next_coup, coup) is not None:
+            return events
+        after = dealing_shoe.copy(state)
+        for event in events:
+            after = dealing_shoe.evolve(after, event)
+        try:
+            return events + dealing_shoe.decide(t.rules, after, dealing_shoe.StartRound(next_coup), t.document)
+        except RuleViolation:
+            return events
+
+    def run_ended(self, t: TableShoe, state: dealing_shoe.ShoeState, coup: str, run: Run | None, first: int,
+                  count: int, next_coup: str | None) -> list[dealing_shoe.AnyShoeEvent]:
+        """The round's end (``ending``) where ``state`` holds every card of a
+        run with its pickup, ``count`` cards from the round's ``first`` and each
+        further card its rule calls for: the coup's last (casino.rules.runs).
+        None else, and none where the run's pickup is not the layout's cards
+        (the round is then ended as the dealer-policy asks, ``EndRound``)."""
+        if run is None or run.pickup is None or state.round != coup:
+            return []
+        layout = state.layout
+        if len(layout) < end_of(run, layout, first, count):
+            return []
+        try:
+            return self.ending(t, state, dealing_shoe.EndRound(coup, run.pickup.around(layout[first:])), coup,
+                               next_coup)
+        except RuleViolation:
+            return []
+
+    async def reshuffled_after(self, table: str, t: TableShoe, causation: str) -> None:
+        """002 (9), 003 7.8: the round completed with the cut card out, the cards
+        are reshuffled now, not when the next coup opens (a next round asked
+        first reshuffles as it starts, as before)."""
+        if t.state.reshuffle and t.state.round is None:
+            try:
+                await self.reshuffle(table, t, subjects.NO_COUP, causation)
+            except RuleViolation as exc:  # the machine's order not reported yet: the next round's
+                if exc.clause != SHUFFLING_MACHINE:  # start reshuffles once it is
+                    raise
+
     async def reshuffle(self, table: str, t: TableShoe, coup: str, causation: str, replaced: str = "") -> None:
         """End the shoe in play (revealing it) and fill a new one with the
         table's next order (services.shoe.orders) and burn; at a card-reading
@@ -231,6 +278,18 @@ class Shoes:
         # Only now: a shuffle that lost its race to another instance's step in
         # the shoe in play leaves the order of the shoe in play to deal from.
         t.order = order if order[0] else None
+
+
+def not_next(coup: str, last_round: str) -> str | None:
+    """Why ``coup`` is not the table's next coup after its last round (the
+    first coup where there has been none), or None where it is."""
+    number, last = subjects.coup_number(coup), subjects.coup_number(last_round) if last_round else 0
+    if number is None or last is None or number == last + 1:
+        return None
+    if number <= last:
+        return f"coup {coup} does not come after {last_round}, the round the shoe dealt last at this table"
+    return (f"coup {coup} is not the table's next coup: the shoe dealt its last round for "
+            f"{last_round or 'no coup yet'}, so the next is number {last + 1}")
 
 
 def _before(table: str, shoe: str, in_play: str | None) -> bool:

@@ -19,9 +19,10 @@ from casino.cli.simulator import Simulator
 from casino.games import Step
 from casino.protocol import commands
 from casino.protocol.service import Peer
+from casino.rules import shoe
 from casino.rules.shoe import RoundEnded, RoundStarted
 from casino.store import subjects
-from tests.e2e.casino import Casino
+from tests.e2e.casino import SUPERVISOR, Casino
 
 pytestmark = pytest.mark.anyio
 TABLES = default_tables(1, ["baccarat-000-methods"])
@@ -132,3 +133,38 @@ async def test_a_round_the_shoe_does_not_deal_holds_its_coup_for_compliance_and_
     report = verify_history(history)
     assert {f.coup for f in report.findings} == {coup} and report.coups == dealt + 4, report.findings
     assert any("held for compliance" in f.what and "shoe refused" in f.what for f in report.findings)
+
+
+async def test_a_rounds_last_card_of_a_run_ends_it_in_its_own_append_at_every_kind_of_table(nats_url: str) -> None:
+    """Shuffled and card-reading, baccarat and blackjack, two instances of
+    every service: a round whose last cards are a run (the tableau's, the
+    dealer's) ends in the message of its last card, drawn or read, with the
+    next coup's round started; every round ends once, after all its cards;
+    and the record verifies."""
+    tables = {name: msgspec.structs.replace(config, supervisors=(*config.supervisors, SUPERVISOR))
+              for name, config in default_tables(4, ["baccarat-000-methods", "blackjack-002-hole-card"],
+                                                 readers=2).items()}
+    async with Casino(nats_url, tables) as casino:
+        for kind in ("shoe", "wager", "dealer-policy", "settlement"):
+            await casino.start(kind)
+        await asyncio.wait_for(Simulator(casino.nc, tables, seed=6, patience=40).run(8), 600)
+        history = await casino.store.read(f"{subjects.EVENTS}.>")
+    ended: dict[str, int] = {}
+    last_card: dict[str, int] = {}
+    in_its_draw: dict[str, int] = dict.fromkeys(tables, 0)
+    for m in history:
+        kinds = [type(e.data) for e in m.batch.events]
+        for e in m.batch.events:
+            if isinstance(e.data, shoe.CardDrawn):
+                last_card[e.data.coup_id] = m.seq
+            elif isinstance(e.data, shoe.RoundEnded):
+                assert e.data.coup_id not in ended, f"{e.data.coup_id}'s round ended twice"
+                ended[e.data.coup_id] = m.seq
+                if shoe.CardDrawn in kinds:
+                    assert kinds[-2:] == [shoe.RoundEnded, shoe.RoundStarted] or kinds[-1] == shoe.RoundEnded
+                    in_its_draw[subjects.tokens(m.subject)[0]] += 1
+    assert ended.keys() == last_card.keys() and len(ended) == 32
+    assert all(last_card[coup] <= seq for coup, seq in ended.items())  # no card of a round after its end
+    assert all(in_its_draw.values()), in_its_draw  # at every kind of table
+    report = verify_history(history)
+    assert report.findings == [] and report.coups == 32, report.findings

@@ -410,7 +410,11 @@ class TakeRead(Command, frozen=True, tag="shoe.take_read"):
     """A card-reading shoe's report, checked by the shoe (``CardRead``,
     ``CutCardRead``): ``due`` where the coup's rules call for a card now
     (``clause``: what a card out when none is due breaches). Answered with
-    the card and its position, or with the ``incident`` it was recorded as."""
+    the card and its position, or with the ``incident`` it was recorded as.
+    Where the card due is one of a ``run`` (``count`` cards from the coup's
+    ``first``, then each its rule calls for) and completes it, the round ends
+    in the card's own append, as ``DrawCard``'s run ends it, and with ``next``
+    the next coup's round starts."""
 
     coup: str
     ruleset: str
@@ -419,6 +423,10 @@ class TakeRead(Command, frozen=True, tag="shoe.take_read"):
     cut: bool = False
     due: bool = False
     clause: str = ""
+    run: Run | None = None
+    first: int = 0
+    count: int = 0
+    next: Token | None = None
 
 
 class EndShoeNow(Command, frozen=True, tag="shoe.end_now"):
