@@ -110,11 +110,8 @@ async def take(shoes: Shoes, cmd: TakeRead) -> Reply:
         if t.state.round != cmd.coup:
             raise RuleViolation(dealing_shoe.ROUND, f"coup {cmd.coup} is not the round being dealt")
         events = dealing_shoe.decide(t.rules, t.state, dealing_shoe.Draw(cmd.coup, cmd.card, cmd.read), t.document)
-        after = dealing_shoe.copy(t.state)
-        for e in events:
-            after = dealing_shoe.evolve(after, e)
         # The coup's last card, of a run: the round ends with it, in the same append.
-        events += shoes.run_ended(t, after, cmd.coup, cmd.run, cmd.first, cmd.count, cmd.next)
+        events += shoes.run_ended(t, t.state, cmd.coup, cmd.run, cmd.first, cmd.count, cmd.next, drawn=events)
     else:
         events = dealing_shoe.decide(t.rules, t.state, dealing_shoe.Misdraw(cmd.coup, cmd.card, cmd.read, cmd.clause),
                                      t.document)

@@ -230,13 +230,21 @@ class Shoes:
             return events
 
     def run_ended(self, t: TableShoe, state: dealing_shoe.ShoeState, coup: str, run: Run | None, first: int,
-                  count: int, next_coup: str | None) -> list[dealing_shoe.AnyShoeEvent]:
-        """The round's end (``ending``) where ``state`` holds every card of a
-        run with its pickup, ``count`` cards from the round's ``first`` and each
-        further card its rule calls for: the coup's last (casino.rules.runs).
-        None else, and none where the run's pickup is not the layout's cards
-        (the round is then ended as the dealer-policy asks, ``EndRound``)."""
-        if run is None or run.pickup is None or state.round != coup:
+                  count: int, next_coup: str | None,
+                  drawn: list[dealing_shoe.AnyShoeEvent] | None = None) -> list[dealing_shoe.AnyShoeEvent]:
+        """The round's end (``ending``) where ``state`` (after ``drawn``, not
+        yet applied to it) holds every card of a run with its pickup, ``count``
+        cards from the round's ``first`` and each further card its rule calls
+        for: the coup's last (casino.rules.runs). None else, and none where the
+        run's pickup is not the layout's cards (the round is then ended as the
+        dealer-policy asks, ``EndRound``)."""
+        if run is None or run.pickup is None:
+            return []
+        if drawn:
+            state = dealing_shoe.copy(state)
+            for event in drawn:
+                state = dealing_shoe.evolve(state, event)
+        if state.round != coup:
             return []
         layout = state.layout
         if len(layout) < end_of(run, layout, first, count):
