@@ -137,7 +137,7 @@ async def _take(w: Dealing, read: str, card: str, cut: bool, cause: str, command
             t.name, _coup_of(t), kind, card, read, reply.reason if kind == "misdrawn" else reply.clause,
             _what(kind, card, reply.reason), reply.shoe, reply.house_rule, due), cause, command)
         return msgspec.structs.replace(reply, house_rule=incident.house_rule)
-    if reply.cards and due and not t.finished:
+    if reply.cards and due:  # the dealer's steps after it, or, where it finished the coup, the round's end asked
         await w.advance()
     # Else a burn card, the cut card where it belongs, or a card taken before: the shoe's record holds it.
     await w.flush()
