@@ -1,16 +1,16 @@
-"""How a service follows the stream, on durable JetStream consumers that
-push their deliveries: one consumer its instances share, taken by one
-instance at a time (``Sole``: settlement's and the archiver's, each in its
-service's ``consumer``), or a consumer of its own (``claim``: the
-projections' writer). The shoe, wager and
-dealer-policy follow nothing: each instance owns its tables
+"""How a service follows the stream, on durable JetStream consumers: one
+consumer its instances share, taken by one instance at a time (``Sole``:
+settlement's and the archiver's, each in its service's ``consumer``), whose
+deliveries are pushed and handled one at a time in the order they came; or
+a pull consumer of its own (``claim``: the projections' writer), taken in
+turns (``Turns``: every message waiting, handled together). The shoe, wager
+and dealer-policy follow nothing: each instance owns its tables
 (services.ownership) and applies its own appends as it makes them.
 
-Deliveries come through nats-py subscriptions, handled one at a time in the
-order they came: a consumer delivers new messages in stream order.
-faststream declares the consumers for the AsyncAPI documents.
-(faststream's pull subscribers either wait to fill a batch or handle the
-messages of one fetch concurrently: docs/architecture.md.)"""
+Both come through nats-py's core subscriptions: a consumer hands out new
+messages in stream order. faststream declares the consumers for the
+AsyncAPI documents. (faststream's pull subscribers either wait to fill a
+batch or handle the messages of one fetch concurrently: docs/architecture.md.)"""
 
 import abc
 import asyncio
@@ -19,6 +19,7 @@ import json
 import logging
 import os
 import random
+import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar
 
@@ -38,7 +39,11 @@ from services.messaging import ack, undecoded
 log = logging.getLogger("casino")
 
 IN_FLIGHT = 1024  # deliveries a consumer hands out before the first of them is acknowledged
-ACK_EVERY = 64  # an instance's own consumer (ack policy all) is acknowledged at least this often
+TURN_MOST = 256  # the messages one turn of a pull consumer takes at most
+# Seconds between one turn's end and the next fetch: what comes meanwhile is taken in one turn, a wakeup
+# for many messages rather than one a message (services.projections.service writes its keys once a turn).
+TURN_GATHER = 0.05
+FETCH_WAITS = 5.0  # seconds a fetch waits for its first message before it is asked again
 SOLE = 0  # the partition whose owner alone takes a shared consumer's deliveries (settlement's, the archiver's)
 
 
@@ -62,21 +67,24 @@ def document_name(kind: str) -> str:
 
 
 def own_consumer(name: str, filter_: str, **settings: Any) -> ConsumerConfig:
+    """A pull consumer of an instance's own (``Turns`` takes its messages), acknowledged up to a turn's last."""
     return ConsumerConfig(name=name, durable_name=name, filter_subject=filter_, inactive_threshold=LAPSES,
-                          ack_policy=ConsumerAck.ALL, max_ack_pending=IN_FLIGHT, deliver_group=name, **settings)
+                          ack_policy=ConsumerAck.ALL, max_ack_pending=IN_FLIGHT, **settings)
 
 
 async def claim(nc: Client, kind: str, config_for: Callable[[str], ConsumerConfig]) -> ConsumerConfig:
-    """Create a consumer of this instance's own under a free one of the
-    service's names (``config_for(name)``), delivering to this instance's
-    inbox; never one that exists (another instance's). Where none is free, or
+    """Create a pull consumer of this instance's own under a free one of the
+    service's names (``config_for(name)``); never one that exists (another
+    instance's). Where none is free, or
     the server refuses (its limit of consumers reached), it says so and asks
     again every few seconds: the service waits, it does not stop."""
     while True:
         why = ""
         for name in random.sample(slot_names(kind), SLOTS):
             config = config_for(name)
-            config.deliver_subject = nc.new_inbox()
+            # A create of a consumer just like one that exists is answered as done: this claim's own mark
+            # makes it unlike any other instance's.
+            config.description = f"claimed {secrets.token_hex(8)}"
             subject = f"$JS.API.CONSUMER.CREATE.{STREAM}.{name}" + (
                 f".{config.filter_subject}" if config.filter_subject else "")
             reply = json.loads((await nc.request(subject, json.dumps(
@@ -104,18 +112,106 @@ def events_subscriber(broker: NatsBroker, filter_: str, durable: str, config: Co
                              description=description)
 
 
-class Acks:
-    """Acknowledges an own consumer's deliveries (ack policy all) every
-    ``ACK_EVERY`` messages and whenever nothing more is waiting."""
+class ConsumerLost(Exception):
+    """The server no longer has the consumer a ``Turns`` fetches from (it lapsed, or was deleted)."""
 
-    def __init__(self) -> None:
-        self.unacked = 0
 
-    async def handled(self, msg: Msg, pending: int) -> None:
-        self.unacked += 1
-        if pending == 0 or self.unacked >= ACK_EVERY:
-            await ack(msg)
-            self.unacked = 0
+class Turns:
+    """A pull consumer's messages, taken a turn at a time: a fetch waits up to
+    ``FETCH_WAITS`` for the first message and takes every one waiting behind
+    it (``TURN_MOST`` at most), and ``handle`` is given them together, in
+    stream order; the next fetch is asked ``TURN_GATHER`` after the turn, so
+    that what came meanwhile is taken together too. One wakeup, one handling
+    and one acknowledgement (the turn's last, ack policy all) serve every
+    message of a turn, where a push consumer's deliveries pay each of them a
+    message. Messages on the inbox that the consumer did not hand out are
+    dropped and counted: only the server writes there. ``handle`` raising, or
+    the consumer gone, ends the turns (``lost`` is told): nothing after a
+    message not handled is acknowledged."""
+
+    def __init__(self, nc: Client, consumer: str, handle: Callable[[list[Msg]], Awaitable[None]],
+                 lost: Callable[[BaseException], None], metrics: Metrics) -> None:
+        self.nc, self.consumer, self.handle, self.lost, self.metrics = nc, consumer, handle, lost, metrics
+        self.acks = f"$JS.ACK.{STREAM}.{consumer}."
+        self.arrived: list[Msg] = []
+        self.answered = asyncio.Event()
+        self.status = ""
+        self.task: asyncio.Task[None] | None = None
+        self.subscription: Any = None
+        self.handling = False
+
+    async def start(self) -> None:
+        self.subscription = await self.nc.subscribe(self.nc.new_inbox(), cb=self._arrived)
+        self.metrics.deliveries_refused.labels(self.consumer)  # at zero until the first
+        self.task = asyncio.create_task(self._turns())
+
+    async def stop(self) -> None:
+        """No more turns: the one being handled ends first; what a fetch was bringing comes again after the ack wait."""
+        task, self.task = self.task, None
+        if task is not None:
+            if not self.handling:
+                task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        await self._unsubscribe()
+
+    async def _unsubscribe(self) -> None:
+        subscription, self.subscription = self.subscription, None
+        if subscription is not None:
+            with contextlib.suppress(nats.errors.Error):
+                await subscription.unsubscribe()
+
+    async def _arrived(self, msg: Msg) -> None:
+        status = (msg.headers or {}).get("Status")
+        if status is not None and not msg.data:
+            if status != "100":  # a heartbeat; anything else ends the fetch
+                self.status = f"{status} {(msg.headers or {}).get('Description', '')}".strip()
+                self.answered.set()
+        elif (msg.reply or "").startswith(self.acks):
+            self.arrived.append(msg)
+            if len(self.arrived) >= TURN_MOST:
+                self.answered.set()
+        else:
+            self.metrics.deliveries_refused.labels(self.consumer).inc()
+            log.warning("%s: a message on its inbox that its consumer did not hand out (reply %r): dropped",
+                        self.consumer, (msg.reply or "")[:200])
+
+    async def _fetch(self) -> list[Msg]:
+        """Every message waiting, once the first has come (none if ``FETCH_WAITS`` go by)."""
+        self.arrived, self.status = [], ""
+        self.answered.clear()
+        request = {"batch": TURN_MOST, "expires": int(FETCH_WAITS * 1e9), "no_wait": True}
+        await self.nc.publish(f"$JS.API.CONSUMER.MSG.NEXT.{STREAM}.{self.consumer}", json.dumps(request).encode(),
+                              reply=self.subscription.subject)
+        try:
+            await asyncio.wait_for(self.answered.wait(), FETCH_WAITS + 5.0)
+        except TimeoutError:
+            if not self.arrived:
+                raise ConsumerLost(f"{self.consumer}: no answer to a fetch in {FETCH_WAITS + 5.0:.0f} s") from None
+        if self.status.startswith(("409 Consumer Deleted", "503")):
+            raise ConsumerLost(f"{self.consumer}: {self.status}")
+        return self.arrived
+
+    async def _turns(self) -> None:
+        try:
+            while self.task is not None:
+                msgs = await self._fetch()
+                if msgs and self.task is not None:
+                    self.handling = True
+                    try:
+                        await self.handle(msgs)
+                    finally:
+                        self.handling = False
+                    await ack(msgs[-1])
+                    if self.task is not None:
+                        await asyncio.sleep(TURN_GATHER)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.error("%s: its turns end: %s: %s", self.consumer, type(exc).__name__, exc)
+            self.task = None
+            await self._unsubscribe()
+            self.lost(exc)
 
 
 class Sole(abc.ABC):

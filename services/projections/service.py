@@ -4,13 +4,10 @@ and every coup verified as it settles."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import secrets
 import time
-from typing import Any
 
-import nats
-from faststream.nats import NatsBroker
+from faststream.nats import JStream, NatsBroker, PullSub
 from nats.aio.msg import Msg
 from nats.js.api import ConsumerConfig, DeliverPolicy
 
@@ -26,17 +23,14 @@ from casino.store import envelope, subjects
 from casino.store.envelope import CoupConfigured
 from casino.store.eventstore import EventStore, Stored
 from casino.store.following import Following
-from services.followers import ACK_EVERY, Acks, claim, events_subscriber, own_consumer
+from casino.store.jetstream import STREAM
+from services.followers import TURN_MOST, Turns, claim, own_consumer
 from services.messaging import decoded, delivery, documented
 from services.ownership import Lease, buckets
 
 WRITER = "projections.writer"  # the key of the read models' writer's lease, in the live bucket
 
 CHECKPOINT_EVERY = 1.0  # seconds between the projections' checkpoints, at most
-# Seconds the keys changed are gathered before they are written, at most: a coup's events come a few
-# milliseconds apart, each key of its table written once for them rather than at each (the web reads the
-# read models 0.25 s after a table's events, services.web.floor.REFRESH).
-WRITE_EVERY = 0.05
 
 
 class Projections:
@@ -45,7 +39,11 @@ class Projections:
     server keeps it, a lapse after its last renewal). It takes them up from the
     last checkpoint and the stream since (from the first event if there is
     no checkpoint), then follows a durable consumer of its own that starts
-    where that fold ended, writing the keys changed, and a checkpoint at most
+    where that fold ended, a turn at a time (``services.followers.Turns``:
+    a coup's events, a few milliseconds apart, come in one turn, and each key
+    of its table is written once for them rather than at each; the web reads
+    the read models 0.25 s after a table's events, services.web.floor.REFRESH),
+    writing the keys a turn changed, and a checkpoint at most
     every ``CHECKPOINT_EVERY`` seconds and on stopping: a restart reads only
     what came since. The other instances stand by, folding nothing: every
     ``CHECKPOINT_EVERY`` seconds each asks for the lease, and the one that
@@ -57,7 +55,7 @@ class Projections:
         self.broker, self.metrics = broker, metrics
         self.durables = durables  # the service's consumers, whose lag says when it is ready
         self.name = ""  # the consumer of its own, while it writes
-        self.subscription: Any = None
+        self.subscription: Turns | None = None  # its turns
         self.closed = False
         self.instance = f"projections-{secrets.token_hex(8)}"  # who holds the writer's lease
         self.lease: Lease | None = None
@@ -67,16 +65,13 @@ class Projections:
         self.written = 0  # the stream sequence up to which every key changed is written
         self.wrote = False  # whether this instance was the writer at its last write
         self.changed: set[tuple[str, str]] = set()
-        self.write_at = 0.0  # when the keys changed may next be written
         self.writing = asyncio.Lock()
-        self.later: asyncio.Task[None] | None = None  # the keys changed, written once ``write_at`` comes
         self.next_save = 0.0
         self.saved = 0  # the stream sequence the last checkpoint saved covers
         # Each coup's messages from its round's start, verified from memory when it settles.
         # A coup's first message: its round started, or its opening where the shoe started its round
         # as the last one ended, in a message of the coup before (docs/clauses.md, "The next round").
         self.following = Following(first=(RoundStarted, CoupConfigured))
-        self.acks = Acks()
 
     def _config(self, name: str) -> ConsumerConfig:
         """The consumer of its own, from the first message the fold has not seen."""
@@ -104,9 +99,8 @@ class Projections:
             return False
         config = await claim(self.broker.connection, "projections", self._config)
         self.name = config.name or ""
-        self.acks = Acks()
-        self.subscription = await self.broker.connection.subscribe(
-            config.deliver_subject or "", queue=self.name, cb=self.on_event)
+        self.subscription = Turns(self.broker.connection, self.name, self.on_turn, self._lost, self.metrics)
+        await self.subscription.start()
         self.durables.append(self.name)
         self.next_save = time.monotonic() + CHECKPOINT_EVERY
         return True
@@ -115,9 +109,6 @@ class Projections:
         """Let the consumer go (it lapses); the figures of the read models are
         the writer's to give, and are no longer given here."""
         await self._unsubscribe()
-        if self.later is not None:
-            self.later.cancel()
-            self.later = None
         self.wrote = False
         self.projector, self.changed = Projector(), set()
         self.following.forget()
@@ -126,20 +117,26 @@ class Projections:
             gauge.clear()
         log.info("projections: %s stands by", self.instance)
 
-    async def _unsubscribe(self, drain: bool = False) -> None:
-        """No more deliveries; ``drain``: those already come handled first."""
-        if self.subscription is not None:
-            with contextlib.suppress(nats.errors.Error):
-                await (self.subscription.drain() if drain else self.subscription.unsubscribe())
-            self.subscription = None
-            if self.name in self.durables:
-                self.durables.remove(self.name)
+    async def _unsubscribe(self) -> None:
+        """No more turns (the one being handled ends first)."""
+        subscription, self.subscription = self.subscription, None
+        if subscription is not None:
+            await subscription.stop()
+        if self.name in self.durables:
+            self.durables.remove(self.name)
+
+    def _lost(self, exc: BaseException) -> None:
+        """The turns ended (the consumer gone, or a turn failed): the writer
+        takes the read models up again from the checkpoint at its next keeping."""
+        self.subscription = None
+        if self.name in self.durables:
+            self.durables.remove(self.name)
 
     async def close(self) -> None:
         """The last checkpoint, once the consumer has stopped; the lease given up."""
         assert self.kv is not None
         self.closed = True
-        await self._unsubscribe(drain=True)
+        await self._unsubscribe()
         if self.wrote and self.changed:
             async with self.writing:
                 await self._flush()
@@ -226,7 +223,7 @@ class Projections:
     async def _flush(self) -> None:
         """The keys changed written (where this instance is the writer), and
         a checkpoint once ``CHECKPOINT_EVERY`` seconds have gone since the
-        last; ``writing`` held (no delivery is applied meanwhile: a shoe is let
+        last; ``writing`` held (no turn is applied meanwhile: a shoe is let
         go only once its end is written)."""
         if not self.changed:
             return
@@ -236,51 +233,36 @@ class Projections:
         if writer and time.monotonic() >= self.next_save:
             await self._save()
             self.next_save = time.monotonic() + CHECKPOINT_EVERY
-        self.write_at = time.monotonic() + WRITE_EVERY
 
-    async def _flush_later(self) -> None:
-        try:
-            await asyncio.sleep(max(0.0, self.write_at - time.monotonic()))
-            async with self.writing:
-                if self.subscription is not None:
-                    await self._flush()
-        except Exception as exc:  # the server away: the keys are written at the next delivery
-            log.error("projections: writing the read models: %s: %s", type(exc).__name__, exc)
-        finally:
-            self.later = None
-
-    async def on_event(self, msg: Msg) -> None:
-        """Apply one delivery; write the keys changed, at most every
-        ``WRITE_EVERY`` seconds (or every ``ACK_EVERY`` deliveries), those
-        gathered meanwhile once it has gone; and verify each coup it settles."""
+    async def on_turn(self, msgs: list[Msg]) -> None:
+        """Apply a turn's messages, in stream order; write the keys they
+        changed; and verify each coup they settle."""
         assert self.kv is not None and self.store is not None
-        if self.subscription is None:  # let go of: its consumer lapses
-            return
-        at = delivery(msg)
         async with self.writing:
             with self.metrics.handling.labels("projections").time():
-                batch = await decoded(self.broker.connection, self.name, msg, at, self.metrics)
-                settled: list[tuple[str, str]] = []
-                if batch is None:
-                    self.following.forget()
-                else:
+                settled: list[tuple[str, str, list[Stored] | None]] = []
+                for msg in msgs:
+                    at = delivery(msg)
+                    batch = await decoded(self.broker.connection, self.name, msg, at, self.metrics)
+                    if batch is None:
+                        self.following.forget()
+                        continue
                     self.following.take(Stored(at.stream_seq, msg.subject, batch), at)
                     self.changed |= self.projector.apply(msg.subject, at.stream_seq, batch)
-                    settled = [(subjects.tokens(msg.subject)[0], e.data.coup_id) for e in batch.events
-                               if isinstance(e.data, CoupSettled)]
-                if self.changed and (time.monotonic() >= self.write_at or self.acks.unacked + 1 >= ACK_EVERY):
-                    await self._flush()
-                elif self.changed and self.later is None:
-                    self.later = asyncio.create_task(self._flush_later())
-                for table, coup in settled:  # every settled coup is verified as it closes
-                    await verify_settled(self.store, table, coup, self.following.pop(coup), self.metrics)
-        await self.acks.handled(msg, at.pending)
+                    # Its messages taken as it settles: later coups of the same turn may be followed meanwhile.
+                    settled += [(subjects.tokens(msg.subject)[0], e.data.coup_id, self.following.pop(e.data.coup_id))
+                                for e in batch.events if isinstance(e.data, CoupSettled)]
+                await self._flush()
+                for table, coup, kept in settled:  # every settled coup is verified as it closes
+                    await verify_settled(self.store, table, coup, kept, self.metrics)
 
 
 def documented_projections(broker: NatsBroker, name: str) -> None:
-    """Declare the writer's consumer for the AsyncAPI document (its deliveries come through ``Projections``)."""
-    @events_subscriber(broker, f"{subjects.EVENTS}.>", name, ConsumerConfig(durable_name=name),
-                       "Every event, into the read models; each coup verified as it settles.")
+    """Declare the writer's pull consumer for the AsyncAPI document (its messages come through ``Projections``)."""
+    @broker.subscriber(f"{subjects.EVENTS}.>", stream=JStream(STREAM, declare=False), durable=name,
+                       config=ConsumerConfig(durable_name=name), pull_sub=PullSub(batch_size=TURN_MOST, batch=True),
+                       title=f"{subjects.EVENTS}.>", description="Every event, pulled in turns (every message waiting "
+                       "taken together) into the read models; each coup verified as it settles.")
     async def on_event(received: documented(envelope.Batch)) -> None:  # type: ignore[valid-type]
         raise AssertionError("declared for the document only")
 

@@ -1,9 +1,8 @@
-"""The projections' writer follows the events from a durable consumer of
-its own, claimed under a free one of the service's names. It acknowledges
-what it handled (ack policy all) whenever nothing more is waiting and every 64
-deliveries: one acknowledgement for many events, and nothing handled left
-pending for the server to send again (tests/e2e/test_projections_instances.py
-follows the events through it)."""
+"""The projections' writer follows the events from a pull consumer of its
+own, claimed under a free one of the service's names, and taken in turns:
+every message waiting handled together and acknowledged once (ack policy
+all), nothing handled left pending for the server to send again
+(tests/e2e/test_projections_instances.py follows the events through it)."""
 
 from __future__ import annotations
 
@@ -11,7 +10,9 @@ import asyncio
 
 import nats
 import pytest
+from nats.aio.msg import Msg
 from nats.js.api import ConsumerConfig
+from prometheus_client import CollectorRegistry, Counter
 from services import followers
 
 from casino.nats.provision import provision
@@ -21,19 +22,62 @@ from casino.store.jetstream import STREAM
 pytestmark = pytest.mark.anyio
 
 
-class Acked:
+class Metrics:
+    """The one counter ``Turns`` keeps, as a registry of its own."""
+
     def __init__(self) -> None:
-        self.acks = 0
-
-    async def ack(self) -> None:
-        self.acks += 1
+        self.deliveries_refused = Counter("refused", "", ["consumer"], registry=CollectorRegistry())
 
 
-async def test_a_follower_acknowledges_once_nothing_more_is_waiting_or_every_64_deliveries() -> None:
-    acks, msg = followers.Acks(), Acked()
-    for pending in (*range(99, -1, -1), 5, 4, 3, 2, 1, 0):
-        await acks.handled(msg, pending)  # type: ignore[arg-type]
-    assert msg.acks == 3  # at the 64th of the hundred, at its last, and at the last of the five
+async def test_a_pull_consumer_is_taken_in_turns_of_every_message_waiting_and_acknowledged_once_a_turn(
+        nats_url: str) -> None:
+    """What waits when a fetch is asked is handed over in one turn, in
+    stream order, and acknowledged by its last message (ack policy all);
+    what comes later comes in the next turns; a message on the inbox that the
+    consumer did not hand out is dropped and counted; once the consumer is
+    gone, the turns end and the owner is told."""
+    nc = await nats.connect(nats_url)
+    await provision(nc)
+    js = nc.jetstream()
+    turns: list[list[int]] = []
+    lost: list[BaseException] = []
+    metrics = Metrics()
+    try:
+        for n in range(100):
+            await js.publish(f"{subjects.EVENTS}.T1.-.-.test", str(n).encode())
+        config = await followers.claim(nc, "projections", lambda name: followers.own_consumer(
+            name, f"{subjects.EVENTS}.>"))
+        name = config.name or ""
+
+        async def handle(msgs: list[Msg]) -> None:
+            turns.append([int(m.data) for m in msgs])
+
+        taking = followers.Turns(nc, name, handle, lost.append, metrics)  # type: ignore[arg-type]
+        await taking.start()
+        for n in range(100, 110):
+            await js.publish(f"{subjects.EVENTS}.T1.-.-.test", str(n).encode())
+            await asyncio.sleep(0.01)
+        for _ in range(100):
+            if sum(map(len, turns)) == 110:
+                break
+            await asyncio.sleep(0.05)
+        assert turns[0][:100] == list(range(100))  # every message waiting, in one turn
+        assert [n for turn in turns for n in turn] == list(range(110)) and len(turns) < 110
+        info = await js.consumer_info(STREAM, name)
+        assert info.num_ack_pending == 0 and info.ack_floor.stream_seq == info.delivered.stream_seq
+        await nc.publish(taking.subscription.subject, b"999", reply="elsewhere")
+        await asyncio.sleep(0.2)
+        assert metrics.deliveries_refused.labels(name)._value.get() == 1
+        assert 999 not in [n for turn in turns for n in turn]
+        await js.delete_consumer(STREAM, name)
+        for _ in range(200):
+            if lost:
+                break
+            await asyncio.sleep(0.05)
+        assert lost and isinstance(lost[0], followers.ConsumerLost)
+        await taking.stop()
+    finally:
+        await nc.close()
 
 
 async def test_an_instance_claims_a_free_consumer_name_and_waits_while_none_is(nats_url: str) -> None:
@@ -53,10 +97,12 @@ async def test_an_instance_claims_a_free_consumer_name_and_waits_while_none_is(n
         waiting = asyncio.ensure_future(followers.claim(nc, "projections", own))
         await asyncio.sleep(1.0)
         assert not waiting.done()  # every name held: it waits
-        for c in held:  # the other instances' deliveries go on to them, unchanged
-            assert (await nc.jetstream().consumer_info(STREAM, c.name or "")).config.deliver_subject == c.deliver_subject
+        made = {c.name: (await nc.jetstream().consumer_info(STREAM, c.name or "")).created for c in held}
         await nc.jetstream().delete_consumer(STREAM, held[3].name or "")  # one lapses
         claimed = await asyncio.wait_for(waiting, 30)
-        assert claimed.name == held[3].name and claimed.deliver_subject != held[3].deliver_subject
+        assert claimed.name == held[3].name
+        for c in held:  # the other instances' consumers are theirs still, unchanged; the lapsed one is new
+            created = (await nc.jetstream().consumer_info(STREAM, c.name or "")).created
+            assert (created == made[c.name]) == (c.name != claimed.name)
     finally:
         await nc.close()

@@ -46,7 +46,7 @@ async def test_two_projections_instances_write_read_models_that_never_go_back(na
             for r in instances:
                 await r.stop()
         # The stream sequence they are written up to, as they go (the keys changed gathered for up to
-        # services.projections.service.WRITE_EVERY before each write), never going back.
+        # a turn of services.followers.Turns before each write), never going back.
         assert len(seen) > 3 and seen == sorted(seen), seen
         folded = Projector()
         folded.fold(await casino.store.read(f"{subjects.EVENTS}.>"))

@@ -109,10 +109,12 @@ SLOTS = 8
 
 
 def own_consumers(service: str) -> tuple[str, ...]:
-    """Creating, looking at and acknowledging the consumers of ``service``'s own, and filing dead letters."""
+    """Creating, looking at, fetching from and acknowledging the consumers of ``service``'s own, and filing dead
+    letters."""
     return (*(subject for k in range(SLOTS) for subject in (
         f"$JS.API.CONSUMER.CREATE.CASINO.{service}-{k}", f"$JS.API.CONSUMER.CREATE.CASINO.{service}-{k}.>",
-        f"$JS.API.CONSUMER.INFO.CASINO.{service}-{k}", f"$JS.ACK.CASINO.{service}-{k}.>")), "casino.dlq.>")
+        f"$JS.API.CONSUMER.INFO.CASINO.{service}-{k}", f"$JS.API.CONSUMER.MSG.NEXT.CASINO.{service}-{k}",
+        f"$JS.ACK.CASINO.{service}-{k}.>")), "casino.dlq.>")
 
 
 def living(service: str) -> tuple[str, ...]:
