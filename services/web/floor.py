@@ -1,17 +1,18 @@
 """The floor as the web pages show it: each table's tile, from the record and
 the read models the projections keep, whatever the number of browsers.
 
-A live event is only a doorbell: the web user hears every append attempt
-(one a stream refused too) of the aggregates a tile shows (``RINGS``: not
-the wagers, read with the rest at the next ring), so what a tile shows is
-read back from the stream (a batched direct get of the table's messages
-since the last one read) and from the read models (the table's status, its
-shoe, its takings), a table at a time, at most every ``REFRESH`` seconds
-while its events come. Each tile is drawn once for every browser watching. The floor
-is read only while someone looks at it: it wakes at the first page or stream
-that shows tiles (each table taken up from its latest coup, as at a start)
-and sleeps, its doorbell let go, ``IDLE`` seconds after the last. The web
-user creates no consumer and writes nothing."""
+The stream is read in turns: every ``REFRESH`` seconds, the messages
+appended since the last turn, of every table at once (a batched direct
+get), folded into their tables' tiles; a table whose coup, shoe or
+settlement moved (``SHOWN``: a wager's messages are folded, and shown with
+the next of those) has its read models read again (its status, its shoe,
+its takings) and its tile drawn, once for every browser watching. One
+wakeup and one read serve every message of a turn, where a subscription
+to each append cost the web a wakeup for every message. The floor is read
+only while someone looks at it: it wakes at the first page or stream that
+shows tiles (each table taken up from its latest coup, as at a start) and
+sleeps ``IDLE`` seconds after the last. The web user creates no consumer
+and writes nothing."""
 
 from __future__ import annotations
 
@@ -24,8 +25,6 @@ from dataclasses import dataclass, field
 
 import msgspec
 from nats.aio.client import Client
-from nats.aio.msg import Msg
-from nats.aio.subscription import Subscription
 from sse_starlette import ServerSentEvent
 
 from casino.audit.verify import verify_coup
@@ -44,10 +43,11 @@ from casino.store.eventstore import Stored, latest_at_table
 from casino.store.following import Following
 from casino.store.jetstream import JetStreamEventStore
 
-REFRESH = 0.25  # seconds a table's changes are gathered before its tile is read again (docs/benchmarks.md)
-# The appends that ring the doorbell: those a tile shows. A wager's (a third or more of a coup's appends,
-# none on a tile) is read with the rest at the next ring: the close of betting, a coup's.
-RINGS = ("coup", "shoe", "settle")
+REFRESH = 0.25  # seconds between the floor's turns: what is appended meanwhile is read together
+READ_MOST = 10_000  # messages one turn reads at most (the next turn, at once, reads on)
+# The aggregates whose messages redraw a tile: those it shows. A wager's (a third or more of a coup's
+# appends, none on a tile) is folded, and shown with the next of these: the close of betting, a coup's.
+SHOWN = ("coup", "shoe", "settle")
 SERVICES = ("shoe", "wager", "dealer-policy", "settlement", "projections", "archiver")
 LIVENESS = 2.0  # seconds between looks at which services have a live instance
 STALLED = 300.0  # seconds without an event mid-coup: as the alert CasinoTableStalledMidCoup
@@ -144,12 +144,11 @@ class Floor:
         self.read_to: dict[str, int] = dict.fromkeys(currencies, 0)  # each table's last message read
         self.following = Following(first=(RoundStarted, CoupConfigured))
         self.down: list[str] = []  # services with no live instance
-        self.rung: set[str] = set()
-        self.bell = asyncio.Event()
+        self.read_at = 0  # the stream sequence the floor's turns have read to
+        self.unread: set[str] = set()  # tables whose read models a turn could not read: read at the next
         self.watchers: set[asyncio.Queue[bytes]] = set()  # each browser's frames to send, encoded once for all
         self.tasks: list[asyncio.Task[None]] = []
-        self.doorbell: list[Subscription] = []  # one for each of ``RINGS``, while someone looks (``look``)
-        self.refreshing: asyncio.Task[None] | None = None  # as long as the doorbell
+        self.refreshing: asyncio.Task[None] | None = None  # the floor's turns, while someone looks (``look``)
         self.waking = asyncio.Lock()
         self.looked = 0.0  # when a page or stream last showed the floor
         self.on_drawn: Callable[[str], None] = lambda table: None
@@ -174,19 +173,20 @@ class Floor:
 
     @property
     def awake(self) -> bool:
-        return bool(self.doorbell)
+        return self.refreshing is not None
 
     async def look(self) -> None:
         """Someone looks at the floor: it is read from now on (woken if it
-        slept: the doorbell rung from before each table is taken up, so what
-        comes meanwhile is read after), until ``IDLE`` seconds after the last look."""
+        slept: its turns read from the stream's last message before each
+        table is taken up, so what comes meanwhile is read after), until
+        ``IDLE`` seconds after the last look."""
         self.looked = time.monotonic()
         async with self.waking:
             if self.awake:
                 return
             try:
-                for aggregate in RINGS:
-                    self.doorbell.append(await self.nc.subscribe(subjects.aggregate_filter(aggregate), cb=self._ring))
+                last = await self.store.last(f"{subjects.EVENTS}.>")
+                self.read_at = last.seq if last is not None else 0
                 for table in self.tiles:
                     await self._take_up(table)
                 await self._read_models(set(self.tiles))
@@ -199,32 +199,28 @@ class Floor:
             self.refreshing = asyncio.create_task(self._refreshing())
 
     async def _take_up(self, table: str) -> None:
-        """Where the table stands, without reading its history: its latest
-        coup's messages and its shoe in play's, folded into its tile as read."""
+        """Where the table stands, without reading its history: its latest coup's
+        messages (every aggregate's) and its shoe in play's, folded into its tile."""
         held: dict[int, Stored] = {}
         for aggregate in ("coup", "shoe"):
             latest = await latest_at_table(self.store, table, aggregate)
             if latest is not None:
                 _, shoe, coup, _ = subjects.tokens(latest.subject)
                 held.update((m.seq, m) for m in await self.store.read(
-                    subjects.event(table, shoe, coup if aggregate == "coup" else "*", aggregate)))
+                    subjects.event(table, shoe, coup, "*") if aggregate == "coup" else
+                    subjects.event(table, shoe, "*", aggregate)))
         for seq in sorted(held):
             if seq > self.read_to[table]:
                 self._fold(table, held[seq])
 
     async def _sleep(self) -> None:
-        """Nobody looks: the doorbell and the refreshing let go."""
-        if self.doorbell:
-            doorbell, self.doorbell = self.doorbell, []
-            for subscription in doorbell:
-                with contextlib.suppress(Exception):  # the connection closed meanwhile
-                    await subscription.unsubscribe()
-            if self.refreshing is not None:
-                self.refreshing.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await self.refreshing
-                self.refreshing = None
-            self.rung.clear()
+        """Nobody looks: the floor's turns end."""
+        if self.refreshing is not None:
+            self.refreshing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.refreshing
+            self.refreshing = None
+            self.unread.clear()
             self.following.forget()  # a coup followed in part: its messages meanwhile go unread
 
     async def _dozing(self) -> None:
@@ -234,33 +230,38 @@ class Floor:
                 async with self.waking:
                     await self._sleep()
 
-    async def _ring(self, msg: Msg) -> None:
-        table = msg.subject.split(".")[2] if msg.subject.count(".") == 5 else ""
-        if table in self.tiles:
-            self.rung.add(table)
-            self.bell.set()
-
     async def _refreshing(self) -> None:
         while True:
-            await self.bell.wait()
             await asyncio.sleep(REFRESH)
-            self.bell.clear()
-            rung, self.rung = self.rung, set()
             try:
-                await asyncio.gather(*(self._read_record(table) for table in rung), self._read_models(rung))
-            except Exception as exc:  # the server away: read again at the next event
+                while await self._turn() >= READ_MOST:  # more waiting: read on at once
+                    continue
+            except Exception as exc:  # the server away: read again at the next turn
                 log.error("web: the floor could not be read: %s: %s", type(exc).__name__, exc)
-                self.rung |= rung
-                continue
-            for table in rung:
-                self._draw(table)
-            self.tell(rung, self._boards_changed(rung))
 
-    async def _read_record(self, table: str) -> None:
-        """The table's messages since the last read, folded into its tile; each
-        coup that settles among them verified as ``casino verify`` does."""
-        for m in await self.store.read(subjects.table_filter(table), after=self.read_to[table]):
-            self._fold(table, m)
+    async def _turn(self) -> int:
+        """The messages appended since the last turn, folded into their
+        tiles; the tiles they changed drawn, with their read models read again."""
+        msgs = await self.store.read(f"{subjects.EVENTS}.>", after=self.read_at, limit=READ_MOST)
+        shown, self.unread = self.unread, set()
+        for m in msgs:
+            self.read_at = m.seq
+            tokens = m.subject.split(".")
+            table = tokens[2] if len(tokens) == 6 else ""
+            if table in self.tiles and m.seq > self.read_to[table]:
+                self._fold(table, m)
+                if tokens[5] in SHOWN:
+                    shown.add(table)
+        if shown:
+            try:
+                await self._read_models(shown)
+            except Exception:
+                self.unread = shown
+                raise
+            for table in shown:
+                self._draw(table)
+            self.tell(shown, self._boards_changed(shown))
+        return len(msgs)
 
     def _fold(self, table: str, m: Stored) -> None:
         """One of the table's messages, read in order, folded into its tile."""

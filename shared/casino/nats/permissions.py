@@ -207,10 +207,10 @@ def permissions(tables: Iterable[str], supervisors: Iterable[str] = (), readers:
                       "the pit's console: the live events as recorded and the read models; writes nothing"),
         "compliance": User(CASINO, (*READ, *READ_MODELS, *READ_ARCHIVE), (),
                            "replay, verification and export: reads the record, live and archived; writes nothing"),
-        "web": User(CASINO, (*READ, *READ_MODELS, *READ_ARCHIVE, *LIVENESS, *SESSIONS), ("casino.ev.>",),
-                    "the pit's, surveillance's and the regulator's web pages: the live events as recorded, the "
-                    "record live and archived, the read models, and which services have a live instance; "
-                    "writes its own sessions alone, and creates no consumer"),
+        "web": User(CASINO, (*READ, *READ_MODELS, *READ_ARCHIVE, *LIVENESS, *SESSIONS), (),
+                    "the pit's, surveillance's and the regulator's web pages: the record live and archived, "
+                    "read in turns, the read models, and which services have a live instance; writes its own "
+                    "sessions alone, and creates no consumer"),
         "admin": User(CASINO, (*PROVISION, "casino.cmd.-.*.*"), (),
                       "creates the streams and buckets once; may ping the services (table '-', which "
                       "they refuse); reads nothing"),
