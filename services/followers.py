@@ -183,12 +183,9 @@ class Turns:
         request = {"batch": TURN_MOST, "expires": int(FETCH_WAITS * 1e9), "no_wait": True}
         await self.nc.publish(f"$JS.API.CONSUMER.MSG.NEXT.{STREAM}.{self.consumer}", json.dumps(request).encode(),
                               reply=self.subscription.subject)
-        try:
+        with contextlib.suppress(TimeoutError):  # unanswered (the server away a moment): asked again
             await asyncio.wait_for(self.answered.wait(), FETCH_WAITS + 5.0)
-        except TimeoutError:
-            if not self.arrived:
-                raise ConsumerLost(f"{self.consumer}: no answer to a fetch in {FETCH_WAITS + 5.0:.0f} s") from None
-        if self.status.startswith(("409 Consumer Deleted", "503")):
+        if self.status.startswith(("409 Consumer Deleted", "503")):  # 503: no consumer of the name to answer
             raise ConsumerLost(f"{self.consumer}: {self.status}")
         return self.arrived
 

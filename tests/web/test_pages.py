@@ -483,8 +483,38 @@ async def test_the_floor_says_a_service_has_no_live_instance_and_when_it_is_back
     assert "casino_web_streams 1.0" in await metrics.text()
 
 
+async def test_the_floor_reads_the_stream_a_turn_at_a_time_however_many_messages_come(
+        nats_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Awake, the floor reads what was appended since its last turn once a
+    turn, every table's at once: the reads it makes follow the clock, not
+    the messages, and the tiles show the latest coup all the same."""
+    monkeypatch.setattr(floor_module, "REFRESH", 0.5)
+    tables = default_tables(2, ["baccarat-000-methods", "blackjack-002-hole-card"], readers=0)
+    async with serving(nats_url, tables) as (casino, w, site):
+        page = await signed_in(w.browser, w.base, "pit1", w.passwords["pit1"])
+        assert site.floor.awake
+        turns: list[int] = []
+        reading = site.floor.store.read
+
+        async def read(filter_: str, after: int = 0, limit: int | None = None) -> Any:
+            got = await reading(filter_, after, limit)
+            if filter_ == f"{subjects.EVENTS}.>":
+                turns.append(len(got))
+            return got
+
+        monkeypatch.setattr(site.floor.store, "read", read)
+        began = time.monotonic()
+        await Simulator(casino.nc, tables, seed=15, patience=40).run(6)  # type: ignore[arg-type]
+        first = next(iter(tables))
+        await expect(page.locator(f"#tile-{first} .coup")).to_have_text("coup 6", timeout=10_000)
+        took = time.monotonic() - began
+        assert len(turns) <= took / 0.5 + 2, (len(turns), took)  # one read a turn
+        assert sum(turns) >= 6 * 2 * 4 and sum(turns) > 2 * sum(1 for n in turns if n)  # many messages a read
+        await page.close()
+
+
 async def test_the_floor_is_read_only_while_someone_looks_at_it(nats_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Nobody looking, the web reads nothing of the record: no doorbell, no
+    """Nobody looking, the web reads nothing of the record: no turn, no
     tile drawn. The first page wakes the floor, each table taken up from its
     latest coup; the last page gone, the floor sleeps ``IDLE`` seconds later,
     and the next page shows what was dealt meanwhile."""
