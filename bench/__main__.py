@@ -86,9 +86,9 @@ SIZES: dict[str, Any] = {"rules_coups": 2000, "replay_coups_a_table": 150, "veri
                          "web": {"tables": 64, "asks": 200, "shoes": 3, "search_coups": 2000, "runs": 3},
                          # the whole casino, each table a coup a minute, every step measured for 30 s, from near
                          # the last figure (one instance of every service, 3 steps at most, then two, 2 at most)
-                         "capacity": {"start": 1000, "period": capacity.PERIOD, "window": 30.0, "halvings": 1,
+                         "capacity": {"start": 2000, "period": capacity.PERIOD, "window": 30.0, "halvings": 1,
                                       "most_steps": 3},
-                         "capacity_instances": {"start": 1000, "period": capacity.PERIOD, "window": 30.0,
+                         "capacity_instances": {"start": 2000, "period": capacity.PERIOD, "window": 30.0,
                                                 "halvings": 1, "most_steps": 2}}
 QUICK: dict[str, Any] = {**SIZES, "rules_coups": 100, "scale_tables": [1, 4], "warm": 1.0, "replay_coups_a_table": 5, "verifying_coups": 20, "window": 2,
                          "history_coups": 200, "history_rounds": 20, "holding_coups": 200, "archive_coups": 12,

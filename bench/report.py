@@ -80,7 +80,7 @@ def judged(results: dict[str, Any]) -> list[Row]:
     for mode, who in (("whole", "the whole casino (every process an operator runs, the nats-server and the web "
                                 "with one floor connected; not the simulated tables)"),
                       ("four", "the four services that deal and the nats-server")):
-        for load, what, most in (("flat", "flat out", 12.0), ("tenth", "at a tenth of the flat-out rate", 20.0)):
+        for load, what, most in (("flat", "flat out", 8.0), ("tenth", "at a tenth of the flat-out rate", 16.0)):
             v, rng = _ms(c[mode][load], "services_and_server_ms", "services_and_server_ms_range")
             row("cost", f"CPU of {who} a Method A coup, {c['tables']} tables {what}", v, f"{v:.1f} ms", rng,
                 f"{most:.0f} ms or less", _at_most(most))
