@@ -1,18 +1,14 @@
 """The floor as the web pages show it: each table's tile, from the record and
 the read models the projections keep, whatever the number of browsers.
 
-The stream is read in turns: every ``REFRESH`` seconds, the messages
-appended since the last turn, of every table at once (a batched direct
-get), folded into their tables' tiles; a table whose coup, shoe or
-settlement moved (``SHOWN``: a wager's messages are folded, and shown with
-the next of those) has its read models read again (its status, its shoe,
-its takings) and its tile drawn, once for every browser watching. One
-wakeup and one read serve every message of a turn, where a subscription
-to each append cost the web a wakeup for every message. The floor is read
-only while someone looks at it: it wakes at the first page or stream that
-shows tiles (each table taken up from its latest coup, as at a start) and
-sleeps ``IDLE`` seconds after the last. The web user creates no consumer
-and writes nothing."""
+The stream is read in turns: every ``REFRESH`` seconds, the messages appended since the last turn, of
+every table at once (a batched direct get), folded into their tables' tiles; a table whose coup, shoe or
+settlement moved (``SHOWN``: a wager's messages are folded, and shown with the next of those) has its
+read models read again (its status, its shoe, its takings) and its tile drawn, once for every browser
+watching. One wakeup and one read serve every message of a turn, where a subscription to each append
+cost the web a wakeup for every message. The floor is read only while someone looks at it: it wakes at
+the first page or stream that shows tiles (each table taken up from its latest coup, as at a start) and
+sleeps ``IDLE`` seconds after the last. The web user creates no consumer and writes nothing."""
 
 from __future__ import annotations
 
@@ -145,20 +141,21 @@ class Floor:
         self.following = Following(first=(RoundStarted, CoupConfigured))
         self.down: list[str] = []  # services with no live instance
         self.read_at = 0  # the stream sequence the floor's turns have read to
-        self.unread: set[str] = set()  # tables whose read models a turn could not read: read at the next
+        # Tables whose read models lag what the floor read of their record (the projections write just after),
+        # and the turns since: read again at turns 1, 2, 4, ... 64 and every 64th after, until caught up.
+        self.lagging: dict[str, int] = {}
+        self.record_at: dict[str, float] = {}
         self.watchers: set[asyncio.Queue[bytes]] = set()  # each browser's frames to send, encoded once for all
         self.tasks: list[asyncio.Task[None]] = []
         self.refreshing: asyncio.Task[None] | None = None  # the floor's turns, while someone looks (``look``)
         self.waking = asyncio.Lock()
         self.looked = 0.0  # when a page or stream last showed the floor
         self.on_drawn: Callable[[str], None] = lambda table: None
-        # Each table's shoe in play and how many results its scoreboard holds, as last told: a
-        # table page draws its shoe again when they change (``tell``).
+        # Each table's shoe in play and its scoreboard's results, as last told: its page draws them again (``tell``).
         self.boards: dict[str, tuple[str, int]] = {}
 
     async def start(self) -> None:
-        """The read models opened and the services' liveness watched; the
-        floor itself is read once someone looks at it (``look``)."""
+        """The read models opened and the services' liveness watched; the floor is read once someone looks (``look``)."""
         await self.kv.open()
         await self._look_at_services()
         self.down_frame = self._down_frame()
@@ -176,10 +173,8 @@ class Floor:
         return self.refreshing is not None
 
     async def look(self) -> None:
-        """Someone looks at the floor: it is read from now on (woken if it
-        slept: its turns read from the stream's last message before each
-        table is taken up, so what comes meanwhile is read after), until
-        ``IDLE`` seconds after the last look."""
+        """Someone looks at the floor: it is read from now on (woken if it slept: its turns read from the stream's
+        last message before each table is taken up, so what comes meanwhile is read after), until ``IDLE`` s after."""
         self.looked = time.monotonic()
         async with self.waking:
             if self.awake:
@@ -190,6 +185,8 @@ class Floor:
                 for table in self.tiles:
                     await self._take_up(table)
                 await self._read_models(set(self.tiles))
+                self.lagging = {t: 1 for t, tile in self.tiles.items()
+                                if tile.status.last_event_at < self.record_at.get(t, 0.0)}
             except BaseException:
                 await self._sleep()
                 raise
@@ -220,7 +217,7 @@ class Floor:
             with contextlib.suppress(asyncio.CancelledError):
                 await self.refreshing
             self.refreshing = None
-            self.unread.clear()
+            self.lagging.clear()
             self.following.forget()  # a coup followed in part: its messages meanwhile go unread
 
     async def _dozing(self) -> None:
@@ -235,15 +232,14 @@ class Floor:
             await asyncio.sleep(REFRESH)
             try:
                 while await self._turn() >= READ_MOST:  # more waiting: read on at once
-                    continue
+                    pass
             except Exception as exc:  # the server away: read again at the next turn
                 log.error("web: the floor could not be read: %s: %s", type(exc).__name__, exc)
 
     async def _turn(self) -> int:
-        """The messages appended since the last turn, folded into their
-        tiles; the tiles they changed drawn, with their read models read again."""
+        """The messages since the last turn folded; the tiles they changed drawn, their read models read again."""
         msgs = await self.store.read(f"{subjects.EVENTS}.>", after=self.read_at, limit=READ_MOST)
-        shown, self.unread = self.unread, set()
+        shown: set[str] = set()
         for m in msgs:
             self.read_at = m.seq
             tokens = m.subject.split(".")
@@ -252,15 +248,15 @@ class Floor:
                 self._fold(table, m)
                 if tokens[5] in SHOWN:
                     shown.add(table)
-        if shown:
-            try:
-                await self._read_models(shown)
-            except Exception:
-                self.unread = shown
-                raise
-            for table in shown:
-                self._draw(table)
-            self.tell(shown, self._boards_changed(shown))
+        due = {t for t, n in self.lagging.items() if n & (n - 1) == 0 or n % 64 == 0}
+        self.lagging = {t: n + 1 for t, n in self.lagging.items()} | dict.fromkeys(shown - set(self.lagging), 1)
+        if shown or due:
+            await self._read_models(shown | due)
+            for t in shown | due:
+                if self.tiles[t].status.last_event_at >= self.record_at.get(t, 0.0):
+                    del self.lagging[t]
+            changed = {t for t in shown | due if self._draw(t, again=t not in shown)}
+            self.tell(changed, self._boards_changed(changed))
         return len(msgs)
 
     def _fold(self, table: str, m: Stored) -> None:
@@ -269,6 +265,7 @@ class Floor:
         self.read_to[table] = m.seq
         if m.unreadable:
             return  # no batch of ours: verification names it on the coup's page
+        self.record_at[table] = max([self.record_at.get(table, 0.0), *(e.at.timestamp() for e in m.batch.events)])
         self.console.on_batch(m.subject, m.batch)
         self.following.take(Stored(m.seq, m.subject, m.batch))
         number = subjects.coup_number(subjects.tokens(m.subject)[2])
@@ -319,9 +316,14 @@ class Floor:
                                                   if (c := decoded(r)) is not None})
             self.tiles[t].counted(now)
 
-    def _draw(self, table: str) -> None:
-        self.drawn[table] = self.draw(self.tiles[table]).replace("\n", " ")
+    def _draw(self, table: str, again: bool = False) -> bool:
+        """The table's tile drawn; ``again``: kept as it was where it draws the same. Whether it was drawn."""
+        drawn = self.draw(self.tiles[table]).replace("\n", " ")
+        if again and drawn == self.drawn.get(table):
+            return False
+        self.drawn[table] = drawn
         self.on_drawn(table)
+        return True
 
     def tiles_frame(self, tables: Iterable[str]) -> bytes:
         """One server-sent event with the tiles of ``tables`` and the floor's summary, each swapped in place by its id."""
@@ -355,10 +357,9 @@ class Floor:
         return changed
 
     def tell(self, tables: set[str], boards: Iterable[str] = ()) -> None:
-        """Every browser sent the tiles changed, in one event encoded once,
-        and a ``board-<table>`` event for each table of ``boards`` (its page
-        draws its shoe again); a browser that does not read is not waited for:
-        what it has not taken is dropped for the whole floor, once."""
+        """Every browser sent the tiles changed, in one event encoded once, and a ``board-<table>`` event for each
+        table of ``boards`` (its page draws its shoe again); a browser that does not read is not waited for: what
+        it has not taken is dropped for the whole floor, once."""
         if not self.watchers:  # nobody looks: no frame is made
             return
         frame = self.tiles_frame(sorted(tables)) + b"".join(
@@ -386,8 +387,7 @@ class Floor:
                         queue.put_nowait(self.down_frame)
 
     async def _look_at_services(self) -> bool:
-        """Which services have no live instance (no membership or lease in the
-        live bucket, whose entries lapse with the instance); whether that changed."""
+        """Which services have no live instance (no membership or lease in the live bucket); whether that changed."""
         live: set[str] = set()
 
         def member(seq: int, subject: str, headers: dict[str, str], data: bytes) -> None:

@@ -513,6 +513,28 @@ async def test_the_floor_reads_the_stream_a_turn_at_a_time_however_many_messages
         await page.close()
 
 
+async def test_a_tile_catches_up_with_read_models_written_after_its_record_was_read(nats_url: str) -> None:
+    """The projections write the read models a moment after the record the
+    floor reads: a tile whose status lags its record is read again, turn
+    after turn (ever more seldom), until the read models catch up, whether
+    or not anything more is dealt. Here they are stopped while two coups are
+    dealt and started again once the tables are quiet."""
+    tables = default_tables(2, ["baccarat-000-methods", "blackjack-002-hole-card"], readers=0)
+    async with serving(nats_url, tables) as (casino, w, site):
+        page = await signed_in(w.browser, w.base, "pit1", w.passwords["pit1"])
+        first = next(iter(tables))
+        await casino.stop("projections")
+        await Simulator(casino.nc, tables, seed=16, patience=40).run(2)  # type: ignore[arg-type]
+        await expect(page.locator(f"#tile-{first} .coup")).to_have_text("coup 2", timeout=10_000)  # from the record
+        assert site.floor.tiles[first].status.coups < 2 and first in site.floor.lagging
+        await casino.start("projections")
+        deadline = time.monotonic() + 60
+        while site.floor.tiles[first].status.coups < 2 or site.floor.lagging:
+            assert time.monotonic() < deadline, (site.floor.tiles[first].status, site.floor.lagging)
+            await asyncio.sleep(0.25)
+        await page.close()
+
+
 async def test_the_floor_is_read_only_while_someone_looks_at_it(nats_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Nobody looking, the web reads nothing of the record: no turn, no
     tile drawn. The first page wakes the floor, each table taken up from its
