@@ -112,6 +112,17 @@ def events_subscriber(broker: NatsBroker, filter_: str, durable: str, config: Co
                              description=description)
 
 
+def handed_out(msg: Msg, consumer: str, metrics: Metrics) -> bool:
+    """Whether ``consumer`` handed ``msg`` out (its ack subject names it); anything else on the
+    subject where it delivers is dropped and counted: only the server writes there."""
+    if (msg.reply or "").startswith(f"$JS.ACK.{STREAM}.{consumer}."):
+        return True
+    metrics.deliveries_refused.labels(consumer).inc()
+    log.warning("%s: a message where its consumer delivers that it did not hand out (reply %r): dropped", consumer,
+                (msg.reply or "")[:200])
+    return False
+
+
 class ConsumerLost(Exception):
     """The server no longer has the consumer a ``Turns`` fetches from (it lapsed, or was deleted)."""
 
@@ -132,7 +143,6 @@ class Turns:
     def __init__(self, nc: Client, consumer: str, handle: Callable[[list[Msg]], Awaitable[None]],
                  lost: Callable[[BaseException], None], metrics: Metrics) -> None:
         self.nc, self.consumer, self.handle, self.lost, self.metrics = nc, consumer, handle, lost, metrics
-        self.acks = f"$JS.ACK.{STREAM}.{consumer}."
         self.arrived: list[Msg] = []
         self.answered = asyncio.Event()
         self.status = ""
@@ -167,14 +177,10 @@ class Turns:
             if status != "100":  # a heartbeat; anything else ends the fetch
                 self.status = f"{status} {(msg.headers or {}).get('Description', '')}".strip()
                 self.answered.set()
-        elif (msg.reply or "").startswith(self.acks):
+        elif handed_out(msg, self.consumer, self.metrics):
             self.arrived.append(msg)
             if len(self.arrived) >= TURN_MOST:
                 self.answered.set()
-        else:
-            self.metrics.deliveries_refused.labels(self.consumer).inc()
-            log.warning("%s: a message on its inbox that its consumer did not hand out (reply %r): dropped",
-                        self.consumer, (msg.reply or "")[:200])
 
     async def _fetch(self) -> list[Msg]:
         """Every message waiting, once the first has come (none if ``FETCH_WAITS`` go by)."""
@@ -244,12 +250,8 @@ class Sole(abc.ABC):
         """A delivery of the consumer's own (its ack subject names it), handled;
         anything else published on the deliver subject dropped and counted:
         only the server writes there."""
-        if not (msg.reply or "").startswith(f"$JS.ACK.{STREAM}.{self.queue}."):
-            self.metrics.deliveries_refused.labels(self.queue).inc()
-            log.warning("%s: a message on its deliver subject that its consumer did not deliver (reply %r): dropped",
-                        self.queue, (msg.reply or "")[:200])
-            return
-        await self.on_event(msg)
+        if handed_out(msg, self.queue, self.metrics):
+            await self.on_event(msg)
 
     async def release(self, parts: set[int]) -> None:
         """Let the deliveries go if ``parts`` holds ``SOLE``."""
