@@ -224,7 +224,8 @@ class Dealing:
         if t.ending is not None and not failed(t.ending):
             return
         t.ending = asyncio.ensure_future(self.peer.must(subjects.command(t.name, "shoe"), commands.EndRound(
-            f"{t.coup}:end", t.name, t.coup, t.config.ruleset, _pickup(t.state), next=f"{t.name}-{t.number + 1:06d}")))
+            f"{t.coup}:end", t.name, t.coup, t.config.ruleset, _pickup(t.state), next=f"{t.name}-{t.number + 1:06d}",
+            after=t.last_read)))
         t.ending.add_done_callback(logged("a round's end at the shoe failed (asked again before the next coup)"))
 
     async def end_round(self) -> commands.Reply:

@@ -126,7 +126,7 @@ async def _end_held(w: Dealing) -> None:
     if t.held and not t.held_recorded:
         await w.commit([CoupHeld(t.name, t.coup, t.held_seq, t.held)], f"{t.coup}:held", f"{t.coup}:held")
     reply = await w.peer.ask(subjects.command(t.name, "shoe"), commands.EndRound(
-        f"{t.coup}:end", t.name, t.coup, t.config.ruleset, (), held=True))
+        f"{t.coup}:end", t.name, t.coup, t.config.ruleset, (), held=True, after=t.last_read))
     if not reply.ok:
         log.warning("table %s: held coup %s's round not ended at the shoe (%s)", t.name, t.coup, reply.reason)
 

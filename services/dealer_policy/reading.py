@@ -26,7 +26,7 @@ from casino.rules.errors import RuleViolation
 from casino.rules.incidents import UNREAD, CardIncident, TableClosed
 from casino.rules.shoe import ROUND
 from casino.store import subjects
-from casino.store.envelope import KEYED, READ, CoupHeld
+from casino.store.envelope import KEYED, READ, AnyEvent, CoupHeld
 from services.dealer_policy import table
 from services.dealer_policy.dealing import Dealing
 
@@ -123,15 +123,21 @@ async def _take(w: Dealing, read: str, card: str, cut: bool, cause: str, command
     step = t.game.next_step(t.rules, t.state) if t.in_play and (confirmed or not t.finished) else None
     due = step is not None and step.kind == "draw"
     take = commands.TakeRead(READ + read, t.name, here, t.config.ruleset, read, card, cut, due,
-                             HOLDER_DRAWS.get(t.procedure, "setting shoe.misdraw"))
+                             HOLDER_DRAWS.get(t.procedure, "setting shoe.misdraw"), after=t.last_read)
     if due and step is not None and step.run is not None:  # a run's card: the coup's last may end its round
         take = msgspec.structs.replace(take, run=step.run, first=step.first, count=step.due, next=t.next_coup)
     reply = await _at_the_shoe(w, take)
+    if reply.earlier:  # a card the shoe gave the coup before, not in its record: recorded first, then this one
+        await _take(w, reply.earlier, "", False, READ + reply.earlier)
+        return await _take(w, read, card, cut, cause, command, confirmed)
     if reply.coup and reply.coup != here:  # taken before, in another coup (a report sent again late)
         return reply
+    # The shoe's record of the card, where the coup's append carries it, and the card dealt: one append.
+    steps: list[AnyEvent] = list(reply.carried)
     if reply.cards and due and step is not None:
-        deal = t.game.deal(reply.cards[0], reply.positions[0], step.waiting.seat)
-        w.stage(w.decide(deal), commands.write_id(here, cause), cause, command)
+        steps += w.decide(t.game.deal(reply.cards[0], reply.positions[0], step.waiting.seat))
+    if steps:
+        w.stage(steps, commands.write_id(here, cause), cause, command)
     if (kind := INCIDENTS.get(reply.incident)) is not None:
         incident = await _incident(w, incidents.Report(
             t.name, _coup_of(t), kind, card, read, reply.reason if kind == "misdrawn" else reply.clause,

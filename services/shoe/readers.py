@@ -15,34 +15,22 @@ from msgspec.structs import replace
 
 from casino.protocol.commands import SHUFFLING_MACHINE, EndShoeNow, Reply, ShoeStatus, ShuffleMade, TakeRead, Waiting
 from casino.rules import shoe as dealing_shoe
-from casino.rules.cards import DECK_INDEX, full_set, same_cards
+from casino.rules.cards import full_set, same_cards
 from casino.rules.errors import RuleViolation
 from casino.store import subjects
+from casino.store.envelope import READ
+from services.shoe.shoes import fold as shoes_fold
+from services.shoe.shoes import refused_why
 
 if TYPE_CHECKING:
     from services.shoe.shoes import Shoes, TableShoe
 
-COMPOSITION = "shoe composition"  # a card the shoe cannot hold: more copies than its decks have
-ORDER = "committed order"  # a card that is not the next of the order committed to
 REPORT = "report"  # a report taken in a shoe no longer in play: answered, and nothing more taken
 # What each of the shoe's records of a report makes of it, as the reply names it.
 INCIDENTS: dict[type, str] = {dealing_shoe.CardBurned: "burned", dealing_shoe.CardMisdrawn: "misdrawn",
                               dealing_shoe.CardRefused: "refused", dealing_shoe.CutCardReached: "cut card",
                               dealing_shoe.CutCardMisplaced: "cut card misplaced"}
 RULED = (dealing_shoe.CardMisdrawn, dealing_shoe.CardRefused, dealing_shoe.CutCardMisplaced)
-
-
-def refused_why(t: TableShoe, card: str) -> tuple[str, str] | None:
-    """Why the shoe cannot have given ``card`` (the clause, and what), or None where it can."""
-    index = DECK_INDEX.get(card)
-    if index is None:
-        return COMPOSITION, f"{card!r} is not a card"
-    if t.state.dealt[index] >= t.state.decks:
-        return COMPOSITION, f"every {card} of a {t.state.decks}-deck shoe has left it already"
-    if t.order is not None and t.order[0][t.state.position] != card:
-        # The order's next card is not named: it is secret until the shoe ends.
-        return ORDER, f"{card} is not the next card of the order the shuffling machine made"
-    return None
 
 
 def _answer(t: TableShoe, read: str) -> Reply | None:
@@ -54,6 +42,8 @@ def _answer(t: TableShoe, read: str) -> Reply | None:
     if not events:
         return None
     answer = Reply(True, shoe=events[0].shoe_id)
+    if read in t.carried:  # the coup's append carries the shoe's record of it
+        answer = replace(answer, carried=tuple(e for e in events if isinstance(e, dealing_shoe.CardDrawn)))
     for e in events:
         match e:
             case dealing_shoe.CardDrawn():
@@ -73,6 +63,21 @@ def _answer(t: TableShoe, read: str) -> Reply | None:
     return answer
 
 
+def _given(t: TableShoe, read: str, drawn: dealing_shoe.CardDrawn) -> Reply:
+    """A card due given for the coup's append to carry: the shoe moves on with
+    it at once, and waits for the coup's record to confirm it."""
+    shoes_fold(t, drawn, READ + read)
+    t.carried.add(read)
+    t.pending = read
+    answered = _answer(t, read)
+    assert answered is not None
+    return answered
+
+
+def _coup_given(t: TableShoe, read: str) -> str:
+    return next((e.coup_id for e in t.reads.get(read, ()) if isinstance(e, dealing_shoe.CardDrawn)), "")
+
+
 def _misplaced(e: dealing_shoe.CutCardMisplaced) -> str:
     if e.reported:
         return (f"the cut card came out at card {e.position}; the penetration puts it at card {e.cut_index}: it is "
@@ -85,10 +90,20 @@ async def take(shoes: Shoes, cmd: TakeRead) -> Reply:
     """Record what a card-reading shoe reported: a burn card where one is
     due, the card the coup's rules call for (``due``), a misdraw where none is,
     or a card refused (the coup it came in, or the next, is held by the
-    dealer-policy). A report taken before is answered as it was taken."""
-    t = await shoes.table(cmd.table, cmd.ruleset)
+    dealer-policy). A report taken before is answered as it was taken.
+
+    A card due that ends no round is given for the coup's append to carry
+    (``Reply.carried``), not recorded here: the shoe moves on with it, and
+    takes no further report of the coup until the coup's record holds it
+    (``TakeRead.after``), answering first with it (``Reply.earlier``) for the
+    dealer-policy to record. The shoe never records a card it gave itself: a
+    dealer-policy that took it may still record it."""
+    t = await shoes.confirmed(cmd.table, await shoes.table(cmd.table, cmd.ruleset), cmd.after)
     if (answered := _answer(t, cmd.read)) is not None:
         return answered
+    if t.pending and cmd.coup == _coup_given(t, t.pending):
+        return Reply(True, coup=cmd.coup, shoe=t.state.shoe_id or "", earlier=t.pending)
+    t = await shoes.settled(cmd.table, t)  # given in a coup that has moved on: in its record, or never
     if not cmd.cut and (t.state.reshuffle == "now" or (t.state.round is not None and not t.state.active)):
         # 003 7.9: the cut card came out first in the round, and the cards are reshuffled before it goes on:
         # the shoe ended and a new one filled with the order the machine made (refused until it reports it).
@@ -111,7 +126,10 @@ async def take(shoes: Shoes, cmd: TakeRead) -> Reply:
             raise RuleViolation(dealing_shoe.ROUND, f"coup {cmd.coup} is not the round being dealt")
         events = dealing_shoe.decide(t.rules, t.state, dealing_shoe.Draw(cmd.coup, cmd.card, cmd.read), t.document)
         # The coup's last card, of a run: the round ends with it, in the same append.
-        events += shoes.run_ended(t, t.state, cmd.coup, cmd.run, cmd.first, cmd.count, cmd.next, drawn=events)
+        ended = shoes.run_ended(t, t.state, cmd.coup, cmd.run, cmd.first, cmd.count, cmd.next, drawn=events)
+        if not ended and len(events) == 1 and isinstance(events[0], dealing_shoe.CardDrawn):
+            return _given(t, cmd.read, events[0])
+        events += ended
     else:
         events = dealing_shoe.decide(t.rules, t.state, dealing_shoe.Misdraw(cmd.coup, cmd.card, cmd.read, cmd.clause),
                                      t.document)
@@ -179,7 +197,7 @@ async def end_now(shoes: Shoes, cmd: EndShoeNow) -> Reply:
     the void coup's cards picked up, the order revealed, and the next shoe
     filled once the machine reports its order (at once where shuffled by
     hand). Asked again once it has ended, it is answered as done."""
-    t = await shoes.table(cmd.table, cmd.ruleset)
+    t = await shoes.settled(cmd.table, await shoes.table(cmd.table, cmd.ruleset))
     # Else its shoe has ended (every report of the shoe in play is held).
     in_play = t.state.shoe_id == cmd.shoe if cmd.shoe else cmd.read in t.reads
     if in_play and t.state.active:

@@ -62,7 +62,8 @@ class ShoeService(Shoes):
         return Reply(True, coup=cmd.coup, shoe=t.state.shoe_id or "")
 
     async def _end_round(self, cmd: EndRound) -> Reply:
-        t = await self.table(cmd.table, cmd.ruleset)
+        t = await self.confirmed(cmd.table, await self.table(cmd.table, cmd.ruleset), cmd.after)
+        t = await self.settled(cmd.table, t)  # a card given the coup, and not in its record, is in none
         ended_in = t.state.shoe_id or ""
         # Else asked again (or ended by its run's draw), perhaps once the next round has started (a held
         # coup's: once it has ended).

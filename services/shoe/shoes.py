@@ -17,7 +17,7 @@ from casino.nats.partitions import within
 from casino.protocol.commands import SHUFFLING_MACHINE, ShoeCommand
 from casino.protocol.service import Clock, TableLocks, log, utc_now
 from casino.rules import shoe as dealing_shoe
-from casino.rules.cards import Card
+from casino.rules.cards import DECK_INDEX, Card
 from casino.rules.errors import RuleViolation
 from casino.rules.ruleset import ShoeRules
 from casino.rules.runs import Run, end_of
@@ -49,6 +49,12 @@ class TableShoe(Held, kw_only=True):
     # what each was recorded as.
     reads: dict[str, list[dealing_shoe.AnyShoeEvent]] = msgspec.field(default_factory=dict)
     reads_before: dict[str, list[dealing_shoe.AnyShoeEvent]] = msgspec.field(default_factory=dict)
+    # The reports of the shoe in play whose card the coup's append carries (services.shoe.readers), and the
+    # one of them given and not yet confirmed in the coup's record: the next card waits for it.
+    carried: set[str] = msgspec.field(default_factory=set)
+    pending: str = ""
+    carried_seq: int = 0  # the last coup message whose carried cards are folded
+    looked_for: str = ""  # the last carried report asked after and looked for in the record (once each)
     orders: OrderSource  # where the table's shoe orders come from (picked once, from the tables file)
 
     def anew(self) -> TableShoe:
@@ -56,14 +62,14 @@ class TableShoe(Held, kw_only=True):
         return TableShoe(rules=self.rules, document=self.document, orders=self.orders)
 
 
-def _fold(t: TableShoe, event: dealing_shoe.AnyShoeEvent, causation: str) -> None:
+def fold(t: TableShoe, event: dealing_shoe.AnyShoeEvent, causation: str) -> None:
     if isinstance(event, dealing_shoe.RoundEnded):
         layout = tuple(t.state.layout)
         t.ended = (t.state.shoe_id or "", t.state.position - len(layout), layout)
     t.state = dealing_shoe.evolve(t.state, event)
     if isinstance(event, dealing_shoe.ShoeShuffled):
         t.shuffles += 1
-        t.reads_before, t.reads = t.reads, {}
+        t.reads_before, t.reads, t.carried = t.reads, {}, set()
     if causation.startswith(READ) and isinstance(event, TAKEN):  # what a card-reading shoe's report was taken as
         t.reads.setdefault(causation[len(READ):], []).append(event)
     elif isinstance(event, dealing_shoe.RoundEnded):
@@ -84,7 +90,7 @@ class Shoes:
         service's own shuffle at every table)."""
         self.store, self.secrets, self.shuffle, self.orders = store, secrets_, shuffle, orders
         # A table's shoe lives as long as the table: a retry is told by the shoe's state, not by its causes.
-        self.repository: Repository[TableShoe] = Repository(store, self.producer, _fold, clock=clock, by_cause=False)
+        self.repository: Repository[TableShoe] = Repository(store, self.producer, fold, clock=clock, by_cause=False)
         self.tables: dict[str, TableShoe] = {}
         self.folding = TableLocks()
         self.metrics: Metrics | None = None
@@ -103,7 +109,40 @@ class Shoes:
             t = self.tables[table] = self.tables[table].anew()
             history, t.shuffles = await self._since_last_round_ended(table)
             for msg in history:
-                await self._observe_into(t, msg.subject, msg.seq, msg.batch)
+                if subjects.tokens(msg.subject)[3] == "coup":
+                    carry_into(t, msg.seq, msg.batch)
+                else:
+                    await self._observe_into(t, msg.subject, msg.seq, msg.batch)
+
+    async def confirmed(self, table: str, t: TableShoe, after: str) -> TableShoe:
+        """The table's shoe once ``after`` (the last carried card the coup's
+        record holds, as the dealer-policy read it) is known: the card given
+        and pending confirmed by it, or, where it is no report this instance
+        took, the shoe folded again from the record (another instance gave
+        it; looked for once each)."""
+        if not after or after in t.reads or after in t.reads_before:
+            if after and after == t.pending:
+                t.pending = ""
+            return t
+        if after == t.looked_for:
+            return t
+        await self.rebuild(table)
+        t = self.tables[table]
+        t.looked_for = after
+        return t
+
+    async def settled(self, table: str, t: TableShoe) -> TableShoe:
+        """The table's shoe with no card given and unconfirmed: a step that
+        goes on without it (the coup's round ended, another coup's card) finds
+        it in the coup's record, or else it was never recorded and never will
+        be (the coup has moved on under its guard), and the shoe is folded
+        again from the record without it."""
+        if not t.pending:
+            return t
+        log.warning("table %s: the card of report %s was given to a coup's append that is not confirmed: the shoe is "
+                    "folded again from the record", table, t.pending)
+        await self.rebuild(table)
+        return self.tables[table]
 
     async def _since_last_round_ended(self, table: str) -> tuple[list[Stored], int]:
         """The table's shoe events from the shoe in play back to the shoe where
@@ -123,7 +162,9 @@ class Shoes:
         history: list[Stored] = []
         while number >= 1:
             shoe = await self.store.read(subjects.event(table, subjects.shoe_id(table, number), "*", "shoe"))
-            history[:0] = shoe
+            # The cards the shoe gave its coups' appends to carry, in stream order with its own.
+            coups = await self.store.read(subjects.event(table, subjects.shoe_id(table, number), "*", "coup"))
+            history[:0] = sorted(shoe + [m for m in coups if _carries(m)], key=lambda m: m.seq)
             if any(isinstance(env.data, dealing_shoe.RoundEnded) for msg in shoe for env in msg.batch.events):
                 break
             number -= 1
@@ -286,6 +327,52 @@ class Shoes:
         # Only now: a shuffle that lost its race to another instance's step in
         # the shoe in play leaves the order of the shoe in play to deal from.
         t.order = order if order[0] else None
+
+
+def carry_into(t: TableShoe, seq: int, batch: Batch) -> None:
+    """Fold the cards a coup's message carries for the shoe (the shoe's
+    record of each, given by it: services.shoe.readers). A card carried is
+    taken only where it is the shoe in play's next card, one its composition
+    holds and its order has there: a coup's record is not the shoe's word, and
+    a carried card that is not (a forged write; casino verify names it) is
+    passed over."""
+    if seq <= t.carried_seq:
+        return
+    t.carried_seq = seq
+    for env in batch.events:
+        e = env.data
+        if not isinstance(e, dealing_shoe.CardDrawn) or not (read := e.read):
+            continue
+        if read in t.reads:  # given by this instance: confirmed
+            t.pending = "" if t.pending == read else t.pending
+            t.carried.add(read)
+        elif e.shoe_id != t.state.shoe_id or e.position != t.state.position or refused_why(t, e.card) is not None:
+            log.warning("shoe %s: seq %d carries %s at position %d of %s, not the shoe's next card: passed over",
+                        t.state.shoe_id, seq, e.card, e.position, e.shoe_id)
+        else:  # the report's card, as the shoe took it (keyed in or read)
+            fold(t, e, READ + read)
+            t.carried.add(read)
+
+
+def _carries(m: Stored) -> bool:
+    return not m.unreadable and any(type(env.data) is dealing_shoe.CardDrawn for env in m.batch.events)
+
+
+COMPOSITION = "shoe composition"  # a card the shoe cannot hold: more copies than its decks have
+ORDER = "committed order"  # a card that is not the next of the order committed to
+
+
+def refused_why(t: TableShoe, card: str) -> tuple[str, str] | None:
+    """Why the shoe cannot have given ``card`` (the clause, and what), or None where it can."""
+    index = DECK_INDEX.get(card)
+    if index is None:
+        return COMPOSITION, f"{card!r} is not a card"
+    if t.state.dealt[index] >= t.state.decks:
+        return COMPOSITION, f"every {card} of a {t.state.decks}-deck shoe has left it already"
+    if t.order is not None and t.order[0][t.state.position] != card:
+        # The order's next card is not named: it is secret until the shoe ends.
+        return ORDER, f"{card} is not the next card of the order the shuffling machine made"
+    return None
 
 
 def not_next(coup: str, last_round: str) -> str | None:

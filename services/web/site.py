@@ -30,7 +30,7 @@ from starlette.staticfiles import StaticFiles
 from casino.audit.archive import history
 from casino.audit.history import Absent, Bounds, coup_id, coups_within, played_at
 from casino.audit.replay import render_shoe, replay_coup
-from casino.audit.verify import verify_coup
+from casino.audit.verify import shoe_records, verify_coup
 from casino.cli.replay import NAME, exported
 from casino.rules.incidents import voided
 from casino.rules.text import escaped, money
@@ -242,7 +242,7 @@ class Site:
         if not stored:
             return self.missing(who, f"shoe {shoe}")
         kept = await self.store.seals.get(table, shoe)
-        own = [m for m in stored if subjects.tokens(m.subject)[3] == "shoe"]
+        own = shoe_records(stored)
         return HTMLResponse(self.render("shoe.html", who=who, table=table, shoe=shoe, kept=kept,
                                         lines=render_shoe(own, kept.hash if kept else ""), **roads.shoe_facts(stored)))
 

@@ -20,6 +20,7 @@ from casino.audit.readings import before_opening_only, enveloped
 from casino.audit.verify import (
     Openings,
     recorded_rulesets,
+    shoe_records,
     unreadable,
     verify_before_opening,
     verify_coup,
@@ -197,14 +198,14 @@ def _directions(coup: str, msgs: list[Stored]) -> list[Finding]:
 
 def verify_history(stored: list[Stored], carried: Carried | None = None) -> Report:
     """Verify every coup and every ended shoe of a history (a table's, or the whole store's)."""
-    return verify_all(stored, [m for m in stored if subjects.tokens(m.subject)[3] == "shoe"], carried)
+    return verify_all(stored, stored, carried)
 
 
 def verify_all(stored: list[Stored], shoe_events: list[Stored], carried: Carried | None = None,
                openings: Openings | None = None) -> Report:
     """Verify every coup in ``stored`` (finished ones; one being dealt is
     checked as ``_verify_coups`` checks it) and every ended shoe in
-    ``shoe_events``; their openings taken into ``openings`` (kept across
+    ``shoe_events`` (the shoes' records: ``verify.of_the_shoe``); their openings taken into ``openings`` (kept across
     calls by a caller that hands the coups over in turn, else named here)."""
     recorded, findings = recorded_rulesets(stored)
     turns = Openings() if openings is None else openings
@@ -213,7 +214,8 @@ def verify_all(stored: list[Stored], shoe_events: list[Stored], carried: Carried
     report = _verify_coups(by_coup(stored), None, recorded, carried, turns)
     if openings is None:
         findings += turns.findings + turns.left_in_play()
-    every = {m.seq: m for m in [*stored, *shoe_events]}.values()
+    # A coup's message among the shoe's records (a card it carries) is looked at with its coup's.
+    every = {m.seq: m for m in [*stored, *(m for m in shoe_events if subjects.tokens(m.subject)[3] != "coup")]}.values()
     report.findings += findings + between_coups(every) + [f for m in every for f in enveloped(m)]
     ended = {e.data.shoe_id for m in shoe_events for e in m.batch.events if isinstance(e.data, ShoeEnded)}
     return Report(report.coups, len(ended), report.findings + verify_shoes(shoe_events))
@@ -251,5 +253,6 @@ async def verify_window(store: EventStore, table: str, bounds: Bounds) -> Report
             parts.append(verify_all(msgs, [], carried, openings))
             shoes |= {subjects.tokens(m.subject)[1] for m in msgs if subjects.tokens(m.subject)[3] == "shoe"}
     for shoe in sorted(shoes):
-        parts.append(verify_all([], await store.read(subjects.event(table, shoe, "*", "shoe"))))
+        parts.append(verify_all([], shoe_records([m for aggregate in ("shoe", "coup") for m in await store.read(
+            subjects.event(table, shoe, "*", aggregate))])))
     return Report.of([*parts, Report(0, 0, openings.findings + openings.left_in_play())])

@@ -13,7 +13,7 @@ from typing import Protocol
 import msgspec
 
 from casino.audit.replay import replay_coup
-from casino.audit.verify import SHOE_EVENTS
+from casino.audit.verify import of_the_shoe
 from casino.rules.baccarat import scoreboard
 from casino.rules.baccarat.messages import CoupResulted
 from casino.rules.shoe import RoundEnded, ShoeEnded
@@ -227,6 +227,9 @@ def listing_line(msgs: list[Stored], bounds: Bounds) -> str | None:
             f"{'yes' if r.settled else 'no'}")
 
 
+SHOE_RECORDS = ("shoe", "coup")  # the aggregates a shoe's record is under (casino.audit.verify.of_the_shoe)
+
+
 class AsRead:
     """A table's records grouped as they are read, in one pass in stream order,
     holding a few shoes' records however long the history (and the name of
@@ -267,10 +270,10 @@ class AsRead:
             if number is not None and (aggregate == "coup" or coup not in self.opened_in):
                 # The shoe its record is under: what was filed before its opening may be under the shoe before.
                 self.opened_in[coup] = max(self.opened_in.get(coup, number), number)
-        if aggregate == "shoe" and self.shoe is not None:
+        if self.shoe is not None and aggregate in SHOE_RECORDS:
             for env in m.batch.events:
-                if isinstance(env.data, SHOE_EVENTS):
-                    shoe_id = env.data.shoe_id
+                if of_the_shoe(aggregate, env.data):
+                    shoe_id = env.data.shoe_id  # type: ignore[union-attr]
                     self.shoes.setdefault(shoe_id, []).append((m.seq, env.data))
                     if type(env.data) is ShoeEnded:
                         self.shoe(shoe_id, self.shoes.pop(shoe_id))

@@ -80,9 +80,11 @@ class Rulings:
         for env in m.batch.events:
             e = env.data
             if confirmed:
-                confirmed = False
-                if env.causation.startswith(KEYED) and not isinstance(e, NOT_OF_THE_GAME):
-                    continue  # the card keyed in, taken as it came, before any incident after it
+                # The shoe's record of the card keyed in, carried, and then the card taken as it came, before any
+                # incident after it.
+                confirmed = type(e) is shoe.CardDrawn and env.causation.startswith(KEYED)
+                if confirmed or (env.causation.startswith(KEYED) and not isinstance(e, NOT_OF_THE_GAME)):
+                    continue
             if isinstance(e, CoupConfigured):
                 if (first := self.state.first) is not None:
                     self._found(m.seq, f"the coup opened while held for a ruling on report {first.read}, a card out "

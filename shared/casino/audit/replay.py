@@ -130,7 +130,7 @@ def caused_by(env: Envelope) -> str:
         dealer = str(getattr(e, "dealer", "") or "")
         return f"dealer {dealer} (keyed in)" if dealer else "dealer (keyed in)"
     if isinstance(e, CardIncident) or (env.causation.startswith(READ) and (
-            type(e) in games.CARD_DEALT or env.producer == "shoe")):
+            type(e) in games.CARD_DEALT or isinstance(e, shoe.ShoeEvent))):
         return "card-reading shoe"
     if env.command and (type(e) in COMMANDED or env.producer != "dealer-policy"):
         return "terminal"

@@ -297,7 +297,11 @@ def _book_and_cards(coup: str, msgs: list[Stored], book: wagerbook.Book, configu
     for the coup before its betting closed was recorded."""
     findings: list[Finding] = []
     events: list[tuple[int, Any]] = [(m.seq, env.data) for m in msgs for env in m.batch.events]
-    drawn = {e.position: (seq, e.card) for seq, e in events if type(e) is shoe.CardDrawn}
+    drawn: dict[int, tuple[int, str]] = {}
+    for seq, e in events:
+        if type(e) is shoe.CardDrawn and drawn.setdefault(e.position, (seq, e.card)) != (seq, e.card):
+            findings.append(Finding(coup, seq, f"{e.card} drawn at position {e.position} for the coup, where "
+                                               f"{drawn[e.position][1]} was drawn already"))
     void = any(incidents.voided(e) for _, e in events)
     if configured.shoe:  # records since coup.configured version 7
         findings += _drawn_after_closing(coup, events, min((seq for seq, _ in drawn.values()), default=0))
@@ -361,13 +365,31 @@ SHOE_EVENTS = (shoe.ShoeShuffled, shoe.CardBurned, shoe.CardDrawn, shoe.CardMisd
 LEFT_THE_SHOE = (shoe.CardBurned, shoe.CardDrawn, shoe.CardMisdrawn)
 
 
-def verify_shoes(stored: list[Stored]) -> list[Finding]:
-    """Every ended shoe among ``stored`` shoe events: commitment and order."""
+SHOE_TYPES = frozenset(SHOE_EVENTS)
+
+
+def of_the_shoe(aggregate: str, event: object) -> bool:
+    """Whether ``event``, recorded under ``aggregate``, is of its shoe's
+    record: the shoe's own messages, and the cards a card-reading shoe gave
+    for its coups' appends to carry (``shoe.card_drawn`` in a coup's record)."""
+    kind = type(event)
+    return kind is shoe.CardDrawn if aggregate == "coup" else aggregate == "shoe" and kind in SHOE_TYPES
+
+
+def shoe_records(stored: Iterable[Stored]) -> list[Stored]:
+    """The messages of ``stored`` that hold its shoes' records (``of_the_shoe``)."""
+    return [m for m in stored if (aggregate := subjects.tokens(m.subject)[3]) == "shoe" or (
+        aggregate == "coup" and not m.unreadable and any(of_the_shoe(aggregate, e.data) for e in m.batch.events))]
+
+
+def verify_shoes(stored: Iterable[Stored]) -> list[Finding]:
+    """Every ended shoe among ``stored``'s shoe records (``of_the_shoe``): commitment and order."""
     per_shoe: dict[str, list[tuple[int, AnyEvent]]] = defaultdict(list)
     for m in stored:
+        aggregate = subjects.tokens(m.subject)[3]
         for env in m.batch.events:
-            if isinstance(env.data, SHOE_EVENTS):
-                per_shoe[env.data.shoe_id].append((m.seq, env.data))
+            if of_the_shoe(aggregate, env.data):
+                per_shoe[env.data.shoe_id].append((m.seq, env.data))  # type: ignore[union-attr]
     return [f for shoe_id, events in per_shoe.items() for f in verify_shoe(shoe_id, events)]
 
 

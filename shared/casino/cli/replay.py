@@ -46,6 +46,7 @@ from casino.audit.history import (
 )
 from casino.audit.parallel import cores
 from casino.audit.replay import CoupReplay, render_shoe, render_text, replay_coup
+from casino.audit.verify import shoe_records
 from casino.cli import store as storeaccess
 from casino.readmodels.projections import KvProjections, Projector
 from casino.rules.baccarat import scoreboard
@@ -216,7 +217,7 @@ async def list_coups(store: Record, args: argparse.Namespace) -> int:
         records = await _shoe_records(store, args.shoe)
         kept = await store.seals.get(table, args.shoe) if isinstance(store, WithArchive) else None
         print(escaped("\n".join([f"Shoe {args.shoe} at table {table}", *render_shoe(
-            [m for m in records if subjects.tokens(m.subject)[3] == "shoe"], kept.hash if kept else ""), "",
+            shoe_records(records), kept.hash if kept else ""), "",
             "Coups dealt from it:"])))
         lines = {}
         for coup in sorted(by_coup(records)):

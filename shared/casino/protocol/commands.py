@@ -18,6 +18,7 @@ from casino.rules.baccarat import messages as baccarat_messages
 from casino.rules.cards import Card
 from casino.rules.errors import RuleViolation
 from casino.rules.runs import Run
+from casino.rules.shoe import CardDrawn
 from casino.rules.text import Name, Text
 from casino.rules.wagers import Wager
 
@@ -404,6 +405,7 @@ class EndRound(Command, frozen=True, tag="shoe.end_round"):
     pickup: tuple[Card, ...]
     next: Token | None = None
     held: bool = False
+    after: str = ""
 
 
 class TakeRead(Command, frozen=True, tag="shoe.take_read"):
@@ -414,7 +416,14 @@ class TakeRead(Command, frozen=True, tag="shoe.take_read"):
     Where the card due is one of a ``run`` (``count`` cards from the coup's
     ``first``, then each its rule calls for) and completes it, the round ends
     in the card's own append, as ``DrawCard``'s run ends it, and with ``next``
-    the next coup's round starts."""
+    the next coup's round starts.
+
+    A card due that ends no round is not recorded by the shoe: it is answered
+    ``carried``, and the coup's own append records it (one durable step a
+    card). ``after`` (here and in ``EndRound``): the report of the last card
+    the coup's record carries, as the dealer-policy has read it, which
+    confirms that card at the shoe; a card carried that the record does not
+    hold is answered first (``earlier``), for the dealer-policy to record."""
 
     coup: str
     ruleset: str
@@ -427,6 +436,7 @@ class TakeRead(Command, frozen=True, tag="shoe.take_read"):
     first: int = 0
     count: int = 0
     next: Token | None = None
+    after: str = ""
 
 
 class EndShoeNow(Command, frozen=True, tag="shoe.end_now"):
@@ -509,6 +519,10 @@ class Reply(msgspec.Struct, frozen=True, omit_defaults=True):
     # ruling the house rules call for on an incident (casino.rules.shoe.house_rule).
     incident: str = ""
     house_rule: str = ""
+    # The shoe's record of a card due, for the coup's append to carry (``TakeRead``), and the report of a
+    # card carried before that the coup's record does not hold yet, asked again before this one is taken.
+    carried: tuple[CardDrawn, ...] = ()
+    earlier: str = ""
 
 
 WAGER_SERVICE = "wager service"

@@ -92,8 +92,9 @@ AnyEvent = (
     shoe.AnyShoeEvent | baccarat_messages.AnyBaccaratEvent | blackjack_messages.AnyBlackjackEvent | wagerbook.AnyBookEvent
     | settlement.CoupSettled | CoupConfigured | RulesetRecorded | CoupHeld | incidents.AnyIncidentEvent
 )
-# The events of a coup's record that are no step of its game: not decided again by its rules.
-NOT_OF_THE_GAME = (CoupConfigured, CoupHeld, *incidents.EVENTS)
+# The events of a coup's record that are no step of its game: not decided again by its rules. A card a
+# card-reading shoe gave for the coup is the shoe's record of it, carried in the coup's append.
+NOT_OF_THE_GAME = (CoupConfigured, CoupHeld, *incidents.EVENTS, shoe.CardDrawn)
 
 # The schema version of each event type now written; a type not listed is at 1.
 VERSIONS: dict[str, int] = {"shoe.shuffled": 3, "baccarat.card_dealt": 2, "shoe.card_burned": 3, "shoe.card_drawn": 2,
