@@ -20,7 +20,7 @@ from casino.protocol.service import Peer, log
 from casino.rules.errors import RuleViolation
 from casino.rules.shoe import ROUND
 from casino.store import subjects
-from casino.store.envelope import AnyEvent, Batch
+from casino.store.envelope import CARRIED, AnyEvent, Batch
 from casino.store.eventstore import Conflict, EventStore, Stored
 from services.dealer_policy.table import TableCoup, before_opening, follow, refused
 from services.repository import Repository
@@ -164,7 +164,13 @@ class Dealing:
                 hand = step.waiting.hand
                 self.stage(self.decide(t.game.pass_cards(hand)), f"{t.coup}:pass:{hand}", f"{t.coup}:pass:{hand}")
                 continue
+            if step.kind == "draw" and self._carrying():
+                # The shoe's step before this one recorded first: what the shoe is told it holds (``after``) is
+                # then in the record, for whichever instance of the shoe service answers.
+                await self.flush()
             if step.kind == "draw" and (drawn := await self._draw(step)) is not None:
+                if drawn.carried:  # the shoe's record of the draw, carried in the same append as the cards dealt
+                    self.stage(list(drawn.carried), f"{t.coup}:drawn:{step.first}", f"{t.coup}:draw:{step.first}")
                 for i, (card, position) in enumerate(zip(drawn.cards, drawn.positions, strict=True)):
                     deal = t.game.deal(card, position, t.game.next_step(t.rules, t.state).waiting.seat)
                     self.stage(self.decide(deal), f"{t.coup}:card:{step.first + i}", f"{t.coup}:draw:{step.first}")
@@ -176,11 +182,15 @@ class Dealing:
             break
         await self.flush()
 
+    def _carrying(self) -> bool:
+        """Whether a step staged carries the shoe's record of a step of its own."""
+        return any(isinstance(e, CARRIED) for events, _, _, _ in self.t.staged.steps for e in events)
+
     async def _draw(self, step: Step) -> commands.Reply | None:
         """The cards of a draw from the table's card source, or None: the coup waits for them."""
         try:
             t = self.t
-            return await t.cards.draw(self.peer, t.name, t.coup, t.config.ruleset, step, t.next_coup)
+            return await t.cards.draw(self.peer, t.name, t.coup, t.config.ruleset, step, t.next_coup, t.last_read)
         except RuleViolation as exc:
             if exc.clause == ROUND:  # the shoe deals no round of this coup: a fault, for compliance
                 await self.flush()

@@ -30,11 +30,12 @@ class CardSource(ABC):
 
     @abstractmethod
     async def draw(self, peer: Peer, table: str, coup: str, ruleset: str, step: Step,
-                   next_coup: str) -> commands.Reply | None:
+                   next_coup: str, after: str) -> commands.Reply | None:
         """The cards of ``step`` (a ``draw`` in ``coup``) with their positions
         in the shoe (``peer`` asks the other services), or None: the coup
         waits for them to be reported. A run's draw ends the round, and
-        starts ``next_coup``'s where the shoe can."""
+        starts ``next_coup``'s where the shoe can; ``after``: the shoe's last
+        step the table's record carries (``commands.DrawCard``)."""
 
     def told(self, waiting: commands.Waiting) -> commands.Waiting:
         """What the table's terminal is told the coup waits for."""
@@ -65,9 +66,9 @@ class ShuffledShoe(CardSource):
     rule alone goes on with."""
 
     async def draw(self, peer: Peer, table: str, coup: str, ruleset: str, step: Step,
-                   next_coup: str) -> commands.Reply:
+                   next_coup: str, after: str) -> commands.Reply:
         return await peer.must(subjects.command(table, "shoe"), commands.DrawCard(
-            f"{coup}:draw:{step.first}", table, coup, ruleset, step.first, step.due, step.run, next_coup))
+            f"{coup}:draw:{step.first}", table, coup, ruleset, step.first, step.due, step.run, next_coup, after))
 
     def reports(self, table: str) -> None:
         raise RuleViolation(CARD_SOURCE, f"table {table} is dealt from the shoe service's own shuffle: it takes "
@@ -87,7 +88,8 @@ class ShuffledShoe(CardSource):
 class ReadingShoe(CardSource):
     """A card-reading shoe: the coup waits for each card's report (``read``)."""
 
-    async def draw(self, peer: Peer, table: str, coup: str, ruleset: str, step: Step, next_coup: str) -> None:
+    async def draw(self, peer: Peer, table: str, coup: str, ruleset: str, step: Step, next_coup: str,
+                   after: str) -> None:
         return None
 
     def reports(self, table: str) -> None:

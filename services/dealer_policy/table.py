@@ -22,15 +22,16 @@ from casino.protocol.service import log
 from casino.rules import incidents
 from casino.rules.incidents import CardIncident, Incidents, ShoeToEnd
 from casino.rules.ruleset import Ruleset
-from casino.rules.shoe import CardDrawn
 from casino.store import subjects
 from casino.store.envelope import (
+    CARRIED,
     NOT_OF_THE_GAME,
     OPENINGS_KEPT,
     AnyEvent,
     Batch,
     CoupConfigured,
     CoupHeld,
+    carried_by,
 )
 from casino.store.eventstore import EventStore, Stored, latest_at_table
 from services.dealer_policy.sources import CardSource
@@ -82,7 +83,7 @@ class TableCoup(Held, kw_only=True):
     # of the shoe, its ruling): each cause with its command's digest, as ``applied`` holds the coup's.
     prelude: dict[str, str] = msgspec.field(default_factory=dict)
     prelude_of: str = ""
-    last_read: str = ""  # the report of the last card the table's coup records carry (the shoe's confirmation)
+    last_read: str = ""  # the shoe's last step the table's coup records carry (``carried_by``), told to the shoe
     shoe_seen: str = ""  # the shoe in play, as the shoe service last named it (the first coup is filed under it)
     shuffling: bool = False  # the card-reading shoe waits for its shuffling machine's order of a new shoe
     awaiting_card: float = 0.0  # since when the coup has waited for its card-reading shoe's next card (0: it does not)
@@ -182,8 +183,8 @@ def fold(t: TableCoup, event: AnyEvent, causation: str) -> None:
         t.held, t.held_recorded = event.reason, True
     elif isinstance(event, incidents.EVENTS):  # services.dealer_policy.reading
         t.incidents = incidents.evolve(t.incidents, event)
-    elif isinstance(event, CardDrawn):  # the shoe's record of a card read, carried (services.dealer_policy.reading)
-        t.last_read = event.read
+    elif isinstance(event, CARRIED):  # the shoe's record of a step, carried: what the shoe is told confirms it
+        t.last_read = carried_by(event, causation)
     elif t.state is not None:
         t.state = t.game.evolve(t.state, event)
     if (extra := t.game.extra(event, t.name, t.coup, causation)) is not None:
@@ -216,7 +217,7 @@ def follow(repository: Repository[TableCoup], t: TableCoup, m: Stored) -> None:
     if t.held:  # held for compliance: its coup.held recorded since, or an incident's ruling, and nothing else
         try:
             for env in m.batch.events:
-                if isinstance(env.data, (CoupHeld, CardDrawn, *incidents.EVENTS)):
+                if isinstance(env.data, (CoupHeld, *CARRIED, *incidents.EVENTS)):
                     fold(t, env.data, env.causation)
         finally:
             t.last_seq = max(t.last_seq, m.seq)

@@ -18,9 +18,8 @@ from casino.rules import shoe as dealing_shoe
 from casino.rules.cards import full_set, same_cards
 from casino.rules.errors import RuleViolation
 from casino.store import subjects
-from casino.store.envelope import READ
-from services.shoe.shoes import fold as shoes_fold
-from services.shoe.shoes import refused_why
+from casino.store.envelope import CARRIED
+from services.shoe.shoes import carries, give, refused_why
 
 if TYPE_CHECKING:
     from services.shoe.shoes import Shoes, TableShoe
@@ -42,8 +41,8 @@ def _answer(t: TableShoe, read: str) -> Reply | None:
     if not events:
         return None
     answer = Reply(True, shoe=events[0].shoe_id)
-    if read in t.carried:  # the coup's append carries the shoe's record of it
-        answer = replace(answer, carried=tuple(e for e in events if isinstance(e, dealing_shoe.CardDrawn)))
+    if (given := t.given.get(read)) is not None:  # the coup's append carries the shoe's record of it
+        answer = replace(answer, carried=tuple(e for e in given if isinstance(e, CARRIED)))
     for e in events:
         match e:
             case dealing_shoe.CardDrawn():
@@ -61,17 +60,6 @@ def _answer(t: TableShoe, read: str) -> Reply | None:
         if isinstance(e, RULED):
             answer = replace(answer, house_rule=dealing_shoe.house_rule(t.rules, t.state, e))
     return answer
-
-
-def _given(t: TableShoe, read: str, drawn: dealing_shoe.CardDrawn) -> Reply:
-    """A card due given for the coup's append to carry: the shoe moves on with
-    it at once, and waits for the coup's record to confirm it."""
-    shoes_fold(t, drawn, READ + read)
-    t.carried.add(read)
-    t.pending = read
-    answered = _answer(t, read)
-    assert answered is not None
-    return answered
 
 
 def _coup_given(t: TableShoe, read: str) -> str:
@@ -92,9 +80,10 @@ async def take(shoes: Shoes, cmd: TakeRead) -> Reply:
     or a card refused (the coup it came in, or the next, is held by the
     dealer-policy). A report taken before is answered as it was taken.
 
-    A card due that ends no round is given for the coup's append to carry
-    (``Reply.carried``), not recorded here: the shoe moves on with it, and
-    takes no further report of the coup until the coup's record holds it
+    A card due (with the round's end, where it completes a run) is given for
+    the coup's append to carry (``Reply.carried``), not recorded here: the
+    shoe moves on with it, and takes no further report of the coup until the
+    coup's record holds it
     (``TakeRead.after``), answering first with it (``Reply.earlier``) for the
     dealer-policy to record. The shoe never records a card it gave itself: a
     dealer-policy that took it may still record it."""
@@ -126,10 +115,12 @@ async def take(shoes: Shoes, cmd: TakeRead) -> Reply:
             raise RuleViolation(dealing_shoe.ROUND, f"coup {cmd.coup} is not the round being dealt")
         events = dealing_shoe.decide(t.rules, t.state, dealing_shoe.Draw(cmd.coup, cmd.card, cmd.read), t.document)
         # The coup's last card, of a run: the round ends with it, in the same append.
-        ended = shoes.run_ended(t, t.state, cmd.coup, cmd.run, cmd.first, cmd.count, cmd.next, drawn=events)
-        if not ended and len(events) == 1 and isinstance(events[0], dealing_shoe.CardDrawn):
-            return _given(t, cmd.read, events[0])
-        events += ended
+        events += shoes.run_ended(t, t.state, cmd.coup, cmd.run, cmd.first, cmd.count, cmd.next, drawn=events)
+        if carries(t, events):  # the coup's append records it: one durable step a card
+            give(t, cmd.read, events, cmd.id)
+            answered = _answer(t, cmd.read)
+            assert answered is not None
+            return answered
     else:
         events = dealing_shoe.decide(t.rules, t.state, dealing_shoe.Misdraw(cmd.coup, cmd.card, cmd.read, cmd.clause),
                                      t.document)

@@ -9,6 +9,8 @@ import functools
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+import msgspec
+
 from casino.protocol.commands import (
     DrawCard,
     EndRound,
@@ -25,8 +27,9 @@ from casino.rules.cards import Card
 from casino.rules.errors import RuleViolation
 from casino.rules.runs import end_of
 from casino.store import subjects
+from casino.store.envelope import CARRIED
 from services.shoe import readers
-from services.shoe.shoes import Shoes, not_next
+from services.shoe.shoes import Shoes, carries, give, not_next
 
 
 class ShoeService(Shoes):
@@ -77,10 +80,12 @@ class ShoeService(Shoes):
         return Reply(True, coup=cmd.coup, shoe=ended_in)
 
     async def _draw(self, cmd: DrawCard) -> Reply:
-        t = await self.table(cmd.table, cmd.ruleset)
+        t = await self.confirmed(cmd.table, await self.table(cmd.table, cmd.ruleset), cmd.after)
+        if t.pending != cmd.id:  # a step given before, and not in its coup's record: in none
+            t = await self.settled(cmd.table, t)
         if t.state.round != cmd.coup:
             if t.last_round == cmd.coup and t.ended is not None and cmd.index < _last(cmd, t.ended[2]) <= len(t.ended[2]):
-                return _drawn(cmd, *t.ended)  # asked again once its run ended the round: the same cards
+                return _drawn(cmd, *t.ended, t.given.get(cmd.id))  # asked again once its run ended the round
             raise RuleViolation(dealing_shoe.ROUND, f"coup {cmd.coup} is not the round being dealt")
         if cmd.count < 1:
             raise RuleViolation("protocol", f"a draw is of one card or more, not {cmd.count}")
@@ -99,9 +104,13 @@ class ShoeService(Shoes):
                 for e in step:
                     state = dealing_shoe.evolve(state, e)
                 events += step
-            if events and (ended := self.run_ended(t, state, cmd.coup, cmd.run, cmd.index, cmd.count, cmd.next)):
-                # The run drew the coup's last cards: the round ends with them, in the same append.
-                drawn = _drawn(cmd, state.shoe_id or "", state.position - len(state.layout), tuple(state.layout))
+            # The run drew the coup's last cards: the round ends with them, in the same step.
+            ended = self.run_ended(t, state, cmd.coup, cmd.run, cmd.index, cmd.count, cmd.next) if events else []
+            drawn = _drawn(cmd, state.shoe_id or "", state.position - len(state.layout), tuple(state.layout))
+            if carries(t, events + ended):  # the coup's append records them, with the cards dealt
+                give(t, cmd.id, events + ended, cmd.id)
+                return msgspec.structs.replace(drawn, carried=tuple(events + ended))
+            if ended:
                 await self.commit(cmd.table, t, events + ended, cmd.coup, f"{cmd.coup}:draw:{first}", cmd.id)
                 await self.reshuffled_after(cmd.table, t, cmd.id)
                 return drawn
@@ -110,16 +119,20 @@ class ShoeService(Shoes):
             else:  # 003 7.9: the cut card came out first: reshuffle now
                 await self.commit(cmd.table, t, step, cmd.coup, f"{cmd.coup}:cut:{t.state.shoe_id}", cmd.id)
                 await self.reshuffle(cmd.table, t, cmd.coup, cmd.id)
-        return _drawn(cmd, t.state.shoe_id or "", t.state.position - len(t.state.layout), tuple(t.state.layout))
+        return _drawn(cmd, t.state.shoe_id or "", t.state.position - len(t.state.layout), tuple(t.state.layout),
+                      t.given.get(cmd.id))
 
 
-def _drawn(cmd: DrawCard, shoe: str, start: int, layout: tuple[Card, ...]) -> Reply:
+def _drawn(cmd: DrawCard, shoe: str, start: int, layout: tuple[Card, ...],
+           given: list[dealing_shoe.AnyShoeEvent] | None = None) -> Reply:
     """The cards ``cmd`` draws of a round whose cards are ``layout``, the
     first at position ``start`` of ``shoe`` (the round's cards lie together
-    in the shoe)."""
+    in the shoe), and the shoe's record of them where ``given`` for the
+    coup's append to carry (asked again: given again)."""
     end = _last(cmd, layout)
     return Reply(True, coup=cmd.coup, shoe=shoe, cards=layout[cmd.index:end],
-                 positions=tuple(range(start + cmd.index, start + end)))
+                 positions=tuple(range(start + cmd.index, start + end)),
+                 carried=tuple(e for e in given or () if isinstance(e, CARRIED)))
 
 
 def _last(cmd: DrawCard, layout: Sequence[Card]) -> int:

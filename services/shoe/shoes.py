@@ -22,7 +22,7 @@ from casino.rules.errors import RuleViolation
 from casino.rules.ruleset import ShoeRules
 from casino.rules.runs import Run, end_of
 from casino.store import subjects
-from casino.store.envelope import READ, Batch
+from casino.store.envelope import CARRIED, READ, Batch, carried_by
 from casino.store.eventstore import Appended, EventStore, Stored, latest_at_table
 from services.repository import Held, Repository
 from services.shoe.orders import OrderSource, OwnShuffle
@@ -49,12 +49,14 @@ class TableShoe(Held, kw_only=True):
     # what each was recorded as.
     reads: dict[str, list[dealing_shoe.AnyShoeEvent]] = msgspec.field(default_factory=dict)
     reads_before: dict[str, list[dealing_shoe.AnyShoeEvent]] = msgspec.field(default_factory=dict)
-    # The reports of the shoe in play whose card the coup's append carries (services.shoe.readers), and the
-    # one of them given and not yet confirmed in the coup's record: the next card waits for it.
-    carried: set[str] = msgspec.field(default_factory=set)
+    # The shoe's steps that the coups' appends carry, in the shoe in play and the one before it, by what names
+    # each (a report, a draw: ``envelope.carried_by``), with what each decided; and the one given and not yet
+    # confirmed in the coup's record: the coup's next step at the shoe waits for it.
+    given: dict[str, list[dealing_shoe.AnyShoeEvent]] = msgspec.field(default_factory=dict)
+    given_before: dict[str, list[dealing_shoe.AnyShoeEvent]] = msgspec.field(default_factory=dict)
     pending: str = ""
-    carried_seq: int = 0  # the last coup message whose carried cards are folded
-    looked_for: str = ""  # the last carried report asked after and looked for in the record (once each)
+    carried_seq: int = 0  # the last coup message whose carried steps are folded
+    looked_for: str = ""  # the last step asked after that this instance did not know, looked for in the record
     orders: OrderSource  # where the table's shoe orders come from (picked once, from the tables file)
 
     def anew(self) -> TableShoe:
@@ -69,7 +71,7 @@ def fold(t: TableShoe, event: dealing_shoe.AnyShoeEvent, causation: str) -> None
     t.state = dealing_shoe.evolve(t.state, event)
     if isinstance(event, dealing_shoe.ShoeShuffled):
         t.shuffles += 1
-        t.reads_before, t.reads, t.carried = t.reads, {}, set()
+        t.reads_before, t.reads, t.given_before, t.given = t.reads, {}, t.given, {}
     if causation.startswith(READ) and isinstance(event, TAKEN):  # what a card-reading shoe's report was taken as
         t.reads.setdefault(causation[len(READ):], []).append(event)
     elif isinstance(event, dealing_shoe.RoundEnded):
@@ -115,12 +117,12 @@ class Shoes:
                     await self._observe_into(t, msg.subject, msg.seq, msg.batch)
 
     async def confirmed(self, table: str, t: TableShoe, after: str) -> TableShoe:
-        """The table's shoe once ``after`` (the last carried card the coup's
-        record holds, as the dealer-policy read it) is known: the card given
-        and pending confirmed by it, or, where it is no report this instance
-        took, the shoe folded again from the record (another instance gave
+        """The table's shoe once ``after`` (the shoe's last step the coup's
+        record carries, as the dealer-policy read it) is known: the step given
+        and pending confirmed by it, or, where it is no step this instance
+        knows, the shoe folded again from the record (another instance gave
         it; looked for once each)."""
-        if not after or after in t.reads or after in t.reads_before:
+        if not after or after in t.given or after in t.given_before:
             if after and after == t.pending:
                 t.pending = ""
             return t
@@ -132,15 +134,15 @@ class Shoes:
         return t
 
     async def settled(self, table: str, t: TableShoe) -> TableShoe:
-        """The table's shoe with no card given and unconfirmed: a step that
+        """The table's shoe with no step given and unconfirmed: a step that
         goes on without it (the coup's round ended, another coup's card) finds
         it in the coup's record, or else it was never recorded and never will
         be (the coup has moved on under its guard), and the shoe is folded
         again from the record without it."""
         if not t.pending:
             return t
-        log.warning("table %s: the card of report %s was given to a coup's append that is not confirmed: the shoe is "
-                    "folded again from the record", table, t.pending)
+        log.warning("table %s: step %s was given to a coup's append that is not confirmed: the shoe is folded again "
+                    "from the record", table, t.pending)
         await self.rebuild(table)
         return self.tables[table]
 
@@ -164,8 +166,9 @@ class Shoes:
             shoe = await self.store.read(subjects.event(table, subjects.shoe_id(table, number), "*", "shoe"))
             # The cards the shoe gave its coups' appends to carry, in stream order with its own.
             coups = await self.store.read(subjects.event(table, subjects.shoe_id(table, number), "*", "coup"))
-            history[:0] = sorted(shoe + [m for m in coups if _carries(m)], key=lambda m: m.seq)
-            if any(isinstance(env.data, dealing_shoe.RoundEnded) for msg in shoe for env in msg.batch.events):
+            held = sorted(shoe + [m for m in coups if _carries(m)], key=lambda m: m.seq)
+            history[:0] = held
+            if any(isinstance(env.data, dealing_shoe.RoundEnded) for msg in held for env in msg.batch.events):
                 break
             number -= 1
         return history, max(number - 1, 0)
@@ -329,33 +332,71 @@ class Shoes:
         t.order = order if order[0] else None
 
 
+def give(t: TableShoe, step: str, events: list[dealing_shoe.AnyShoeEvent], causation: str) -> None:
+    """A step decided for a coup's append to carry (``step`` names it): the
+    shoe moves on with it at once, and waits for the coup's record to confirm it."""
+    for event in events:
+        fold(t, event, causation)
+    t.given[step] = events
+    t.pending = step
+
+
+def carries(t: TableShoe, events: list[dealing_shoe.AnyShoeEvent]) -> bool:
+    """Whether ``events``, decided on the shoe in play, go in the coup's append:
+    each is a step of the coup's (``envelope.CARRIED``), and nothing of the
+    shoe's own follows at once (a reshuffle, 002 (9), 003 7.8 and 7.9, is the
+    shoe's own append, after them)."""
+    if not events or not all(isinstance(e, CARRIED) for e in events):
+        return False
+    after = dealing_shoe.copy(t.state)
+    for event in events:
+        after = dealing_shoe.evolve(after, event)
+    return not after.reshuffle or (after.reshuffle != "now" and after.round is not None)
+
+
 def carry_into(t: TableShoe, seq: int, batch: Batch) -> None:
-    """Fold the cards a coup's message carries for the shoe (the shoe's
-    record of each, given by it: services.shoe.readers). A card carried is
-    taken only where it is the shoe in play's next card, one its composition
-    holds and its order has there: a coup's record is not the shoe's word, and
-    a carried card that is not (a forged write; casino verify names it) is
-    passed over."""
+    """Fold the shoe's steps a coup's message carries (given by this instance
+    or another: services.shoe.readers, services.shoe.service). A card carried
+    is taken only where it is the shoe in play's next card, one its
+    composition holds and its order has there, and a round's end only for
+    the round being dealt: a coup's record is not the shoe's word, and what
+    is not (a forged write; casino verify names it) is passed over, with the
+    rest of its step."""
     if seq <= t.carried_seq:
         return
     t.carried_seq = seq
+    steps: dict[str, list[tuple[dealing_shoe.AnyShoeEvent, str]]] = {}
     for env in batch.events:
-        e = env.data
-        if not isinstance(e, dealing_shoe.CardDrawn) or not (read := e.read):
+        if isinstance(env.data, CARRIED):
+            steps.setdefault(carried_by(env.data, env.causation), []).append((env.data, env.causation))
+    for step, events in steps.items():
+        if step in t.given:  # given by this instance: confirmed
+            t.pending = "" if t.pending == step else t.pending
             continue
-        if read in t.reads:  # given by this instance: confirmed
-            t.pending = "" if t.pending == read else t.pending
-            t.carried.add(read)
-        elif e.shoe_id != t.state.shoe_id or e.position != t.state.position or refused_why(t, e.card) is not None:
-            log.warning("shoe %s: seq %d carries %s at position %d of %s, not the shoe's next card: passed over",
-                        t.state.shoe_id, seq, e.card, e.position, e.shoe_id)
-        else:  # the report's card, as the shoe took it (keyed in or read)
-            fold(t, e, READ + read)
-            t.carried.add(read)
+        for e, causation in events:
+            if (why := _not_given(t, e)) is not None:
+                log.warning("shoe %s: seq %d carries %s, %s: passed over", t.state.shoe_id, seq, type(e).__name__, why)
+                break
+            fold(t, e, READ + e.read if isinstance(e, dealing_shoe.CardDrawn) and e.read else causation)
+            t.given.setdefault(step, []).append(e)
+
+
+def _not_given(t: TableShoe, e: dealing_shoe.AnyShoeEvent) -> str | None:
+    """Why the shoe in play cannot have given ``e`` (None where it can)."""
+    if e.shoe_id != t.state.shoe_id:
+        return f"of shoe {e.shoe_id}, not the shoe in play"
+    if isinstance(e, dealing_shoe.CardDrawn):
+        if e.position != t.state.position or refused_why(t, e.card) is not None:
+            return f"{e.card} at position {e.position}, not the shoe's next card"
+    elif isinstance(e, dealing_shoe.RoundEnded) and e.coup_id != t.state.round:
+        return f"the end of round {e.coup_id}, not the round being dealt"
+    elif isinstance(e, dealing_shoe.RoundStarted) and t.state.round is not None:
+        return f"round {e.coup_id} started while round {t.state.round} is dealt"
+    return None
 
 
 def _carries(m: Stored) -> bool:
-    return not m.unreadable and any(type(env.data) is dealing_shoe.CardDrawn for env in m.batch.events)
+    return not m.unreadable and any(isinstance(env.data, CARRIED) for env in m.batch.events)
 
 
 COMPOSITION = "shoe composition"  # a card the shoe cannot hold: more copies than its decks have

@@ -13,10 +13,10 @@ from casino.protocol import commands
 from casino.rules import play
 from casino.rules.baccarat import messages as baccarat_messages
 from casino.rules.blackjack import messages as blackjack_messages
-from casino.rules.shoe import CardDrawn, RoundEnded, RoundStarted
+from casino.rules.shoe import CardDrawn, RoundEnded, RoundStarted, ShoeEvent
 from casino.rules.wagers import Wager
 from casino.store import subjects
-from casino.store.envelope import CoupConfigured
+from casino.store.envelope import CARRIED, CoupConfigured
 from tests.e2e.casino import SUPERVISOR, Casino, order_of
 from tests.rules.stacking import Scripted, baccarat, blackjack, burn_cards, order
 
@@ -81,13 +81,25 @@ def with_next_round(golden: list[object], table: str, coup: str) -> list[object]
 
 
 async def recorded(casino: Casino, table: str, coup: str) -> tuple[list[object], list[object], object]:
-    """The coup's, the shoe's and the settlement's record, once the round has
-    ended at the shoe (asked as the terminal has the result) and the coup is settled."""
+    """The coup's game, the shoe's and the settlement's record, once the
+    round has ended at the shoe and the coup is settled: the shoe's record is
+    its own messages and what it gave the coup's appends to carry, in
+    stream order."""
     await casino.recorded(coup, RoundEnded)
     events = await casino.events(subjects.coup_filter(coup))
-    coup_events = [e for agg, e in events if agg == "coup" and not isinstance(e, CoupConfigured)]
-    shoe_events = [e for agg, e in await casino.events(subjects.aggregate_filter("shoe", table)) if agg == "shoe"]
+    coup_events = [e for agg, e in events if agg == "coup" and not isinstance(e, (CoupConfigured, *CARRIED))]
+    shoe_events = [e for agg, e in await casino.events(subjects.table_filter(table))
+                   if (agg == "shoe" and isinstance(e, ShoeEvent)) or (agg == "coup" and isinstance(e, CARRIED))]
     return coup_events, shoe_events, await casino.settled(coup)
+
+
+async def carried_draws(casino: Casino, table: str) -> tuple[int, int]:
+    """How many of the table's messages hold cards drawn: the coups' (the shoe's draws carried with the
+    cards dealt), and the shoe's own."""
+    messages = await casino.store.read(subjects.table_filter(table))
+    counted = [subjects.tokens(m.subject)[3] for m in messages if any(isinstance(e.data, CardDrawn)
+                                                                        for e in m.batch.events)]
+    return counted.count("coup"), counted.count("shoe")
 
 
 # And how many draws the shoe records: where nobody handles the cards the
@@ -116,8 +128,8 @@ async def test_a_baccarat_coup_through_all_four_services_equals_the_golden_coup(
     async with Casino(nats_url, TABLES, {table: [order_of(stacked)]}) as casino:
         coup = await drive(casino, table, procedure, book, players, directed)
         coup_events, shoe_events, settled = await recorded(casino, table, coup)
-        shoe_messages = await casino.store.read(subjects.aggregate_filter("shoe", table))
-        assert sum(any(isinstance(e.data, CardDrawn) for e in m.batch.events) for m in shoe_messages) == draws
+        # Each draw of the shoe in the same message as the cards it dealt: none in the shoe's own.
+        assert await carried_draws(casino, table) == (draws, 0)
 
     golden_shoe = play.Shoe(rules.shoe, [order_of(stacked)], prefix=f"{table}-shoe-", document=rules.document)
     opening = baccarat_messages.OpenCoup(coup, procedure, TABLES[table].approvals, in_force=in_force,
@@ -150,6 +162,7 @@ async def test_a_blackjack_coup_through_all_four_services_equals_the_golden_coup
     async with Casino(nats_url, TABLES, {table: [order_of(stacked)]}) as casino:
         coup = await drive(casino, table, "", book, players())
         coup_events, shoe_events, settled = await recorded(casino, table, coup)
+        assert (await carried_draws(casino, table))[1] == 0
 
     golden_shoe = play.Shoe(rules.shoe, [order_of(stacked)], prefix=f"{table}-shoe-", document=rules.document)
     golden = play.play_blackjack(rules, golden_shoe, coup, book, players())

@@ -31,6 +31,7 @@ from casino.rules.wagers import Wager
 from casino.store import subjects
 from casino.store.envelope import (
     ADDED_SINCE,
+    CARRIED,
     NOT_OF_THE_GAME,
     AnyEvent,
     CoupConfigured,
@@ -366,14 +367,15 @@ LEFT_THE_SHOE = (shoe.CardBurned, shoe.CardDrawn, shoe.CardMisdrawn)
 
 
 SHOE_TYPES = frozenset(SHOE_EVENTS)
+CARRIED_TYPES = frozenset(CARRIED)
 
 
 def of_the_shoe(aggregate: str, event: object) -> bool:
     """Whether ``event``, recorded under ``aggregate``, is of its shoe's
-    record: the shoe's own messages, and the cards a card-reading shoe gave
-    for its coups' appends to carry (``shoe.card_drawn`` in a coup's record)."""
+    record: the shoe's own messages, and the steps the shoe gave its coups'
+    appends to carry (``envelope.CARRIED`` in a coup's record)."""
     kind = type(event)
-    return kind is shoe.CardDrawn if aggregate == "coup" else aggregate == "shoe" and kind in SHOE_TYPES
+    return kind in CARRIED_TYPES if aggregate == "coup" else aggregate == "shoe" and kind in SHOE_TYPES
 
 
 def shoe_records(stored: Iterable[Stored]) -> list[Stored]:

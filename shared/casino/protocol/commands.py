@@ -18,7 +18,7 @@ from casino.rules.baccarat import messages as baccarat_messages
 from casino.rules.cards import Card
 from casino.rules.errors import RuleViolation
 from casino.rules.runs import Run
-from casino.rules.shoe import CardDrawn
+from casino.rules.shoe import CardDrawn, CutCardReached, ReshuffleRequired, RoundEnded, RoundStarted
 from casino.rules.text import Name, Text
 from casino.rules.wagers import Wager
 
@@ -381,7 +381,10 @@ class DrawCard(Command, frozen=True, tag="shoe.draw_card"):
     further card the run's rule calls for (casino.rules.runs): the tableau's,
     or the dealer's drawing rule once every player has acted. A run with its
     pickup draws the coup's last cards: the round ends in the same step (as
-    ``EndRound`` ends it), and with ``next`` the next coup's round starts."""
+    ``EndRound`` ends it), and with ``next`` the next coup's round starts.
+    What the shoe decides is not recorded by it where nothing else of the
+    shoe's follows at once (a reshuffle): it is answered ``carried``, for the
+    coup's append, and ``after`` confirms it, as ``TakeRead``'s."""
 
     coup: Token
     ruleset: str
@@ -389,6 +392,7 @@ class DrawCard(Command, frozen=True, tag="shoe.draw_card"):
     count: int = 1
     run: Run | None = None
     next: Token | None = None
+    after: str = ""
 
 
 class EndRound(Command, frozen=True, tag="shoe.end_round"):
@@ -418,9 +422,10 @@ class TakeRead(Command, frozen=True, tag="shoe.take_read"):
     in the card's own append, as ``DrawCard``'s run ends it, and with ``next``
     the next coup's round starts.
 
-    A card due that ends no round is not recorded by the shoe: it is answered
-    ``carried``, and the coup's own append records it (one durable step a
-    card). ``after`` (here and in ``EndRound``): the report of the last card
+    A card due is not recorded by the shoe where nothing else of the shoe's
+    follows at once (a reshuffle): it is answered ``carried``, with the
+    round's end where it completes a run, and the coup's own append records
+    it (one durable step a card). ``after`` (here and in ``EndRound``): the report of the last card
     the coup's record carries, as the dealer-policy has read it, which
     confirms that card at the shoe; a card carried that the record does not
     hold is answered first (``earlier``), for the dealer-policy to record."""
@@ -519,9 +524,9 @@ class Reply(msgspec.Struct, frozen=True, omit_defaults=True):
     # ruling the house rules call for on an incident (casino.rules.shoe.house_rule).
     incident: str = ""
     house_rule: str = ""
-    # The shoe's record of a card due, for the coup's append to carry (``TakeRead``), and the report of a
-    # card carried before that the coup's record does not hold yet, asked again before this one is taken.
-    carried: tuple[CardDrawn, ...] = ()
+    # The shoe's record of a step (a card due, a draw, the round's end), for the coup's append to carry, and
+    # the report of a card carried before that the coup's record does not hold yet, asked again first.
+    carried: tuple[CardDrawn | CutCardReached | ReshuffleRequired | RoundEnded | RoundStarted, ...] = ()
     earlier: str = ""
 
 

@@ -92,9 +92,21 @@ AnyEvent = (
     shoe.AnyShoeEvent | baccarat_messages.AnyBaccaratEvent | blackjack_messages.AnyBlackjackEvent | wagerbook.AnyBookEvent
     | settlement.CoupSettled | CoupConfigured | RulesetRecorded | CoupHeld | incidents.AnyIncidentEvent
 )
-# The events of a coup's record that are no step of its game: not decided again by its rules. A card a
-# card-reading shoe gave for the coup is the shoe's record of it, carried in the coup's append.
-NOT_OF_THE_GAME = (CoupConfigured, CoupHeld, *incidents.EVENTS, shoe.CardDrawn)
+# What the shoe service decides for a coup's step and gives to the coup's append to carry (the cards
+# drawn, the round's end and the next round's start): the shoe's record, in the coup's (docs/readers.md).
+CARRIED = (shoe.CardDrawn, shoe.CutCardReached, shoe.ReshuffleRequired, shoe.RoundEnded, shoe.RoundStarted)
+# The events of a coup's record that are no step of its game: not decided again by its rules.
+NOT_OF_THE_GAME = (CoupConfigured, CoupHeld, *incidents.EVENTS, *CARRIED)
+
+
+def carried_by(event: object, causation: str) -> str:
+    """What names the shoe's step that gave a carried event (``CARRIED``):
+    the report of a card-reading shoe's card (read, or keyed in and
+    confirmed), else the shoe command that drew it (its causation)."""
+    for prefix in (READ, KEYED):
+        if causation.startswith(prefix):
+            return causation[len(prefix):]
+    return causation
 
 # The schema version of each event type now written; a type not listed is at 1.
 VERSIONS: dict[str, int] = {"shoe.shuffled": 3, "baccarat.card_dealt": 2, "shoe.card_burned": 3, "shoe.card_drawn": 2,
