@@ -190,6 +190,13 @@ class Dealing:
         """The cards of a draw from the table's card source, or None: the coup waits for them."""
         try:
             t = self.t
+            try:
+                return await t.cards.draw(self.peer, t.name, t.coup, t.config.ruleset, step, t.next_coup,
+                                          t.last_read, bool(t.staged.steps))
+            except RuleViolation as exc:
+                if exc.clause != commands.RECORD_FIRST:
+                    raise
+            await self.flush()  # the shoe records this draw itself: the coup's steps before it are recorded first
             return await t.cards.draw(self.peer, t.name, t.coup, t.config.ruleset, step, t.next_coup, t.last_read)
         except RuleViolation as exc:
             if exc.clause == ROUND:  # the shoe deals no round of this coup: a fault, for compliance
@@ -274,12 +281,15 @@ async def _command(w: Dealing, cmd: commands.CoupCommand) -> None:
         w.stage(w.decide(closing), f"{t.coup}:close", cmd.id, commands.digest(cmd))
     else:
         w.stage(w.decide(t.game.from_terminal(cmd)), commands.write_id(t.coup, cmd.id), cmd.id, commands.digest(cmd))
-    # A command is recorded before anything it calls for is done at another
-    # service (a card drawn, an extra stake booked): the record shows betting
-    # closed before any card leaves the shoe for the deal, and of two
-    # terminals racing with different choices, the loser's is never drawn or
-    # booked for a choice never recorded.
-    await w.flush()
+    # A choice that calls for an extra stake is recorded before the wager book
+    # books it (``Dealing._stake``): of two terminals racing with different
+    # choices, the loser's is never booked. Any other command is recorded with
+    # the dealer's steps after it, in one append: the cards it calls for are
+    # the shoe's record only once that append carries them (behind the betting
+    # closed, in the same message), and a draw the shoe gave for a choice
+    # never recorded is in no record (services.shoe.shoes, ``Shoes.settled``).
+    if cmd.id in t.extras:
+        await w.flush()
 
 
 def _pickup(state: Coup | None) -> tuple[str, ...]:

@@ -30,12 +30,13 @@ class CardSource(ABC):
 
     @abstractmethod
     async def draw(self, peer: Peer, table: str, coup: str, ruleset: str, step: Step,
-                   next_coup: str, after: str) -> commands.Reply | None:
+                   next_coup: str, after: str, unrecorded: bool = False) -> commands.Reply | None:
         """The cards of ``step`` (a ``draw`` in ``coup``) with their positions
         in the shoe (``peer`` asks the other services), or None: the coup
         waits for them to be reported. A run's draw ends the round, and
         starts ``next_coup``'s where the shoe can; ``after``: the shoe's last
-        step the table's record carries (``commands.DrawCard``)."""
+        step the table's record carries, and ``unrecorded``: whether the
+        coup's steps before it are staged, not recorded (``commands.DrawCard``)."""
 
     def told(self, waiting: commands.Waiting) -> commands.Waiting:
         """What the table's terminal is told the coup waits for."""
@@ -66,9 +67,10 @@ class ShuffledShoe(CardSource):
     rule alone goes on with."""
 
     async def draw(self, peer: Peer, table: str, coup: str, ruleset: str, step: Step,
-                   next_coup: str, after: str) -> commands.Reply:
+                   next_coup: str, after: str, unrecorded: bool = False) -> commands.Reply:
         return await peer.must(subjects.command(table, "shoe"), commands.DrawCard(
-            f"{coup}:draw:{step.first}", table, coup, ruleset, step.first, step.due, step.run, next_coup, after))
+            f"{coup}:draw:{step.first}", table, coup, ruleset, step.first, step.due, step.run, next_coup, after,
+            unrecorded))
 
     def reports(self, table: str) -> None:
         raise RuleViolation(CARD_SOURCE, f"table {table} is dealt from the shoe service's own shuffle: it takes "
@@ -89,7 +91,7 @@ class ReadingShoe(CardSource):
     """A card-reading shoe: the coup waits for each card's report (``read``)."""
 
     async def draw(self, peer: Peer, table: str, coup: str, ruleset: str, step: Step, next_coup: str,
-                   after: str) -> None:
+                   after: str, unrecorded: bool = False) -> None:
         return None
 
     def reports(self, table: str) -> None:

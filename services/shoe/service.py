@@ -12,6 +12,7 @@ from typing import Any
 import msgspec
 
 from casino.protocol.commands import (
+    RECORD_FIRST,
     DrawCard,
     EndRound,
     EndShoeNow,
@@ -81,7 +82,7 @@ class ShoeService(Shoes):
 
     async def _draw(self, cmd: DrawCard) -> Reply:
         t = await self.confirmed(cmd.table, await self.table(cmd.table, cmd.ruleset), cmd.after)
-        if t.pending != cmd.id:  # a step given before, and not in its coup's record: in none
+        if t.pending != cmd.id or t.pending_draw != _asked(cmd):  # a step given, not in the coup's record: in none
             t = await self.settled(cmd.table, t)
         if t.state.round != cmd.coup:
             if t.last_round == cmd.coup and t.ended is not None and cmd.index < _last(cmd, t.ended[2]) <= len(t.ended[2]):
@@ -109,7 +110,11 @@ class ShoeService(Shoes):
             drawn = _drawn(cmd, state.shoe_id or "", state.position - len(state.layout), tuple(state.layout))
             if carries(t, events + ended):  # the coup's append records them, with the cards dealt
                 give(t, cmd.id, events + ended, cmd.id)
+                t.pending_draw = _asked(cmd)
                 return msgspec.structs.replace(drawn, carried=tuple(events + ended))
+            if cmd.unrecorded:
+                raise RuleViolation(RECORD_FIRST, f"coup {cmd.coup}'s draw is recorded by the shoe itself (a "
+                                                  "reshuffle follows it): the coup's steps before it are recorded first")
             if ended:
                 await self.commit(cmd.table, t, events + ended, cmd.coup, f"{cmd.coup}:draw:{first}", cmd.id)
                 await self.reshuffled_after(cmd.table, t, cmd.id)
@@ -133,6 +138,12 @@ def _drawn(cmd: DrawCard, shoe: str, start: int, layout: tuple[Card, ...],
     return Reply(True, coup=cmd.coup, shoe=shoe, cards=layout[cmd.index:end],
                  positions=tuple(range(start + cmd.index, start + end)),
                  carried=tuple(e for e in given or () if isinstance(e, CARRIED)))
+
+
+def _asked(cmd: DrawCard) -> tuple[object, ...]:
+    """What a draw asks for: a draw asked again under its id asks for the same;
+    one that does not (a stale dealer's, for a choice never recorded) is another."""
+    return cmd.coup, cmd.index, cmd.count, cmd.run, cmd.next
 
 
 def _last(cmd: DrawCard, layout: Sequence[Card]) -> int:

@@ -55,7 +55,9 @@ class TableShoe(Held, kw_only=True):
     given: dict[str, list[dealing_shoe.AnyShoeEvent]] = msgspec.field(default_factory=dict)
     given_before: dict[str, list[dealing_shoe.AnyShoeEvent]] = msgspec.field(default_factory=dict)
     pending: str = ""
+    pending_draw: tuple[object, ...] = ()  # what the draw given and pending was asked for: another is not it
     carried_seq: int = 0  # the last coup message whose carried steps are folded
+    went_on: str = ""  # the round the shoe in play was filled in the middle of (003 7.9): its coup's is another's
     looked_for: str = ""  # the last step asked after that this instance did not know, looked for in the record
     orders: OrderSource  # where the table's shoe orders come from (picked once, from the tables file)
 
@@ -72,6 +74,7 @@ def fold(t: TableShoe, event: dealing_shoe.AnyShoeEvent, causation: str) -> None
     if isinstance(event, dealing_shoe.ShoeShuffled):
         t.shuffles += 1
         t.reads_before, t.reads, t.given_before, t.given = t.reads, {}, t.given, {}
+        t.went_on = t.state.round or ""  # 003 7.9: a round dealt on from this shoe, opened from the one before
     if causation.startswith(READ) and isinstance(event, TAKEN):  # what a card-reading shoe's report was taken as
         t.reads.setdefault(causation[len(READ):], []).append(event)
     elif isinstance(event, dealing_shoe.RoundEnded):
@@ -345,9 +348,12 @@ def carries(t: TableShoe, events: list[dealing_shoe.AnyShoeEvent]) -> bool:
     """Whether ``events``, decided on the shoe in play, go in the coup's append:
     each is a step of the coup's (``envelope.CARRIED``), and nothing of the
     shoe's own follows at once (a reshuffle, 002 (9), 003 7.8 and 7.9, is the
-    shoe's own append, after them)."""
+    shoe's own append, after them), and the round was opened from the shoe
+    in play (the coup's messages are under the shoe it opened from)."""
     if not events or not all(isinstance(e, CARRIED) for e in events):
         return False
+    if t.state.round is not None and t.state.round == t.went_on:
+        return False  # the coup's record is under the shoe it opened from: the shoe in play records its own
     after = dealing_shoe.copy(t.state)
     for event in events:
         after = dealing_shoe.evolve(after, event)

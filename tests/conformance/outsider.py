@@ -37,7 +37,7 @@ def by_coup(record: Iterable[tuple[str, int, list[Event]]]) -> tuple[dict[str, l
         aggregate = subject.rsplit(".", 1)[1]
         for env in events:
             data = {**env["data"], "_table": env["table"]}
-            if aggregate == "shoe":
+            if aggregate == "shoe" or data["type"].startswith("shoe."):  # its own, or carried in a coup's message
                 shoes[data["shoe_id"]].append(data)
             if env["coup"] not in ("-", ""):
                 coups[env["coup"]].append(data)

@@ -31,7 +31,9 @@ def cited(raw: Path) -> set[tuple[str, str, str, str]]:
             if e["type"] == "baccarat.coup_opened":
                 procedure[env["coup"]] = e["procedure"]
             if "clause" in e:
-                kind = "shoe" if subject.endswith(".shoe") else procedure.get(env["coup"], "-")
+                # The shoe's record: its own messages, and what a coup's message carries of it.
+                kind = "shoe" if subject.endswith(".shoe") or e["type"].startswith("shoe.") else \
+                    procedure.get(env["coup"], "-")
                 out.add((documents[env["table"]], kind, e["type"], e["clause"]))
             if e["type"] == "baccarat.procedure_fell_back":
                 procedure[env["coup"]] = e["procedure"]

@@ -7,6 +7,7 @@ months a start that read everything would take minutes.)"""
 from __future__ import annotations
 
 import random
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from casino.protocol import commands
 from casino.protocol.service import Peer
 from casino.rules import shoe as dealing_shoe
 from casino.store import subjects
+from casino.store.envelope import Batch, Envelope, type_of, version_of
 from casino.store.eventstore import EventStore, InMemoryEventStore, latest_at_table
 from casino.store.jetstream import JetStreamEventStore
 from tests.e2e.casino import Casino
@@ -66,6 +68,20 @@ def reads_of(store: EventStore) -> list[str]:
 def catch_ups_of(store: EventStore) -> list[str]:
     """The filters ``store`` is read with from now on, whole or as stored (as a catch-up reads)."""
     return filters_of(store, "read", "scan_raw")
+
+
+def as_carried(reply: commands.Reply, step: str, coup: str) -> Batch:
+    """What a dealer-policy's append carries of the shoe's step ``step`` (``Reply.carried``)."""
+    return Batch(tuple(Envelope(f"{step}:{i}", type_of(e), version_of(type_of(e)), TABLE, e.shoe_id, coup, step,
+                                coup, "dealer-policy", datetime.now(UTC), e) for i, e in enumerate(reply.carried)))
+
+
+async def record_carried(store: EventStore, reply: commands.Reply, step: str, coup: str, shoe: str, expected: int) -> int:
+    """Record what the shoe gave the coup's append to carry, as the dealer-policy does: the coup's last sequence."""
+    if not reply.carried:
+        return expected
+    subject = subjects.event(TABLE, shoe, coup, "coup")
+    return (await store.append(subject, as_carried(reply, step, coup), expected=expected, msg_id=step)).seq
 
 
 def deciding(t: TableCoup) -> tuple[object, ...]:
@@ -127,11 +143,13 @@ async def test_a_round_dealt_on_from_a_new_shoe_is_folded_from_the_shoe_before(t
     while first.tables.get(TABLE) is None or first.tables[TABLE].state.shoe_id == subjects.shoe_id(TABLE, 1):
         n += 1
         coup = f"{TABLE}-{n:06d}"
-        assert (await first.handle(commands.StartRound(id=f"{coup}:start", table=TABLE, coup=coup, ruleset=ruleset))).ok
+        started = await first.handle(commands.StartRound(id=f"{coup}:start", table=TABLE, coup=coup, ruleset=ruleset))
+        assert started.ok
         drawn = await first.handle(commands.DrawCard(id=f"{coup}:draw", table=TABLE, coup=coup, ruleset=ruleset, index=0))
+        await record_carried(store, drawn, f"{coup}:draw", coup, started.shoe, 0)
         if first.tables[TABLE].state.shoe_id == subjects.shoe_id(TABLE, 1):
             await first.handle(commands.EndRound(id=f"{coup}:end", table=TABLE, coup=coup, ruleset=ruleset,
-                                          pickup=drawn.cards))
+                                          pickup=drawn.cards, after=f"{coup}:draw"))
     cut = [e.data for m in await store.read(subjects.aggregate_filter("shoe", TABLE)) for e in m.batch.events
            if isinstance(e.data, dealing_shoe.CutCardReached)]
     assert [e.clause for e in cut] == ["003 7.9"]  # the round goes on from shoe 2, not ended
@@ -145,7 +163,7 @@ async def test_a_round_dealt_on_from_a_new_shoe_is_folded_from_the_shoe_before(t
                        for k in (2, 1) for aggregate in ("shoe", "coup")]
     assert shoe_held(second.tables[TABLE]) == shoe_held(first.tables[TABLE])
     end = await second.handle(commands.EndRound(id=f"{coup}:end", table=TABLE, coup=coup, ruleset=ruleset,
-                                         pickup=drawn.cards))
+                                         pickup=drawn.cards, after=f"{coup}:draw"))
     assert end.ok and second.tables[TABLE].last_round == coup
 
 
@@ -197,11 +215,14 @@ async def _latest_through_the_shoe_in_play(store: EventStore, ruleset: str) -> i
         assert started.ok and started.shoe
         await same_as_the_whole_table()
         seq = await record_coup(coup, started.shoe, 0, "open")
-        cards = []
+        cards, after = [], ""
         for k in range(rnd.choice([1, 2, 4, 6])):
             drawn = await shoe.handle(commands.DrawCard(id=f"{coup}:draw:{k}", table=TABLE, coup=coup, ruleset=ruleset,
-                                                 index=k))
+                                                 index=k, after=after))
+            assert drawn.ok, drawn
             cards += drawn.cards
+            seq = await record_carried(store, drawn, f"{coup}:draw:{k}", coup, started.shoe, seq)
+            after = f"{coup}:draw:{k}" if drawn.carried else after
             await same_as_the_whole_table()
         await record_coup(coup, started.shoe, seq, "result")
         if shoe.tables[TABLE].state.shoe_id != started.shoe:
@@ -212,7 +233,7 @@ async def _latest_through_the_shoe_in_play(store: EventStore, ruleset: str) -> i
             await latest_at_table(store, TABLE, "shoe")
             assert not any(f.startswith(f"{subjects.EVENTS}.{TABLE}.*.*") for f in lasts), lasts
         assert (await shoe.handle(commands.EndRound(id=f"{coup}:end", table=TABLE, coup=coup, ruleset=ruleset,
-                                             pickup=tuple(cards)))).ok
+                                             pickup=tuple(cards), after=after))).ok
         await same_as_the_whole_table()
     assert shoe.tables[TABLE].shuffles >= 3
     return went_on

@@ -242,7 +242,7 @@ async def test_the_next_coups_round_starts_as_the_last_ends_and_its_opening_asks
     (docs/clauses.md, "The next round"), and the opening deals from it."""
     from casino.audit.audits import verify_history
     from casino.rules.baccarat import messages as baccarat_messages
-    from casino.rules.shoe import CardDrawn, RoundEnded, RoundStarted
+    from casino.rules.shoe import CardDrawn, RoundEnded, RoundStarted, ShoeEvent
     from casino.store.envelope import CoupConfigured
     from tests.e2e.test_golden_coups import drive
     from tests.rules.stacking import Scripted
@@ -251,13 +251,15 @@ async def test_the_next_coups_round_starts_as_the_last_ends_and_its_opening_asks
     async with Casino(nats_url, TABLES, SHOES) as casino:
         first = await drive(casino, "BAC000", "method_a", book, Scripted({}))
         await casino.recorded(first, RoundEnded)
-        (ending,) = [m for m in await casino.store.read(subjects.coup_filter(first)) if m.subject.endswith(".shoe")
-                     and any(isinstance(e.data, RoundEnded) for e in m.batch.events)]
+        (ending,) = [m for m in await casino.store.read(subjects.coup_filter(first))
+                     if any(isinstance(e.data, RoundEnded) for e in m.batch.events)]
         second = f"BAC000-{(subjects.coup_number(first) or 0) + 1:06d}"
-        # Method A's run drew the coup's last cards, and ended its round in the same message.
-        kinds = [type(e.data) for e in ending.batch.events]
+        # Method A's run drew the coup's last cards, and ended its round in the same message: the coup's, which
+        # carries the shoe's record of them with the cards dealt.
+        assert ending.subject.endswith(".coup")
+        kinds = [type(e.data) for e in ending.batch.events if isinstance(e.data, ShoeEvent)]
         assert kinds[-2:] == [RoundEnded, RoundStarted] and set(kinds[:-2]) == {CardDrawn}, kinds
-        assert ending.batch.events[-1].data.coup_id == second
+        assert [e.data.coup_id for e in ending.batch.events if isinstance(e.data, RoundStarted)] == [second]
 
         def asked() -> float:
             return casino.service("shoe").metrics.registry.get_sample_value(
@@ -265,7 +267,7 @@ async def test_the_next_coups_round_starts_as_the_last_ends_and_its_opening_asks
 
         before = asked()
         opened = await casino.ask("BAC000", "coup", commands.OpenCoup, procedure="method_a")
-        assert opened.ok and opened.coup == second and opened.shoe == ending.batch.events[-1].data.shoe_id
+        assert opened.ok and opened.coup == second and opened.shoe == subjects.tokens(ending.subject)[1]
         assert asked() == before  # the opening asked the shoe nothing
         configured = [e for _, e in await casino.events(subjects.coup_filter(second)) if isinstance(e, CoupConfigured)]
         assert len(configured) == 1
@@ -277,18 +279,23 @@ async def test_the_next_coups_round_starts_as_the_last_ends_and_its_opening_asks
 
 
 async def test_a_dealers_step_left_half_taken_is_taken_once_a_status_finds_it(nats_url: str) -> None:
-    """A player's hit is recorded before its card is drawn; with the shoe away
-    the draw fails and the coup waits on the dealer's own step, which no
-    player's command will take (a table that moved between instances as it
-    stepped is left the same way). A terminal's look at the table (a status)
-    has the dealer-policy take it as soon as the shoe answers."""
+    """A hit is recorded with its card: with the shoe away it is refused,
+    and nothing is recorded. A double is recorded before its extra stake is
+    booked and its card drawn; with the shoe away the draw fails and the coup
+    waits on the dealer's own step, which no player's command will take (a
+    table that moved between instances as it stepped is left the same way).
+    A terminal's look at the table (a status) has the dealer-policy take it
+    as soon as the shoe answers."""
     async with Casino(nats_url, TABLES, SHOES) as casino:
         coup, _ = await first_decision(casino)
         dealer = casino.service("dealer-policy").service
         patient, dealer.peer = dealer.peer, Peer(casino.nc, timeout=1, attempts=2)  # the shoe asked briefly
         await casino.stop("shoe")
+        before = await casino.store.read(subjects.coup_filter(coup))
         hit = await casino.ask("BJ002", "coup", commands.Decide, coup=coup, seat=1, hand=0, action="hit")
-        assert not hit.ok  # recorded, and its card not drawn
+        assert not hit.ok and await casino.store.read(subjects.coup_filter(coup)) == before  # nothing recorded
+        double = await casino.ask("BJ002", "coup", commands.Decide, coup=coup, seat=1, hand=0, action="double")
+        assert not double.ok and double.clause != "protocol", double  # recorded, and its card not drawn
         status = await casino.ask("BJ002", "coup", commands.Status)
         assert status.waiting is not None and status.waiting.kind == "card"
         dealt = await cards_dealt(casino, coup)
@@ -300,7 +307,7 @@ async def test_a_dealers_step_left_half_taken_is_taken_once_a_status_finds_it(na
                 break
             await asyncio.sleep(0.1)
         assert status.waiting is not None and status.waiting.kind != "card", status
-        assert await cards_dealt(casino, coup) == dealt + 1  # the hit's card
+        assert await cards_dealt(casino, coup) == dealt + 1  # the double's card
 
 
 async def cards_dealt(casino: Casino, coup: str) -> int:

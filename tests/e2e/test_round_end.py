@@ -38,9 +38,9 @@ async def test_a_failed_round_end_is_asked_again_before_the_next_coup_starts(
     draw = ShuffledShoe.draw
 
     async def earlier(self: ShuffledShoe, peer: Peer, table: str, coup: str, ruleset: str, step: Step,
-                      next_coup: str, after: str) -> commands.Reply:
+                      next_coup: str, after: str, unrecorded: bool = False) -> commands.Reply:
         run = step.run and msgspec.structs.replace(step.run, pickup=None)
-        return await draw(self, peer, table, coup, ruleset, step._replace(run=run), next_coup, after)
+        return await draw(self, peer, table, coup, ruleset, step._replace(run=run), next_coup, after, unrecorded)
 
     monkeypatch.setattr(ShuffledShoe, "draw", earlier)
 

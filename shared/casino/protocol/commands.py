@@ -384,7 +384,10 @@ class DrawCard(Command, frozen=True, tag="shoe.draw_card"):
     ``EndRound`` ends it), and with ``next`` the next coup's round starts.
     What the shoe decides is not recorded by it where nothing else of the
     shoe's follows at once (a reshuffle): it is answered ``carried``, for the
-    coup's append, and ``after`` confirms it, as ``TakeRead``'s."""
+    coup's append, and ``after`` confirms it, as ``TakeRead``'s.
+    ``unrecorded``: the coup's steps before the draw (its betting closed, a
+    choice) are staged, not yet recorded; a draw the shoe would record itself
+    is then refused (``RECORD_FIRST``): no card is recorded before them."""
 
     coup: Token
     ruleset: str
@@ -393,6 +396,12 @@ class DrawCard(Command, frozen=True, tag="shoe.draw_card"):
     run: Run | None = None
     next: Token | None = None
     after: str = ""
+    unrecorded: bool = False
+
+
+# A draw the shoe records in its own append (a reshuffle follows it) while the coup's steps before it are
+# not yet recorded: refused, for the dealer-policy to record them first (``DrawCard.unrecorded``).
+RECORD_FIRST = "record first"
 
 
 class EndRound(Command, frozen=True, tag="shoe.end_round"):
