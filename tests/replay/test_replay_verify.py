@@ -303,6 +303,53 @@ def test_an_event_written_under_an_older_schema_version_replays_and_verifies(rec
     assert report.findings == [] and report.coups == 48
 
 
+def the_shape_before_carrying(stored: list[Stored]) -> list[Stored]:
+    """The record as it was written before a coup's message carried the
+    shoe's steps: a coup message's steps before them (its betting closed, a
+    choice), then the shoe's in a message of their own under the coup's shoe
+    subject, then the cards dealt (sequences renumbered)."""
+    out: list[Stored] = []
+    for m in stored:
+        table, shoe_id, coup, aggregate = subjects.tokens(m.subject)
+        events = m.batch.events
+        first = next((i for i, e in enumerate(events) if isinstance(e.data, envelope.CARRIED)), None)
+        if aggregate != "coup" or first is None:
+            out.append(Stored(3 * m.seq, m.subject, m.batch, m.msg_id))
+            continue
+        carried = tuple(e for e in events if isinstance(e.data, envelope.CARRIED))
+        rest = tuple(e for e in events[first:] if not isinstance(e.data, envelope.CARRIED))
+        parts = [(m.subject, events[:first]), (subjects.event(table, shoe_id, coup, "shoe"), carried), (m.subject, rest)]
+        out += [Stored(3 * m.seq + i, subject, envelope.Batch(part), f"{m.msg_id}:{i}")
+                for i, (subject, part) in enumerate(parts) if part]
+    return out
+
+
+def test_a_record_written_before_coups_carried_the_shoes_steps_replays_and_verifies(recorded: list[Stored]) -> None:
+    """Each draw in the coup's own message (the shoe's record of it carried)
+    or in a shoe message of its own, as records were written before: the same
+    coups verify, replay to the same cards, and a changed card is caught in
+    either shape."""
+    assert any(subjects.tokens(m.subject)[3] == "coup" and isinstance(e.data, shoe.CardDrawn)
+               for m in recorded for e in m.batch.events)  # the record of today carries them
+    before = the_shape_before_carrying(recorded)
+    assert not any(subjects.tokens(m.subject)[3] == "coup" and isinstance(e.data, shoe.CardDrawn)
+                   for m in before for e in m.batch.events)
+    report = verify_history(before)
+    assert report.findings == [] and report.coups == 48
+    now, then = by_coup(recorded), by_coup(before)
+    def dealt(msgs: list[Stored]) -> list[tuple[int, str, str, str]]:
+        return [(c.position, c.card, c.to, c.dealt_by) for c in replay_coup(msgs).cards]
+
+    assert all(dealt(now[c]) == dealt(then[c]) for c in now)
+    for record in (recorded, before):
+        drawn = next(m for m in record if any(isinstance(e.data, shoe.CardDrawn) for e in m.batch.events))
+        card = next(e.data.card for e in drawn.batch.events if isinstance(e.data, shoe.CardDrawn))
+        forged = "AS" if card != "AS" else "KD"
+        tampered, _ = _tamper([drawn], shoe.CardDrawn, lambda e: msgspec.structs.replace(e, card=forged))
+        changed = [tampered[0] if m.seq == drawn.seq else m for m in record]
+        assert any(f"shoe drew {forged}" in f.what for f in verify_history(changed).findings)
+
+
 def test_records_from_before_a_steps_clause_or_the_holders_name_was_recorded_replay_and_verify(
         recorded: list[Stored]) -> None:
     """Cards dealt and burned, decisions, the shoe's holder, the openings before
