@@ -345,7 +345,7 @@ def test_a_record_written_before_coups_carried_the_shoes_steps_replays_and_verif
         drawn = next(m for m in record if any(isinstance(e.data, shoe.CardDrawn) for e in m.batch.events))
         card = next(e.data.card for e in drawn.batch.events if isinstance(e.data, shoe.CardDrawn))
         forged = "AS" if card != "AS" else "KD"
-        tampered, _ = _tamper([drawn], shoe.CardDrawn, lambda e: msgspec.structs.replace(e, card=forged))
+        tampered, _ = _tamper([drawn], shoe.CardDrawn, lambda e, forged=forged: msgspec.structs.replace(e, card=forged))
         changed = [tampered[0] if m.seq == drawn.seq else m for m in record]
         assert any(f"shoe drew {forged}" in f.what for f in verify_history(changed).findings)
 
