@@ -176,8 +176,7 @@ class Dealing:
                     self.stage(self.decide(deal), f"{t.coup}:card:{step.first + i}", f"{t.coup}:draw:{step.first}")
                 continue
             if step.kind == "finished":
-                await self.flush()
-                self.ask_end_round()
+                await self._finish()
                 return
             break
         await self.flush()
@@ -232,6 +231,34 @@ class Dealing:
         t.shoe_seen = reply.shoe or t.shoe_seen
         return reply
 
+    async def _finish(self) -> None:
+        """The coup finished in this unit of work: its round ended at the shoe
+        in the same append as its result, the shoe's record of the end
+        carried, where the shoe can (nothing of its own follows: a reshuffle);
+        else the result recorded and the round's end asked beside the answer
+        (``ask_end_round``), as it is where the shoe is away."""
+        t = self.t
+        if t.ending is None and t.staged.steps and t.round_ended != t.coup:
+            ask = self._end_round_command(unrecorded=True)
+            try:
+                reply = await self.peer.must(subjects.command(t.name, "shoe"), ask)
+            except Exception as exc:  # asked again once the result is recorded
+                log.info("table %s: coup %s's round's end not carried with its result: %s", t.name, t.coup, exc)
+            else:
+                if reply.carried:
+                    self.stage(list(reply.carried), f"{t.coup}:ended", ask.id)
+                await self.flush()
+                t.ending = asyncio.get_running_loop().create_future()
+                t.ending.set_result(reply)
+                return
+        await self.flush()
+        self.ask_end_round()
+
+    def _end_round_command(self, unrecorded: bool = False) -> commands.EndRound:
+        t = self.t
+        return commands.EndRound(f"{t.coup}:end", t.name, t.coup, t.config.ruleset, _pickup(t.state),
+                                 next=f"{t.name}-{t.number + 1:06d}", after=t.last_read, unrecorded=unrecorded)
+
     def ask_end_round(self) -> None:
         """Ask the shoe to end the finished coup's round (its cards to the
         discard rack) while the terminal is answered: the result is recorded,
@@ -240,9 +267,7 @@ class Dealing:
         t = self.t
         if t.ending is not None and not failed(t.ending):
             return
-        t.ending = asyncio.ensure_future(self.peer.must(subjects.command(t.name, "shoe"), commands.EndRound(
-            f"{t.coup}:end", t.name, t.coup, t.config.ruleset, _pickup(t.state), next=f"{t.name}-{t.number + 1:06d}",
-            after=t.last_read)))
+        t.ending = asyncio.ensure_future(self.peer.must(subjects.command(t.name, "shoe"), self._end_round_command()))
         t.ending.add_done_callback(logged("a round's end at the shoe failed (asked again before the next coup)"))
 
     async def end_round(self) -> commands.Reply:

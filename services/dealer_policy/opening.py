@@ -92,7 +92,7 @@ async def _open(w: Dealing, cmd: commands.OpenCoup) -> None:
     # or its cut card out between coups: the round is then the next shoe's, as the shoe answers asked again).
     moved = t.shuffling or t.incidents.to_end is not None or (ended is not None and ended.shoe not in ("", t.shoe_seen))
     start = ended if ended is not None and ended.coup == coup and not moved else await w.ask_shoe(
-        commands.StartRound(f"{coup}:start", t.name, coup, t.config.ruleset))
+        commands.StartRound(f"{coup}:start", t.name, coup, t.config.ruleset, t.last_read))
     opening = t.game.opening(t.rules, t.config, coup, cmd.procedure, carry, start.shoe, cmd.supervisor)
     recorded = await _record_ruleset(w)
     voids_before, ruled_ended = incidents.carried(t.incidents, start.shoe)

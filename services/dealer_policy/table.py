@@ -22,6 +22,7 @@ from casino.protocol.service import log
 from casino.rules import incidents
 from casino.rules.incidents import CardIncident, Incidents, ShoeToEnd
 from casino.rules.ruleset import Ruleset
+from casino.rules.shoe import RoundEnded
 from casino.store import subjects
 from casino.store.envelope import (
     CARRIED,
@@ -83,6 +84,7 @@ class TableCoup(Held, kw_only=True):
     # of the shoe, its ruling): each cause with its command's digest, as ``applied`` holds the coup's.
     prelude: dict[str, str] = msgspec.field(default_factory=dict)
     prelude_of: str = ""
+    round_ended: str = ""  # the coup whose round's end at the shoe the table's coup records carry
     last_read: str = ""  # the shoe's last step the table's coup records carry (``carried_by``), told to the shoe
     shoe_seen: str = ""  # the shoe in play, as the shoe service last named it (the first coup is filed under it)
     shuffling: bool = False  # the card-reading shoe waits for its shuffling machine's order of a new shoe
@@ -185,6 +187,7 @@ def fold(t: TableCoup, event: AnyEvent, causation: str) -> None:
         t.incidents = incidents.evolve(t.incidents, event)
     elif isinstance(event, CARRIED):  # the shoe's record of a step, carried: what the shoe is told confirms it
         t.last_read = carried_by(event, causation)
+        t.round_ended = event.coup_id if isinstance(event, RoundEnded) else t.round_ended
     elif t.state is not None:
         t.state = t.game.evolve(t.state, event)
     if (extra := t.game.extra(event, t.name, t.coup, causation)) is not None:

@@ -47,7 +47,7 @@ class ShoeService(Shoes):
         return await handler(cmd)
 
     async def _start_round(self, cmd: StartRound) -> Reply:
-        t = await self.table(cmd.table, cmd.ruleset)
+        t = await self.confirmed(cmd.table, await self.table(cmd.table, cmd.ruleset), cmd.after)
         if t.state.round == cmd.coup and not t.state.active:
             # Started as the last round ended, and the shoe ended since (a ruling): the next filled first.
             await self.reshuffle(cmd.table, t, subjects.NO_COUP, cmd.id)
@@ -74,11 +74,18 @@ class ShoeService(Shoes):
         if t.last_round != cmd.coup and not (cmd.held and t.last_round > cmd.coup):
             ending = dealing_shoe.EndHeld(cmd.coup) if cmd.held else dealing_shoe.EndRound(cmd.coup, cmd.pickup)
             events = self.ending(t, t.state, ending, cmd.coup, cmd.next)
-            await self.commit(cmd.table, t, events, cmd.coup, f"{cmd.coup}:end", cmd.id)
-            await self.reshuffled_after(cmd.table, t, cmd.id)
+            if cmd.unrecorded and not cmd.held and carries(t, events):  # the coup's append, with its result
+                give(t, cmd.id, events, cmd.id)
+            elif cmd.unrecorded:
+                raise RuleViolation(RECORD_FIRST, f"coup {cmd.coup}'s round's end is recorded by the shoe itself (a "
+                                                  "reshuffle follows it): the coup's result is recorded first")
+            else:
+                await self.commit(cmd.table, t, events, cmd.coup, f"{cmd.coup}:end", cmd.id)
+                await self.reshuffled_after(cmd.table, t, cmd.id)
+        carried = tuple(e for e in t.given.get(cmd.id, ()) if isinstance(e, CARRIED))
         if cmd.next is not None and t.state.round == cmd.next and t.state.active:
-            return Reply(True, coup=cmd.next, shoe=t.state.shoe_id or "")
-        return Reply(True, coup=cmd.coup, shoe=ended_in)
+            return Reply(True, coup=cmd.next, shoe=t.state.shoe_id or "", carried=carried)
+        return Reply(True, coup=cmd.coup, shoe=ended_in, carried=carried)
 
     async def _draw(self, cmd: DrawCard) -> Reply:
         t = await self.confirmed(cmd.table, await self.table(cmd.table, cmd.ruleset), cmd.after)

@@ -58,7 +58,6 @@ class TableShoe(Held, kw_only=True):
     pending_draw: tuple[object, ...] = ()  # what the draw given and pending was asked for: another is not it
     carried_seq: int = 0  # the last coup message whose carried steps are folded
     went_on: str = ""  # the round the shoe in play was filled in the middle of (003 7.9): its coup's is another's
-    looked_for: str = ""  # the last step asked after that this instance did not know, looked for in the record
     orders: OrderSource  # where the table's shoe orders come from (picked once, from the tables file)
 
     def anew(self) -> TableShoe:
@@ -124,17 +123,13 @@ class Shoes:
         record carries, as the dealer-policy read it) is known: the step given
         and pending confirmed by it, or, where it is no step this instance
         knows, the shoe folded again from the record (another instance gave
-        it; looked for once each)."""
+        it, or it is staged and not yet recorded: folded again then too)."""
         if not after or after in t.given or after in t.given_before:
             if after and after == t.pending:
                 t.pending = ""
             return t
-        if after == t.looked_for:
-            return t
         await self.rebuild(table)
-        t = self.tables[table]
-        t.looked_for = after
-        return t
+        return self.tables[table]
 
     async def settled(self, table: str, t: TableShoe) -> TableShoe:
         """The table's shoe with no step given and unconfirmed: a step that

@@ -35,7 +35,7 @@ from casino.rules import shoe
 from casino.rules.cards import DECK
 from casino.rules.incidents import CardIncident, CardKeyed, CoupRuled
 from casino.store import envelope, subjects
-from casino.store.envelope import CoupConfigured, RulesetRecorded
+from casino.store.envelope import CARRIED, Batch, CoupConfigured, RulesetRecorded
 from casino.store.eventstore import Stored
 from casino.store.jetstream import JetStreamEventStore
 from tests.e2e.casino import SUPERVISOR, Casino
@@ -366,25 +366,32 @@ async def test_no_card_leaves_the_shoe_for_a_coup_before_its_betting_closed_is_r
         sim = Simulator(casino.nc, tables, seed=9, patience=40)
         await asyncio.wait_for(sim.run(6), 600)
         history = await casino.store.read(f"{subjects.EVENTS}.>")
-    closed_at: dict[str, int] = {}
-    first_drawn: dict[str, int] = {}
+    closed_at: dict[str, tuple[int, int]] = {}  # (the message's sequence, the event's place in it)
+    first_drawn: dict[str, tuple[int, int]] = {}
     for m in history:
-        for env in m.batch.events:
+        for i, env in enumerate(m.batch.events):
             if type(env.data) in games.BETTING_CLOSED:
-                closed_at.setdefault(subjects.tokens(m.subject)[2], m.seq)
+                closed_at.setdefault(subjects.tokens(m.subject)[2], (m.seq, i))
             elif isinstance(env.data, shoe.CardDrawn):
-                first_drawn.setdefault(env.data.coup_id, m.seq)
+                first_drawn.setdefault(env.data.coup_id, (m.seq, i))
     assert len(first_drawn) == 24 and first_drawn.keys() <= closed_at.keys()
-    assert all(closed_at[coup] < seq for coup, seq in first_drawn.items()), {
-        c: (closed_at.get(c), s) for c, s in first_drawn.items() if closed_at.get(c, 0) >= s}
+    assert all(closed_at[coup] < at for coup, at in first_drawn.items()), {
+        c: (closed_at.get(c), s) for c, s in first_drawn.items() if closed_at.get(c, (0, 0)) >= s}
     report = verify_history(history)
     assert report.findings == [] and report.coups == 24, report.findings
 
-    coup = min(first_drawn)
-    drawn_seq, closed_seq = first_drawn[coup], closed_at[coup]
-    # The record as if the card had been drawn first: the closing's message after the first card's.
-    swapped = sorted((msgspec.structs.replace(m, seq=drawn_seq) if m.seq == closed_seq else
-                      msgspec.structs.replace(m, seq=closed_seq) if m.seq == drawn_seq else m for m in history),
-                     key=lambda m: m.seq)
+    coup = min(c for c in first_drawn if first_drawn[c][0] == closed_at[c][0])  # drawn in the closing's message
+    seq = closed_at[coup][0]
+    # The record as if the card had been drawn first: the shoe's record of the draw in a message before the
+    # closing's (sequences renumbered).
+    swapped: list[Stored] = []
+    for m in history:
+        if m.seq != seq:
+            swapped.append(msgspec.structs.replace(m, seq=2 * m.seq))
+            continue
+        carried = tuple(e for e in m.batch.events if isinstance(e.data, CARRIED))
+        rest = tuple(e for e in m.batch.events if not isinstance(e.data, CARRIED))
+        swapped += [msgspec.structs.replace(m, seq=2 * seq - 1, batch=Batch(carried)),
+                    msgspec.structs.replace(m, seq=2 * seq, batch=Batch(rest))]
     assert any(f.coup == coup and "before its betting closed was recorded" in f.what
                for f in verify_history(swapped).findings)

@@ -369,8 +369,11 @@ BookCommand = OpenBook | CloseBook | PlaceExtra
 
 
 class StartRound(Command, frozen=True, tag="shoe.start_round"):
+    """The round of ``coup`` started; ``after`` as ``DrawCard``'s."""
+
     coup: Token
     ruleset: str
+    after: str = ""
 
 
 class DrawCard(Command, frozen=True, tag="shoe.draw_card"):
@@ -411,7 +414,11 @@ class EndRound(Command, frozen=True, tag="shoe.end_round"):
     reshuffle, no burn due): answered with ``next`` and its shoe, or else with
     ``coup`` (the next coup's opening then starts its round). ``held``: the
     coup is held for compliance, and its round ends with the cards the shoe
-    drew for it, whatever round the shoe is dealing (casino.rules.shoe.EndHeld)."""
+    drew for it, whatever round the shoe is dealing (casino.rules.shoe.EndHeld).
+    ``unrecorded``: asked before the coup's result is recorded, for the
+    result's append to carry the round's end (``Reply.carried``); where the
+    shoe would record it itself (a reshuffle follows) it is refused
+    (``RECORD_FIRST``) and asked again once the result is recorded."""
 
     coup: Token
     ruleset: str
@@ -419,6 +426,7 @@ class EndRound(Command, frozen=True, tag="shoe.end_round"):
     next: Token | None = None
     held: bool = False
     after: str = ""
+    unrecorded: bool = False
 
 
 class TakeRead(Command, frozen=True, tag="shoe.take_read"):
