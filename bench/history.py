@@ -73,20 +73,39 @@ class Unchecked:
 
 async def deal(shoe: ShoeService, first: int, count: int, table: str = TABLE, ruleset: str = RULESET) -> list[float]:
     """Deal baccarat rounds ``first`` to ``first + count - 1`` at ``table``
-    (started, drawn by the tableau, ended): each one's seconds."""
-    took = []
+    (started, drawn by the tableau, ended), what the shoe gives a coup's
+    append to carry recorded as the dealer-policy records it: each one's seconds."""
+    took, after = [], ""
     for n in range(first, first + count):
         coup = f"{table}-{n:06d}"
         start = time.perf_counter()
-        ok = [(await shoe.handle(commands.StartRound(id=f"{coup}:start", table=table, coup=coup, ruleset=ruleset))).ok]
+        started = await shoe.handle(commands.StartRound(id=f"{coup}:start", table=table, coup=coup, ruleset=ruleset,
+                                                        after=after))
+        after = await carried(shoe, started, f"{coup}:start", table, coup, after)
         drawn = await shoe.handle(commands.DrawCard(id=f"{coup}:draw", table=table, coup=coup, ruleset=ruleset, index=0,
-                                             count=4, run=TableauRun()))
-        ok.append((await shoe.handle(commands.EndRound(id=f"{coup}:end", table=table, coup=coup, ruleset=ruleset,
-                                                pickup=drawn.cards))).ok)
-        if not (drawn.ok and all(ok)):
+                                             count=4, run=TableauRun(), after=after))
+        after = await carried(shoe, drawn, f"{coup}:draw", table, coup, after)
+        ended = await shoe.handle(commands.EndRound(id=f"{coup}:end", table=table, coup=coup, ruleset=ruleset,
+                                                    pickup=drawn.cards, after=after))
+        after = await carried(shoe, ended, f"{coup}:end", table, coup, after)
+        if not (drawn.ok and started.ok and ended.ok):
             raise RuntimeError(f"round {coup} was refused: {drawn}")
         took.append(time.perf_counter() - start)
     return took
+
+
+async def carried(shoe: ShoeService, reply: commands.Reply, step: str, table: str, coup: str, after: str) -> str:
+    """What the shoe gave the coup's append to carry (``reply.carried``), recorded
+    in the coup's record as the dealer-policy records it: the step the shoe is
+    told next that the record holds (``after``)."""
+    if not reply.carried:
+        return after
+    subject = subjects.event(table, reply.carried[0].shoe_id, coup, "coup")
+    last = await shoe.store.last(subject)
+    await Recorder(shoe.store, "dealer-policy").record(
+        subject, list(reply.carried), expected=last.seq if last is not None else 0, msg_id=f"{step}:carried",
+        table=table, shoe=reply.carried[0].shoe_id, coup=coup, causation=step)
+    return step
 
 
 async def write_history(nc: Client, coups: int) -> None:

@@ -33,22 +33,25 @@ from casino.nats.server import NatsServer, free_port
 from casino.store import subjects
 from casino.store.jetstream import STREAM
 
-AGGREGATES = ("coup", "shoe", "wager", "settle")  # a coup's subjects: one for each service that writes to it
+# A coup's subjects: one for each service that writes to it. The shoe's steps in a coup ride in the coup's
+# messages (docs/architecture.md): a coup has a shoe subject of its own only where the shoe recorded a
+# step itself (a reshuffle followed it), a few coups a shoe.
+AGGREGATES = ("coup", "wager", "settle")
 COUPS_A_SHOE = 70  # an eight-deck shoe deals about 70 coups of baccarat
 TABLES = 16
 # One message of this size on each subject: the index, what this measures, grows by
-# subject. A dealt coup has about 14 messages on its four subjects (17 kB in all),
+# subject. A dealt coup has about 8 messages on its three subjects (18 kB in all),
 # so a real history's restart has more to read than this one; ``as_dealt`` writes
 # those (``--as-dealt``).
 BODY = 400
-# Messages a subject and bytes a message (envelope and headers), as a 16-table run
-# of Methods A to D filed them (shoe 3.4 x 990, coup 3.9 x 2,406, wager 5.6 x 566,
-# settle 1 x 858; a shoe's events between coups 3,167); the simulated players now
-# take every path of the procedures (passing the shoe, breaches, changed wagers),
-# about 6 coup messages a coup, the wagers on one bet slip and the book opened with its first,
-# about 3 wager messages a coup, and a run's draw ending the round, about 2 shoe messages a coup
-# of 1,800 bytes (tests/ops/test_bench_holding.py keeps this current).
-AS_DEALT = {"shoe": (2, 1800), "coup": (6, 2400), "wager": (3, 1100), "settle": (1, 860), "between": (1, 3200)}
+# Messages a subject and bytes a message (envelope and headers), as a run of
+# Methods A to D filed them, the simulated players taking every path of the
+# procedures (passing the shoe, breaches, changed wagers): about 4 coup messages
+# a coup of 3,700 bytes (each step with the cards it calls for and the shoe's
+# record of them), the wagers on one bet slip and the book opened with its
+# first, about 3 wager messages a coup, and a shoe's events between coups
+# (tests/ops/test_bench_holding.py keeps this current).
+AS_DEALT = {"coup": (4, 3700), "wager": (3, 1100), "settle": (1, 860), "between": (1, 2400)}
 
 
 def history(coups: int, own_subjects: bool = True) -> Iterator[str]:

@@ -24,7 +24,7 @@ from services.dealer_policy.table import carry
 from services.shoe.app import orders_of
 from services.shoe.secrets import JetStreamSecrets
 from services.shoe.service import ShoeService
-from services.shoe.shoes import TableShoe
+from services.shoe.shoes import TableShoe, carry_into
 
 from bench.load import casino, stop_players
 from casino.cli.run import SHORT, default_tables
@@ -65,8 +65,12 @@ async def shoe_whole(nc: Client, tables: dict[str, TableConfig]) -> ShoeService:
         rules = rulesets.load(config.ruleset)
         service.tables[name] = TableShoe(rules=rules.shoe, document=rules.document,
                                          orders=orders_of(config.source, service.shuffle))
-        for msg in await service.store.read(subjects.aggregate_filter("shoe", name)):
-            await service.observe(msg.subject, msg.seq, msg.batch)
+        t = service.tables[name]
+        for msg in await service.store.read(subjects.table_filter(name)):  # the shoe's, and what its coups carry
+            if subjects.tokens(msg.subject)[3] == "shoe":
+                await service.observe(msg.subject, msg.seq, msg.batch)
+            elif subjects.tokens(msg.subject)[3] == "coup" and not msg.unreadable:
+                carry_into(t, msg.seq, msg.batch)
     return service
 
 

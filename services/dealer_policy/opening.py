@@ -92,7 +92,7 @@ async def _open(w: Dealing, cmd: commands.OpenCoup) -> None:
     # or its cut card out between coups: the round is then the next shoe's, as the shoe answers asked again).
     moved = t.shuffling or t.incidents.to_end is not None or (ended is not None and ended.shoe not in ("", t.shoe_seen))
     start = ended if ended is not None and ended.coup == coup and not moved else await w.ask_shoe(
-        commands.StartRound(f"{coup}:start", t.name, coup, t.config.ruleset, t.last_read))
+        commands.StartRound(f"{coup}:start", t.name, coup, t.config.ruleset, t.last_read, unrecorded=True))
     opening = t.game.opening(t.rules, t.config, coup, cmd.procedure, carry, start.shoe, cmd.supervisor)
     recorded = await _record_ruleset(w)
     voids_before, ruled_ended = incidents.carried(t.incidents, start.shoe)
@@ -109,6 +109,8 @@ async def _open(w: Dealing, cmd: commands.OpenCoup) -> None:
     # The id names the table and the command, not the coup: another instance opening this number for
     # another command loses the race (the guard), and this command written once opens no other coup.
     w.repository.stage(t, events, commands.opening_id(t.name, cmd.id), cmd.id, commands.digest(cmd))
+    if start is not ended and start.carried:  # the round's start at the shoe, carried in the opening's append
+        w.repository.stage(t, list(start.carried), f"{coup}:started", f"{coup}:start")
     t.staged.opening = cmd.id
     # Answered once recorded: the coup's wager book follows from this record (the wager service opens it
     # with the book's first fact, services.wager), not from a request the answer would wait for.

@@ -30,7 +30,7 @@ from casino.rules.runs import end_of
 from casino.store import subjects
 from casino.store.envelope import CARRIED
 from services.shoe import readers
-from services.shoe.shoes import Shoes, carries, give, not_next
+from services.shoe.shoes import Shoes, TableShoe, carries, give, not_next
 
 
 class ShoeService(Shoes):
@@ -52,7 +52,7 @@ class ShoeService(Shoes):
             # Started as the last round ended, and the shoe ended since (a ruling): the next filled first.
             await self.reshuffle(cmd.table, t, subjects.NO_COUP, cmd.id)
         if t.state.round == cmd.coup or t.last_round == cmd.coup:  # asked again
-            return Reply(True, coup=cmd.coup, shoe=t.state.shoe_id or "")
+            return Reply(True, coup=cmd.coup, shoe=t.state.shoe_id or "", carried=_given(t, cmd.id))
         if t.state.round is not None:
             raise RuleViolation("shoe", f"round {t.state.round} has not ended")
         if (wrong := not_next(cmd.coup, t.last_round)) is not None:
@@ -62,8 +62,11 @@ class ShoeService(Shoes):
         if not t.state.ready_for_round and (t.state.reshuffle or not t.state.active):
             await self.reshuffle(cmd.table, t, subjects.NO_COUP, cmd.id)
         events = dealing_shoe.decide(t.rules, t.state, dealing_shoe.StartRound(cmd.coup), t.document)
-        await self.commit(cmd.table, t, events, cmd.coup, f"{cmd.coup}:start", cmd.id)
-        return Reply(True, coup=cmd.coup, shoe=t.state.shoe_id or "")
+        if cmd.unrecorded and carries(t, events):  # the opening's append records it
+            give(t, cmd.id, events, cmd.id)
+        else:
+            await self.commit(cmd.table, t, events, cmd.coup, f"{cmd.coup}:start", cmd.id)
+        return Reply(True, coup=cmd.coup, shoe=t.state.shoe_id or "", carried=_given(t, cmd.id))
 
     async def _end_round(self, cmd: EndRound) -> Reply:
         t = await self.confirmed(cmd.table, await self.table(cmd.table, cmd.ruleset), cmd.after)
@@ -82,7 +85,7 @@ class ShoeService(Shoes):
             else:
                 await self.commit(cmd.table, t, events, cmd.coup, f"{cmd.coup}:end", cmd.id)
                 await self.reshuffled_after(cmd.table, t, cmd.id)
-        carried = tuple(e for e in t.given.get(cmd.id, ()) if isinstance(e, CARRIED))
+        carried = _given(t, cmd.id)
         if cmd.next is not None and t.state.round == cmd.next and t.state.active:
             return Reply(True, coup=cmd.next, shoe=t.state.shoe_id or "", carried=carried)
         return Reply(True, coup=cmd.coup, shoe=ended_in, carried=carried)
@@ -93,7 +96,7 @@ class ShoeService(Shoes):
             t = await self.settled(cmd.table, t)
         if t.state.round != cmd.coup:
             if t.last_round == cmd.coup and t.ended is not None and cmd.index < _last(cmd, t.ended[2]) <= len(t.ended[2]):
-                return _drawn(cmd, *t.ended, t.given.get(cmd.id))  # asked again once its run ended the round
+                return _drawn(cmd, *t.ended, _given(t, cmd.id))  # asked again once its run ended the round
             raise RuleViolation(dealing_shoe.ROUND, f"coup {cmd.coup} is not the round being dealt")
         if cmd.count < 1:
             raise RuleViolation("protocol", f"a draw is of one card or more, not {cmd.count}")
@@ -132,19 +135,22 @@ class ShoeService(Shoes):
                 await self.commit(cmd.table, t, step, cmd.coup, f"{cmd.coup}:cut:{t.state.shoe_id}", cmd.id)
                 await self.reshuffle(cmd.table, t, cmd.coup, cmd.id)
         return _drawn(cmd, t.state.shoe_id or "", t.state.position - len(t.state.layout), tuple(t.state.layout),
-                      t.given.get(cmd.id))
+                      _given(t, cmd.id))
 
 
-def _drawn(cmd: DrawCard, shoe: str, start: int, layout: tuple[Card, ...],
-           given: list[dealing_shoe.AnyShoeEvent] | None = None) -> Reply:
+def _given(t: TableShoe, step: str) -> tuple[Any, ...]:
+    """The shoe's record of ``step``, where it gave it for the coup's append to carry (asked again: given again)."""
+    return tuple(e for e in t.given.get(step, ()) if isinstance(e, CARRIED))
+
+
+def _drawn(cmd: DrawCard, shoe: str, start: int, layout: tuple[Card, ...], given: tuple[Any, ...] = ()) -> Reply:
     """The cards ``cmd`` draws of a round whose cards are ``layout``, the
     first at position ``start`` of ``shoe`` (the round's cards lie together
-    in the shoe), and the shoe's record of them where ``given`` for the
-    coup's append to carry (asked again: given again)."""
+    in the shoe), and the shoe's record of them ``given`` for the coup's
+    append to carry."""
     end = _last(cmd, layout)
     return Reply(True, coup=cmd.coup, shoe=shoe, cards=layout[cmd.index:end],
-                 positions=tuple(range(start + cmd.index, start + end)),
-                 carried=tuple(e for e in given or () if isinstance(e, CARRIED)))
+                 positions=tuple(range(start + cmd.index, start + end)), carried=given)
 
 
 def _asked(cmd: DrawCard) -> tuple[object, ...]:

@@ -11,6 +11,7 @@ from typing import Any
 
 import msgspec
 import pytest
+from bench.history import carried
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from services.dealer_policy.service import DealerPolicyService
@@ -29,6 +30,7 @@ from casino.rules.errors import RuleViolation
 from casino.rules.runs import DealerRun, Pickup, TableauRun
 from casino.rules.shoe import CardDrawn, RoundEnded
 from casino.store import subjects
+from casino.store.envelope import type_of
 from casino.store.eventstore import InMemoryEventStore, Stored
 from tests.examples import examples
 from tests.rules.stacking import baccarat, blackjack, burn_cards, order
@@ -268,8 +270,11 @@ def test_a_draw_from_a_shoe_with_no_card_left_is_refused_naming_the_shoe(tmp_pat
     shoe = ShoeService(InMemoryEventStore(), MemorySecrets())
 
     def draw(index: int) -> commands.Reply:
-        return asyncio.run(shoe.handle(commands.DrawCard(id=f"d{index}", table="T", coup="T-1", ruleset=ruleset,
-                                                  index=index)))
+        # Each draw recorded as the dealer-policy's append carries it, before the next is asked.
+        reply = asyncio.run(shoe.handle(commands.DrawCard(id=f"d{index}", table="T", coup="T-1", ruleset=ruleset,
+                                                          index=index, after=f"d{index - 1}" if index else "")))
+        asyncio.run(carried(shoe, reply, f"d{index}", "T", "T-1", ""))
+        return reply
 
     assert asyncio.run(shoe.handle(commands.StartRound(id="start", table="T", coup="T-1", ruleset=ruleset))).ok
     assert all(draw(index).ok for index in range(51))  # a deck less the burn card (002 (3))
@@ -293,14 +298,13 @@ def test_a_draw_by_the_tableau_is_one_step_asked_again_the_same_and_refused_at_b
     assert ask(commands.StartRound(id="start", table="T", coup="T-1", ruleset="baccarat-000-methods")).ok
     draw = commands.DrawCard(id="T-1:draw:0", table="T", coup="T-1", ruleset="baccarat-000-methods", index=0, count=4,
                              run=TableauRun())
+    written = len(asyncio.run(store.read(f"{subjects.EVENTS}.>")))
     first = ask(draw)
     assert first.cards == ("2S", "3H", "2D", "3C", "6H", "9D")  # both hands draw a third card
-    written = len(asyncio.run(store.read(f"{subjects.EVENTS}.>")))
     assert ask(draw) == first
+    # One step, given whole for the coup's append to carry: the shoe writes nothing of it.
     assert len(asyncio.run(store.read(f"{subjects.EVENTS}.>"))) == written
-    drawn = [m for m in asyncio.run(store.read(f"{subjects.EVENTS}.>"))
-             if any(isinstance(e.data, CardDrawn) for e in m.batch.events)]
-    assert len(drawn) == 1 and len(drawn[0].batch.events) == 6
+    assert [e.card for e in first.carried if isinstance(e, CardDrawn)] == list(first.cards)
 
 
 def test_a_draw_by_the_dealers_rule_is_one_step_asked_again_the_same() -> None:
@@ -317,16 +321,17 @@ def test_a_draw_by_the_dealers_rule_is_one_step_asked_again_the_same() -> None:
         return asyncio.run(shoe.handle(command))
 
     assert ask(commands.StartRound(id="start", table="J", coup="J-1", ruleset=rules)).ok
-    assert ask(commands.DrawCard(id="J-1:draw:0", table="J", coup="J-1", ruleset=rules, index=0, count=3)).cards == (
-        "TS", "6H", "9D")  # 003 7.3: a box, the dealer, the box
+    dealt = ask(commands.DrawCard(id="J-1:draw:0", table="J", coup="J-1", ruleset=rules, index=0, count=3))
+    assert dealt.cards == ("TS", "6H", "9D")  # 003 7.3: a box, the dealer, the box
+    asyncio.run(carried(shoe, dealt, "J-1:draw:0", "J", "J-1", ""))  # recorded as the coup's append carries it
     written = len(asyncio.run(store.read(f"{subjects.EVENTS}.>")))
     draw = commands.DrawCard(id="J-1:draw:3", table="J", coup="J-1", ruleset=rules, index=3,
-                             run=DealerRun(("6H",), hits_soft_17=False))
+                             run=DealerRun(("6H",), hits_soft_17=False), after="J-1:draw:0")
     first = ask(draw)
     assert first.cards == ("5C", "2D", "3S", "KH") and first.positions == (4, 5, 6, 7)  # after the burn
     assert ask(draw) == first
-    batches = asyncio.run(store.read(f"{subjects.EVENTS}.>"))[written:]
-    assert [len(m.batch.events) for m in batches] == [4]
+    assert len(asyncio.run(store.read(f"{subjects.EVENTS}.>"))) == written  # one step, carried: nothing written
+    assert [e.card for e in first.carried if isinstance(e, CardDrawn)] == list(first.cards)
 
 
 def test_a_run_with_its_pickup_ends_the_round_in_its_draw_and_is_asked_again_the_same() -> None:
@@ -350,13 +355,13 @@ def test_a_run_with_its_pickup_ends_the_round_in_its_draw_and_is_asked_again_the
                              run=TableauRun(pickup), next="T-000002")
     first = asyncio.run(shoe.handle(draw))
     assert first.cards == ("2S", "3H", "2D", "3C", "6H", "9D")
-    written = asyncio.run(store.read(f"{subjects.EVENTS}.>"))
-    assert [e.type for e in written[-1].batch.events] == [*["shoe.card_drawn"] * 6, "shoe.round_ended",
-                                                          "shoe.round_started"]
-    ended = written[-1].batch.events[-2].data
+    assert [type_of(e) for e in first.carried] == [*["shoe.card_drawn"] * 6, "shoe.round_ended", "shoe.round_started"]
+    ended = first.carried[-2]
     assert isinstance(ended, RoundEnded) and ended.pickup == first.cards
+    asyncio.run(carried(shoe, first, draw.id, "T", "T-000001", ""))  # recorded as the coup's append carries it
+    written = asyncio.run(store.read(f"{subjects.EVENTS}.>"))
     end = commands.EndRound(id="T-000001:end", table="T", coup="T-000001", ruleset=rules, pickup=first.cards,
-                            next="T-000002")
+                            next="T-000002", after=draw.id)
     for asked in (shoe, shoe_service()):  # asked again, and by an instance folded from the record
         assert asyncio.run(asked.handle(draw)) == first
         assert asyncio.run(asked.handle(end)) == commands.Reply(True, coup="T-000002", shoe="T-shoe-1")

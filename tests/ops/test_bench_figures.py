@@ -85,7 +85,7 @@ async def test_the_verification_memory_benchmark_verifies_the_table_both_ways_in
     """Each way in a fresh process (which refuses a report with a difference),
     the same coups verified, how far its memory rose measured from the kernel."""
     figures = await measure_verifying(coups_per_table=20, runs=1, window=2)
-    assert figures["coups"] == 20 and figures["messages"] > 20 * 8  # about ten a coup, the round's end in its draw
+    assert figures["coups"] == 20 and figures["messages"] > 20 * 5  # about seven a coup, the shoe's steps carried
     assert figures["held_whole"]["risen_mib"] > 0 and figures["as_read"]["risen_mib"] >= 0
     assert figures["ratio"] == figures["as_read"]["risen_mib"] / figures["held_whole"]["risen_mib"]
     # And a window of its coups listed both ways (the same coups, else it raises) and verified.

@@ -31,7 +31,7 @@ from casino.nats import client as natsclient
 from casino.rules.ruleset import Ruleset
 from casino.rules.shoe import ShoeEnded
 from casino.store import subjects
-from casino.store.envelope import AnyEvent, CoupConfigured
+from casino.store.envelope import CARRIED, AnyEvent, CoupConfigured
 from casino.store.eventstore import EventStore, Stored
 from casino.store.jetstream import STREAM
 
@@ -251,7 +251,10 @@ async def verify_window(store: EventStore, table: str, bounds: Bounds) -> Report
     async for msgs in read_coups(store, table, numbers):  # each verified as read: a coup's records held at a time
         if (opening := opening_of(msgs)) is not None and bounds.hold(opening):
             parts.append(verify_all(msgs, [], carried, openings))
-            shoes |= {subjects.tokens(m.subject)[1] for m in msgs if subjects.tokens(m.subject)[3] == "shoe"}
+            # The shoes it drew from: its own records' (a round dealt on from a new shoe is filed there too), and
+            # each the shoe's steps its messages carry name.
+            shoes |= {subjects.tokens(m.subject)[1] for m in msgs} | {
+                e.data.shoe_id for m in msgs for e in m.batch.events if isinstance(e.data, CARRIED)}
     for shoe in sorted(shoes):
         parts.append(verify_all([], shoe_records([m for aggregate in ("shoe", "coup") for m in await store.read(
             subjects.event(table, shoe, "*", aggregate))])))

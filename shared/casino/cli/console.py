@@ -15,7 +15,7 @@ from casino.rules.incidents import RULING_WORDS, CardIncident, CoupRuled, TableC
 from casino.rules.text import escaped, money
 from casino.store import subjects
 from casino.store.envelope import Batch, CoupConfigured, CoupHeld
-from casino.store.eventstore import EventStore, latest_at_table
+from casino.store.eventstore import EventStore, Stored, latest_at_table
 
 
 @dataclass
@@ -181,12 +181,15 @@ async def where_tables_stand(console: Console, store: EventStore, takings: dict[
     coup and its shoe in play from the store, its settled coups and the
     house's net from the read models' takings."""
     for table, view in console.views.items():
+        held: dict[int, Stored] = {}  # the latest coup's and the shoe in play's, in stream order
         for aggregate in ("coup", "shoe"):
             latest = await latest_at_table(store, table, aggregate)
             if latest is None:
                 continue
             _, shoe, coup, _ = subjects.tokens(latest.subject)
-            for msg in await store.read(subjects.event(table, shoe, coup if aggregate == "coup" else "*", aggregate)):
-                console.on_batch(msg.subject, msg.batch)
+            held.update((m.seq, m) for m in await store.read(
+                subjects.event(table, shoe, coup if aggregate == "coup" else "*", aggregate)))
+        for seq in sorted(held):
+            console.on_batch(held[seq].subject, held[seq].batch)
         if table in takings:
             view.settled, view.house_net = takings[table].coups_settled, takings[table].house_net

@@ -369,11 +369,16 @@ BookCommand = OpenBook | CloseBook | PlaceExtra
 
 
 class StartRound(Command, frozen=True, tag="shoe.start_round"):
-    """The round of ``coup`` started; ``after`` as ``DrawCard``'s."""
+    """The round of ``coup`` started; ``after`` as ``DrawCard``'s. With
+    ``unrecorded`` (asked as the coup opens, before its opening is recorded)
+    the start is given for the opening's append to carry (``Reply.carried``)
+    where the shoe records nothing else with it (a reshuffle first is the
+    shoe's own append)."""
 
     coup: Token
     ruleset: str
     after: str = ""
+    unrecorded: bool = False
 
 
 class DrawCard(Command, frozen=True, tag="shoe.draw_card"):
