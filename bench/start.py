@@ -22,9 +22,10 @@ from nats.aio.client import Client
 from services.dealer_policy.service import DealerPolicyService
 from services.dealer_policy.table import carry
 from services.shoe.app import orders_of
+from services.shoe.carrying import carry_into
+from services.shoe.held import TableShoe
 from services.shoe.secrets import JetStreamSecrets
 from services.shoe.service import ShoeService
-from services.shoe.shoes import TableShoe, carry_into
 
 from bench.load import casino, stop_players
 from casino.cli.run import SHORT, default_tables

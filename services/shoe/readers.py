@@ -19,10 +19,12 @@ from casino.rules.cards import full_set, same_cards
 from casino.rules.errors import RuleViolation
 from casino.store import subjects
 from casino.store.envelope import CARRIED
-from services.shoe.shoes import carries, give, refused_why
+from services.shoe.carrying import carries, give
+from services.shoe.held import refused_why
 
 if TYPE_CHECKING:
-    from services.shoe.shoes import Shoes, TableShoe
+    from services.shoe.held import TableShoe
+    from services.shoe.shoes import Shoes
 
 REPORT = "report"  # a report taken in a shoe no longer in play: answered, and nothing more taken
 # What each of the shoe's records of a report makes of it, as the reply names it.

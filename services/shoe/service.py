@@ -30,7 +30,9 @@ from casino.rules.runs import end_of
 from casino.store import subjects
 from casino.store.envelope import CARRIED
 from services.shoe import readers
-from services.shoe.shoes import Shoes, TableShoe, carries, give, not_next
+from services.shoe.carrying import carries, give
+from services.shoe.held import TableShoe
+from services.shoe.shoes import Shoes, not_next
 
 
 class ShoeService(Shoes):

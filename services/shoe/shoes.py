@@ -1,5 +1,7 @@
 """The shoe service's tables: each table's shoe and the secret order of the
-shoe in play, folded from the stream, and what is recorded of it, reaching
+shoe in play (services.shoe.held), folded from the stream and from the
+steps the coups' records carry (services.shoe.carrying), and what is
+recorded of it, reaching
 the world only through the service's ports: the event store, the secret
 store of shuffled orders, each table's order source (services.shoe.orders),
 the clock. The handlers (services.shoe.service, services.shoe.readers) work
@@ -9,75 +11,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-import msgspec
-
 from casino.config import rulesets
 from casino.metrics import Metrics, count_recorded
 from casino.nats.partitions import within
 from casino.protocol.commands import SHUFFLING_MACHINE, ShoeCommand
 from casino.protocol.service import Clock, TableLocks, log, utc_now
 from casino.rules import shoe as dealing_shoe
-from casino.rules.cards import DECK_INDEX, Card
 from casino.rules.errors import RuleViolation
-from casino.rules.ruleset import ShoeRules
 from casino.rules.runs import Run, end_of
 from casino.store import subjects
-from casino.store.envelope import CARRIED, READ, Batch, carried_by
+from casino.store.envelope import Batch
 from casino.store.eventstore import Appended, EventStore, Stored, latest_at_table
-from services.repository import Held, Repository
+from services.repository import Repository
+from services.shoe.carrying import carries_steps, carry_into
+from services.shoe.held import TableShoe, fold
 from services.shoe.orders import OrderSource, OwnShuffle
-from services.shoe.secrets import Order, SecretStore, ShuffleSource, secure_shuffle
-
-# What a card-reading shoe's report is taken as (services.shoe.readers), beside the shuffles it may cause.
-TAKEN = (dealing_shoe.CardDrawn, dealing_shoe.CardBurned, dealing_shoe.CardMisdrawn, dealing_shoe.CardRefused,
-         dealing_shoe.CutCardReached, dealing_shoe.CutCardMisplaced)
-
-
-class TableShoe(Held, kw_only=True):
-    """A table's shoe, the secret order of the shoe in play, and what of the stream it is folded from."""
-
-    rules: ShoeRules
-    document: str = ""  # the ruleset's document: the clauses the shoe cites (casino.rules.shoe.cites)
-    state: dealing_shoe.ShoeState = msgspec.field(default_factory=dealing_shoe.ShoeState)
-    order: Order | None = None
-    shuffles: int = 0
-    last_round: str = ""
-    # The last round ended: its shoe, the position of its first card and its cards, so that a draw of it
-    # asked again once its run has ended it is answered with the same cards.
-    ended: tuple[str, int, tuple[Card, ...]] | None = None
-    # A card-reading shoe's reports taken in the shoe in play, and in the shoe before it, by the report's id:
-    # what each was recorded as.
-    reads: dict[str, list[dealing_shoe.AnyShoeEvent]] = msgspec.field(default_factory=dict)
-    reads_before: dict[str, list[dealing_shoe.AnyShoeEvent]] = msgspec.field(default_factory=dict)
-    # The shoe's steps that the coups' appends carry, in the shoe in play and the one before it, by what names
-    # each (a report, a draw: ``envelope.carried_by``), with what each decided; and the one given and not yet
-    # confirmed in the coup's record: the coup's next step at the shoe waits for it.
-    given: dict[str, list[dealing_shoe.AnyShoeEvent]] = msgspec.field(default_factory=dict)
-    given_before: dict[str, list[dealing_shoe.AnyShoeEvent]] = msgspec.field(default_factory=dict)
-    pending: str = ""
-    pending_draw: tuple[object, ...] = ()  # what the draw given and pending was asked for: another is not it
-    carried_seq: int = 0  # the last coup message whose carried steps are folded
-    went_on: str = ""  # the round the shoe in play was filled in the middle of (003 7.9): its coup's is another's
-    orders: OrderSource  # where the table's shoe orders come from (picked once, from the tables file)
-
-    def anew(self) -> TableShoe:
-        """The table's shoe before any event is folded."""
-        return TableShoe(rules=self.rules, document=self.document, orders=self.orders)
-
-
-def fold(t: TableShoe, event: dealing_shoe.AnyShoeEvent, causation: str) -> None:
-    if isinstance(event, dealing_shoe.RoundEnded):
-        layout = tuple(t.state.layout)
-        t.ended = (t.state.shoe_id or "", t.state.position - len(layout), layout)
-    t.state = dealing_shoe.evolve(t.state, event)
-    if isinstance(event, dealing_shoe.ShoeShuffled):
-        t.shuffles += 1
-        t.reads_before, t.reads, t.given_before, t.given = t.reads, {}, t.given, {}
-        t.went_on = t.state.round or ""  # 003 7.9: a round dealt on from this shoe, opened from the one before
-    if causation.startswith(READ) and isinstance(event, TAKEN):  # what a card-reading shoe's report was taken as
-        t.reads.setdefault(causation[len(READ):], []).append(event)
-    elif isinstance(event, dealing_shoe.RoundEnded):
-        t.last_round = event.coup_id
+from services.shoe.secrets import SecretStore, ShuffleSource, secure_shuffle
 
 
 class Shoes:
@@ -164,7 +113,7 @@ class Shoes:
             shoe = await self.store.read(subjects.event(table, subjects.shoe_id(table, number), "*", "shoe"))
             # The cards the shoe gave its coups' appends to carry, in stream order with its own.
             coups = await self.store.read(subjects.event(table, subjects.shoe_id(table, number), "*", "coup"))
-            held = sorted(shoe + [m for m in coups if _carries(m)], key=lambda m: m.seq)
+            held = sorted(shoe + [m for m in coups if carries_steps(m)], key=lambda m: m.seq)
             history[:0] = held
             if any(isinstance(env.data, dealing_shoe.RoundEnded) for msg in held for env in msg.batch.events):
                 break
@@ -328,93 +277,6 @@ class Shoes:
         # Only now: a shuffle that lost its race to another instance's step in
         # the shoe in play leaves the order of the shoe in play to deal from.
         t.order = order if order[0] else None
-
-
-def give(t: TableShoe, step: str, events: list[dealing_shoe.AnyShoeEvent], causation: str) -> None:
-    """A step decided for a coup's append to carry (``step`` names it): the
-    shoe moves on with it at once, and waits for the coup's record to confirm it."""
-    for event in events:
-        fold(t, event, causation)
-    t.given[step] = events
-    t.pending = step
-
-
-def carries(t: TableShoe, events: list[dealing_shoe.AnyShoeEvent]) -> bool:
-    """Whether ``events``, decided on the shoe in play, go in the coup's append:
-    each is a step of the coup's (``envelope.CARRIED``), and nothing of the
-    shoe's own follows at once (a reshuffle, 002 (9), 003 7.8 and 7.9, is the
-    shoe's own append, after them), and the round was opened from the shoe
-    in play (the coup's messages are under the shoe it opened from)."""
-    if not events or not all(isinstance(e, CARRIED) for e in events):
-        return False
-    if t.state.round is not None and t.state.round == t.went_on:
-        return False  # the coup's record is under the shoe it opened from: the shoe in play records its own
-    after = dealing_shoe.copy(t.state)
-    for event in events:
-        after = dealing_shoe.evolve(after, event)
-    return not after.reshuffle or (after.reshuffle != "now" and after.round is not None)
-
-
-def carry_into(t: TableShoe, seq: int, batch: Batch) -> None:
-    """Fold the shoe's steps a coup's message carries (given by this instance
-    or another: services.shoe.readers, services.shoe.service). A card carried
-    is taken only where it is the shoe in play's next card, one its
-    composition holds and its order has there, and a round's end only for
-    the round being dealt: a coup's record is not the shoe's word, and what
-    is not (a forged write; casino verify names it) is passed over, with the
-    rest of its step."""
-    if seq <= t.carried_seq:
-        return
-    t.carried_seq = seq
-    steps: dict[str, list[tuple[dealing_shoe.AnyShoeEvent, str]]] = {}
-    for env in batch.events:
-        if isinstance(env.data, CARRIED):
-            steps.setdefault(carried_by(env.data, env.causation), []).append((env.data, env.causation))
-    for step, events in steps.items():
-        if step in t.given:  # given by this instance: confirmed
-            t.pending = "" if t.pending == step else t.pending
-            continue
-        for e, causation in events:
-            if (why := _not_given(t, e)) is not None:
-                log.warning("shoe %s: seq %d carries %s, %s: passed over", t.state.shoe_id, seq, type(e).__name__, why)
-                break
-            fold(t, e, READ + e.read if isinstance(e, dealing_shoe.CardDrawn) and e.read else causation)
-            t.given.setdefault(step, []).append(e)
-
-
-def _not_given(t: TableShoe, e: dealing_shoe.AnyShoeEvent) -> str | None:
-    """Why the shoe in play cannot have given ``e`` (None where it can)."""
-    if e.shoe_id != t.state.shoe_id:
-        return f"of shoe {e.shoe_id}, not the shoe in play"
-    if isinstance(e, dealing_shoe.CardDrawn):
-        if e.position != t.state.position or refused_why(t, e.card) is not None:
-            return f"{e.card} at position {e.position}, not the shoe's next card"
-    elif isinstance(e, dealing_shoe.RoundEnded) and e.coup_id != t.state.round:
-        return f"the end of round {e.coup_id}, not the round being dealt"
-    elif isinstance(e, dealing_shoe.RoundStarted) and t.state.round is not None:
-        return f"round {e.coup_id} started while round {t.state.round} is dealt"
-    return None
-
-
-def _carries(m: Stored) -> bool:
-    return not m.unreadable and any(isinstance(env.data, CARRIED) for env in m.batch.events)
-
-
-COMPOSITION = "shoe composition"  # a card the shoe cannot hold: more copies than its decks have
-ORDER = "committed order"  # a card that is not the next of the order committed to
-
-
-def refused_why(t: TableShoe, card: str) -> tuple[str, str] | None:
-    """Why the shoe cannot have given ``card`` (the clause, and what), or None where it can."""
-    index = DECK_INDEX.get(card)
-    if index is None:
-        return COMPOSITION, f"{card!r} is not a card"
-    if t.state.dealt[index] >= t.state.decks:
-        return COMPOSITION, f"every {card} of a {t.state.decks}-deck shoe has left it already"
-    if t.order is not None and t.order[0][t.state.position] != card:
-        # The order's next card is not named: it is secret until the shoe ends.
-        return ORDER, f"{card} is not the next card of the order the shuffling machine made"
-    return None
 
 
 def not_next(coup: str, last_round: str) -> str | None:

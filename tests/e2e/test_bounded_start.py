@@ -15,9 +15,9 @@ import nats
 import pytest
 from services.dealer_policy.service import DealerPolicyService
 from services.dealer_policy.table import TableCoup, carry
+from services.shoe.held import TableShoe
 from services.shoe.secrets import JetStreamSecrets, MemorySecrets, secure_shuffle
 from services.shoe.service import ShoeService
-from services.shoe.shoes import TableShoe
 
 from casino.audit.verify import verify_coup
 from casino.cli.run import APPROVALS
