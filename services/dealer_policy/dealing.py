@@ -22,6 +22,7 @@ from casino.rules.shoe import ROUND
 from casino.store import subjects
 from casino.store.envelope import CARRIED, AnyEvent, Batch
 from casino.store.eventstore import Conflict, EventStore, Stored
+from services.dealer_policy.sources import draw_id
 from services.dealer_policy.table import TableCoup, before_opening, follow, refused
 from services.repository import Repository
 
@@ -169,11 +170,12 @@ class Dealing:
                 # then in the record, for whichever instance of the shoe service answers.
                 await self.flush()
             if step.kind == "draw" and (drawn := await self._draw(step)) is not None:
+                asked = draw_id(t.coup, step, t.next_coup)
                 if drawn.carried:  # the shoe's record of the draw, carried in the same append as the cards dealt
-                    self.stage(list(drawn.carried), f"{t.coup}:drawn:{step.first}", f"{t.coup}:draw:{step.first}")
+                    self.stage(list(drawn.carried), f"{t.coup}:drawn:{step.first}", asked)
                 for i, (card, position) in enumerate(zip(drawn.cards, drawn.positions, strict=True)):
                     deal = t.game.deal(card, position, t.game.next_step(t.rules, t.state).waiting.seat)
-                    self.stage(self.decide(deal), f"{t.coup}:card:{step.first + i}", f"{t.coup}:draw:{step.first}")
+                    self.stage(self.decide(deal), f"{t.coup}:card:{step.first + i}", asked)
                 continue
             if step.kind == "finished":
                 await self._finish()

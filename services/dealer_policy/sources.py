@@ -6,6 +6,7 @@ for, each taken as its report comes (services.dealer_policy.reading)."""
 
 from __future__ import annotations
 
+import hashlib
 import time
 from abc import ABC, abstractmethod
 
@@ -69,7 +70,7 @@ class ShuffledShoe(CardSource):
     async def draw(self, peer: Peer, table: str, coup: str, ruleset: str, step: Step,
                    next_coup: str, after: str, unrecorded: bool = False) -> commands.Reply:
         return await peer.must(subjects.command(table, "shoe"), commands.DrawCard(
-            f"{coup}:draw:{step.first}", table, coup, ruleset, step.first, step.due, step.run, next_coup, after,
+            draw_id(coup, step, next_coup), table, coup, ruleset, step.first, step.due, step.run, next_coup, after,
             unrecorded))
 
     def reports(self, table: str) -> None:
@@ -116,6 +117,16 @@ class ReadingShoe(CardSource):
     def let_go(self, metrics: Metrics, name: str) -> None:
         metrics.awaiting_card.remove(name)
         metrics.table_closed.remove(name)
+
+
+def draw_id(coup: str, step: Step, next_coup: str) -> str:
+    """A draw's command id, and what names the shoe's step it gives
+    (``envelope.carried_by``): the coup, its first card and a digest of what
+    it asks for. Two dealer-policies asking for the same card for different
+    steps (a stale one's choice never recorded) ask different draws, and the
+    shoe tells which one a coup's record carries."""
+    asked = msgspec.json.encode((step.due, step.run, next_coup))
+    return f"{coup}:draw:{step.first}:{hashlib.sha256(asked).hexdigest()[:12]}"
 
 
 def source_of(config: TableConfig) -> CardSource:

@@ -10,9 +10,10 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from bench.history import deal
+from bench.history import carried, deal
 from services.dealer_policy.dealing import play
 from services.dealer_policy.service import DealerPolicyService
+from services.dealer_policy.sources import draw_id
 from services.dealer_policy.table import follow
 from services.settlement.service import SettlementService
 from services.shoe.secrets import MemorySecrets, secure_shuffle
@@ -21,6 +22,7 @@ from services.wager.service import WagerService
 
 from casino.audit.audits import verify_history
 from casino.config.tables import TableConfig
+from casino.games import Step
 from casino.nats.partitions import PARTITIONS
 from casino.protocol import commands
 from casino.protocol.service import answer, decide
@@ -28,7 +30,7 @@ from casino.rules import shoe as dealing_shoe
 from casino.rules import wagerbook
 from casino.rules.blackjack import messages as blackjack_messages
 from casino.rules.errors import RuleViolation
-from casino.rules.runs import TableauRun
+from casino.rules.runs import DealerRun, TableauRun
 from casino.store import subjects
 from casino.store.envelope import Batch, CoupHeld
 from casino.store.eventstore import Appended, Conflict, InMemoryEventStore
@@ -335,3 +337,41 @@ async def test_a_step_a_stale_instance_is_refused_at_the_shoe_holds_nothing_once
     stored = await store.read(f"{subjects.EVENTS}.>")
     assert not [e for m in stored for e in m.batch.events if isinstance(e.data, CoupHeld)]
     assert verify_history(stored).findings == []
+
+
+async def test_two_dealers_asking_one_card_for_different_steps_leave_each_shoe_instance_on_the_record() -> None:
+    """Two dealer-policy instances, each answered by another shoe instance:
+    the stale one asks the card after the players' for the dealer's run (its
+    choice, a stand, never recorded), the other for a hit, which is recorded. The
+    draws ask the same card under different ids (``draw_id``: what each asks
+    for), so the shoe instance that gave the run, told of the hit's step,
+    folds itself from the record: it deals the coup on from the hit, not
+    from the run it gave and nobody recorded."""
+    rules, store, secrets = "blackjack-003-no-hole-card", InMemoryEventStore(), MemorySecrets()
+
+    def shoe_instance() -> ShoeService:
+        return ShoeService(store, secrets, shuffle=lambda table, decks: (order(
+            decks, ["TS", "6H", "5D", "2C", "3S", "4H", "9D"], burn_cards(blackjack(rules).shoe)), "salt"))
+
+    given, other = shoe_instance(), shoe_instance()
+    coup, waiting = "J-000001", commands.Waiting("card")
+    started = await given.handle(commands.StartRound(id=f"{coup}:start", table="J", coup=coup, ruleset=rules))
+    deal = Step("draw", waiting, first=0, due=3)
+    dealt = await given.handle(commands.DrawCard(draw_id(coup, deal, "J-000002"), "J", coup, rules, 0, 3))
+    after = await carried(given, dealt, draw_id(coup, deal, "J-000002"), "J", coup, started.coup)
+    stand = Step("draw", waiting, first=3, due=1, run=DealerRun(dealt.cards[1:2], hits_soft_17=False))
+    hit = Step("draw", waiting, first=3, due=1)
+    assert draw_id(coup, stand, "J-000002") != draw_id(coup, hit, "J-000002")
+    assert draw_id(coup, hit, "J-000002") == draw_id(coup, hit, "J-000002")
+    ran = await given.handle(commands.DrawCard(draw_id(coup, stand, "J-000002"), "J", coup, rules, 3, 1,
+                                               stand.run, "J-000002", after))
+    assert len(ran.cards) > 1 and len(ran.carried) == len(ran.cards)  # the dealer's run given, never recorded
+    hit_card = await other.handle(commands.DrawCard(draw_id(coup, hit, "J-000002"), "J", coup, rules, 3, 1,
+                                                    None, "J-000002", after))
+    after = await carried(other, hit_card, draw_id(coup, hit, "J-000002"), "J", coup, after)
+    another = Step("draw", waiting, first=4, due=1)
+    next_card = await given.handle(commands.DrawCard(draw_id(coup, another, "J-000002"), "J", coup, rules, 4, 1,
+                                                     None, "J-000002", after))
+    assert next_card.ok and next_card.positions == (hit_card.positions[0] + 1,), next_card
+    held = given.tables["J"].state
+    assert held.round == coup and held.layout == [*dealt.cards, *hit_card.cards, *next_card.cards]
