@@ -13,6 +13,8 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
+
 from casino.games import Coup, Step
 from casino.metrics import Metrics, count_recorded
 from casino.protocol import commands
@@ -169,8 +171,8 @@ class Dealing:
                 # The shoe's step before this one recorded first: what the shoe is told it holds (``after``) is
                 # then in the record, for whichever instance of the shoe service answers.
                 await self.flush()
-            if step.kind == "draw" and (drawn := await self._draw(step)) is not None:
-                asked = draw_id(t.coup, step, t.next_coup)
+            asked = draw_id(t.coup, step, t.next_coup)
+            if step.kind == "draw" and (drawn := await self._draw(step, asked)) is not None:
                 if drawn.carried:  # the shoe's record of the draw, carried in the same append as the cards dealt
                     self.stage(list(drawn.carried), f"{t.coup}:drawn:{step.first}", asked)
                 for i, (card, position) in enumerate(zip(drawn.cards, drawn.positions, strict=True)):
@@ -187,18 +189,20 @@ class Dealing:
         """Whether a step staged carries the shoe's record of a step of its own."""
         return any(isinstance(e, CARRIED) for events, _, _, _ in self.t.staged.steps for e in events)
 
-    async def _draw(self, step: Step) -> commands.Reply | None:
-        """The cards of a draw from the table's card source, or None: the coup waits for them."""
+    async def _draw(self, step: Step, asked: str) -> commands.Reply | None:
+        """The cards of a draw (``asked``: its id, ``sources.draw_id``) from the
+        table's card source, or None: the coup waits for them."""
         try:
             t = self.t
+            ask = commands.DrawCard(asked, t.name, t.coup, t.config.ruleset, step.first, step.due, step.run,
+                                    t.next_coup, t.last_read, unrecorded=bool(t.staged.steps))
             try:
-                return await t.cards.draw(self.peer, t.name, t.coup, t.config.ruleset, step, t.next_coup,
-                                          t.last_read, bool(t.staged.steps))
+                return await t.cards.draw(self.peer, ask)
             except RuleViolation as exc:
                 if exc.clause != commands.RECORD_FIRST:
                     raise
             await self.flush()  # the shoe records this draw itself: the coup's steps before it are recorded first
-            return await t.cards.draw(self.peer, t.name, t.coup, t.config.ruleset, step, t.next_coup, t.last_read)
+            return await t.cards.draw(self.peer, msgspec.structs.replace(ask, after=t.last_read, unrecorded=False))
         except RuleViolation as exc:
             if exc.clause == ROUND:  # the shoe deals no round of this coup: a fault, for compliance
                 await self.flush()

@@ -30,14 +30,10 @@ class CardSource(ABC):
     """Where one table's cards come from."""
 
     @abstractmethod
-    async def draw(self, peer: Peer, table: str, coup: str, ruleset: str, step: Step,
-                   next_coup: str, after: str, unrecorded: bool = False) -> commands.Reply | None:
-        """The cards of ``step`` (a ``draw`` in ``coup``) with their positions
-        in the shoe (``peer`` asks the other services), or None: the coup
-        waits for them to be reported. A run's draw ends the round, and
-        starts ``next_coup``'s where the shoe can; ``after``: the shoe's last
-        step the table's record carries, and ``unrecorded``: whether the
-        coup's steps before it are staged, not recorded (``commands.DrawCard``)."""
+    async def draw(self, peer: Peer, ask: commands.DrawCard) -> commands.Reply | None:
+        """The cards a step draws (``ask``, as the dealer-policy asks the shoe
+        for them) with their positions in the shoe (``peer`` asks the other
+        services), or None: the coup waits for them to be reported."""
 
     def told(self, waiting: commands.Waiting) -> commands.Waiting:
         """What the table's terminal is told the coup waits for."""
@@ -67,11 +63,8 @@ class ShuffledShoe(CardSource):
     step draws, as many at once as are certainly due, and the run the game's
     rule alone goes on with."""
 
-    async def draw(self, peer: Peer, table: str, coup: str, ruleset: str, step: Step,
-                   next_coup: str, after: str, unrecorded: bool = False) -> commands.Reply:
-        return await peer.must(subjects.command(table, "shoe"), commands.DrawCard(
-            draw_id(coup, step, next_coup), table, coup, ruleset, step.first, step.due, step.run, next_coup, after,
-            unrecorded))
+    async def draw(self, peer: Peer, ask: commands.DrawCard) -> commands.Reply:
+        return await peer.must(subjects.command(ask.table, "shoe"), ask)
 
     def reports(self, table: str) -> None:
         raise RuleViolation(CARD_SOURCE, f"table {table} is dealt from the shoe service's own shuffle: it takes "
@@ -91,8 +84,7 @@ class ShuffledShoe(CardSource):
 class ReadingShoe(CardSource):
     """A card-reading shoe: the coup waits for each card's report (``read``)."""
 
-    async def draw(self, peer: Peer, table: str, coup: str, ruleset: str, step: Step, next_coup: str,
-                   after: str, unrecorded: bool = False) -> None:
+    async def draw(self, peer: Peer, ask: commands.DrawCard) -> None:
         return None
 
     def reports(self, table: str) -> None:

@@ -16,7 +16,6 @@ from services.shoe.service import ShoeService
 from casino.audit.audits import verify_history
 from casino.cli.run import default_tables
 from casino.cli.simulator import Simulator
-from casino.games import Step
 from casino.protocol import commands
 from casino.protocol.service import Peer
 from casino.rules import shoe
@@ -39,10 +38,9 @@ async def test_a_failed_round_end_is_asked_again_before_the_next_coup_starts(
     handle = ShoeService.handle
     draw = ShuffledShoe.draw
 
-    async def earlier(self: ShuffledShoe, peer: Peer, table: str, coup: str, ruleset: str, step: Step,
-                      next_coup: str, after: str, unrecorded: bool = False) -> commands.Reply:
-        run = step.run and msgspec.structs.replace(step.run, pickup=None)
-        return await draw(self, peer, table, coup, ruleset, step._replace(run=run), next_coup, after, unrecorded)
+    async def earlier(self: ShuffledShoe, peer: Peer, ask: commands.DrawCard) -> commands.Reply:
+        run = ask.run and msgspec.structs.replace(ask.run, pickup=None)
+        return await draw(self, peer, msgspec.structs.replace(ask, run=run))
 
     monkeypatch.setattr(ShuffledShoe, "draw", earlier)
 
