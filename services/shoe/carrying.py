@@ -6,6 +6,8 @@ coups' records, each checked against the shoe's own facts."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from casino.protocol.service import log
 from casino.rules import shoe as dealing_shoe
 from casino.store.envelope import CARRIED, READ, Batch, carried_by
@@ -20,6 +22,11 @@ def give(t: TableShoe, step: str, events: list[dealing_shoe.AnyShoeEvent], causa
         fold(t, event, causation)
     t.given[step] = events
     t.pending = step
+
+
+def given_of(t: TableShoe, step: str) -> tuple[Any, ...]:
+    """The shoe's record of ``step``, where it gave it for the coup's append to carry (asked again: given again)."""
+    return tuple(e for e in t.given.get(step, ()) if isinstance(e, CARRIED))
 
 
 def carries(t: TableShoe, events: list[dealing_shoe.AnyShoeEvent]) -> bool:

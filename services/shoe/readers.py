@@ -18,8 +18,7 @@ from casino.rules import shoe as dealing_shoe
 from casino.rules.cards import full_set, same_cards
 from casino.rules.errors import RuleViolation
 from casino.store import subjects
-from casino.store.envelope import CARRIED
-from services.shoe.carrying import carries, give
+from services.shoe.carrying import carries, give, given_of
 from services.shoe.held import refused_why
 
 if TYPE_CHECKING:
@@ -43,8 +42,8 @@ def _answer(t: TableShoe, read: str) -> Reply | None:
     if not events:
         return None
     answer = Reply(True, shoe=events[0].shoe_id)
-    if (given := t.given.get(read)) is not None:  # the coup's append carries the shoe's record of it
-        answer = replace(answer, carried=tuple(e for e in given if isinstance(e, CARRIED)))
+    if read in t.given:  # the coup's append carries the shoe's record of it
+        answer = replace(answer, carried=given_of(t, read))
     for e in events:
         match e:
             case dealing_shoe.CardDrawn():
@@ -85,9 +84,8 @@ async def take(shoes: Shoes, cmd: TakeRead) -> Reply:
     A card due (with the round's end, where it completes a run) is given for
     the coup's append to carry (``Reply.carried``), not recorded here: the
     shoe moves on with it, and takes no further report of the coup until the
-    coup's record holds it
-    (``TakeRead.after``), answering first with it (``Reply.earlier``) for the
-    dealer-policy to record. The shoe never records a card it gave itself: a
+    coup's record holds it (``TakeRead.after``), answering first with it
+    (``Reply.earlier``) for the dealer-policy to record. The shoe never records a card it gave itself: a
     dealer-policy that took it may still record it."""
     t = await shoes.confirmed(cmd.table, await shoes.table(cmd.table, cmd.ruleset), cmd.after)
     if (answered := _answer(t, cmd.read)) is not None:

@@ -28,10 +28,8 @@ from casino.rules.cards import Card
 from casino.rules.errors import RuleViolation
 from casino.rules.runs import end_of
 from casino.store import subjects
-from casino.store.envelope import CARRIED
 from services.shoe import readers
-from services.shoe.carrying import carries, give
-from services.shoe.held import TableShoe
+from services.shoe.carrying import carries, give, given_of
 from services.shoe.shoes import Shoes, not_next
 
 
@@ -54,7 +52,7 @@ class ShoeService(Shoes):
             # Started as the last round ended, and the shoe ended since (a ruling): the next filled first.
             await self.reshuffle(cmd.table, t, subjects.NO_COUP, cmd.id)
         if t.state.round == cmd.coup or t.last_round == cmd.coup:  # asked again
-            return Reply(True, coup=cmd.coup, shoe=t.state.shoe_id or "", carried=_given(t, cmd.id))
+            return Reply(True, coup=cmd.coup, shoe=t.state.shoe_id or "", carried=given_of(t, cmd.id))
         if t.state.round is not None:
             raise RuleViolation("shoe", f"round {t.state.round} has not ended")
         if (wrong := not_next(cmd.coup, t.last_round)) is not None:
@@ -68,7 +66,7 @@ class ShoeService(Shoes):
             give(t, cmd.id, events, cmd.id)
         else:
             await self.commit(cmd.table, t, events, cmd.coup, f"{cmd.coup}:start", cmd.id)
-        return Reply(True, coup=cmd.coup, shoe=t.state.shoe_id or "", carried=_given(t, cmd.id))
+        return Reply(True, coup=cmd.coup, shoe=t.state.shoe_id or "", carried=given_of(t, cmd.id))
 
     async def _end_round(self, cmd: EndRound) -> Reply:
         t = await self.confirmed(cmd.table, await self.table(cmd.table, cmd.ruleset), cmd.after)
@@ -87,7 +85,7 @@ class ShoeService(Shoes):
             else:
                 await self.commit(cmd.table, t, events, cmd.coup, f"{cmd.coup}:end", cmd.id)
                 await self.reshuffled_after(cmd.table, t, cmd.id)
-        carried = _given(t, cmd.id)
+        carried = given_of(t, cmd.id)
         if cmd.next is not None and t.state.round == cmd.next and t.state.active:
             return Reply(True, coup=cmd.next, shoe=t.state.shoe_id or "", carried=carried)
         return Reply(True, coup=cmd.coup, shoe=ended_in, carried=carried)
@@ -98,7 +96,7 @@ class ShoeService(Shoes):
             t = await self.settled(cmd.table, t)
         if t.state.round != cmd.coup:
             if t.last_round == cmd.coup and t.ended is not None and cmd.index < _last(cmd, t.ended[2]) <= len(t.ended[2]):
-                return _drawn(cmd, *t.ended, _given(t, cmd.id))  # asked again once its run ended the round
+                return _drawn(cmd, *t.ended, given_of(t, cmd.id))  # asked again once its run ended the round
             raise RuleViolation(dealing_shoe.ROUND, f"coup {cmd.coup} is not the round being dealt")
         if cmd.count < 1:
             raise RuleViolation("protocol", f"a draw is of one card or more, not {cmd.count}")
@@ -137,12 +135,7 @@ class ShoeService(Shoes):
                 await self.commit(cmd.table, t, step, cmd.coup, f"{cmd.coup}:cut:{t.state.shoe_id}", cmd.id)
                 await self.reshuffle(cmd.table, t, cmd.coup, cmd.id)
         return _drawn(cmd, t.state.shoe_id or "", t.state.position - len(t.state.layout), tuple(t.state.layout),
-                      _given(t, cmd.id))
-
-
-def _given(t: TableShoe, step: str) -> tuple[Any, ...]:
-    """The shoe's record of ``step``, where it gave it for the coup's append to carry (asked again: given again)."""
-    return tuple(e for e in t.given.get(step, ()) if isinstance(e, CARRIED))
+                      given_of(t, cmd.id))
 
 
 def _drawn(cmd: DrawCard, shoe: str, start: int, layout: tuple[Card, ...], given: tuple[Any, ...] = ()) -> Reply:
