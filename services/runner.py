@@ -19,7 +19,6 @@ import signal
 import ssl
 import threading
 import time
-from collections.abc import Awaitable
 from typing import Any
 
 import uvicorn
@@ -71,7 +70,6 @@ class Running:
         self.service: Any = None
         self.gate = CommandGate(self.metrics)
         self.durables: list[str] = []
-        self.running: set[asyncio.Task[None]] = set()  # settlements under way beside the next deliveries
         self.tasks: list[asyncio.Task[None]] = []
         self.http: uvicorn.Server | None = None
         self.http_thread: threading.Thread | None = None
@@ -97,12 +95,6 @@ class Running:
     @property
     def nc(self) -> Client:
         return self.broker.connection
-
-    def later(self, work: Awaitable[None]) -> None:
-        """Go on with ``work`` beside the next deliveries (it acknowledges its own)."""
-        task = asyncio.ensure_future(work)
-        self.running.add(task)
-        task.add_done_callback(self.running.discard)
 
     async def start(self, http_port: int | None = None, http_host: str = "0.0.0.0") -> Running:
         """Start the application; with ``http_port``, serve its ASGI routes
@@ -190,8 +182,6 @@ class Running:
         await self.wiring.finishing(self.service)
         for subscriber in self.broker.subscribers:
             await subscriber.stop()
-        if self.running:
-            await asyncio.wait(self.running, timeout=10)
         await self.wiring.close()
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import abc
 import importlib
-from collections.abc import Awaitable, Coroutine
+from collections.abc import Coroutine
 from typing import Any, ClassVar, NamedTuple, Protocol
 
 from faststream.nats import NatsBroker
@@ -61,8 +61,6 @@ class Host(Protocol):
     tables: dict[str, TableConfig]
     clock: Clock
     options: dict[str, Any]  # what a test gives a service of its own (the shoe's shuffle)
-
-    def later(self, work: Awaitable[None]) -> None: ...
 
 
 class Wiring(abc.ABC):

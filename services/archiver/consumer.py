@@ -13,7 +13,6 @@ settlement, as before, was most of the archiver's 1.75 ms of CPU a coup at
 16 tables flat out (docs/benchmarks.md); a shuffle and an end are two a shoe."""
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -22,13 +21,11 @@ from faststream.nats import NatsBroker
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.js.api import ConsumerConfig, DeliverPolicy
-from nats.js.errors import NotFoundError
 
 from casino.metrics import Metrics
 from casino.store import envelope, subjects
-from casino.store.jetstream import STREAM
 from services.archiver.service import ARCHIVER_DURABLE, ArchiverService
-from services.followers import IN_FLIGHT, Sole, events_subscriber
+from services.followers import IN_FLIGHT, Sole, events_subscriber, shared_consumer
 from services.messaging import ack, documented
 
 log = logging.getLogger("casino")
@@ -39,21 +36,15 @@ AGAIN_FIRST = 0.5  # seconds before a table whose shoe may not be sealed yet is 
 # What the archiver's consumer delivers: every shoe's messages between coups (its shuffle, its end).
 ARCHIVER_FILTER = subjects.event("*", "*", subjects.NO_COUP, "shoe")
 
-ARCHIVER_DELIVERY = "_INBOX.archiver.events"  # where the archiver's consumer delivers
-
 
 async def ensure_archiver_consumer(nc: Client) -> None:
-    """Create the consumer the archiver's instances share, if it does not
-    exist, or change one made by an earlier release to deliver what this one
-    follows: each shoe's messages between coups, from the first made on (the
-    archiver's sweep seals what came before it)."""
-    js = nc.jetstream()
-    with contextlib.suppress(NotFoundError):
-        if (await js.consumer_info(STREAM, ARCHIVER_DURABLE)).config.filter_subject == ARCHIVER_FILTER:
-            return
-    await js.add_consumer(STREAM, ConsumerConfig(
-        durable_name=ARCHIVER_DURABLE, deliver_subject=ARCHIVER_DELIVERY, deliver_group=ARCHIVER_DURABLE,
-        filter_subject=ARCHIVER_FILTER, deliver_policy=DeliverPolicy.NEW, ack_wait=60.0, max_ack_pending=IN_FLIGHT))
+    """Make the consumer the archiver's instances share, if it does not
+    exist, or change one of an earlier release to follow what this one
+    follows (``services.followers.shared_consumer``): each shoe's messages
+    between coups, from the first made on (the archiver's sweep seals what
+    came before it)."""
+    await shared_consumer(nc, ARCHIVER_DURABLE, [ARCHIVER_FILTER], ConsumerConfig(
+        durable_name=ARCHIVER_DURABLE, deliver_policy=DeliverPolicy.NEW, ack_wait=60.0, max_ack_pending=IN_FLIGHT))
 
 
 class ArchiverConsumer(Sole):
@@ -63,7 +54,7 @@ class ArchiverConsumer(Sole):
     sweeps every table at its start and every ``SWEEP_EVERY`` seconds, one
     instance at a time (``Sole``)."""
 
-    deliver, queue = ARCHIVER_DELIVERY, ARCHIVER_DURABLE
+    consumer = ARCHIVER_DURABLE
 
     def __init__(self, service: Callable[[], ArchiverService], metrics: Metrics) -> None:
         super().__init__()
@@ -74,9 +65,12 @@ class ArchiverConsumer(Sole):
         # asked again, and the wait before the time after.
         self.waiting: dict[str, tuple[str, float, float]] = {}
 
+    async def ensure(self, nc: Client) -> None:
+        await ensure_archiver_consumer(nc)
+
     async def take(self, nc: Client, parts: set[int]) -> None:
         await super().take(nc, parts)
-        if self.subscription is not None and self.sweeping is None:
+        if self.held and self.sweeping is None:
             self.sweeping = asyncio.create_task(self._sweeping())
             self.again = asyncio.create_task(self._asking_again())
 
@@ -89,7 +83,7 @@ class ArchiverConsumer(Sole):
         await super().stop()
 
     async def _sweeping(self) -> None:
-        while self.subscription is not None:  # besides its cancellation, which Python 3.11 may lose
+        while self.held:  # besides its cancellation, which Python 3.11 may lose
             try:
                 await self.service().sweep()
             except Exception as exc:  # the server away, or a reply late: the next sweep tries again
@@ -97,7 +91,7 @@ class ArchiverConsumer(Sole):
             await asyncio.sleep(SWEEP_EVERY)
 
     async def _asking_again(self) -> None:
-        while self.subscription is not None:
+        while self.held:
             await asyncio.sleep(AGAIN_FIRST)
             now = time.monotonic()
             for table, (shoe, when, wait) in list(self.waiting.items()):
@@ -120,19 +114,26 @@ class ArchiverConsumer(Sole):
         else:  # sealed, or left to the sweep
             self.waiting.pop(table, None)
 
-    async def on_event(self, msg: Msg) -> None:
-        table, shoe, _, _ = subjects.tokens(msg.subject)
+    async def on_turn(self, msgs: list[Msg]) -> None:
+        """Each table of the turn advanced once, for the latest of its shoes the turn names."""
+        latest: dict[str, str] = {}
+        for msg in msgs:
+            table, shoe, _, _ = subjects.tokens(msg.subject)
+            if (subjects.shoe_number(table, shoe) or 0) >= (subjects.shoe_number(table, latest.get(table, "")) or 0):
+                latest[table] = shoe
         with self.metrics.handling.labels(ARCHIVER_DURABLE).time():
-            held = self.waiting.get(table)
-            if held is None or (subjects.shoe_number(table, shoe) or 0) >= (subjects.shoe_number(table, held[0]) or 0):
-                await self._advance(table, shoe, AGAIN_FIRST)
-        await ack(msg)
+            for table, shoe in latest.items():
+                held = self.waiting.get(table)
+                if held is None or (subjects.shoe_number(table, shoe) or 0) >= (
+                        subjects.shoe_number(table, held[0]) or 0):
+                    await self._advance(table, shoe, AGAIN_FIRST)
+        for msg in msgs:
+            await ack(msg)
 
 
 def documented_archiver(broker: NatsBroker) -> None:
-    """Declare the archiver's consumer for the AsyncAPI document (its deliveries come through ``ArchiverConsumer``)."""
-    @events_subscriber(broker, ARCHIVER_FILTER, ARCHIVER_DURABLE, ConsumerConfig(durable_name=ARCHIVER_DURABLE),
-                       "Each shoe's messages between coups (its shuffle, its end): once the shoe shuffled has a "
+    """Declare the archiver's consumer for the AsyncAPI document (its turns are taken by ``ArchiverConsumer``)."""
+    @events_subscriber(broker, ARCHIVER_FILTER, ARCHIVER_DURABLE, "Each shoe's messages between coups (its shuffle, its end): once the shoe shuffled has a "
                        "settled coup, the shoes before it may be sealed and removed.")
     async def on_event(received: documented(envelope.Batch)) -> None:  # type: ignore[valid-type]
         raise AssertionError("declared for the document only")

@@ -29,7 +29,7 @@ class SettlementWiring(Wiring):
 
     def sole(self) -> Sole:
         self.host.durables.append(consumer.SETTLEMENT)
-        return consumer.SettlementConsumer(lambda: self.host.service, self.host.metrics, self.host.later)
+        return consumer.SettlementConsumer(lambda: self.host.service, self.host.metrics)
 
     @classmethod
     def document(cls, broker: NatsBroker) -> None:

@@ -14,11 +14,14 @@ from pathlib import Path
 import kubernetes_validate
 import pytest
 import yaml
+from services.archiver.consumer import ARCHIVER_FILTER
+from services.settlement.service import FOLLOWED
 
 from casino.config import rulesets
 from casino.nats import permissions as natsauth
 from casino.nats import provision
 from casino.readmodels.projections import BUCKETS, META
+from casino.store import subjects
 
 ROOT = Path(__file__).resolve().parents[2]
 K8S = ROOT / "k8s"
@@ -77,7 +80,10 @@ def test_deployments_probes_resources_security_and_replicas(overlay: str, replic
     assert [name for name, s in streams.items() if not s["denyPurge"]] == ["CASINO"]
     assert all(s.get("compression") == "s2" for name, s in streams.items() if name != "CASINO_ARCHIVE")  # sealed: zlib
     consumers = {d["spec"]["durableName"]: d["spec"] for d in docs if d["kind"] == "Consumer"}  # type: ignore[index]
-    assert consumers["archiver"]["deliverSubject"] == f"{natsauth.inbox('archiver')}.events"
+    # Pulled in turns (services.followers.Sole), each following what its service's release follows.
+    assert not any("deliverSubject" in c for c in consumers.values())
+    assert consumers["archiver"]["filterSubject"] == ARCHIVER_FILTER
+    assert sorted(consumers["settlement"]["filterSubjects"]) == sorted(subjects.aggregate_filter(a) for a in FOLLOWED)
     buckets = {d["spec"]["bucket"]: d["spec"] for d in docs if d["kind"] == "KeyValue"}  # type: ignore[index]
     assert set(buckets) == {*BUCKETS.values(), META, natsauth.OWNERS, natsauth.LIVE, natsauth.WEB_SESSIONS}
     assert all(b["replicas"] == js_replicas and b["history"] == 1 for b in buckets.values())

@@ -15,7 +15,8 @@ import nats
 import pytest
 from nats.js.api import ConsumerConfig, DeliverPolicy
 from services import followers, runner
-from services.archiver.consumer import ARCHIVER_DELIVERY, ARCHIVER_FILTER, ensure_archiver_consumer
+from services.archiver.consumer import ARCHIVER_FILTER, ensure_archiver_consumer
+from services.settlement.consumer import ensure_settlement_consumer
 
 from casino.audit.verify import verify_coup
 from casino.config.tables import TableConfig
@@ -447,20 +448,27 @@ async def test_only_a_supervisors_own_credential_directs_as_that_supervisor(tmp_
             await nc.close()
 
 
-async def test_the_archiver_changes_its_consumer_of_an_earlier_release_with_its_own_credential(tmp_path: Path) -> None:
-    """An earlier release's archiver consumer delivered every settlement;
-    the archiver, as its own user, changes it to deliver each shoe's
-    shuffle and end, the same durable, inbox and queue."""
+async def test_settlement_and_the_archiver_make_their_pushing_consumers_of_an_earlier_release_pulled_as_themselves(
+        tmp_path: Path) -> None:
+    """An earlier release's consumers pushed their deliveries to an inbox
+    (and the archiver's delivered every settlement); each service, as its
+    own user, makes its own again as a pull consumer of the same durable,
+    following what this release follows, and leaves it so after."""
+    made = {natsauth.ARCHIVER_DURABLE: (ensure_archiver_consumer, subjects.aggregate_filter("settle"), [ARCHIVER_FILTER]),
+            "settlement": (ensure_settlement_consumer, subjects.aggregate_filter("coup"),
+                           sorted(subjects.aggregate_filter(a) for a in ("coup", "wager")))}
     async with secured_casino(tmp_path, services=False) as casino:
-        nc = await casino.connect("archiver")
-        js = nc.jetstream()
-        await js.add_consumer(STREAM, ConsumerConfig(
-            durable_name=natsauth.ARCHIVER_DURABLE, deliver_subject=ARCHIVER_DELIVERY,
-            deliver_group=natsauth.ARCHIVER_DURABLE, filter_subject=subjects.aggregate_filter("settle"),
-            deliver_policy=DeliverPolicy.NEW, ack_wait=60.0, max_ack_pending=followers.IN_FLIGHT))
-        await ensure_archiver_consumer(nc)
-        config = (await js.consumer_info(STREAM, natsauth.ARCHIVER_DURABLE)).config
-        assert config.filter_subject == ARCHIVER_FILTER
-        assert (config.deliver_subject, config.deliver_group) == (ARCHIVER_DELIVERY, natsauth.ARCHIVER_DURABLE)
-        await ensure_archiver_consumer(nc)  # as it is: left so
-        await nc.close()
+        for user, (ensure, before, after) in made.items():
+            nc = await casino.connect(user)
+            js = nc.jetstream()
+            await js.add_consumer(STREAM, ConsumerConfig(
+                durable_name=user, deliver_subject=f"{natsauth.inbox(user)}.events", deliver_group=user,
+                filter_subject=before, deliver_policy=DeliverPolicy.NEW, ack_wait=60.0,
+                max_ack_pending=followers.IN_FLIGHT))
+            await ensure(nc)
+            info = await js.consumer_info(STREAM, user)
+            assert (info.config.deliver_subject, info.config.deliver_group) == (None, None), user
+            assert sorted(info.config.filter_subjects or [info.config.filter_subject or ""]) == after, user
+            await ensure(nc)  # as it is: left so
+            assert (await js.consumer_info(STREAM, user)).created == info.created, user
+            await nc.close()
