@@ -1,9 +1,10 @@
-"""How a service follows the stream, on durable JetStream pull consumers
-taken in turns (``Turns``: every message waiting, handled together): one
-consumer its instances share, taken by one instance at a time (``Sole``:
-settlement's and the archiver's, each in its service's ``consumer``), or a
-consumer of its own (``claim``: the projections' writer). The shoe, wager
-and dealer-policy follow nothing: each instance owns its tables
+"""How a service follows the stream, on durable JetStream consumers, a
+turn at a time (every message waiting, handled together): one consumer its
+instances share, whose deliveries are pushed and taken by one instance at a
+time (``Sole``: settlement's and the archiver's, each in its service's
+``consumer``); or a pull consumer of its own (``claim``: the projections'
+writer), taken in turns of a fetch (``Turns``). The shoe, wager and
+dealer-policy follow nothing: each instance owns its tables
 (services.ownership) and applies its own appends as it makes them.
 
 Both come through nats-py's core subscriptions: a consumer hands out new
@@ -24,11 +25,11 @@ from typing import Any, ClassVar
 
 import nats
 from faststream.middlewares import AckPolicy
-from faststream.nats import JStream, NatsBroker, PullSub
+from faststream.nats import JStream, NatsBroker
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.js.api import AckPolicy as ConsumerAck
-from nats.js.api import ConsumerConfig, DeliverPolicy
+from nats.js.api import ConsumerConfig
 from nats.js.errors import NotFoundError
 
 from casino.metrics import Metrics
@@ -101,46 +102,39 @@ async def claim(nc: Client, kind: str, config_for: Callable[[str], ConsumerConfi
 
 
 async def shared_consumer(nc: Client, name: str, filters: list[str], made: ConsumerConfig) -> None:
-    """Make ``made``, the pull consumer ``name`` a service's instances share
+    """Make ``made``, the consumer ``name`` a service's instances share
     (``Sole``), if it is not there; give one there (an earlier release's, or
     one the cluster's manifests declared) this release's ``filters``, keeping
-    its other settings. One that pushed its deliveries (a release before
-    they were taken in turns) cannot be changed into a pull consumer: it is
-    made again, from the first message after its acknowledgement floor, so
-    that nothing it had not seen acknowledged is passed over (what comes
-    twice is settled or sealed once, by each record's guard)."""
+    its other settings, changed by its durable name (by its name, nats-py
+    asks a subject the service's user may not). A pull consumer of that name
+    is an earlier release's, which this one cannot change into one that
+    pushes: the start stops, saying what to do."""
     js = nc.jetstream()
     try:
-        info = await js.consumer_info(STREAM, name)
+        config = (await js.consumer_info(STREAM, name)).config
     except NotFoundError:
         config = made
     else:
-        config = info.config
-        if config.deliver_subject:
-            log.warning("%s: a consumer of an earlier release that pushed its deliveries: made again as a pull "
-                        "consumer from stream sequence %d", name, info.ack_floor.stream_seq + 1)
-            with contextlib.suppress(NotFoundError):  # another instance made it again first
-                await js.delete_consumer(STREAM, name)
-            config.deliver_subject = config.deliver_group = None
-            config.flow_control = config.idle_heartbeat = config.rate_limit_bps = None
-            config.deliver_policy, config.opt_start_seq = DeliverPolicy.BY_START_SEQUENCE, info.ack_floor.stream_seq + 1
-            config.opt_start_time = None
-        elif sorted(config.filter_subjects or [config.filter_subject or ""]) == sorted(filters):
+        if not config.deliver_subject:
+            raise RuntimeError(f"the consumer {name} is a pull consumer of an earlier release: delete it, and "
+                               f"{name} creates it again")
+        if sorted(config.filter_subjects or [config.filter_subject or ""]) == sorted(filters):
             return
     config.filter_subject, config.filter_subjects = (filters[0], None) if len(filters) == 1 else (None, filters)
-    config.name = None  # made or changed by its durable name, the one API subject its service's user may ask
+    config.name = None
     await js.add_consumer(STREAM, config)
 
 
-def events_subscriber(broker: NatsBroker, filter_: str, durable: str, description: str) -> Callable[
-        [Callable[..., Awaitable[None]]], Any]:
-    """Declare, for the AsyncAPI document, a durable pull consumer whose
-    messages are taken in turns (``Turns``), each acknowledged by its
-    handler; never subscribed through faststream (docs/architecture.md)."""
-    return broker.subscriber(filter_, stream=JStream(STREAM, declare=False), durable=durable,
-                             config=ConsumerConfig(durable_name=durable),
-                             pull_sub=PullSub(batch_size=TURN_MOST, batch=True), ack_policy=AckPolicy.MANUAL,
-                             decoder=undecoded, title=filter_, description=description)
+def events_subscriber(broker: NatsBroker, filter_: str, durable: str, config: ConsumerConfig,
+                      description: str) -> Callable[[Callable[..., Awaitable[None]]], Any]:
+    """A durable consumer's deliveries, acknowledged by the handler. The
+    consumer delivers to a queue group of its own name (nats-py binds a queue
+    subscription to the durable consumer of the queue's name): the instances
+    that share it (settlement's) share its deliveries."""
+    config.deliver_group = durable
+    return broker.subscriber(filter_, queue=durable, stream=JStream(STREAM, declare=False),
+                             config=config, ack_policy=AckPolicy.MANUAL, decoder=undecoded, title=filter_,
+                             description=description)
 
 
 def handed_out(msg: Msg, consumer: str, metrics: Metrics) -> bool:
@@ -172,12 +166,8 @@ class Turns:
     message not handled is acknowledged."""
 
     def __init__(self, nc: Client, consumer: str, handle: Callable[[list[Msg]], Awaitable[None]],
-                 lost: Callable[[BaseException], None], metrics: Metrics, *, gather: float = TURN_GATHER,
-                 acks_last: bool = True) -> None:
+                 lost: Callable[[BaseException], None], metrics: Metrics) -> None:
         self.nc, self.consumer, self.handle, self.lost, self.metrics = nc, consumer, handle, lost, metrics
-        # ``acks_last``: the turn acknowledged by its last message (ack policy all); otherwise ``handle``
-        # acknowledges each message it has handled (ack policy explicit).
-        self.gather, self.acks_last = gather, acks_last
         self.arrived: list[Msg] = []
         self.answered = asyncio.Event()
         self.status = ""
@@ -240,10 +230,9 @@ class Turns:
                         await self.handle(msgs)
                     finally:
                         self.handling = False
-                    if self.acks_last:
-                        await ack(msgs[-1])
-                    if self.task is not None and self.gather:
-                        await asyncio.sleep(self.gather)
+                    await ack(msgs[-1])
+                    if self.task is not None:
+                        await asyncio.sleep(TURN_GATHER)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -254,78 +243,85 @@ class Turns:
 
 
 class Sole(abc.ABC):
-    """A durable pull consumer a service's instances share, taken in turns
-    (``Turns``) by one instance at a time: the owner of partition ``SOLE``
-    in the owners' bucket (``services.ownership``). The others stand by;
-    one of them takes over when it stops, or a lapse after it vanishes, and
-    what it held unacknowledged comes again after the consumer's ack wait.
-    Each message of a turn is acknowledged once handled (ack policy
-    explicit), so that one that fails is asked for again on its own
-    (``services.messaging.failed``) while the turn's others are done. Turns
-    that end (the server away, the consumer deleted) are taken up again
-    every ``AGAIN`` seconds, the consumer made again first. faststream
+    """The deliveries of a consumer a service's instances share (a queue group
+    on its deliver subject), taken by one instance at a time: the owner of
+    partition ``SOLE`` in the owners' bucket (``services.ownership``). The
+    others stand by; one of them takes over when it stops, or a lapse after
+    it vanishes, and what it held unacknowledged comes again after the
+    consumer's ack wait. The deliveries come through a nats-py subscription
+    (faststream's subscriber stack cost 264 µs of CPU a delivery here,
+    nats-py's callback 16 to 22: docs/architecture.md) and are handled a
+    turn at a time: every delivery that came while the last turn was handled
+    is handed over together, in the order they came, each acknowledged once
+    handled (ack policy explicit), so that one that fails is asked for again
+    on its own. (A pull consumer taken in turns of a fetch cost settlement
+    more at a floor's pace, not less: docs/benchmarks.md.) faststream
     declares the consumer for the AsyncAPI document."""
 
-    consumer: ClassVar[str]  # the consumer's durable name
-    gather: ClassVar[float] = 0.0  # seconds between a turn's end and the next fetch
-    AGAIN: ClassVar[float] = 1.0
+    deliver: ClassVar[str]  # the consumer's deliver subject
+    queue: ClassVar[str]  # and its queue group
 
     def __init__(self) -> None:
         self.nc: Client | None = None
-        self.held = False  # whether this instance owns partition ``SOLE``
-        self.turns: Turns | None = None
-        self.again: asyncio.Task[None] | None = None
+        self.subscription: Any = None
+        self.delivered: list[Msg] = []  # since the last turn began
+        self.arrived = asyncio.Event()
+        self.turning: asyncio.Task[None] | None = None
+        self.handling = False
 
     metrics: Metrics
 
     async def take(self, nc: Client, parts: set[int]) -> None:
-        """Take the consumer's turns if ``parts`` holds ``SOLE``."""
-        if SOLE in parts and not self.held:
-            self.nc, self.held = nc, True
-            await self._turn()
-            log.info("%s: this instance takes the consumer's turns", self.consumer)
+        """Take the deliveries if ``parts`` holds ``SOLE``."""
+        if SOLE in parts and self.subscription is None:
+            self.nc = nc
+            self.metrics.deliveries_refused.labels(self.queue)  # at zero until the first
+            self.turning = asyncio.create_task(self._turns())
+            self.subscription = await nc.subscribe(self.deliver, queue=self.queue, cb=self._delivered)
+            log.info("%s: this instance takes the deliveries", self.queue)
 
-    async def _turn(self) -> None:
-        assert self.nc is not None
-        self.turns = Turns(self.nc, self.consumer, self.on_turn, self._lost, self.metrics, gather=self.gather,
-                           acks_last=False)
-        await self.turns.start()
+    async def _delivered(self, msg: Msg) -> None:
+        """A delivery of the consumer's own (its ack subject names it), kept
+        for the next turn; anything else published on the deliver subject
+        dropped and counted: only the server writes there."""
+        if handed_out(msg, self.queue, self.metrics):
+            self.delivered.append(msg)
+            self.arrived.set()
 
-    def _lost(self, exc: BaseException) -> None:
-        self.turns = None
-        if self.held:
-            self.again = asyncio.create_task(self._take_up_again())
-
-    async def _take_up_again(self) -> None:
-        while self.held and self.turns is None:
-            await asyncio.sleep(self.AGAIN)
+    async def _turns(self) -> None:
+        while True:
+            await self.arrived.wait()
+            self.arrived.clear()
+            msgs, self.delivered = self.delivered, []
+            self.handling = True
             try:
-                assert self.nc is not None
-                await self.ensure(self.nc)
-                if self.held:
-                    await self._turn()
-            except (nats.errors.Error, TimeoutError, OSError) as exc:
-                log.error("%s: its turns not taken up again yet: %s: %s", self.consumer, type(exc).__name__, exc)
+                await self.on_turn(msgs)
+            except Exception as exc:  # what it did not acknowledge comes again after the ack wait
+                log.error("%s: a turn of %d deliveries: %s: %s", self.queue, len(msgs), type(exc).__name__, exc)
+            finally:
+                self.handling = False
+            if self.subscription is None:
+                return
 
     async def release(self, parts: set[int]) -> None:
-        """Let the consumer go if ``parts`` holds ``SOLE``."""
+        """Let the deliveries go if ``parts`` holds ``SOLE``."""
         if SOLE in parts:
             await self.stop()
 
     async def stop(self) -> None:
-        """No more turns; the one being handled ends first."""
-        self.held = False
-        again, self.again = self.again, None
-        if again is not None:
-            again.cancel()
-        turns, self.turns = self.turns, None
-        if turns is not None:
-            await turns.stop()
-
-    @abc.abstractmethod
-    async def ensure(self, nc: Client) -> None:
-        """The consumer as this release follows it, made if it is not there."""
+        """No more deliveries; the turn being handled ends first (what waited for the next comes again)."""
+        if self.subscription is not None:
+            with contextlib.suppress(nats.errors.Error):
+                await self.subscription.unsubscribe()
+            self.subscription = None
+        turning, self.turning = self.turning, None
+        if turning is not None:
+            if not self.handling:
+                turning.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await turning
+        self.delivered = []
 
     @abc.abstractmethod
     async def on_turn(self, msgs: list[Msg]) -> None:
-        """Handle a turn's messages, in stream order, acknowledging each once it is handled."""
+        """Handle a turn's deliveries, in the order they came, acknowledging each once it is handled."""

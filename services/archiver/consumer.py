@@ -35,6 +35,7 @@ SWEEP_EVERY = 300.0
 AGAIN_FIRST = 0.5  # seconds before a table whose shoe may not be sealed yet is first asked again
 # What the archiver's consumer delivers: every shoe's messages between coups (its shuffle, its end).
 ARCHIVER_FILTER = subjects.event("*", "*", subjects.NO_COUP, "shoe")
+ARCHIVER_DELIVERY = "_INBOX.archiver.events"  # where the archiver's consumer delivers
 
 
 async def ensure_archiver_consumer(nc: Client) -> None:
@@ -44,7 +45,8 @@ async def ensure_archiver_consumer(nc: Client) -> None:
     between coups, from the first made on (the archiver's sweep seals what
     came before it)."""
     await shared_consumer(nc, ARCHIVER_DURABLE, [ARCHIVER_FILTER], ConsumerConfig(
-        durable_name=ARCHIVER_DURABLE, deliver_policy=DeliverPolicy.NEW, ack_wait=60.0, max_ack_pending=IN_FLIGHT))
+        durable_name=ARCHIVER_DURABLE, deliver_subject=ARCHIVER_DELIVERY, deliver_group=ARCHIVER_DURABLE,
+        deliver_policy=DeliverPolicy.NEW, ack_wait=60.0, max_ack_pending=IN_FLIGHT))
 
 
 class ArchiverConsumer(Sole):
@@ -54,7 +56,7 @@ class ArchiverConsumer(Sole):
     sweeps every table at its start and every ``SWEEP_EVERY`` seconds, one
     instance at a time (``Sole``)."""
 
-    consumer = ARCHIVER_DURABLE
+    deliver, queue = ARCHIVER_DELIVERY, ARCHIVER_DURABLE
 
     def __init__(self, service: Callable[[], ArchiverService], metrics: Metrics) -> None:
         super().__init__()
@@ -65,12 +67,9 @@ class ArchiverConsumer(Sole):
         # asked again, and the wait before the time after.
         self.waiting: dict[str, tuple[str, float, float]] = {}
 
-    async def ensure(self, nc: Client) -> None:
-        await ensure_archiver_consumer(nc)
-
     async def take(self, nc: Client, parts: set[int]) -> None:
         await super().take(nc, parts)
-        if self.held and self.sweeping is None:
+        if self.subscription is not None and self.sweeping is None:
             self.sweeping = asyncio.create_task(self._sweeping())
             self.again = asyncio.create_task(self._asking_again())
 
@@ -83,7 +82,7 @@ class ArchiverConsumer(Sole):
         await super().stop()
 
     async def _sweeping(self) -> None:
-        while self.held:  # besides its cancellation, which Python 3.11 may lose
+        while self.subscription is not None:  # besides its cancellation, which Python 3.11 may lose
             try:
                 await self.service().sweep()
             except Exception as exc:  # the server away, or a reply late: the next sweep tries again
@@ -91,7 +90,7 @@ class ArchiverConsumer(Sole):
             await asyncio.sleep(SWEEP_EVERY)
 
     async def _asking_again(self) -> None:
-        while self.held:
+        while self.subscription is not None:
             await asyncio.sleep(AGAIN_FIRST)
             now = time.monotonic()
             for table, (shoe, when, wait) in list(self.waiting.items()):
@@ -132,8 +131,9 @@ class ArchiverConsumer(Sole):
 
 
 def documented_archiver(broker: NatsBroker) -> None:
-    """Declare the archiver's consumer for the AsyncAPI document (its turns are taken by ``ArchiverConsumer``)."""
-    @events_subscriber(broker, ARCHIVER_FILTER, ARCHIVER_DURABLE, "Each shoe's messages between coups (its shuffle, its end): once the shoe shuffled has a "
+    """Declare the archiver's consumer for the AsyncAPI document (its deliveries come through ``ArchiverConsumer``)."""
+    @events_subscriber(broker, ARCHIVER_FILTER, ARCHIVER_DURABLE, ConsumerConfig(durable_name=ARCHIVER_DURABLE),
+                       "Each shoe's messages between coups (its shuffle, its end): once the shoe shuffled has a "
                        "settled coup, the shoes before it may be sealed and removed.")
     async def on_event(received: documented(envelope.Batch)) -> None:  # type: ignore[valid-type]
         raise AssertionError("declared for the document only")

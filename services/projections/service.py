@@ -7,7 +7,7 @@ import asyncio
 import secrets
 import time
 
-from faststream.nats import NatsBroker
+from faststream.nats import JStream, NatsBroker, PullSub
 from nats.aio.msg import Msg
 from nats.js.api import ConsumerConfig, DeliverPolicy
 
@@ -23,7 +23,8 @@ from casino.store import envelope, subjects
 from casino.store.envelope import CoupConfigured
 from casino.store.eventstore import EventStore, Stored
 from casino.store.following import Following
-from services.followers import Turns, claim, events_subscriber, own_consumer
+from casino.store.jetstream import STREAM
+from services.followers import TURN_MOST, Turns, claim, own_consumer
 from services.messaging import decoded, delivery, documented
 from services.ownership import Lease, buckets
 
@@ -258,7 +259,9 @@ class Projections:
 
 def documented_projections(broker: NatsBroker, name: str) -> None:
     """Declare the writer's pull consumer for the AsyncAPI document (its messages come through ``Projections``)."""
-    @events_subscriber(broker, f"{subjects.EVENTS}.>", name, "Every event, pulled in turns (every message waiting "
+    @broker.subscriber(f"{subjects.EVENTS}.>", stream=JStream(STREAM, declare=False), durable=name,
+                       config=ConsumerConfig(durable_name=name), pull_sub=PullSub(batch_size=TURN_MOST, batch=True),
+                       title=f"{subjects.EVENTS}.>", description="Every event, pulled in turns (every message waiting "
                        "taken together) into the read models; each coup verified as it settles.")
     async def on_event(received: documented(envelope.Batch)) -> None:  # type: ignore[valid-type]
         raise AssertionError("declared for the document only")

@@ -1,6 +1,6 @@
-"""Settlement's consumer: every coup and wager event, taken in turns by one
-instance at a time (``services.followers.Sole``), each coup settled as its
-result passes."""
+"""Settlement's consumer: every coup and wager event, taken a turn at a time
+by one instance at a time (``services.followers.Sole``), each coup settled
+as its result passes."""
 
 import asyncio
 import contextlib
@@ -20,7 +20,8 @@ from services.followers import IN_FLIGHT, Sole, events_subscriber, shared_consum
 from services.messaging import ack, decoded, delivery, documented, failed
 from services.settlement.service import FOLLOWED, Due, SettlementService
 
-SETTLEMENT = "settlement"  # the pull consumer settlement's instances share
+SETTLEMENT = "settlement"  # the consumer settlement's instances share, and their queue group
+SETTLEMENT_DELIVERY = "_INBOX.settlement.events"  # where the shared settlement consumer delivers
 
 
 async def ensure_settlement_consumer(nc: Client) -> None:
@@ -28,13 +29,14 @@ async def ensure_settlement_consumer(nc: Client) -> None:
     elsewhere (the cluster's manifests, an earlier release) the filters this
     release follows (``services.followers.shared_consumer``). A short ack
     wait: what a killed instance had in hand comes again within seconds."""
-    await shared_consumer(nc, SETTLEMENT, [subjects.aggregate_filter(a) for a in FOLLOWED],
-                          ConsumerConfig(durable_name=SETTLEMENT, ack_wait=5.0, max_ack_pending=IN_FLIGHT))
+    await shared_consumer(nc, SETTLEMENT, [subjects.aggregate_filter(a) for a in FOLLOWED], ConsumerConfig(
+        durable_name=SETTLEMENT, deliver_subject=SETTLEMENT_DELIVERY, deliver_group=SETTLEMENT, ack_wait=5.0,
+        max_ack_pending=IN_FLIGHT))
 
 
 class SettlementConsumer(Sole):
     """Settlement follows every coup and wager event, a turn at a time
-    (every message waiting, ``Sole``), and settles each coup as its result
+    (every delivery waiting, ``Sole``), and settles each coup as its result
     passes (``casino.store.following``: a coup it could not follow whole is
     read back from the stream): the coups a turn closes are settled
     together, their appends awaited at once, each message acknowledged once
@@ -43,14 +45,11 @@ class SettlementConsumer(Sole):
     in part: three instances spent 2.8 ms of CPU a coup where one spent 1.3
     (docs/architecture.md)."""
 
-    consumer = SETTLEMENT
+    deliver, queue = SETTLEMENT_DELIVERY, SETTLEMENT
 
     def __init__(self, service: Callable[[], SettlementService], metrics: Metrics) -> None:
         super().__init__()
         self.service, self.metrics = service, metrics
-
-    async def ensure(self, nc: Client) -> None:
-        await ensure_settlement_consumer(nc)
 
     async def _settle(self, msg: Msg, at: Delivery, due: Due) -> None:
         assert self.nc is not None
@@ -83,8 +82,9 @@ class SettlementConsumer(Sole):
 
 
 def documented_settlement(broker: NatsBroker) -> None:
-    """Declare settlement's consumer for the AsyncAPI document (its turns are taken by ``SettlementConsumer``)."""
-    @events_subscriber(broker, f"{subjects.EVENTS}.>", SETTLEMENT, "Every coup and wager event, each coup settled as its result passes "
+    """Declare settlement's consumer for the AsyncAPI document (its deliveries come through ``SettlementConsumer``)."""
+    @events_subscriber(broker, f"{subjects.EVENTS}.>", SETTLEMENT, ConsumerConfig(durable_name=SETTLEMENT),
+                       "Every coup and wager event, each coup settled as its result passes "
                        f"(the filters: {', '.join(subjects.aggregate_filter(a) for a in FOLLOWED)}).")
     async def on_event(received: documented(envelope.Batch)) -> None:  # type: ignore[valid-type]
         raise AssertionError("declared for the document only")

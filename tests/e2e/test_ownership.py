@@ -195,9 +195,9 @@ async def test_one_archiver_at_a_time_takes_the_settlements_and_sweeps_and_anoth
         [sole] = [r for r in pair if r.ownership and followers.SOLE in r.ownership.owned]
         [other] = [r for r in pair if r is not sole]
         assert isinstance(sole.sole, ArchiverConsumer) and isinstance(other.sole, ArchiverConsumer)
-        assert sole.sole.turns is not None and sole.sole.sweeping is not None
-        assert other.sole.turns is None and other.sole.sweeping is None
+        assert sole.sole.subscription is not None and sole.sole.sweeping is not None
+        assert other.sole.subscription is None and other.sole.sweeping is None
         casino.running.remove(sole)
         await sole.stop()
         await _shares([other], PARTITIONS)
-        assert other.sole.turns is not None and other.sole.sweeping is not None
+        assert other.sole.subscription is not None and other.sole.sweeping is not None

@@ -12,6 +12,7 @@ import pytest
 from nats.js.api import ConsumerConfig
 from services import runner
 from services.projections import service as projections_service
+from services.settlement.consumer import SETTLEMENT_DELIVERY
 from services.settlement.service import FOLLOWED, SettlementService
 
 from casino.metrics import Metrics
@@ -71,45 +72,36 @@ def test_settlement_pays_the_same_from_what_it_followed_as_from_the_stream() -> 
 
 
 @pytest.mark.anyio
-async def test_a_pushing_settlement_consumer_of_an_earlier_release_is_pulled_from_its_floor_keeping_its_settings(
-        nats_url: str) -> None:
-    """A settlement consumer of a release before turns pushed its deliveries
-    (and followed only coup events); the cluster's manifests may still
-    declare one so. Settlement makes it again as a pull consumer with the
-    wager filter too and the limits the operator set, from the first message
-    after its acknowledgement floor: what was acknowledged is not handled
-    again, and what was not is not passed over."""
+async def test_settlement_gives_an_older_consumer_the_wager_events_and_keeps_its_settings(nats_url: str) -> None:
+    """A settlement consumer declared before it followed wager events (an older
+    release, or the cluster's manifests) is given the wager filter at start,
+    keeping the limits the operator set."""
     nc = await nats.connect(nats_url)
     js = nc.jetstream()
     await provision(nc)
-    delivered = "_INBOX.settlement.events"
     await js.add_consumer(STREAM, ConsumerConfig(
         durable_name="settlement", filter_subject="casino.ev.*.*.*.coup", ack_wait=30.0, max_deliver=10,
-        deliver_subject=delivered, deliver_group="settlement"))
-    # Three messages no settlement can read: the earlier release handled (acknowledged) the first two.
-    for k in (1, 2, 3):
-        await js.publish(subjects.event("BAC000-1", "BAC000-1-shoe-1", f"BAC000-1-00000{k}", "coup"), b"\xc1")
-    taken: asyncio.Queue[nats.aio.msg.Msg] = asyncio.Queue()
-    old = await nc.subscribe(delivered, queue="settlement", cb=taken.put)
-    for _ in (1, 2):
-        await (await asyncio.wait_for(taken.get(), 10)).ack_sync()
-    await old.unsubscribe()
+        deliver_subject=SETTLEMENT_DELIVERY, deliver_group="settlement"))
     running = await runner.start("settlement", nats_url)
     try:
         config = (await js.consumer_info(STREAM, "settlement")).config
-        filed = running.metrics.dead_letters.labels("settlement")
-        for _ in range(100):
-            if filed._value.get():
-                break
-            await asyncio.sleep(0.1)
-        await asyncio.sleep(0.5)  # time for a message handled again to be filed too
-        assert filed._value.get() == 1  # the third alone, once
     finally:
         await running.stop()
         await nc.close()
-    assert config.deliver_subject is None and config.opt_start_seq == 3
     assert sorted(config.filter_subjects or []) == ["casino.ev.*.*.*.coup", "casino.ev.*.*.*.wager"]
     assert (config.ack_wait, config.max_deliver) == (30.0, 10)
+
+
+@pytest.mark.anyio
+async def test_a_settlement_pull_consumer_of_an_earlier_release_stops_the_start_with_what_to_do(
+        nats_url: str) -> None:
+    nc = await nats.connect(nats_url)
+    await provision(nc)
+    await nc.jetstream().add_consumer(STREAM, ConsumerConfig(durable_name="settlement",
+                                                             filter_subject="casino.ev.*.*.*.coup"))
+    await nc.close()
+    with pytest.raises(RuntimeError, match="pull consumer of an earlier release: delete it"):
+        await runner.start("settlement", nats_url)
 
 
 @pytest.mark.anyio

@@ -80,8 +80,8 @@ def test_deployments_probes_resources_security_and_replicas(overlay: str, replic
     assert [name for name, s in streams.items() if not s["denyPurge"]] == ["CASINO"]
     assert all(s.get("compression") == "s2" for name, s in streams.items() if name != "CASINO_ARCHIVE")  # sealed: zlib
     consumers = {d["spec"]["durableName"]: d["spec"] for d in docs if d["kind"] == "Consumer"}  # type: ignore[index]
-    # Pulled in turns (services.followers.Sole), each following what its service's release follows.
-    assert not any("deliverSubject" in c for c in consumers.values())
+    # Pushed to their users' inboxes (services.followers.Sole), each following what its service's release follows.
+    assert all(c["deliverSubject"] == f"{natsauth.inbox(name)}.events" for name, c in consumers.items())
     assert consumers["archiver"]["filterSubject"] == ARCHIVER_FILTER
     assert sorted(consumers["settlement"]["filterSubjects"]) == sorted(subjects.aggregate_filter(a) for a in FOLLOWED)
     buckets = {d["spec"]["bucket"]: d["spec"] for d in docs if d["kind"] == "KeyValue"}  # type: ignore[index]

@@ -448,12 +448,12 @@ async def test_only_a_supervisors_own_credential_directs_as_that_supervisor(tmp_
             await nc.close()
 
 
-async def test_settlement_and_the_archiver_make_their_pushing_consumers_of_an_earlier_release_pulled_as_themselves(
+async def test_settlement_and_the_archiver_change_their_consumers_of_an_earlier_release_as_themselves(
         tmp_path: Path) -> None:
-    """An earlier release's consumers pushed their deliveries to an inbox
-    (and the archiver's delivered every settlement); each service, as its
-    own user, makes its own again as a pull consumer of the same durable,
-    following what this release follows, and leaves it so after."""
+    """An earlier release's consumers followed other subjects (the
+    archiver's every settlement, settlement's the coup events alone); each
+    service, as its own user, changes its own to follow what this release
+    follows, the same durable, inbox and queue, and leaves it so after."""
     made = {natsauth.ARCHIVER_DURABLE: (ensure_archiver_consumer, subjects.aggregate_filter("settle"), [ARCHIVER_FILTER]),
             "settlement": (ensure_settlement_consumer, subjects.aggregate_filter("coup"),
                            sorted(subjects.aggregate_filter(a) for a in ("coup", "wager")))}
@@ -467,7 +467,7 @@ async def test_settlement_and_the_archiver_make_their_pushing_consumers_of_an_ea
                 max_ack_pending=followers.IN_FLIGHT))
             await ensure(nc)
             info = await js.consumer_info(STREAM, user)
-            assert (info.config.deliver_subject, info.config.deliver_group) == (None, None), user
+            assert (info.config.deliver_subject, info.config.deliver_group) == (f"{natsauth.inbox(user)}.events", user)
             assert sorted(info.config.filter_subjects or [info.config.filter_subject or ""]) == after, user
             await ensure(nc)  # as it is: left so
             assert (await js.consumer_info(STREAM, user)).created == info.created, user

@@ -144,21 +144,19 @@ def _cmd(kind: str) -> str:
     return partitions.mapped(f"casino.cmd.*.{kind}")
 
 
-def _shared(name: str) -> tuple[str, ...]:
-    """Creating and changing the durable ``name`` its service's instances
-    share (deleting it to make again a consumer of an earlier release that
-    pushed its deliveries), looking at it, fetching from it and
-    acknowledging what it hands out."""
-    return (f"$JS.API.CONSUMER.DURABLE.CREATE.CASINO.{name}", f"$JS.API.CONSUMER.DELETE.CASINO.{name}",
-            f"$JS.API.CONSUMER.INFO.CASINO.{name}", f"$JS.API.CONSUMER.MSG.NEXT.CASINO.{name}",
+def _durable(name: str) -> tuple[str, ...]:
+    """Creating, changing, looking at and acknowledging the durable ``name``."""
+    return (f"$JS.API.CONSUMER.CREATE.CASINO.{name}", f"$JS.API.CONSUMER.CREATE.CASINO.{name}.>",
+            f"$JS.API.CONSUMER.DURABLE.CREATE.CASINO.{name}", f"$JS.API.CONSUMER.INFO.CASINO.{name}",
             f"$JS.ACK.CASINO.{name}.>")
 
 
 # The settlement and archiver durables are their services' alone: nobody
-# else may create, change, delete, fetch from, acknowledge or look at them,
-# nor receive what they hand out (it goes to their services' inboxes).
-SETTLES = _shared(SETTLEMENT_DURABLE)
-ARCHIVES = _shared(ARCHIVER_DURABLE)
+# else may create, change, acknowledge or look at them, nor receive their
+# deliveries (they go to their services' inboxes).
+# A service's own durable: created, delivered, acknowledged.
+SETTLES = _durable(SETTLEMENT_DURABLE)[2:]
+ARCHIVES = _durable(ARCHIVER_DURABLE)[2:]
 # Removing a sealed shoe from the live stream: a purge of its subjects, which
 # the stream allows (it denies deleting a message) and no other user may ask for.
 REMOVE = (f"$JS.API.STREAM.PURGE.{STREAM}",)
