@@ -66,7 +66,8 @@ async def paced(tables: int, seconds: float, every: float = 0.0, mode: str = WAT
                 warm: float = 4.0) -> dict[str, Any]:
     """Tables dealing Method A for ``seconds`` after ``warm`` seconds, flat out or
     (``every``) each opening a coup every so many seconds, the casino run as
-    ``mode`` says: the coups settled meanwhile, and what each process spent a coup."""
+    ``mode`` says: the coups settled meanwhile, what each process spent a
+    coup, and each coup's close of betting to its settlement (p50, p99)."""
     config = method_a_tables(tables)
     async with running(config, mode) as (nc, ids):
         sim = Simulator(nc, config, seed=5, patience=40, every=every, habits=ONLY_METHOD_A)
@@ -76,11 +77,14 @@ async def paced(tables: int, seconds: float, every: float = 0.0, mode: str = WAT
             t.close_to_settled = {}
         meter = Meter(ids)
         await asyncio.sleep(seconds)
-        coups = sum(len(t.close_to_settled or {}) for t in sim.playing)
-        spent = meter.per_coup(coups)
+        settled = sorted(s for t in sim.playing for s in (t.close_to_settled or {}).values())
+        spent = meter.per_coup(len(settled))
         stop_players(sim, task)
+    coups = len(settled)
     return {"coups": coups, "coups_per_s": coups / seconds, "cpu_ms_per_coup": spent["cpu_ms_per_coup"],
-            "services_and_server_ms": services_and_server(spent["cpu_ms_per_coup"])}
+            "services_and_server_ms": services_and_server(spent["cpu_ms_per_coup"]),
+            "close_to_settle_ms": {"p50": 1000 * settled[coups // 2], "p99": 1000 * settled[int(0.99 * coups)]}
+            if coups else None}
 
 
 def medians(results: list[dict[str, Any]]) -> dict[str, Any]:
