@@ -148,6 +148,15 @@ def handed_out(msg: Msg, consumer: str, metrics: Metrics) -> bool:
     return False
 
 
+async def _ended(task: asyncio.Task[None] | None, handling: bool) -> None:
+    """A task that takes turns, ended: cancelled while it waits for one, let finish the one it handles."""
+    if task is not None:
+        if not handling:
+            task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
 class ConsumerLost(Exception):
     """The server no longer has the consumer a ``Turns`` fetches from (it lapsed, or was deleted)."""
 
@@ -183,11 +192,7 @@ class Turns:
     async def stop(self) -> None:
         """No more turns: the one being handled ends first; what a fetch was bringing comes again after the ack wait."""
         task, self.task = self.task, None
-        if task is not None:
-            if not self.handling:
-                task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await _ended(task, self.handling)
         await self._unsubscribe()
 
     async def _unsubscribe(self) -> None:
@@ -315,11 +320,7 @@ class Sole(abc.ABC):
                 await self.subscription.unsubscribe()
             self.subscription = None
         turning, self.turning = self.turning, None
-        if turning is not None:
-            if not self.handling:
-                turning.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await turning
+        await _ended(turning, self.handling)
         self.delivered = []
 
     @abc.abstractmethod
