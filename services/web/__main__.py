@@ -46,9 +46,10 @@ def main() -> None:
                         "image holds them in /opt/casino/regulations)")
     p.add_argument("--http-host", default="127.0.0.1", help="the address the pages are served on (a pod: 0.0.0.0)")
     p.add_argument("--http-port", type=int, default=8080, help="the port the pages, /metrics, /healthz and /readyz are served on")
-    p.add_argument("--forwarded-allow-ips", default="127.0.0.1",
-                   help="the proxies whose X-Forwarded-For and X-Forwarded-Proto are believed (a pod behind the "
-                        "Ingress, reachable from its controller alone: '*')")
+    p.add_argument("--forwarded-allow-ips", default="",
+                   help="the proxies whose X-Forwarded-For and X-Forwarded-Proto are believed, comma-separated "
+                        "(default none: every client is counted under its own address; a pod behind the Ingress, "
+                        "reachable from its controller alone: '*')")
     p.add_argument("--streams", type=int, default=STREAMS_MOST,
                    help=f"live floor streams this instance serves at once (default {STREAMS_MOST}; "
                         f"{STREAMS_PER_SESSION} a session)")

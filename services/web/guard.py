@@ -1,5 +1,5 @@
 """What stands between a hostile browser and the pages: sign-in limited by
-client address and by user (``SignInLimits``), a token against cross-site
+client address, and by address and user (``SignInLimits``), a token against cross-site
 forms (``CSRF_COOKIE``, checked on every POST), the security headers on
 every answer (``Guarded``), and a server that drops a connection whose
 request never finishes arriving (``Deadlined``)."""
@@ -97,29 +97,37 @@ class Guarded:
 
 
 class SignInLimits:
-    """Sign-in limited by client address and by user. Each is locked while
-    it has failed ``client_failures`` (``user_failures``) times within the
-    last ``window`` seconds: a lock lasts as long as the guessing goes on,
-    and a ``window`` more. A locked sign-in is refused before its password
-    is looked at, so a right guess during a lock opens nothing. Attempts
-    from one address are paced besides (``per_second``, ``burst``), right
-    or wrong. Memory is bounded: the ``most`` addresses and users seen last."""
+    """Sign-in limited by client address, and by address and user, never by
+    user alone: a stranger guessing at a user locks out the stranger's own
+    address, not the user. An address is locked while it has failed
+    ``client_failures`` times within the last ``window`` seconds, an address
+    and user ``pair_failures`` times: a lock lasts as long as the guessing
+    goes on, and a ``window`` more. A locked sign-in is refused before its
+    password is looked at, so a right guess during a lock opens nothing.
+    Attempts from one address are paced besides (``per_second``, ``burst``),
+    right or wrong. A user who signed in from an address before (a known
+    address) is held to the failures and the pace of that address and user
+    alone, so others' guesses from the same address (a shared network's)
+    never refuse them. Memory is bounded: the ``most`` addresses, pairs and
+    known pairs seen last."""
 
-    def __init__(self, registry: CollectorRegistry, client_failures: int = 5, user_failures: int = 10,
+    def __init__(self, registry: CollectorRegistry, client_failures: int = 5, pair_failures: int = 5,
                  window: float = 60.0, per_second: float = 1.0, burst: int = 5, most: int = 10_000,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        self.client_failures, self.user_failures, self.window = client_failures, user_failures, window
+        self.client_failures, self.pair_failures, self.window = client_failures, pair_failures, window
         self.per_second, self.burst, self.most, self.clock = per_second, burst, most, clock
-        self.failures: dict[str, OrderedDict[str, deque[float]]] = {"client": OrderedDict(), "user": OrderedDict()}
-        self.paced: OrderedDict[str, tuple[float, float]] = OrderedDict()  # client -> (tokens, at)
+        self.failures: dict[str, OrderedDict[str, deque[float]]] = {"client": OrderedDict(),
+                                                                    "client_and_user": OrderedDict()}
+        self.paced: OrderedDict[str, tuple[float, float]] = OrderedDict()  # client (or known pair) -> (tokens, at)
+        self.known: OrderedDict[str, None] = OrderedDict()  # the pairs that signed in
         self.outcomes = Counter("casino_web_signins", "Sign-ins, by outcome: signed_in, wrong (user or password), "
-                                "locked (the client or the user), paced (too fast from one client)",
+                                "locked (the client, or the client and user), paced (too fast from one client)",
                                 ["outcome"], registry=registry)
         for outcome in ("signed_in", "wrong", "locked", "paced"):
             self.outcomes.labels(outcome)
-        self.locked = Gauge("casino_web_signin_locked", "Client addresses and users locked out of sign-in now, by "
-                            "what is locked", ["by"], registry=registry)
-        for by in ("client", "user"):
+        self.locked = Gauge("casino_web_signin_locked", "Client addresses, and addresses with a user, locked out of "
+                            "sign-in now, by what is locked", ["by"], registry=registry)
+        for by in self.failures:
             self.locked.labels(by).set_function(partial(self._locked_now, by))
 
     def _recent(self, by: str, key: str) -> deque[float]:
@@ -132,33 +140,41 @@ class SignInLimits:
         return found
 
     def _locked_now(self, by: str) -> int:
-        most = self.client_failures if by == "client" else self.user_failures
+        most = self.client_failures if by == "client" else self.pair_failures
         return sum(len(self._recent(by, key)) >= most for key in list(self.failures[by]))
+
+    @staticmethod
+    def _pair(client: str, user: str) -> str:
+        return f"{client} {user}"
 
     def refusal(self, client: str, user: str) -> str:
         """Why this attempt is refused before its password is looked at ("" if it is not)."""
-        if len(self._recent("client", client)) >= self.client_failures or \
-                len(self._recent("user", user)) >= self.user_failures:
+        pair = self._pair(client, user)
+        known = pair in self.known
+        if len(self._recent("client_and_user", pair)) >= self.pair_failures or (
+                not known and len(self._recent("client", client)) >= self.client_failures):
             self.outcomes.labels("locked").inc()
             return "too many wrong sign-ins: wait a minute and try again"
         now = self.clock()
-        tokens, at = self.paced.get(client, (float(self.burst), now))
+        paced = pair if known else client
+        tokens, at = self.paced.get(paced, (float(self.burst), now))
         tokens = min(float(self.burst), tokens + (now - at) * self.per_second)
         if tokens < 1:
             self.outcomes.labels("paced").inc()
             return "sign-ins come too fast from your address: wait a moment"
-        self._keep(self.paced, client, (tokens - 1, now))
+        self._keep(self.paced, paced, (tokens - 1, now))
         return ""
 
     def failed(self, client: str, user: str) -> None:
         self.outcomes.labels("wrong").inc()
         now = self.clock()
-        for by, key in (("client", client), ("user", user)):
+        for by, key in (("client", client), ("client_and_user", self._pair(client, user))):
             self._keep(self.failures[by], key, self._recent(by, key))
             self.failures[by][key].append(now)
 
-    def signed_in(self) -> None:
+    def signed_in(self, client: str, user: str) -> None:
         self.outcomes.labels("signed_in").inc()
+        self._keep(self.known, self._pair(client, user), None)
 
     def _keep(self, kept: OrderedDict[str, Any], key: str, value: Any) -> None:
         kept[key] = value
@@ -201,13 +217,15 @@ class Deadlined(H11Protocol):
             self._socket.close()
 
 
-def server(app: Any, host: str, port: int, forwarded_allow_ips: str = "127.0.0.1") -> uvicorn.Server:
+def server(app: Any, host: str, port: int, forwarded_allow_ips: str = "") -> uvicorn.Server:
     """The web's HTTP server: connections bounded (``CONNECTIONS_MOST``, the
     process allowed the files for them), each request's head due within
     ``HEAD_WITHIN`` seconds, an idle kept connection closed after 5 s. The
     client's address and scheme are taken from the X-Forwarded-For and
     -Proto headers of a proxy at ``forwarded_allow_ips`` alone (behind the
-    Ingress: the sign-in limits count each browser, not the proxy)."""
+    Ingress: the sign-in limits count each browser, not the proxy); by
+    default of none, so that no client chooses the address it is counted
+    under."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     wanted = CONNECTIONS_MOST + 1024 if hard == resource.RLIM_INFINITY else min(hard, CONNECTIONS_MOST + 1024)
     if soft != resource.RLIM_INFINITY and soft < wanted:

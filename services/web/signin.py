@@ -1,5 +1,5 @@
 """Signing in and out of the web pages: a form with its token, limited by
-client and by user (``services.web.guard``), and a session kept on the
+client address, and by address and user (``services.web.guard``), and a session kept on the
 server (``services.web.sessions``)."""
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ class SignIn:
             self.limits.failed(client, user)
             return HTMLResponse(self.render("signin.html", refused="That user and password do not sign in.",
                                             then=then), status_code=401)
-        self.limits.signed_in()
+        self.limits.signed_in(client, user)
         token = await self.sessions().begin(user, role)
         response = RedirectResponse(then if then.startswith("/") and not then.startswith("//") else "/", 303)
         response.headers.append("set-cookie", cookie_header(COOKIE, token, request.scope, SESSION_SECONDS).decode())

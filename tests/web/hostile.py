@@ -46,11 +46,13 @@ class Answer:
 
 
 class WebProcess:
-    """``python -m services.web`` on a free port, its accounts in a file of its own."""
+    """``python -m services.web`` on a free port, its accounts in a file of its own,
+    behind a proxy at ``proxy`` (the test, which says each client's address in X-Forwarded-For), or none."""
 
     def __init__(self, nats_url: str, tmp: Path, tables: dict[str, TableConfig], *extra: str,
-                 accounts: Path | None = None) -> None:
-        self.nats_url, self.tmp, self.extra = nats_url, tmp, extra
+                 accounts: Path | None = None, proxy: str = "127.0.0.1") -> None:
+        self.nats_url, self.tmp = nats_url, tmp
+        self.extra = (*extra, "--forwarded-allow-ips", proxy) if proxy else extra
         tmp.mkdir(parents=True, exist_ok=True)
         self.tables_file = tmp / "tables.toml"
         self.tables_file.write_text(dump_tables(tables))
@@ -132,8 +134,9 @@ class WebProcess:
 
 
 @contextlib.asynccontextmanager
-async def web_process(nats_url: str, tmp: Path, tables: dict[str, TableConfig], *extra: str) -> AsyncIterator[WebProcess]:
-    web = await WebProcess(nats_url, tmp, tables, *extra).start()
+async def web_process(nats_url: str, tmp: Path, tables: dict[str, TableConfig], *extra: str,
+                      proxy: str = "127.0.0.1") -> AsyncIterator[WebProcess]:
+    web = await WebProcess(nats_url, tmp, tables, *extra, proxy=proxy).start()
     try:
         yield web
     finally:
