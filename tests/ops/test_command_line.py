@@ -92,6 +92,7 @@ NO_TIME = ("--since", "2001-01-01", "--until", "2001-01-02")
     (("replay", "shoe", "BAC-1-shoe-999"), ["no shoe BAC-1-shoe-999", "shoes run from BAC-1-shoe-1 to BAC-1-shoe-1"]),
     (("replay", "roads", "BAC-1", "9"), ["no shoe BAC-1-shoe-9", "shoes run from BAC-1-shoe-1 to BAC-1-shoe-1"]),
     (("replay", "roads", "BAC-1", "T-1-shoe-1"), ["shoe T-1-shoe-1 is not a shoe of table BAC-1"]),
+    (("replay", "roads", "T-1", "1"), ["table T-1 deals blackjack: roads are a baccarat shoe's scoreboard"]),
     (("export", "--table", "NOPE", "out.export"), ["no table NOPE in the record", "tables BAC-1, T-1, T-2"]),
     (("export", "--table", "BAC-1", "--until", "2030-01-01", "out.export"),
      ["no sealed shoe of table BAC-1 ended in that window", "none of its shoes is sealed yet"]),

@@ -53,6 +53,7 @@ from casino.rules.baccarat import scoreboard
 from casino.rules.text import escaped
 from casino.store import subjects
 from casino.store.archive import SealStore
+from casino.store.envelope import CoupConfigured
 from casino.store.eventstore import Stored
 from casino.store.jetstream import JetStreamEventStore, Named, casino_named
 
@@ -196,7 +197,13 @@ async def show_roads(store: Record, args: argparse.Namespace) -> int:
     shoe = subjects.shoe_id(args.table, int(args.shoe)) if args.shoe.isdigit() else args.shoe
     if subjects.table_of_shoe(shoe) != args.table:
         raise Absent(f"shoe {shoe} is not a shoe of table {args.table}")
-    board = scoreboard.scoreboard(shoe_results(await _shoe_records(store, shoe)))
+    records = await _shoe_records(store, shoe)
+    games = {e.data.game for m in records if not m.unreadable for e in m.batch.events
+             if isinstance(e.data, CoupConfigured)}
+    if games and "baccarat" not in games:
+        raise Absent(f"table {args.table} deals {', '.join(sorted(games))}: roads are a baccarat shoe's scoreboard "
+                     f"(`casino replay shoe {shoe}` lists its coups)")
+    board = scoreboard.scoreboard(shoe_results(records))
     if args.json:
         print(msgspec.json.format(msgspec.json.encode(board)).decode())
     else:
