@@ -75,6 +75,8 @@ def _main(argv: Sequence[str] | None) -> int:
     from casino.cli import run as launcher
 
     launcher.add_arguments(sub.add_parser("run", help="the whole casino: NATS, the four services, simulated tables"))
+    launcher.add_web_arguments(sub.add_parser("web", help="the web pages alone, read-only, over a store a run left "
+                                                          "(--var) or a running casino's (--nats)"))
     from casino.cli import replay as replaycli
 
     replaycli.add_commands(sub)
@@ -84,6 +86,8 @@ def _main(argv: Sequence[str] | None) -> int:
         return replaycli.run(args)
     if args.command == "run":
         return launcher.run(args)
+    if args.command == "web":
+        return launcher.web(args)
     if args.command == "rulesets":
         print("\n".join(rulesets.available()))
         return 0

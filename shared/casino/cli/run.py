@@ -453,6 +453,75 @@ def run(args: argparse.Namespace) -> int:
         url_file.unlink(missing_ok=True)
 
 
+def add_web_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--var", default="var",
+                   help="the data directory a `casino run` made (default ./var): its store served by a nats-server "
+                        "of its own, nothing dealt")
+    p.add_argument("--nats", default=None,
+                   help="a running casino's NATS URL, with the web user's name and password, instead of --var's store")
+    p.add_argument("--tables", default=None, help="the tables file (default: the one under --var)")
+    p.add_argument("--port", type=at_least(0), default=4222, help="NATS port for --var's store; a free one if taken")
+
+
+def web(args: argparse.Namespace) -> int:
+    """The web pages alone, over a store a bounded run left (``--var``) or a
+    running casino's (``--nats``): read-only, as the web user, whose rights
+    read the record and the read models and write nothing of them. No
+    service runs: the floor says so, and shows the record as it stands."""
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, _interrupt)
+    var = Path(args.var)
+    tables_file = Path(args.tables) if args.tables else var / "tables.toml"
+    if not tables_file.exists():
+        raise FileNotFoundError(f"no tables file {tables_file}: `casino run --var {var}` makes one with its store "
+                                f"(or give --tables)")
+    server: NatsServer | None = None
+    servers = Supervised()
+    if args.nats:
+        url = args.nats
+    else:
+        auth = var / natsauth.AUTH_FILE
+        if not (var / "nats").is_dir() or not auth.exists():
+            raise FileNotFoundError(f"no store under {var}: `casino run --var {var}` makes one (or give --nats)")
+        server = NatsServer(var / "nats", port=args.port, config=var / natsauth.CONFIG_FILE,
+                            log_file=var / "logs" / "nats-server.log")
+        try:
+            server.lock_store()
+        except StoreInUse as exc:
+            print(f"casino web: {exc}", file=sys.stderr, flush=True)
+            return 2
+        held = server
+        servers.add(Child("nats-server", lambda: _started(held)))
+        url = natsauth.with_credentials(server.url, "web", msgspec.json.decode(auth.read_bytes())["web"])
+    (var / "logs").mkdir(parents=True, exist_ok=True)
+    servers.start()
+    children = Supervised()
+    children.start()
+    page: Child | None = None
+    try:
+        page, address = start_web(var, tables_file, url)
+        children.add(page)
+        _listening([address.removeprefix("http://").rstrip("/")])
+        over = "the casino at --nats" if args.nats else var / "nats"
+        print(f"web {address}  (read-only over {over}; sign in as pit, surveillance or compliance: passwords in "
+              f"{var / WEB_PASSWORDS}); Ctrl-C stops", flush=True)
+        while True:
+            time.sleep(1.0)
+    except KeyboardInterrupt:
+        print("\nstopping", flush=True)
+        return 0
+    finally:
+        children.stop_restarting()
+        if page is not None:
+            page.process.terminate()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                page.process.wait(SERVICES_STOP_WITHIN)
+            page.process.kill()
+        servers.stop_restarting()
+        if server is not None:
+            server.stop(SERVER_STOP_WITHIN)
+
+
 def _started(server: NatsServer) -> subprocess.Popen[bytes]:
     server.start()
     assert server.process is not None
