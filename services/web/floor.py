@@ -32,11 +32,9 @@ from casino.rules.baccarat import messages as baccarat_messages
 from casino.rules.baccarat.scoreboard import Coup, Mark, big_road, decoded, of_result
 from casino.rules.incidents import CardIncident, CoupRuled, TableClosed, TableReopened
 from casino.rules.settlement import CoupSettled
-from casino.rules.shoe import RoundStarted
 from casino.store import subjects
 from casino.store.envelope import CoupConfigured
 from casino.store.eventstore import Stored, latest_at_table
-from casino.store.following import Following
 from casino.store.jetstream import JetStreamEventStore
 
 REFRESH = 0.25  # seconds between the floor's turns: what is appended meanwhile is read together
@@ -46,6 +44,10 @@ READ_MOST = 10_000  # messages one turn reads at most (the next turn, at once, r
 SHOWN = ("coup", "shoe", "settle")
 SERVICES = ("shoe", "wager", "dealer-policy", "settlement", "projections", "archiver")
 LIVENESS = 2.0  # seconds between looks at which services have a live instance
+# A service of which RESTARTS_MOST instances started within RESTARTS_WITHIN seconds keeps dying: the floor says so
+# (a launcher or Kubernetes starts it again each time, each a new instance; a rolling update of three replicas is
+# three, once).
+RESTARTS_MOST, RESTARTS_WITHIN = 4, 600.0
 STALLED = 300.0  # seconds without an event mid-coup: as the alert CasinoTableStalledMidCoup
 PACE_WINDOW = 900.0  # seconds of coups counted into a table's pace
 INCIDENT_SHOWN = 900.0  # seconds a card incident stays on its tile once ruled
@@ -128,7 +130,8 @@ class Floor:
     told the tables whose tile changed."""
 
     def __init__(self, nc: Client, currencies: dict[str, str], draw: Callable[[Tile], str],
-                 draw_down: Callable[[list[str]], str], draw_summary: Callable[[Summary], str] = lambda s: "") -> None:
+                 draw_down: Callable[[list[str], list[str]], str],
+                 draw_summary: Callable[[Summary], str] = lambda s: "") -> None:
         self.nc, self.draw, self.draw_down, self.draw_summary = nc, draw, draw_down, draw_summary
         self.down_frame = b""
         self.store = JetStreamEventStore(nc)
@@ -138,8 +141,12 @@ class Floor:
         self.tiles = {t: Tile(v, TableStatus(t), Takings(t)) for t, v in self.console.views.items()}
         self.drawn: dict[str, str] = {}
         self.read_to: dict[str, int] = dict.fromkeys(currencies, 0)  # each table's last message read
-        self.following = Following(first=(RoundStarted, CoupConfigured))
+        self.settled: list[tuple[str, str]] = []  # (table, coup) settled in what was folded, to be verified
         self.down: list[str] = []  # services with no live instance
+        self.restarting: list[str] = []  # services that keep dying (``RESTARTS_MOST``)
+        self.seen: set[str] | None = None  # every instance seen live (None before the first look)
+        self.started: dict[str, dict[str, float]] = {}  # each service's instances first seen since, and when
+        self.on_started: Callable[[str], None] = lambda service: None
         self.read_at = 0  # the stream sequence the floor's turns have read to
         # Tables whose read models lag what the floor read of their record (the projections write just after),
         # and the turns since: read again at turns 1, 2, 4, ... 64 and every 64th after, until caught up.
@@ -184,6 +191,7 @@ class Floor:
                 self.read_at = last.seq if last is not None else 0
                 for table in self.tiles:
                     await self._take_up(table)
+                await self._verify_settled()
                 await self._read_models(set(self.tiles))
                 self.lagging = {t: 1 for t, tile in self.tiles.items()
                                 if tile.status.last_event_at < self.record_at.get(t, 0.0)}
@@ -218,7 +226,7 @@ class Floor:
                 await self.refreshing
             self.refreshing = None
             self.lagging.clear()
-            self.following.forget()  # a coup followed in part: its messages meanwhile go unread
+            self.settled.clear()
 
     async def _dozing(self) -> None:
         while True:
@@ -248,6 +256,7 @@ class Floor:
                 self._fold(table, m)
                 if tokens[5] in SHOWN:
                     shown.add(table)
+        shown |= await self._verify_settled()
         due = {t for t, n in self.lagging.items() if n & (n - 1) == 0 or n % 64 == 0}
         self.lagging = {t: n + 1 for t, n in self.lagging.items()} | dict.fromkeys(shown - set(self.lagging), 1)
         if shown or due:
@@ -259,6 +268,22 @@ class Floor:
             self.tell(changed, self._boards_changed(changed))
         return len(msgs)
 
+    async def _verify_settled(self) -> set[str]:
+        """Each coup settled in what was folded, verified as it was recorded:
+        read whole from the stream (its table's shoes: a round may go on into
+        a new shoe), never from the part of it the floor followed (a floor
+        woken mid-coup followed it from the middle). The tables of those
+        that failed."""
+        settled = list(self.settled)
+        records = await asyncio.gather(*(self.store.read(subjects.coup_filter(coup, table)) for table, coup in settled))
+        del self.settled[:len(settled)]  # read: not asked again at the next turn
+        failed = set()
+        for (table, coup), stored in zip(settled, records, strict=True):
+            if verify_coup(stored):
+                self.tiles[table].finding = f"coup {subjects.coup_number(coup)} failed verification"
+                failed.add(table)
+        return failed
+
     def _fold(self, table: str, m: Stored) -> None:
         """One of the table's messages, read in order, folded into its tile."""
         tile = self.tiles[table]
@@ -267,7 +292,6 @@ class Floor:
             return  # no batch of ours: verification names it on the coup's page
         self.record_at[table] = max([self.record_at.get(table, 0.0), *(e.at.timestamp() for e in m.batch.events)])
         self.console.on_batch(m.subject, m.batch)
-        self.following.take(Stored(m.seq, m.subject, m.batch))
         number = subjects.coup_number(subjects.tokens(m.subject)[2])
         for env in m.batch.events:
             e = env.data
@@ -287,9 +311,7 @@ class Floor:
             elif isinstance(e, baccarat_messages.CoupResulted):
                 tile.take_results(subjects.tokens(m.subject)[1], {number or 0: of_result(e)})
             elif isinstance(e, CoupSettled):
-                kept = self.following.pop(e.coup_id)
-                if kept is not None and verify_coup(kept):
-                    tile.finding = f"coup {subjects.coup_number(e.coup_id)} failed verification"
+                self.settled.append((table, e.coup_id))
 
     async def _values(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], bytes | None]:
         """The read models' values of ``keys``, asked all at once."""
@@ -344,7 +366,7 @@ class Floor:
         return self.tiles_frame(self.tiles) + self.down_frame
 
     def _down_frame(self) -> bytes:
-        return ServerSentEvent(self.draw_down(self.down).replace("\n", " "), event="down").encode()
+        return ServerSentEvent(self.draw_down(self.down, self.restarting).replace("\n", " "), event="down").encode()
 
     def _boards_changed(self, tables: Iterable[str]) -> list[str]:
         """Those of ``tables`` whose shoe in play or its results changed since last told."""
@@ -387,14 +409,28 @@ class Floor:
                         queue.put_nowait(self.down_frame)
 
     async def _look_at_services(self) -> bool:
-        """Which services have no live instance (no membership or lease in the live bucket); whether that changed."""
+        """Which services have no live instance (no membership or lease in the
+        live bucket), and which keep restarting (an instance started since the
+        web's first look is a new membership); whether either changed."""
         live: set[str] = set()
 
         def member(seq: int, subject: str, headers: dict[str, str], data: bytes) -> None:
             if "KV-Operation" not in headers:  # not a deletion
-                live.add(subject.split(".")[2])
+                live.add(subject.split(".", 2)[2])
 
         await self.members.scan_raw(f"$KV.{LIVE}.>", member)
-        down = [s for s in SERVICES if s not in live]
-        changed, self.down = down != self.down, down
+        now = time.monotonic()
+        for key in live - (self.seen if self.seen is not None else live):
+            service = key.split(".")[0]
+            if service in SERVICES:
+                self.started.setdefault(service, {})[key] = now
+                self.on_started(service)
+        for instances in self.started.values():
+            for key in [k for k, at in instances.items() if now - at > RESTARTS_WITHIN]:
+                del instances[key]
+        self.seen = live | {key for instances in self.started.values() for key in instances}  # bounded
+        restarting = [s for s in SERVICES if len(self.started.get(s, ())) >= RESTARTS_MOST]
+        down = [s for s in SERVICES if s not in {key.split(".")[0] for key in live}]
+        changed = (down, restarting) != (self.down, self.restarting)
+        self.down, self.restarting = down, restarting
         return changed

@@ -32,7 +32,6 @@ from casino.audit.history import Absent, Bounds, coup_id, coups_within, played_a
 from casino.audit.replay import render_shoe, replay_coup
 from casino.audit.verify import shoe_records, verify_coup
 from casino.cli.replay import NAME, exported
-from casino.rules.incidents import voided
 from casino.rules.text import escaped, money
 from casino.store import subjects
 from casino.store.eventstore import latest_at_table
@@ -40,8 +39,8 @@ from casino.store.jetstream import casino_named
 from services.web import roads
 from services.web.accounts import Accounts
 from services.web.clauses import NUMBER, Regulations, linked
-from services.web.dispute import INCIDENTS, faces
-from services.web.floor import Floor, Tile
+from services.web.dispute import INCIDENTS, as_of
+from services.web.floor import RESTARTS_MOST, RESTARTS_WITHIN, SERVICES, Floor, Tile
 from services.web.guard import CSRF, CSRF_FIELD, Guarded, SignInLimits
 from services.web.sessions import SESSIONS, AccountsFile, Sessions
 from services.web.signin import COOKIE, SignIn
@@ -70,6 +69,14 @@ class WebMetrics:
         self.sent = Counter("casino_web_tiles_sent", "Tiles sent to browsers", registry=self.registry)
         self.down = Gauge("casino_web_services_down", "Services the floor shows with no live instance",
                           registry=self.registry)
+        self.started = Counter("casino_web_service_instances_started", "Instances of each service seen starting "
+                               "since the web started (each restart of a process is a new instance)", ["service"],
+                               registry=self.registry)
+        for service in SERVICES:
+            self.started.labels(service)
+        self.restarting = Gauge("casino_web_services_restarting", "Services the floor shows as dying again and "
+                                f"again ({RESTARTS_MOST} instances started within {RESTARTS_WITHIN:.0f} s)",
+                                registry=self.registry)
 
 
 def _env() -> Environment:
@@ -98,10 +105,13 @@ class Site:
         self.streams_most, self.searched_most = streams_most, searched_most
         self.streams: dict[str, int] = {}  # live floor streams open, by session
         self.small_roads: dict[str, tuple[tuple[str, int], str]] = {}  # each tile's big road, drawn once a result
-        self.floor = Floor(nc, tables, self._draw_tile, lambda down: self.render("down.html", down=down),
+        self.floor = Floor(nc, tables, self._draw_tile,
+                           lambda down, restarting: self.render("down.html", down=down, restarting=restarting),
                            lambda summary: self.render("summary.html", summary=summary))
         self.floor.on_drawn = lambda table: self.metrics.drawn.inc()
+        self.floor.on_started = lambda service: self.metrics.started.labels(service).inc()
         self.metrics.down.set_function(lambda: len(self.floor.down))
+        self.metrics.restarting.set_function(lambda: len(self.floor.restarting))
         self.ready = False
 
     async def start(self) -> None:
@@ -269,10 +279,9 @@ class Site:
         findings = verify_coup(stored)
         step = _int(request.query_params.get("step"), len(r.steps), len(r.steps))
         sealed = await self.store.seals.get(table, r.shoe) if r.shoe else None
-        void = next((s for s in r.steps if voided(s.data)), None)
         return HTMLResponse(self.render(
-            "coup.html", who=who, r=r, findings=findings, coup=coup, number=number, step=step, faces=faces(r, step),
-            sealed=sealed, void=void, incidents=INCIDENTS, printed=datetime.now(UTC)))
+            "coup.html", who=who, r=r, findings=findings, coup=coup, number=number, step=step, now=as_of(r, step),
+            sealed=sealed, incidents=INCIDENTS, printed=datetime.now(UTC)))
 
     async def find_page(self, request: Request, who: tuple[str, str]) -> Response:
         """A coup found by table and number, by the time it was in play, or by a player's wagers in a window."""
@@ -284,8 +293,10 @@ class Site:
         asked = table and any(q.get(k) for k in ("number", "at", "player"))
         if asked and table not in self.floor.tiles:
             return self.missing(who, f"table {table}")
-        if asked and q.get("number", "").isdigit():
-            return RedirectResponse(f"/coup/{table}/{int(q['number'])}", 303)
+        if asked and (number := q.get("number", "")):
+            if not number.isdigit() or len(number) > 9:
+                return self.missing(who, "a coup is found by its number at the table: 1, 2, 3 and on", 400)
+            return RedirectResponse(f"/coup/{table}/{int(number)}", 303)
         try:
             at, since, until = (_time(q.get(k, "")) for k in ("at", "since", "until"))
         except ValueError:

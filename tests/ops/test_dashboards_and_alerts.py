@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from services.web.site import WebMetrics
 
 from casino.metrics import Metrics
 
@@ -36,8 +37,8 @@ SERIES = {"counter": ("_total", "_created"), "histogram": ("_bucket", "_sum", "_
 
 
 def exported() -> set[str]:
-    """Every series name the services export, each family's with its suffixes."""
-    families = Metrics("probe").registry.collect()
+    """Every series name the services and the web export, each family's with its suffixes."""
+    families = [*Metrics("probe").registry.collect(), *WebMetrics().registry.collect()]
     return {f"{f.name}{suffix}" for f in families for suffix in ("", *SERIES.get(f.type, ()))} | {"up"} | NATS_EXPORTER
 
 

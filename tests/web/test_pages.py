@@ -234,6 +234,46 @@ async def test_make_run_serves_the_pages_as_the_web_user_with_its_passwords_besi
     assert proc.returncode == 0
 
 
+async def test_casino_web_serves_the_pages_read_only_over_the_store_a_bounded_run_left(tmp_path: Path) -> None:
+    """`casino run --coups N` stops its web with the run; `casino web --var`
+    serves the store it left, with nothing dealing: the floor shows the last
+    coups, a coup page verifies from the record, and Ctrl-C stops it and its
+    nats-server, the store free for the next."""
+    run = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "casino.cli.main", "run", "--var", str(tmp_path), "--port", str(free_port()),
+        "--coups", "2", "--tables", "2", "--readers", "0", stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL)
+    assert await asyncio.wait_for(run.wait(), 180) == 0
+
+    async def serve() -> tuple[asyncio.subprocess.Process, str]:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "casino.cli.main", "web", "--var", str(tmp_path), "--port", str(free_port()),
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        assert proc.stdout is not None
+        line = await asyncio.wait_for(proc.stdout.readline(), 60)
+        assert line.startswith(b"web http://127.0.0.1:"), line
+        return proc, line.split()[1].decode()
+
+    proc, address = await serve()
+    try:
+        passwords = json.loads((tmp_path / WEB_PASSWORDS).read_text())
+        async with async_playwright() as p:
+            browser = await p.chromium.launch(executable_path=chromium(), args=["--no-sandbox"])
+            page = await signed_in(browser, address.rstrip("/"), "compliance", passwords["compliance"])
+            await expect(page.locator("#tile-BAC000-1 .coup")).to_have_text("coup 2", timeout=30_000)
+            await page.goto(f"{address}coup/BAC000-1/2")
+            assert (await page.inner_text(".verdict")).startswith("Verified"), await page.inner_text("main")
+            await browser.close()
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0, err
+    again, _ = await serve()  # the store let go: served again
+    again.send_signal(signal.SIGINT)
+    await asyncio.wait_for(again.communicate(), 60)
+    assert again.returncode == 0
+
+
 async def test_compliance_exports_a_table_as_casino_export_writes_it_and_the_pit_may_not(
         web: tuple[Casino, Web, dict[str, object]]) -> None:
     casino, w, tables = web
@@ -269,12 +309,14 @@ async def test_a_coup_is_stepped_through_card_by_card_each_step_with_its_cause_a
     page = await signed_in(w.browser, w.base, "pit1", w.passwords["pit1"])
     await page.goto(f"{w.base}/coup/{table}/2?step=0")
     faces = "cards => cards.map(c => c.getAttribute('aria-label'))"
-    assert await page.locator("#cards svg.card").evaluate_all(faces) == ["??"] * len(r.cards)
+    assert await page.locator("#cards svg.card").evaluate_all(faces) == []  # nothing dealt yet
     first = next(i for i, s in enumerate(r.steps) if s.type.endswith(".card_dealt"))
     for i in range(first + 1):  # step by step, as a person clicks: each step shown before the next click
         await page.click("a[rel=next]")
         await page.wait_for_selector(f".stepper:has-text('step {i + 1} of')")
-    assert await page.locator("#cards svg.card").evaluate_all(faces) == [r.cards[0].card] + ["??"] * (len(r.cards) - 1)
+    assert await page.locator("#cards svg.card").evaluate_all(faces) == [r.cards[0].card]
+    assert await page.locator(".steps li").count() == first + 1  # as of the step: no later step's text
+    assert await page.locator("text=Payouts").count() == 0 and "The house" not in await page.inner_text("main")
     now = await page.inner_text(".steps li.now")
     assert r.steps[first].text in now and "dealer-policy" in now
     wager = next(i for i, s in enumerate(r.steps) if s.type == "wager.placed")
@@ -308,9 +350,20 @@ async def test_a_hole_card_stays_face_down_until_the_record_turns_it_and_every_s
     dealt = [i for i, s in enumerate(r.steps) if s.type.endswith(".card_dealt")][hole]
     page = await signed_in(w.browser, w.base, "comp1", w.passwords["comp1"])
     faces = "cards => cards.map(c => c.getAttribute('aria-label'))"
-    for step, face in ((dealt + 1, "??"), (turned, "??"), (turned + 1, r.cards[hole].card)):
+    hidden = r.cards[hole].card
+    for step, face in ((dealt + 1, "??"), (turned, "??"), (turned + 1, hidden)):
         await page.goto(f"{w.base}/coup/{table}/{number}?step={step}")
         assert (await page.locator("#cards svg.card").evaluate_all(faces))[hole] == face, (step, face)
+        # As of the step: the hole card named in no step while it is face down, and nothing settled yet.
+        steps = await page.locator(".steps li").all_inner_texts()
+        said = [t for t, s in zip(steps, r.steps, strict=False) if getattr(s.data, "position", None) ==
+                r.cards[hole].position]
+        assert said and all((hidden in t) == (face != "??") for t in said), (step, said)
+        assert len(steps) == step and await page.locator("text=Payouts").count() == 0
+        await page.emulate_media(media="print")
+        printed = await page.inner_text("main")
+        assert f"at step {step} of {len(r.steps)}" in printed and "The house" not in printed
+        await page.emulate_media(media="screen")
     await page.goto(f"{w.base}/coup/{table}/{number}")
     times = await page.locator(".steps time").all_inner_texts()
     assert len(times) == len(r.steps) and all(re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} UTC", t) for t in times)
@@ -481,6 +534,34 @@ async def test_the_floor_says_a_service_has_no_live_instance_and_when_it_is_back
     metrics = await page.request.get(f"{w.base}/metrics")  # served without signing in, as /healthz is
     assert metrics.ok and 'casino_web_requests_total{page="floor"}' in await metrics.text()
     assert "casino_web_streams 1.0" in await metrics.text()
+
+
+async def test_the_floor_says_a_service_keeps_dying_and_counts_its_starts(
+        nats_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A service started again and again (as a launcher or Kubernetes does
+    with one that keeps dying) is a new instance each time: the floor's
+    banner names it once it has started ``RESTARTS_MOST`` times within
+    ``RESTARTS_WITHIN`` seconds, the web counts its starts, and the banner
+    goes once it stays up. The instances live at the web's start are not
+    starts."""
+    monkeypatch.setattr(floor_module, "LIVENESS", 0.25)
+    monkeypatch.setattr(floor_module, "RESTARTS_WITHIN", 15.0)
+    tables = default_tables(2, ["baccarat-000-methods", "blackjack-002-hole-card"], readers=0)
+    async with serving(nats_url, tables) as (casino, w, site):
+        page = await signed_in(w.browser, w.base, "pit1", w.passwords["pit1"])
+        for k in range(floor_module.RESTARTS_MOST):
+            await casino.stop("settlement")
+            await casino.start("settlement")
+            deadline = time.monotonic() + 10
+            while len(site.floor.started.get("settlement", {})) < k + 1:  # each start seen before the next
+                assert time.monotonic() < deadline, site.floor.started
+                await asyncio.sleep(0.1)
+        await page.wait_for_selector("#down:has-text('settlement keeps dying')", timeout=10_000)
+        metrics = await (await page.request.get(f"{w.base}/metrics")).text()
+        assert 'casino_web_service_instances_started_total{service="settlement"} 4.0' in metrics
+        assert 'casino_web_service_instances_started_total{service="shoe"} 0.0' in metrics
+        assert "casino_web_services_restarting 1.0" in metrics
+        await page.wait_for_selector("#down:has-text('keeps dying')", state="detached", timeout=30_000)
 
 
 async def test_the_floor_reads_the_stream_a_turn_at_a_time_however_many_messages_come(
