@@ -36,7 +36,8 @@ class WebProcess:
         self.password = write_accounts(accounts, {"pit": "pit"})["pit"]
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "services.web", "--nats", url, "--tables", str(tables_file), "--accounts",
-             str(accounts), "--http-port", str(self.port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+             str(accounts), "--http-port", str(self.port), "--forwarded-allow-ips", "127.0.0.1"],  # floors' addresses
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True)
         self.cookie = ""
 

@@ -29,7 +29,7 @@ import nats
 import yaml
 
 from casino.cli.observe import ALERT_RULES, Alertmanager, Prometheus
-from casino.cli.run import APPROVALS, SHORT, start_services, stop_services
+from casino.cli.run import APPROVALS, SHORT, start_services, start_web, stop_services
 from casino.cli.simulator import Simulator
 from casino.config.tables import TableConfig, dump_tables
 from casino.nats import permissions as natsauth
@@ -133,6 +133,9 @@ def test_prometheus_scrapes_every_series_the_dashboards_and_alerts_use_and_a_ser
         provision_now(server.url)
         procs, targets = start_services(tmp_path, tables_file, lambda name: server.url)
         assert set(targets) == set(natsauth.SERVICES)  # the jobs as the Prometheus operator names them
+        web, address = start_web(tmp_path, tables_file, server.url)  # the floor's series too, as `casino run` has it
+        procs["web"] = [web]
+        targets = {**targets, "web": [address.removeprefix("http://").rstrip("/")]}
         alertmanager = Alertmanager(tmp_path / "alertmanager", receiver.url).start()
         observers.append(alertmanager)
         prometheus = Prometheus(tmp_path / "prometheus", targets, [rules_with_service_down_after(tmp_path, "5s")],
