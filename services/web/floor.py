@@ -25,7 +25,6 @@ from sse_starlette import ServerSentEvent
 
 from casino.audit.verify import verify_coup
 from casino.cli.console import Console, TableView
-from casino.nats.permissions import LIVE
 from casino.protocol.service import log
 from casino.readmodels.projections import KvProjections, ShoeStats, TableStatus, Takings
 from casino.rules.baccarat import messages as baccarat_messages
@@ -36,18 +35,14 @@ from casino.store import subjects
 from casino.store.envelope import CoupConfigured
 from casino.store.eventstore import Stored, latest_at_table
 from casino.store.jetstream import JetStreamEventStore
+from services.web.liveness import Liveness
 
 REFRESH = 0.25  # seconds between the floor's turns: what is appended meanwhile is read together
 READ_MOST = 10_000  # messages one turn reads at most (the next turn, at once, reads on)
 # The aggregates whose messages redraw a tile: those it shows. A wager's (a third or more of a coup's
 # appends, none on a tile) is folded, and shown with the next of these: the close of betting, a coup's.
 SHOWN = ("coup", "shoe", "settle")
-SERVICES = ("shoe", "wager", "dealer-policy", "settlement", "projections", "archiver")
-LIVENESS = 2.0  # seconds between looks at which services have a live instance
-# A service of which RESTARTS_MOST instances started within RESTARTS_WITHIN seconds keeps dying: the floor says so
-# (a launcher or Kubernetes starts it again each time, each a new instance; a rolling update of three replicas is
-# three, once).
-RESTARTS_MOST, RESTARTS_WITHIN = 4, 600.0
+LIVENESS = 2.0  # seconds between looks at which services have a live instance (``services.web.liveness``)
 STALLED = 300.0  # seconds without an event mid-coup: as the alert CasinoTableStalledMidCoup
 PACE_WINDOW = 900.0  # seconds of coups counted into a table's pace
 INCIDENT_SHOWN = 900.0  # seconds a card incident stays on its tile once ruled
@@ -135,18 +130,13 @@ class Floor:
         self.nc, self.draw, self.draw_down, self.draw_summary = nc, draw, draw_down, draw_summary
         self.down_frame = b""
         self.store = JetStreamEventStore(nc)
-        self.members = JetStreamEventStore(nc, f"KV_{LIVE}")  # the live bucket's entries, as stored
+        self.services = Liveness(nc)  # which services are down, and which keep dying
         self.kv = KvProjections(nc.jetstream())
         self.console = Console(list(currencies), currencies, live=False)
         self.tiles = {t: Tile(v, TableStatus(t), Takings(t)) for t, v in self.console.views.items()}
         self.drawn: dict[str, str] = {}
         self.read_to: dict[str, int] = dict.fromkeys(currencies, 0)  # each table's last message read
         self.settled: list[tuple[str, str]] = []  # (table, coup) settled in what was folded, to be verified
-        self.down: list[str] = []  # services with no live instance
-        self.restarting: list[str] = []  # services that keep dying (``RESTARTS_MOST``)
-        self.seen: set[str] | None = None  # every instance seen live (None before the first look)
-        self.started: dict[str, dict[str, float]] = {}  # each service's instances first seen since, and when
-        self.on_started: Callable[[str], None] = lambda service: None
         self.read_at = 0  # the stream sequence the floor's turns have read to
         # Tables whose read models lag what the floor read of their record (the projections write just after),
         # and the turns since: read again at turns 1, 2, 4, ... 64 and every 64th after, until caught up.
@@ -164,7 +154,7 @@ class Floor:
     async def start(self) -> None:
         """The read models opened and the services' liveness watched; the floor is read once someone looks (``look``)."""
         await self.kv.open()
-        await self._look_at_services()
+        await self.services.look()
         self.down_frame = self._down_frame()
         self.tasks = [asyncio.create_task(self._watching_services()), asyncio.create_task(self._dozing())]
 
@@ -366,7 +356,7 @@ class Floor:
         return self.tiles_frame(self.tiles) + self.down_frame
 
     def _down_frame(self) -> bytes:
-        return ServerSentEvent(self.draw_down(self.down, self.restarting).replace("\n", " "), event="down").encode()
+        return ServerSentEvent(self.draw_down(self.services.down, self.services.restarting).replace("\n", " "), event="down").encode()
 
     def _boards_changed(self, tables: Iterable[str]) -> list[str]:
         """Those of ``tables`` whose shoe in play or its results changed since last told."""
@@ -398,7 +388,7 @@ class Floor:
         while True:
             await asyncio.sleep(LIVENESS)
             try:
-                changed = await self._look_at_services()
+                changed = await self.services.look()
             except Exception as exc:  # the server away: looked at again
                 log.error("web: the live bucket could not be read: %s: %s", type(exc).__name__, exc)
                 continue
@@ -407,30 +397,3 @@ class Floor:
                 for queue in self.watchers:
                     if not queue.full():
                         queue.put_nowait(self.down_frame)
-
-    async def _look_at_services(self) -> bool:
-        """Which services have no live instance (no membership or lease in the
-        live bucket), and which keep restarting (an instance started since the
-        web's first look is a new membership); whether either changed."""
-        live: set[str] = set()
-
-        def member(seq: int, subject: str, headers: dict[str, str], data: bytes) -> None:
-            if "KV-Operation" not in headers:  # not a deletion
-                live.add(subject.split(".", 2)[2])
-
-        await self.members.scan_raw(f"$KV.{LIVE}.>", member)
-        now = time.monotonic()
-        for key in live - (self.seen if self.seen is not None else live):
-            service = key.split(".")[0]
-            if service in SERVICES:
-                self.started.setdefault(service, {})[key] = now
-                self.on_started(service)
-        for instances in self.started.values():
-            for key in [k for k, at in instances.items() if now - at > RESTARTS_WITHIN]:
-                del instances[key]
-        self.seen = live | {key for instances in self.started.values() for key in instances}  # bounded
-        restarting = [s for s in SERVICES if len(self.started.get(s, ())) >= RESTARTS_MOST]
-        down = [s for s in SERVICES if s not in {key.split(".")[0] for key in live}]
-        changed = (down, restarting) != (self.down, self.restarting)
-        self.down, self.restarting = down, restarting
-        return changed

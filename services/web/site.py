@@ -18,7 +18,7 @@ from urllib.parse import quote
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from nats.aio.client import Client
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, make_asgi_app
+from prometheus_client import make_asgi_app
 from sse_starlette import EventSourceResponse
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -40,8 +40,9 @@ from services.web import roads
 from services.web.accounts import Accounts
 from services.web.clauses import NUMBER, Regulations, linked
 from services.web.dispute import INCIDENTS, as_of
-from services.web.floor import RESTARTS_MOST, RESTARTS_WITHIN, SERVICES, Floor, Tile
+from services.web.floor import Floor, Tile
 from services.web.guard import CSRF, CSRF_FIELD, Guarded, SignInLimits
+from services.web.metrics import WebMetrics
 from services.web.sessions import SESSIONS, AccountsFile, Sessions
 from services.web.signin import COOKIE, SignIn
 
@@ -52,31 +53,6 @@ SEARCHED_AT_MOST = 1000  # coups a search by player reads, the latest in its win
 STREAMS_PER_SESSION = 4  # live floor streams one session may hold open (a few tabs)
 STREAMS_MOST = 500  # live floor streams in all, on one instance of the web
 SESSION_CHECK = 30.0  # seconds between checks that a live stream's session is still open
-
-
-class WebMetrics:
-    """The web service's own figures, on its ``/metrics``."""
-
-    def __init__(self) -> None:
-        self.registry = CollectorRegistry()
-        self.requests = Counter("casino_web_requests", "Pages asked for, by page", ["page"], registry=self.registry)
-        self.seconds = Histogram("casino_web_page_seconds", "Time to answer a page, by page", ["page"],
-                                 registry=self.registry, buckets=(.005, .01, .025, .05, .1, .2, .5, 1, 2.5, 5))
-        self.streams = Gauge("casino_web_streams", "Browsers connected to the floor's live stream",
-                             registry=self.registry)
-        self.drawn = Counter("casino_web_tiles_drawn", "Tiles drawn again (once for every browser)",
-                             registry=self.registry)
-        self.sent = Counter("casino_web_tiles_sent", "Tiles sent to browsers", registry=self.registry)
-        self.down = Gauge("casino_web_services_down", "Services the floor shows with no live instance",
-                          registry=self.registry)
-        self.started = Counter("casino_web_service_instances_started", "Instances of each service seen starting "
-                               "since the web started (each restart of a process is a new instance)", ["service"],
-                               registry=self.registry)
-        for service in SERVICES:
-            self.started.labels(service)
-        self.restarting = Gauge("casino_web_services_restarting", "Services the floor shows as dying again and "
-                                f"again ({RESTARTS_MOST} instances started within {RESTARTS_WITHIN:.0f} s)",
-                                registry=self.registry)
 
 
 def _env() -> Environment:
@@ -109,9 +85,9 @@ class Site:
                            lambda down, restarting: self.render("down.html", down=down, restarting=restarting),
                            lambda summary: self.render("summary.html", summary=summary))
         self.floor.on_drawn = lambda table: self.metrics.drawn.inc()
-        self.floor.on_started = lambda service: self.metrics.started.labels(service).inc()
-        self.metrics.down.set_function(lambda: len(self.floor.down))
-        self.metrics.restarting.set_function(lambda: len(self.floor.restarting))
+        self.floor.services.on_started = lambda service: self.metrics.started.labels(service).inc()
+        self.metrics.down.set_function(lambda: len(self.floor.services.down))
+        self.metrics.restarting.set_function(lambda: len(self.floor.services.restarting))
         self.ready = False
 
     async def start(self) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from services.web.site import WebMetrics
+from services.web.metrics import WebMetrics
 
 from casino.metrics import Metrics
 

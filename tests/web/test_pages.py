@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from playwright.async_api import Browser, Page, async_playwright, expect
 from services.web import floor as floor_module
+from services.web import liveness
 from services.web.accounts import Accounts
 from services.web.clauses import Regulations
 from services.web.guard import server as web_server
@@ -545,16 +546,16 @@ async def test_the_floor_says_a_service_keeps_dying_and_counts_its_starts(
     goes once it stays up. The instances live at the web's start are not
     starts."""
     monkeypatch.setattr(floor_module, "LIVENESS", 0.25)
-    monkeypatch.setattr(floor_module, "RESTARTS_WITHIN", 15.0)
+    monkeypatch.setattr(liveness, "RESTARTS_WITHIN", 15.0)
     tables = default_tables(2, ["baccarat-000-methods", "blackjack-002-hole-card"], readers=0)
     async with serving(nats_url, tables) as (casino, w, site):
         page = await signed_in(w.browser, w.base, "pit1", w.passwords["pit1"])
-        for k in range(floor_module.RESTARTS_MOST):
+        for k in range(liveness.RESTARTS_MOST):
             await casino.stop("settlement")
             await casino.start("settlement")
             deadline = time.monotonic() + 10
-            while len(site.floor.started.get("settlement", {})) < k + 1:  # each start seen before the next
-                assert time.monotonic() < deadline, site.floor.started
+            while len(site.floor.services.started.get("settlement", {})) < k + 1:  # each start seen before the next
+                assert time.monotonic() < deadline, site.floor.services.started
                 await asyncio.sleep(0.1)
         await page.wait_for_selector("#down:has-text('settlement keeps dying')", timeout=10_000)
         metrics = await (await page.request.get(f"{w.base}/metrics")).text()

@@ -497,10 +497,10 @@ def web(args: argparse.Namespace) -> int:
     servers.start()
     children = Supervised()
     children.start()
-    page: Child | None = None
+    procs: Processes = {}
     try:
         page, address = start_web(var, tables_file, url)
-        children.add(page)
+        procs["web"] = [children.add(page)]
         _listening([address.removeprefix("http://").rstrip("/")])
         over = "the casino at --nats" if args.nats else var / "nats"
         print(f"web {address}  (read-only over {over}; sign in as pit, surveillance or compliance: passwords in "
@@ -512,11 +512,7 @@ def web(args: argparse.Namespace) -> int:
         return 0
     finally:
         children.stop_restarting()
-        if page is not None:
-            page.process.terminate()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                page.process.wait(SERVICES_STOP_WITHIN)
-            page.process.kill()
+        stop_services(procs, url)
         servers.stop_restarting()
         if server is not None:
             server.stop(SERVER_STOP_WITHIN)
