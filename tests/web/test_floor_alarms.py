@@ -43,9 +43,10 @@ async def test_a_floor_woken_mid_deal_raises_no_false_alarm_and_a_forged_coup_ra
             await page.goto(f"{w.base}/")  # and the floor wakes in the middle of them
             if not dealing.done() and site.floor.awake:
                 wakes += 1
+                settled_now = await casino.store.read(f"{subjects.EVENTS}.*.*.*.settle")  # before the openings
                 opened = await casino.store.read(f"{subjects.EVENTS}.*.*.*.coup")
-                settled_now = await casino.store.read(f"{subjects.EVENTS}.*.*.*.settle")
-                in_play += len({subjects.tokens(m.subject)[2] for m in opened}) - len(settled_now)
+                in_play += len({subjects.tokens(m.subject)[2] for m in opened}
+                               - {subjects.tokens(m.subject)[2] for m in settled_now})
             await asyncio.sleep(2.0)
             assert await page.locator("section.tile.alerted").count() == 0
         await dealing
