@@ -475,6 +475,7 @@ def web(args: argparse.Namespace) -> int:
     if not tables_file.exists():
         raise FileNotFoundError(f"no tables file {tables_file}: `casino run --var {var}` makes one with its store "
                                 f"(or give --tables)")
+    (var / "logs").mkdir(parents=True, exist_ok=True)  # a store copied from a casino may come without
     server: NatsServer | None = None
     servers = Supervised()
     if args.nats:
@@ -493,7 +494,6 @@ def web(args: argparse.Namespace) -> int:
         held = server
         servers.add(Child("nats-server", lambda: _started(held)))
         url = natsauth.with_credentials(server.url, "web", msgspec.json.decode(auth.read_bytes())["web"])
-    (var / "logs").mkdir(parents=True, exist_ok=True)
     servers.start()
     children = Supervised()
     children.start()
