@@ -22,7 +22,7 @@ pytestmark = pytest.mark.anyio
 
 async def test_a_floor_woken_mid_deal_raises_no_false_alarm_and_a_forged_coup_raises_one_at_its_settlement(
         nats_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Twenty tables deal ten coups each while the pit's page comes and goes:
+    """Twenty tables deal twelve coups each while the pit's page comes and goes:
     each time it comes back the floor wakes with coups in play, takes each
     table up from its latest coup and follows them from the middle. No tile
     is alarmed, on the page or on the floor. Then a coup is forged before
@@ -32,24 +32,26 @@ async def test_a_floor_woken_mid_deal_raises_no_false_alarm_and_a_forged_coup_ra
     tables = default_tables(20, ["baccarat-000-methods", "blackjack-002-hole-card"], readers=0)
     async with serving(nats_url, tables) as (casino, w, site):
         page = await signed_in(w.browser, w.base, "pit1", w.passwords["pit1"])
-        # Each table a coup a second: the floor wakes among coups in play.
-        dealing = asyncio.create_task(Simulator(casino.nc, tables, seed=21, patience=40, every=1.0).run(12))  # type: ignore[arg-type]
+        # Three spells of dealing, each table a coup a second, and the floor
+        # asleep at the start of each: it wakes among coups in play.
         wakes, in_play = 0, 0
-        while not dealing.done():
+        for spell in range(3):
             await page.goto("about:blank")  # nobody looks: the floor goes to sleep
-            while site.floor.awake and not dealing.done():
+            while site.floor.awake:
                 await asyncio.sleep(0.1)
-            await asyncio.sleep(0.5)  # coups go on meanwhile, unread
+            dealing = asyncio.create_task(
+                Simulator(casino.nc, tables, seed=21 + spell, patience=40, every=1.0).run(4))  # type: ignore[arg-type]
+            await asyncio.sleep(1.5)  # coups go on meanwhile, unread
+            settled_now = await casino.store.read(f"{subjects.EVENTS}.*.*.*.settle")  # before the openings
+            opened = await casino.store.read(f"{subjects.EVENTS}.*.*.*.coup")
             await page.goto(f"{w.base}/")  # and the floor wakes in the middle of them
-            if not dealing.done() and site.floor.awake:
-                wakes += 1
-                settled_now = await casino.store.read(f"{subjects.EVENTS}.*.*.*.settle")  # before the openings
-                opened = await casino.store.read(f"{subjects.EVENTS}.*.*.*.coup")
-                in_play += len({subjects.tokens(m.subject)[2] for m in opened}
-                               - {subjects.tokens(m.subject)[2] for m in settled_now})
-            await asyncio.sleep(2.0)
+            assert site.floor.awake
+            wakes += 1
+            in_play += len({subjects.tokens(m.subject)[2] for m in opened}
+                           - {subjects.tokens(m.subject)[2] for m in settled_now})
+            await dealing
+            await asyncio.sleep(1.0)
             assert await page.locator("section.tile.alerted").count() == 0
-        await dealing
         await asyncio.sleep(1.0)
         settled = [m for m in await casino.store.read(f"{subjects.EVENTS}.*.*.*.settle")]
         assert len(settled) >= 200 and wakes >= 3 and in_play > 0, (len(settled), wakes, in_play)
