@@ -27,7 +27,7 @@ from services.ownership import read_assignment
 from services.runner import KINDS
 
 from bench import floor
-from bench.load import Meter, casino, process_ids, stop_players
+from bench.load import Meter, casino, process_ids, stop_players, warmed
 from bench.runs import span
 from casino.cli.simulator import Habits, Simulator
 from casino.config.tables import TableConfig
@@ -72,7 +72,7 @@ async def paced(tables: int, seconds: float, every: float = 0.0, mode: str = WAT
     async with running(config, mode) as (nc, ids):
         sim = Simulator(nc, config, seed=5, patience=40, every=every, habits=ONLY_METHOD_A)
         task = asyncio.create_task(sim.run(None))
-        await asyncio.sleep(warm)  # the services start and warm up
+        await warmed(sim, warm)
         for t in sim.playing:
             t.close_to_settled = {}
         meter = Meter(ids)

@@ -27,7 +27,7 @@ import nats
 from nats.js.api import StorageType, StreamConfig
 
 from bench.holding import on_disk
-from bench.load import Meter, casino, latency_percentiles, median_spent, process_ids, stop_players
+from bench.load import Meter, casino, latency_percentiles, median_spent, process_ids, stop_players, warmed
 from bench.runs import span
 from casino.cli.run import APPROVALS
 from casino.cli.simulator import Simulator
@@ -59,7 +59,7 @@ async def one_run(tables_count: int, seconds: float, every: float = 0.0, warm: f
     async with casino(tables) as (nc, procs, server):
         sim = Simulator(nc, tables, seed=2, patience=40, every=every)
         task = asyncio.create_task(sim.run(None))
-        await asyncio.sleep(warm)  # the services start and warm up
+        await warmed(sim, warm)
         store = JetStreamEventStore(nc)
         first = (await nc.jetstream().stream_info("CASINO")).state.last_seq
         for t in sim.playing:
