@@ -24,22 +24,22 @@ from casino.nats.provision import provision
 from casino.nats.server import BASE, NatsServer, free_port, write_private
 
 
-async def provisioned(url: str) -> None:
+async def provisioned(url: str, casino: str = "") -> None:
     nc = await natsclient.connect(url)
     try:
-        await provision(nc)
+        await provision(nc, casino=casino)
     finally:
         await nc.close()
 
 
-def provision_now(url: str) -> None:
+def provision_now(url: str, casino: str = "") -> None:
     """``provisioned`` to its end, from sync code or from within a running
     event loop (a fixture asked for inside a test): in a thread of its own."""
     failed: list[BaseException] = []
 
     def run() -> None:
         try:
-            asyncio.run(provisioned(url))
+            asyncio.run(provisioned(url, casino))
         except BaseException as exc:
             failed.append(exc)
 
@@ -82,16 +82,16 @@ def nats_container(store: Path, config: str = "") -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def nats_server(store: Path) -> Iterator[str]:
-    """Yield the URL of a fresh, provisioned JetStream server."""
+def nats_server(store: Path, casino: str = "") -> Iterator[str]:
+    """Yield the URL of a fresh JetStream server, provisioned (``casino``: the name its record is made under)."""
     if chosen() == "container":
         with nats_container(store) as url:
-            provision_now(url)
+            provision_now(url, casino)
             yield url
         return
     server = NatsServer(store).start()
     try:
-        provision_now(server.url)
+        provision_now(server.url, casino)
         yield server.url
     finally:
         server.stop()

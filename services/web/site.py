@@ -35,8 +35,8 @@ from casino.cli.replay import NAME, exported
 from casino.rules.text import escaped, money
 from casino.store import subjects
 from casino.store.eventstore import latest_at_table
-from casino.store.jetstream import casino_named
-from services.web import roads
+from casino.store.jetstream import Named, casino_named
+from services.web import roads, words
 from services.web.accounts import Accounts
 from services.web.clauses import NUMBER, Regulations, linked
 from services.web.dispute import INCIDENTS, as_of
@@ -61,6 +61,7 @@ def _env() -> Environment:
     env.filters["money"] = lambda minor, currency="", signed=False: money(int(minor), currency, signed=signed)
     env.filters["clauses"] = linked
     env.filters["number"] = lambda coup: coup.rpartition("-")[2].lstrip("0")
+    env.filters["spoken"] = words.card
     env.filters["plain"] = lambda name: escaped(str(name).replace("_", " ").title())  # method_a: Method A
     return env
 
@@ -88,6 +89,7 @@ class Site:
         self.floor.services.on_started = lambda service: self.metrics.started.labels(service).inc()
         self.metrics.down.set_function(lambda: len(self.floor.services.down))
         self.metrics.restarting.set_function(lambda: len(self.floor.services.restarting))
+        self.named = Named()
         self.ready = False
 
     async def start(self) -> None:
@@ -97,6 +99,7 @@ class Site:
             raise RuntimeError(f"the web's sessions bucket {SESSIONS} cannot be opened ({exc}): the administrator "
                                f"provisions it (`casino run` does, or casino.nats.provision)") from exc
         self.sessions = Sessions(kv, self.accounts)
+        self.named = await casino_named(self.nc.jetstream())  # whose record: on every print
         await self.floor.start()
         self.ready = True
 
@@ -212,6 +215,17 @@ class Site:
             return self.missing(who, f"table {table}")
         return HTMLResponse(self.render("table-shoe.html", table=table, **await self._shoe_in_play(table)))
 
+    async def board_page(self, request: Request, who: tuple[str, str], part: str = "board.html") -> Response:
+        """A baccarat table's scoreboard for a screen on the pit wall: its five roads, counts and ask."""
+        table = request.path_params["table"]
+        if table not in self.floor.tiles or self.floor.tiles[table].status.game not in ("", "baccarat"):
+            return self.missing(who, f"a scoreboard for table {table} (a baccarat table's)")
+        return HTMLResponse(self.render(part, who=who, table=table, **await self._shoe_in_play(table)))
+
+    async def board_roads_page(self, request: Request, who: tuple[str, str]) -> Response:
+        """The pit display's roads, drawn again as each result is recorded (``Floor.tell``)."""
+        return await self.board_page(request, who, "board-roads.html")
+
     async def _shoe_in_play(self, table: str) -> dict[str, Any]:
         tile = self.floor.tiles[table]
         shoe = tile.status.shoe or tile.view.shoe or await self._latest_shoe(table)
@@ -257,7 +271,7 @@ class Site:
         sealed = await self.store.seals.get(table, r.shoe) if r.shoe else None
         return HTMLResponse(self.render(
             "coup.html", who=who, r=r, findings=findings, coup=coup, number=number, step=step, now=as_of(r, step),
-            sealed=sealed, incidents=INCIDENTS, printed=datetime.now(UTC)))
+            sealed=sealed, incidents=INCIDENTS, printed=datetime.now(UTC), named=self.named))
 
     async def find_page(self, request: Request, who: tuple[str, str]) -> Response:
         """A coup found by table and number, by the time it was in play, or by a player's wagers in a window."""
@@ -321,7 +335,7 @@ class Site:
             since, until = (_time(q.get(k, "")) for k in ("since", "until"))
         except ValueError:
             return self.missing(who, "a time is written as in 2026-12-06T14:30:00 (UTC)", 400)
-        named, now = await casino_named(self.nc.jetstream()), f"{datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC"
+        named, now = self.named, f"{datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC"
         out = io.BytesIO()
         try:
             header = await exported(self.nc, table, since, until, named, now, out)
@@ -366,6 +380,8 @@ def app(site: Site) -> Starlette:
         Route("/coup", site.page("find")),
         Route("/table/{table}", site.page("table")),
         Route("/table/{table}/shoe", site.page("table_shoe")),
+        Route("/table/{table}/board", site.page("board")),
+        Route("/table/{table}/board/roads", site.page("board_roads")),
         Route("/shoe/{shoe}", site.page("shoe")),
         Route("/clause/{document}/{number}", site.page("clause")),
         Route("/export", site.page("export", roles=("compliance",))),

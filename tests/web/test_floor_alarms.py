@@ -45,6 +45,10 @@ async def test_a_floor_woken_mid_deal_raises_no_false_alarm_and_a_forged_coup_ra
             settled_now = await casino.store.read(f"{subjects.EVENTS}.*.*.*.settle")  # before the openings
             opened = await casino.store.read(f"{subjects.EVENTS}.*.*.*.coup")
             await page.goto(f"{w.base}/")  # and the floor wakes in the middle of them
+            deadline = time.monotonic() + 30
+            while not site.floor.watchers:  # its live stream open (which wakes it again if it dozed meanwhile)
+                assert time.monotonic() < deadline, "the floor's page opened no live stream"
+                await asyncio.sleep(0.05)
             assert site.floor.awake
             wakes += 1
             in_play += len({subjects.tokens(m.subject)[2] for m in opened}

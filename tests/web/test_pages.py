@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from playwright.async_api import Browser, Page, async_playwright, expect
 from services.web import floor as floor_module
-from services.web import liveness
+from services.web import liveness, words
 from services.web.accounts import Accounts
 from services.web.clauses import Regulations
 from services.web.guard import server as web_server
@@ -168,7 +168,8 @@ async def test_a_coup_page_shows_the_recorded_cards_and_an_altered_record_fails_
     page = await signed_in(w.browser, w.base, "comp1", w.passwords["comp1"])
     await page.goto(f"{w.base}/coup/{table}/2")
     shown = await page.locator("#cards svg.card").evaluate_all("cards => cards.map(c => c.getAttribute('aria-label'))")
-    assert shown == recorded and recorded  # exactly the recorded cards, in dealing order
+    assert shown == [words.card(c) for c in recorded] and recorded  # exactly the recorded cards, in dealing order
+    assert shown[0] == words.card(recorded[0]) != recorded[0]  # each said in words: "five of clubs"
     assert (await page.inner_text(".verdict")).startswith("Verified")
     await page.screenshot(path=str(DOCS / "web-coup.png"), full_page=True)
 
@@ -315,7 +316,7 @@ async def test_a_coup_is_stepped_through_card_by_card_each_step_with_its_cause_a
     for i in range(first + 1):  # step by step, as a person clicks: each step shown before the next click
         await page.click("a[rel=next]")
         await page.wait_for_selector(f".stepper:has-text('step {i + 1} of')")
-    assert await page.locator("#cards svg.card").evaluate_all(faces) == [r.cards[0].card]
+    assert await page.locator("#cards svg.card").evaluate_all(faces) == [words.card(r.cards[0].card)]
     assert await page.locator(".steps li").count() == first + 1  # as of the step: no later step's text
     assert await page.locator("text=Payouts").count() == 0 and "The house" not in await page.inner_text("main")
     now = await page.inner_text(".steps li.now")
@@ -354,7 +355,7 @@ async def test_a_hole_card_stays_face_down_until_the_record_turns_it_and_every_s
     hidden = r.cards[hole].card
     for step, face in ((dealt + 1, "??"), (turned, "??"), (turned + 1, hidden)):
         await page.goto(f"{w.base}/coup/{table}/{number}?step={step}")
-        assert (await page.locator("#cards svg.card").evaluate_all(faces))[hole] == face, (step, face)
+        assert (await page.locator("#cards svg.card").evaluate_all(faces))[hole] == words.card(face), (step, face)
         # As of the step: the hole card named in no step while it is face down, and nothing settled yet.
         steps = await page.locator(".steps li").all_inner_texts()
         said = [t for t, s in zip(steps, r.steps, strict=False) if getattr(s.data, "position", None) ==
@@ -363,7 +364,7 @@ async def test_a_hole_card_stays_face_down_until_the_record_turns_it_and_every_s
         assert len(steps) == step and await page.locator("text=Payouts").count() == 0
         await page.emulate_media(media="print")
         printed = await page.inner_text("main")
-        assert f"at step {step} of {len(r.steps)}" in printed and "The house" not in printed
+        assert f"as of step {step} of {len(r.steps)}" in printed and "The house" not in printed
         await page.emulate_media(media="screen")
     await page.goto(f"{w.base}/coup/{table}/{number}")
     times = await page.locator(".steps time").all_inner_texts()
@@ -371,7 +372,8 @@ async def test_a_hole_card_stays_face_down_until_the_record_turns_it_and_every_s
     result = next(i for i, s in enumerate(r.steps) if s.type == "blackjack.coup_resulted")
     assert (await page.locator(".steps li .by").nth(result).inner_text()) == "dealer-policy"
     await page.emulate_media(media="print")
-    assert re.search(r"Printed \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", await page.inner_text(".print-only"))
+    assert re.search(r"Printed by comp1 \(compliance\) on \d{4}-\d\d-\d\d at \d\d:\d\d:\d\d UTC",
+                     await page.inner_text(".print-only"))
     colour = await page.locator(".verdict").evaluate("v => getComputedStyle(v).color")
     assert contrast(colour, "rgb(255, 255, 255)") >= 4.5, colour
     pdf = await page.pdf()

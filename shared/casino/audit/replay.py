@@ -7,6 +7,7 @@ stream order, into a ``CoupReplay`` (whose JSON is the stable schema
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from contextvars import ContextVar
 from datetime import datetime
@@ -29,6 +30,7 @@ from casino.store.envelope import (
     CoupHeld,
     Envelope,
     RulesetRecorded,
+    encode,
 )
 from casino.store.eventstore import Stored
 
@@ -107,6 +109,20 @@ class CoupReplay(msgspec.Struct):
     supervisors: list[str] = []
     dealer: str = ""
     dealer_before: str = ""
+    record_digest: str = ""  # ``record_digest`` of the coup's messages: what a print or a replay is checked by
+
+
+def record_digest(stored: list[Stored]) -> str:
+    """The sha256 (hex) of a coup's messages in the order stored: each one's
+    sequence, subject and batch as this release encodes it (an unreadable
+    one's bytes as stored). Two readers of one record get one digest; a
+    message altered, added or taken away changes it."""
+    h = hashlib.sha256()
+    for m in sorted(stored, key=lambda m: m.seq):
+        h.update(f"{m.seq} {m.subject}\n".encode())
+        h.update(m.raw if m.unreadable else encode(m.batch))
+        h.update(b"\n")
+    return h.hexdigest()
 
 
 # The events that record a command given at the table (each game's ``command_of``): those a terminal's
@@ -156,7 +172,7 @@ def replay_coup(stored: list[Stored]) -> CoupReplay:
     r = CoupReplay(SCHEMA, configured.table, first.coup, first.shoe, configured.game, configured.ruleset,
                    configured.ruleset_digest, unreadable=unreadable, currency=configured.currency,
                    supervisors=list(configured.supervisors), dealer=configured.dealer,
-                   dealer_before=configured.dealer_before)
+                   dealer_before=configured.dealer_before, record_digest=record_digest(ordered))
     handlers: dict[str, str] = {}
     shown = CURRENCY.set(configured.currency)
     try:
@@ -417,6 +433,8 @@ def render_text(r: CoupReplay) -> str:
     if r.held:
         out.append(f"HELD FOR COMPLIANCE: {r.held}")
     out.append("Settled" if r.settled else "NOT SETTLED")
+    if r.record_digest:
+        out.append(f"Record digest: {r.record_digest} (sha256 of its messages as stored)")
     return "\n".join(out)
 
 
