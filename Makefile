@@ -22,9 +22,10 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy
 
-# tests/image runs with `make image-test`, which makes the image first.
+# On both cores, each test file on one worker; tests/image runs with
+# `make image-test`, which makes the image first.
 unit: setup
-	$(BIN)/pytest --ignore=tests/image
+	$(BIN)/pytest --ignore=tests/image -n 2 --dist loadfile
 
 # Debian's packages the tests use: Prometheus and its promtool (the alert
 # rules' unit tests, and `make run ARGS=--observe`), Alertmanager (an alert
