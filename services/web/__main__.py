@@ -16,7 +16,8 @@ from services.web.accounts import ROLES, write_accounts
 from services.web.clauses import Regulations
 from services.web.guard import server as web_server
 from services.web.sessions import AccountsFile
-from services.web.site import STREAMS_MOST, STREAMS_PER_SESSION, Site, app
+from services.web.site import Site, app
+from services.web.streams import STREAMS_MOST, STREAMS_PER_ADDRESS, STREAMS_PER_SESSION
 
 
 async def serve(url: str, tables_file: Path, accounts_file: Path, regulations: Path, host: str, port: int,
@@ -52,7 +53,8 @@ def main() -> None:
                         "reachable from its controller alone: '*')")
     p.add_argument("--streams", type=int, default=STREAMS_MOST,
                    help=f"live floor streams this instance serves at once (default {STREAMS_MOST}; "
-                        f"{STREAMS_PER_SESSION} a session)")
+                        f"{STREAMS_PER_SESSION} a session, {STREAMS_PER_ADDRESS} an address; at the bound the "
+                        "oldest of the address holding the most is ended)")
     args = p.parse_args()
     if args.nats is None:
         p.error("the web user's NATS URL: --nats or $CASINO_NATS_URL")

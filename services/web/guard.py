@@ -2,7 +2,8 @@
 client address, and by address and user (``SignInLimits``), a token against cross-site
 forms (``CSRF_COOKIE``, checked on every POST), the security headers on
 every answer (``Guarded``), and a server that drops a connection whose
-request never finishes arriving (``Deadlined``)."""
+request never finishes arriving (``Deadlined``) and bounds its
+connections (services.web.connections)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,10 @@ from typing import Any
 
 import uvicorn
 from prometheus_client import CollectorRegistry, Counter, Gauge
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from services.web.connections import CONNECTIONS_PER_ADDRESS, Connections, Peer, Tracked
 
 CSRF_COOKIE = "casino_csrf"
 CSRF_FIELD = "csrf"
@@ -185,7 +189,6 @@ class SignInLimits:
 
 # Seconds a connection may take to send a request's head (its line and headers) before it is dropped.
 HEAD_WITHIN = 10.0
-CONNECTIONS_MOST = 8000  # connections one instance holds at once; a request beyond is answered 503
 
 
 class Deadlined(H11Protocol):
@@ -193,12 +196,20 @@ class Deadlined(H11Protocol):
     for the head of the first request on each connection: one still short of
     its blank line after ``HEAD_WITHIN`` seconds is closed, so that a crowd of
     unfinished requests holds no socket for long. Later requests on a kept
-    connection are bounded by uvicorn's keep-alive timeout between them."""
+    connection are bounded by uvicorn's keep-alive timeout between them.
+    Each connection is counted in ``bounds`` (its server's), which may
+    close an idle one to make room for it, or close it."""
+
+    bounds: Connections | None = None  # (uvicorn's own ``connections`` is the server's set of them)
 
     def connection_made(self, transport: Any) -> None:
         super().connection_made(transport)
         self._socket, self._head, self._head_done = transport, b"", False
         self._deadline = asyncio.get_running_loop().call_later(HEAD_WITHIN, self._too_slow)
+        peer = transport.get_extra_info("peername")
+        self._peer: Peer | None = (str(peer[0]), int(peer[1])) if peer and len(peer) >= 2 else None
+        if self.bounds is not None and self._peer is not None and not self.bounds.made(self._peer, transport):
+            transport.close()
 
     def data_received(self, data: bytes) -> None:
         if not self._head_done:
@@ -210,6 +221,8 @@ class Deadlined(H11Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._deadline.cancel()
+        if self.bounds is not None and self._peer is not None:
+            self.bounds.lost(self._peer)
         super().connection_lost(exc)
 
     def _too_slow(self) -> None:
@@ -217,19 +230,26 @@ class Deadlined(H11Protocol):
             self._socket.close()
 
 
-def server(app: Any, host: str, port: int, forwarded_allow_ips: str = "") -> uvicorn.Server:
-    """The web's HTTP server: connections bounded (``CONNECTIONS_MOST``, the
-    process allowed the files for them), each request's head due within
+def server(app: Any, host: str, port: int, forwarded_allow_ips: str = "",
+           connections: Connections | None = None) -> uvicorn.Server:
+    """The web's HTTP server: connections bounded by address and in all
+    (``Connections``: an idle one closed first to make room; the process
+    allowed the files for them), each request's head due within
     ``HEAD_WITHIN`` seconds, an idle kept connection closed after 5 s. The
     client's address and scheme are taken from the X-Forwarded-For and
     -Proto headers of a proxy at ``forwarded_allow_ips`` alone (behind the
     Ingress: the sign-in limits count each browser, not the proxy); by
     default of none, so that no client chooses the address it is counted
     under."""
+    if connections is None:
+        connections = Connections(per_address=None if forwarded_allow_ips else CONNECTIONS_PER_ADDRESS)
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    wanted = CONNECTIONS_MOST + 1024 if hard == resource.RLIM_INFINITY else min(hard, CONNECTIONS_MOST + 1024)
+    wanted = connections.most + 1024 if hard == resource.RLIM_INFINITY else min(hard, connections.most + 1024)
     if soft != resource.RLIM_INFINITY and soft < wanted:
         resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
-    return uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off",
-                                         http=Deadlined, limit_concurrency=CONNECTIONS_MOST, timeout_keep_alive=5,
-                                         proxy_headers=True, forwarded_allow_ips=forwarded_allow_ips))
+    protocol = type("Bounded", (Deadlined,), {"bounds": connections})
+    # uvicorn's bound counts connections and requests in hand: above what the connections' own bounds allow.
+    tracked = Tracked(ProxyHeadersMiddleware(app, trusted_hosts=forwarded_allow_ips), connections)
+    return uvicorn.Server(uvicorn.Config(tracked, host=host, port=port, log_level="warning", lifespan="off",
+                                         http=protocol, limit_concurrency=2 * connections.most + 64,
+                                         timeout_keep_alive=5, proxy_headers=False))

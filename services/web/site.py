@@ -45,13 +45,12 @@ from services.web.guard import CSRF, CSRF_FIELD, Guarded, SignInLimits
 from services.web.metrics import WebMetrics
 from services.web.sessions import SESSIONS, AccountsFile, Sessions
 from services.web.signin import COOKIE, SignIn
+from services.web.streams import ENDED, STREAMS_MOST, Streams
 
 HERE = Path(__file__).resolve().parent
 PAGES = ("floor", "floor_events", "table", "shoe", "coup", "find", "clause", "export", "signin")
 FOUND_AT_MOST = 50  # coups a search by player lists
 SEARCHED_AT_MOST = 1000  # coups a search by player reads, the latest in its window
-STREAMS_PER_SESSION = 4  # live floor streams one session may hold open (a few tabs)
-STREAMS_MOST = 500  # live floor streams in all, on one instance of the web
 SESSION_CHECK = 30.0  # seconds between checks that a live stream's session is still open
 
 
@@ -79,8 +78,8 @@ class Site:
         self.env = _env()
         self.metrics = WebMetrics()
         self.sign = SignIn(self.render, self._sessions, SignInLimits(self.metrics.registry), self.accounts)
-        self.streams_most, self.searched_most = streams_most, searched_most
-        self.streams: dict[str, int] = {}  # live floor streams open, by session
+        self.searched_most = searched_most
+        self.streams = Streams(streams_most)
         self.small_roads: dict[str, tuple[tuple[str, int], str]] = {}  # each tile's big road, drawn once a result
         self.floor = Floor(nc, tables, self._draw_tile,
                            lambda down, restarting: self.render("down.html", down=down, restarting=restarting),
@@ -159,40 +158,35 @@ class Site:
 
     async def floor_events_page(self, request: Request, who: tuple[str, str]) -> Response:
         """The tiles changed, as they change: each drawn, and each event encoded,
-        once for every browser. Bounded: ``STREAMS_PER_SESSION`` a session,
-        ``streams_most`` in all; a stream whose session has ended is closed
-        within ``SESSION_CHECK`` seconds."""
-        session = request.cookies.get(COOKIE, "")
-        if self.streams.get(session, 0) >= STREAMS_PER_SESSION:
-            return PlainTextResponse(f"a session may watch the floor in {STREAMS_PER_SESSION} windows at most: "
-                                     f"close one", 429)
-        if sum(self.streams.values()) >= self.streams_most:
-            return PlainTextResponse("the floor's live streams are all taken on this instance: try again soon",
-                                     503, headers={"Retry-After": "10"})
+        once for every browser. Bounded (``Streams``): a few a session and an
+        address, and a number in all, at which the oldest of the address holding
+        the most is ended; a stream whose session has ended is closed within
+        ``SESSION_CHECK`` seconds."""
+        session, address = request.cookies.get(COOKIE, ""), request.client.host if request.client else ""
+        if refusal := self.streams.refusal(session, address):
+            return PlainTextResponse(refusal, 429)
         await self.floor.look()
-        queue: asyncio.Queue[bytes] = asyncio.Queue(maxsize=16)
-        queue.put_nowait(self.floor.everything())  # a page reconnecting has missed what changed meanwhile
-        self.floor.watchers.add(queue)
-        self.streams[session] = self.streams.get(session, 0) + 1
+        stream = self.streams.opened(session, address)
+        stream.frames.put_nowait(self.floor.everything())  # a page reconnecting has missed what changed meanwhile
+        self.floor.watchers.add(stream.frames)
         self.metrics.streams.inc()
 
         async def tiles() -> AsyncIterator[bytes]:
             try:
                 while True:
                     try:
-                        frame = await asyncio.wait_for(queue.get(), SESSION_CHECK)
+                        frame = await asyncio.wait_for(stream.frames.get(), SESSION_CHECK)
                     except TimeoutError:
                         if await self.who(request) is None:
                             return
                         continue
+                    if frame == ENDED or stream.over:
+                        return
                     self.metrics.sent.inc()
                     yield frame
             finally:
-                self.floor.watchers.discard(queue)
-                if (left := self.streams.get(session, 0) - 1) > 0:
-                    self.streams[session] = left
-                else:
-                    self.streams.pop(session, None)
+                self.floor.watchers.discard(stream.frames)
+                self.streams.closed(stream)
                 self.metrics.streams.dec()
 
         return EventSourceResponse(tiles(), ping=15)

@@ -1,8 +1,10 @@
 """The web pages as a process of their own (``python -m services.web``, as
 ``casino run`` and the Kubernetes Deployment start it), over a casino on a
 real nats-server, and a raw HTTP client to attack them with: every request
-as sent on the wire, from any client address (the X-Forwarded-For header,
-which the web believes of a proxy on loopback alone)."""
+as sent on the wire, from any client address: behind the proxy the test
+plays, in the X-Forwarded-For header (which the web believes of a proxy on
+loopback alone); with no proxy, as the connection's own source address on
+loopback (127.0.0.0/8)."""
 
 from __future__ import annotations
 
@@ -51,7 +53,7 @@ class WebProcess:
 
     def __init__(self, nats_url: str, tmp: Path, tables: dict[str, TableConfig], *extra: str,
                  accounts: Path | None = None, proxy: str = "127.0.0.1") -> None:
-        self.nats_url, self.tmp = nats_url, tmp
+        self.nats_url, self.tmp, self.proxied = nats_url, tmp, bool(proxy)
         self.extra = (*extra, "--forwarded-allow-ips", proxy) if proxy else extra
         tmp.mkdir(parents=True, exist_ok=True)
         self.tables_file = tmp / "tables.toml"
@@ -86,11 +88,11 @@ class WebProcess:
 
     async def ask(self, method: str, path: str, headers: dict[str, str] | None = None, body: bytes = b"",
                   client: str = "") -> Answer:
-        """One request on a connection of its own, answered whole."""
-        reader, writer = await asyncio.open_connection("127.0.0.1", self.port)
+        """One request on a connection of its own, answered whole, from ``client`` (``connect``)."""
+        reader, writer = await self.connect(client)
         try:
             head = {"Host": "127.0.0.1", "Connection": "close", **(headers or {})}
-            if client:
+            if client and self.proxied:
                 head["X-Forwarded-For"] = client
             if body or method == "POST":
                 head.setdefault("Content-Type", "application/x-www-form-urlencoded")
@@ -100,6 +102,11 @@ class WebProcess:
             return Answer(await asyncio.wait_for(reader.read(), 30))
         finally:
             writer.close()
+
+    async def connect(self, client: str = "") -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        """A connection to the web: from ``client`` where there is no proxy (a loopback address), else from loopback."""
+        local = (client, 0) if client and not self.proxied else None
+        return await asyncio.open_connection("127.0.0.1", self.port, local_addr=local)
 
     async def form_token(self, client: str = "") -> tuple[str, str]:
         """A sign-in page's form token and the cookie that goes with it."""

@@ -6,6 +6,7 @@ finish, and malformed addresses."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import time
 from pathlib import Path
@@ -13,8 +14,9 @@ from pathlib import Path
 import pytest
 from playwright.async_api import async_playwright
 from services.web.accounts import write_accounts
+from services.web.connections import CONNECTIONS_MOST, CONNECTIONS_PER_ADDRESS
 from services.web.guard import CSP, HEAD_WITHIN, SignInLimits
-from services.web.site import STREAMS_PER_SESSION
+from services.web.streams import STREAMS_MOST, STREAMS_PER_SESSION
 
 from casino.cli.run import default_tables
 from tests.e2e.casino import Casino
@@ -23,6 +25,15 @@ from tests.web.test_pages import chromium
 
 pytestmark = pytest.mark.anyio
 TABLES = default_tables(2, ["baccarat-000-methods", "blackjack-002-hole-card"], readers=0)
+
+
+async def ended(reader: asyncio.StreamReader) -> bool:
+    """Whether a live stream's answer has ended (its last chunk come), from what it sent within half a second."""
+    seen = b""
+    with contextlib.suppress(TimeoutError):
+        while chunk := await asyncio.wait_for(reader.read(65536), 0.5):
+            seen += chunk
+    return seen.endswith(b"\r\n0\r\n\r\n") or reader.at_eof()
 
 
 def metric(text: bytes, name: str) -> float:
@@ -79,9 +90,9 @@ async def test_a_forwarded_address_is_believed_from_a_configured_proxy_alone(nat
     says another address in X-Forwarded-For is counted under its own, so
     that it cannot guess on under a new address at each try."""
     async with Casino(nats_url, TABLES), web_process(nats_url, tmp_path, TABLES, proxy="") as web:
-        for k in range(5):
-            assert (await web.sign_in("pit1", "guess", f"10.9.0.{k}")).status == 401
-        assert (await web.sign_in("pit1", web.passwords["pit1"], "10.9.1.1")).status == 429
+        for k in range(5):  # each from loopback, saying another address
+            assert (await web.sign_in("pit1", "guess", headers={"X-Forwarded-For": f"10.9.0.{k}"})).status == 401
+        assert (await web.sign_in("pit1", web.passwords["pit1"], headers={"X-Forwarded-For": "10.9.1.1"})).status == 429
 
 
 def test_a_sign_in_lock_lasts_as_long_as_the_guessing_and_a_window_more() -> None:
@@ -173,31 +184,43 @@ async def test_every_answer_carries_the_security_headers_a_form_needs_its_token_
 async def test_idle_streams_and_unfinished_requests_leave_the_pages_answering(nats_url: str, tmp_path: Path) -> None:
     """3,000 live floor streams asked for by one session, and 3,000
     connections that never finish their request's head: the session holds
-    its few streams, the instance its bound, each unfinished request is
-    dropped after its deadline, and the pages answer throughout."""
+    its few streams, the instance its bound (a stream beyond it ends the
+    oldest of the address holding the most: each keeps its fair share), each unfinished
+    request is dropped after its deadline, and the pages answer throughout."""
     more_files()
     async with Casino(nats_url, TABLES), web_process(nats_url, tmp_path, TABLES, "--streams", "40") as web:
         cookie = await web.session("pit1")
         calm = p99(await web.page_seconds(cookie))
         rss_before = web.rss_mib()
 
-        streams: list[asyncio.StreamWriter] = []
+        streams: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+        live: list[asyncio.StreamReader] = []  # those answered 200, in turn
         statuses: dict[int, int] = {}
 
-        async def stream(cookie_: str) -> None:
+        async def stream(cookie_: str, client: str = "") -> None:
             reader, writer = await asyncio.open_connection("127.0.0.1", web.port)
-            writer.write(f"GET /floor/events HTTP/1.1\r\nHost: x\r\nCookie: {cookie_}\r\n"
+            forwarded = f"X-Forwarded-For: {client}\r\n" if client else ""
+            writer.write(f"GET /floor/events HTTP/1.1\r\nHost: x\r\nCookie: {cookie_}\r\n{forwarded}"
                          "Accept: text/event-stream\r\n\r\n".encode())
             line = await asyncio.wait_for(reader.readline(), 30)
             status = int(line.split()[1])
             statuses[status] = statuses.get(status, 0) + 1
-            streams.append(writer)
+            streams.append((reader, writer))
+            if status == 200:
+                live.append(reader)
 
         await asyncio.gather(*(stream(cookie) for _ in range(3000)))
         assert statuses == {200: STREAMS_PER_SESSION, 429: 3000 - STREAMS_PER_SESSION}, statuses
-        others = [await web.session("pit1", f"10.9.0.{k}") for k in range(12)]
-        await asyncio.gather(*(stream(c) for c in others for _ in range(STREAMS_PER_SESSION)))
-        assert statuses[200] == 40 and statuses[503] == 12 * STREAMS_PER_SESSION + STREAMS_PER_SESSION - 40, statuses
+        others = [(await web.session("pit1", f"10.9.0.{k}"), f"10.9.0.{k}") for k in range(12)]
+        for c, client in others:
+            await asyncio.gather(*(stream(c, client) for _ in range(STREAMS_PER_SESSION)))
+        assert statuses[200] == 13 * STREAMS_PER_SESSION, statuses  # each answered: the bound made room
+        await asyncio.sleep(1)
+        assert metric((await web.ask("GET", "/metrics/")).body, "casino_web_streams") == 40
+        # The room made from the holders of the most, each left its fair share: the first session too.
+        first = [await ended(r) for r in live[:STREAMS_PER_SESSION]]
+        assert STREAMS_PER_SESSION - sum(first) >= 40 // 13, first
+        assert sum(first) + sum([await ended(r) for r in live[STREAMS_PER_SESSION:]]) == 12
         with_streams = p99(await web.page_seconds(cookie))
         rss_streams = web.rss_mib()
 
@@ -211,7 +234,7 @@ async def test_idle_streams_and_unfinished_requests_leave_the_pages_answering(na
         dropped = await asyncio.gather(*(asyncio.wait_for(r.read(), HEAD_WITHIN + 30) for r, _ in unfinished))
         took = time.monotonic() - at
         assert all(d == b"" for d in dropped)  # each closed by the web, with no answer
-        for w in streams + [w for _, w in unfinished]:
+        for w in [w for _, w in streams] + [w for _, w in unfinished]:
             w.close()
         await asyncio.sleep(2)
         rss_after = web.rss_mib()
@@ -220,6 +243,66 @@ async def test_idle_streams_and_unfinished_requests_leave_the_pages_answering(na
               f"{took:.1f} s after they began); RSS {rss_before:.0f} -> {rss_streams:.0f} -> {rss_after:.0f} MiB")
         assert max(with_streams, with_unfinished) < max(1.0, 20 * calm)
         assert rss_after - rss_before < 100
+
+
+async def test_floods_of_idle_connections_and_of_one_accounts_streams_never_shut_out_the_pit(
+        nats_url: str, tmp_path: Path) -> None:
+    """With no proxy and the instance's own bounds: one address's 400 idle
+    connections keep 256 (its bound, the oldest closed first); 8,200 from
+    41 addresses keep the instance's 8,000, idle ones closed to make room;
+    and throughout, /healthz and the pit boss's floor answer every time.
+    Then one account's sessions from 130 addresses ask for 520 live streams
+    (the instance holds 500): the pit boss's stream opens all the same."""
+    more_files(20000)
+    async with Casino(nats_url, TABLES), web_process(nats_url, tmp_path, TABLES, proxy="") as web:
+        cookie = await web.session("pit1")  # the pit boss, from 127.0.0.1
+        flood: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+
+        async def idle(client: str, count: int) -> list[asyncio.StreamReader]:
+            made = [await web.connect(client) for _ in range(count)]
+            flood.extend(made)
+            return [r for r, _ in made]
+
+        async def still_open(readers: list[asyncio.StreamReader]) -> int:
+            await asyncio.sleep(1)  # the web's closings come in
+            return sum(not r.at_eof() for r in readers)
+
+        async def answering() -> None:
+            assert [(await web.ask("GET", "/healthz")).status for _ in range(20)] == [200] * 20
+            assert len(await web.page_seconds(cookie, asks=20)) == 20  # each answered 200
+
+        try:
+            one = await idle("127.0.0.2", 400)
+            assert await still_open(one) == CONNECTIONS_PER_ADDRESS
+            await answering()
+            many = [r for k in range(41) for r in await idle(f"127.0.1.{k + 1}", 200)]
+            await answering()
+            open_now = await still_open(one + many)
+            assert CONNECTIONS_MOST - 100 <= open_now <= CONNECTIONS_MOST, open_now  # the pit's own beside them
+        finally:
+            for _, w in flood:
+                w.close()
+        await asyncio.sleep(2)
+
+        streams: list[asyncio.StreamWriter] = []
+
+        async def stream(cookie_: str, client: str) -> int:
+            reader, writer = await web.connect(client)
+            writer.write(f"GET /floor/events HTTP/1.1\r\nHost: x\r\nCookie: {cookie_}\r\n"
+                         "Accept: text/event-stream\r\n\r\n".encode())
+            streams.append(writer)
+            return int((await asyncio.wait_for(reader.readline(), 30)).split()[1])
+
+        try:
+            sessions = [(await web.session("pit1", f"127.0.2.{k + 1}"), f"127.0.2.{k + 1}") for k in range(130)]
+            asked = [await stream(c, client) for c, client in sessions for _ in range(STREAMS_PER_SESSION)]
+            assert asked == [200] * 520  # each answered: the oldest of the biggest holder ended for it
+            assert metric((await web.ask("GET", "/metrics/")).body, "casino_web_streams") == STREAMS_MOST
+            assert await stream(cookie, "127.0.0.1") == 200  # the pit boss's floor
+            assert (await web.ask("GET", "/healthz")).status == 200
+        finally:
+            for w in streams:
+                w.close()
 
 
 async def test_bad_addresses_get_a_4xx_that_says_what_is_wrong(nats_url: str, tmp_path: Path) -> None:
