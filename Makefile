@@ -22,10 +22,11 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy
 
-# On both cores, each test file on one worker; tests/image runs with
+# On both cores, a worker taking tests from the other once out of its own;
+# tests/image runs with
 # `make image-test`, which makes the image first.
 unit: setup
-	$(BIN)/pytest --ignore=tests/image -n 2 --dist loadfile
+	$(BIN)/pytest --ignore=tests/image -n 2 --dist worksteal
 
 # Debian's packages the tests use: Prometheus and its promtool (the alert
 # rules' unit tests, and `make run ARGS=--observe`), Alertmanager (an alert
