@@ -15,20 +15,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 
 import msgspec
 from nats.aio.client import Client
 from sse_starlette import ServerSentEvent
 
 from casino.audit.verify import verify_coup
-from casino.cli.console import Console, TableView
+from casino.cli.console import Console
 from casino.protocol.service import log
 from casino.readmodels.projections import KvProjections, ShoeStats, TableStatus, Takings
 from casino.rules.baccarat import messages as baccarat_messages
-from casino.rules.baccarat.scoreboard import Coup, Mark, big_road, decoded, of_result
+from casino.rules.baccarat.scoreboard import decoded, of_result
 from casino.rules.incidents import CardIncident, CoupRuled, TableClosed, TableReopened
 from casino.rules.settlement import CoupSettled
 from casino.store import subjects
@@ -36,6 +34,7 @@ from casino.store.envelope import CoupConfigured
 from casino.store.eventstore import Stored, latest_at_table
 from casino.store.jetstream import JetStreamEventStore
 from services.web.liveness import Liveness
+from services.web.tiles import Summary, Tile
 
 REFRESH = 0.25  # seconds between the floor's turns: what is appended meanwhile is read together
 READ_MOST = 10_000  # messages one turn reads at most (the next turn, at once, reads on)
@@ -43,81 +42,7 @@ READ_MOST = 10_000  # messages one turn reads at most (the next turn, at once, r
 # appends, none on a tile) is folded, and shown with the next of these: the close of betting, a coup's.
 SHOWN = ("coup", "shoe", "settle")
 LIVENESS = 2.0  # seconds between looks at which services have a live instance (``services.web.liveness``)
-STALLED = 300.0  # seconds without an event mid-coup: as the alert CasinoTableStalledMidCoup
-PACE_WINDOW = 900.0  # seconds of coups counted into a table's pace
-INCIDENT_SHOWN = 900.0  # seconds a card incident stays on its tile once ruled
-ROAD_COLUMNS = 12  # the columns of its shoe's big road a tile shows, the latest (the table's page shows them all)
 IDLE = 60.0  # seconds the floor is still read after the last page or stream that showed it
-
-
-@dataclass
-class Summary:
-    tables: int
-    dealing: int
-    held: int
-    alerted: int
-    takings: dict[str, int]  # the house's net, by currency ("": none named)
-
-
-@dataclass
-class Tile:
-    """What one table's tile shows."""
-
-    view: TableView  # the coup in play as recorded: its cards, its result
-    status: TableStatus
-    takings: Takings
-    shoe: ShoeStats | None = None
-    pace: float | None = None  # coups an hour
-    incident: str = ""
-    incident_at: float = 0.0
-    finding: str = ""  # the latest coup that failed verification here
-    closed: str = ""  # why its card-reading shoe's incidents closed the table, until a supervisor reopens it
-    holder: str = ""  # who holds the shoe (Method C, 000 8.15 to 8.20), or a hand's cards (Methods B, D)
-    # The baccarat results of the shoe in play by coup number, from the record as it is read (at the start,
-    # from the read model): the tile's big road.
-    results_of: str = ""
-    results: dict[int, Coup] = field(default_factory=dict)
-    samples: deque[tuple[float, int]] = field(default_factory=lambda: deque(maxlen=64))
-
-    def alerts(self, now: float) -> list[str]:
-        out = []
-        if self.status.phase == "held":
-            out.append(f"coup held: {self.view.result or 'for compliance'}")
-        if self.incident and (self.status.phase == "held" or now - self.incident_at < INCIDENT_SHOWN):
-            out.append(self.incident)
-        if self.finding:
-            out.append(self.finding)
-        if self.closed:
-            out.append(f"table closed: {self.closed}; a supervisor reopens it")
-        if self.view.shoe_ended:
-            out.append(f"shoe ended ({self.view.shoe_ended}): the table waits for its next shoe's order")
-        quiet = now - self.status.last_event_at
-        if self.status.phase in ("betting", "dealing", "finished") and self.status.last_event_at and quiet > STALLED:
-            out.append(f"no event for {quiet / 60:.0f} min mid-coup")
-        return out
-
-    def take_results(self, shoe: str, results: dict[int, Coup]) -> None:
-        """Results of ``shoe`` (a later shoe than the one held: the held ones let go)."""
-        if shoe != self.results_of:
-            table = self.status.table
-            if (subjects.shoe_number(table, shoe) or 0) < (subjects.shoe_number(table, self.results_of) or 0):
-                return  # an earlier shoe's, read late
-            self.results_of, self.results = shoe, {}
-        self.results.update(results)
-
-    def road(self) -> list[Mark]:
-        """The latest ``ROAD_COLUMNS`` columns of the big road of the tile's shoe."""
-        return big_road([self.results[n] for n in sorted(self.results)], ROAD_COLUMNS)
-
-    def counted(self, now: float) -> None:
-        """A sample of the table's coup count, for its pace."""
-        if not self.samples or self.samples[-1][1] != self.status.coups:
-            self.samples.append((now, self.status.coups))
-        while self.samples and now - self.samples[0][0] > PACE_WINDOW:
-            self.samples.popleft()
-        if len(self.samples) >= 2 and self.samples[-1][0] - self.samples[0][0] >= 60:
-            (t0, c0), (t1, c1) = self.samples[0], self.samples[-1]
-            self.pace = 3600 * (c1 - c0) / (t1 - t0)
 
 
 class Floor:
@@ -270,7 +195,8 @@ class Floor:
         failed = set()
         for (table, coup), stored in zip(settled, records, strict=True):
             if verify_coup(stored):
-                self.tiles[table].finding = f"coup {subjects.coup_number(coup)} failed verification"
+                tile, number = self.tiles[table], subjects.coup_number(coup)
+                tile.finding, tile.finding_at, tile.finding_coup = f"coup {number} failed verification", time.time(), number
                 failed.add(table)
         return failed
 
@@ -293,11 +219,12 @@ class Floor:
                 tile.holder = ""
             elif isinstance(e, CardIncident):
                 where = f"{'at' if e.coup else 'before'} coup {number}" + (f" ({e.clause})" if e.clause else "")
-                tile.incident, tile.incident_at = f"{e.said()} {where}", time.time()
+                tile.incident, tile.incident_at = f"{e.said()} {where}", env.at.timestamp()
+                tile.incident_coup = number if e.coup else None
             elif isinstance(e, CoupRuled) and tile.incident:
-                tile.incident, tile.incident_at = f"{tile.incident}; {e.said()}", time.time()
+                tile.incident, tile.incident_at = f"{tile.incident}; {e.said()}", env.at.timestamp()
             elif isinstance(e, TableClosed | TableReopened):
-                tile.closed = e.reason if isinstance(e, TableClosed) else ""
+                tile.closed, tile.closed_at = (e.reason if isinstance(e, TableClosed) else ""), env.at.timestamp()
             elif isinstance(e, baccarat_messages.CoupResulted):
                 tile.take_results(subjects.tokens(m.subject)[1], {number or 0: of_result(e)})
             elif isinstance(e, CoupSettled):
@@ -369,13 +296,14 @@ class Floor:
         return changed
 
     def tell(self, tables: set[str], boards: Iterable[str] = ()) -> None:
-        """Every browser sent the tiles changed, in one event encoded once, and a ``board-<table>`` event for each
-        table of ``boards`` (its page draws its shoe again); a browser that does not read is not waited for: what
-        it has not taken is dropped for the whole floor, once."""
+        """Every browser sent the tiles changed in one event encoded once, a ``tile-<table>`` event for each (its
+        page asks for it), and a ``board-<table>`` event for each of ``boards`` (its page draws its shoe again);
+        a browser that does not read is not waited for: what it has not taken is dropped for the whole floor."""
         if not self.watchers:  # nobody looks: no frame is made
             return
         frame = self.tiles_frame(sorted(tables)) + b"".join(
-            ServerSentEvent(str(self.boards[t][1]), event=f"board-{t}").encode() for t in boards)
+            [*(ServerSentEvent("1", event=f"tile-{t}").encode() for t in sorted(tables)),
+             *(ServerSentEvent(str(self.boards[t][1]), event=f"board-{t}").encode() for t in boards)])
         for queue in self.watchers:
             if queue.full():
                 while not queue.empty():

@@ -35,7 +35,15 @@ def shoe_facts(stored: list[Stored]) -> dict[str, Any]:
             elif isinstance(e, baccarat_messages.CoupResulted):
                 coups[coup] = f"{e.winner} {e.player_points}-{e.banker_points}"
             elif isinstance(e, blackjack_messages.CoupResulted):
-                coups[coup] = f"dealer {'blackjack' if e.dealer_blackjack else e.dealer_total}"
+                coups[coup] = blackjack_result(e)
     results = shoe_results(stored)
     return {"facts": facts, "coups": list(coups.items())[::-1],
             "board": scoreboard.scoreboard(results) if results else None}
+
+
+def blackjack_result(e: blackjack_messages.CoupResulted) -> str:
+    """A blackjack coup's result in a line: the dealer's, then each hand's ("seat 2 won with 19")."""
+    said = {"blackjack": "won with blackjack", "win": "won with {}", "push": "pushed at {}", "lose": "lost with {}"}
+    hands = [f"seat {h.seat}{f' hand {h.hand + 1}' if h.hand else ''} {said[h.outcome].format(h.total)}"
+             for h in e.hands]
+    return "; ".join([f"dealer {'blackjack' if e.dealer_blackjack else e.dealer_total}", *hands])

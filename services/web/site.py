@@ -40,12 +40,13 @@ from services.web import roads, words
 from services.web.accounts import Accounts
 from services.web.clauses import NUMBER, Regulations, linked
 from services.web.dispute import INCIDENTS, as_of
-from services.web.floor import Floor, Tile
+from services.web.floor import Floor
 from services.web.guard import CSRF, CSRF_FIELD, Guarded, SignInLimits
 from services.web.metrics import WebMetrics
 from services.web.sessions import SESSIONS, AccountsFile, Sessions
 from services.web.signin import COOKIE, SignIn
 from services.web.streams import ENDED, STREAMS_MOST, Streams
+from services.web.tiles import Tile
 
 HERE = Path(__file__).resolve().parent
 PAGES = ("floor", "floor_events", "table", "shoe", "coup", "find", "clause", "export", "signin")
@@ -61,6 +62,8 @@ def _env() -> Environment:
     env.filters["clauses"] = linked
     env.filters["number"] = lambda coup: coup.rpartition("-")[2].lstrip("0")
     env.filters["spoken"] = words.card
+    env.filters["iso"] = lambda at: datetime.fromtimestamp(at, UTC).isoformat()
+    env.filters["clock"] = lambda at: f"{datetime.fromtimestamp(at, UTC):%H:%M:%S} UTC"
     env.filters["plain"] = lambda name: escaped(str(name).replace("_", " ").title())  # method_a: Method A
     return env
 
@@ -208,6 +211,13 @@ class Site:
         if table not in self.floor.tiles:
             return self.missing(who, f"table {table}")
         return HTMLResponse(self.render("table-shoe.html", table=table, **await self._shoe_in_play(table)))
+
+    async def table_tile_page(self, request: Request, who: tuple[str, str]) -> Response:
+        """The table page's tile as last drawn, asked for as it changes (``Floor.tell``): it swaps itself in."""
+        table = request.path_params["table"]
+        if table not in self.floor.tiles:
+            return self.missing(who, f"table {table}")
+        return HTMLResponse(self.floor.drawn[table])
 
     async def board_page(self, request: Request, who: tuple[str, str], part: str = "board.html") -> Response:
         """A baccarat table's scoreboard for a screen on the pit wall: its five roads, counts and ask."""
@@ -374,6 +384,7 @@ def app(site: Site) -> Starlette:
         Route("/coup", site.page("find")),
         Route("/table/{table}", site.page("table")),
         Route("/table/{table}/shoe", site.page("table_shoe")),
+        Route("/table/{table}/tile", site.page("table_tile")),
         Route("/table/{table}/board", site.page("board")),
         Route("/table/{table}/board/roads", site.page("board_roads")),
         Route("/shoe/{shoe}", site.page("shoe")),

@@ -5,11 +5,12 @@ and as printed."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.async_api import Page
+from playwright.async_api import Page, expect
 
 from casino.cli.simulator import Simulator
 from casino.config.tables import TableConfig
@@ -41,6 +42,11 @@ async def test_every_page_has_no_serious_or_critical_wcag_violation_on_screen_or
         pages: dict[str, Page] = {"sign-in": unsigned}
         pit = await signed_in(w.browser, w.base, "pit1", w.passwords["pit1"])
         comp = await signed_in(w.browser, w.base, "comp1", w.passwords["comp1"])
+        # Every page's console and requests: no error, nothing missing (a favicon included).
+        troubles: list[str] = []
+        for page in (unsigned, pit, comp):
+            page.on("console", lambda m: troubles.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
+            page.on("response", lambda r: troubles.append(f"{r.status} {r.url}") if r.status >= 400 else None)
         found: dict[str, list[dict[str, Any]]] = {}
         for name, page, path in (
                 ("floor", pit, "/"), ("compact floor", pit, "/?compact=1"), ("table", pit, "/table/B1"),
@@ -53,10 +59,23 @@ async def test_every_page_has_no_serious_or_critical_wcag_violation_on_screen_or
             assert answer is not None and answer.status == 200, (name, path)
             pages[name] = page
             found[name] = await violations(page)
+            # Names as a person reads them: no setting's or procedure's identifier (method_a, go_on).
+            shown = await page.inner_text("main")
+            assert not re.findall(r"\b[a-z]+_[a-z_]+\b", shown), (name, re.findall(r"\b[a-z]+_[a-z_]+\b", shown))
             await page.emulate_media(media="print")
             found[f"{name}, printed"] = await violations(page)
             await page.emulate_media(media="screen")
         found["sign-in"] = await violations(unsigned)
+        # Live pages stay clean as they change: a coup dealt while the table page and the display are open.
+        await pit.goto(f"{w.base}/table/J1")
+        await comp.goto(f"{w.base}/table/B1/board")
+        await Simulator(casino.nc, tables, seed=42, patience=40).run(1)  # type: ignore[arg-type]
+        await expect(pit.locator("#tile-J1 .coup")).to_have_text("coup 5", timeout=30_000)
+        await expect(comp.locator("svg.road[aria-label^='bead plate'] g")).to_have_count(5, timeout=30_000)
+        assert troubles == []
+        # A blackjack shoe's coups say each hand's result beside the dealer's.
+        assert re.search(r"dealer (\d+|blackjack); seat \d+ (hand \d )?(won|lost|pushed)",
+                         await pit.inner_text(".recent")), await pit.inner_text(".recent")
         failed = [f"{name}: {v['id']} ({v['impact']}) at {node}" for name, vs in found.items() for v in vs
                   for node in v["nodes"]]
         assert failed == [], "\n".join(failed)

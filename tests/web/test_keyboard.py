@@ -5,6 +5,7 @@ Home and End stepping a coup, a new alert said through a live region."""
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 from playwright.async_api import Page, expect
@@ -45,10 +46,14 @@ async def test_the_keyboard_reaches_steps_and_keeps_its_place_and_alerts_are_sai
         assert await focused(page) == "tile-B1-table"
         # A tile alerted is said once through the live region, its table named.
         tile = site.floor.tiles["B2"]
-        tile.finding = "coup 3 failed verification"
+        tile.finding, tile.finding_at, tile.finding_coup = "coup 3 failed verification", time.time(), 3
         site.floor._draw("B2")
         site.floor.tell({"B2"})
         await expect(page.locator("#announcer")).to_have_text("B2: coup 3 failed verification", timeout=10_000)
+        # On its tile, with the time it came (UTC) and a link to its coup.
+        alert = page.locator("#tile-B2 .alert")
+        assert re.fullmatch(r"\d\d:\d\d:\d\d UTC", await alert.locator("time").inner_text())
+        assert await alert.locator("a").get_attribute("href") == "/coup/B2/3"
         assert await page.locator("#announcer").get_attribute("role") == "alert"
         assert await focused(page) == "tile-B1-table"
 

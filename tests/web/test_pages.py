@@ -13,15 +13,18 @@ import signal
 import sys
 import time
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from playwright.async_api import Browser, Page, async_playwright, expect
 from services.web import floor as floor_module
 from services.web import liveness, words
 from services.web.accounts import Accounts
 from services.web.clauses import Regulations
+from services.web.dispute import INCIDENTS, as_of
 from services.web.guard import server as web_server
 from services.web.site import Site, app
 
@@ -172,6 +175,13 @@ async def test_a_coup_page_shows_the_recorded_cards_and_an_altered_record_fails_
     assert shown[0] == words.card(recorded[0]) != recorded[0]  # each said in words: "five of clubs"
     assert (await page.inner_text(".verdict")).startswith("Verified")
     await page.screenshot(path=str(DOCS / "web-coup.png"), full_page=True)
+    # A coup the house neither won nor lost says so, not "won EUR 0.00" (the same page, its net made nought).
+    r = replay_coup(stored)
+    assert r.payouts and r.settled
+    even = w.site.render("coup.html", who=("comp1", "compliance"), r=msgspec.structs.replace(r, house_net=0),
+                         findings=[], coup=coup, number=2, step=len(r.steps), now=as_of(r, len(r.steps)),
+                         sealed=None, incidents=INCIDENTS, printed=datetime.now(UTC), named=w.site.named)
+    assert "The house broke even." in even and "EUR 0.00." not in even
 
     # A writer's credential appends an opening again, its text markup: verification fails, and it is text.
     opening = next(m for m in stored if any(e.type == "baccarat.coup_opened" for e in m.batch.events))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from services.web.clauses import Regulations, linked
-from services.web.floor import STALLED, Tile
+from services.web.tiles import STALLED, Alert, Tile
 
 from casino.cli.console import TableView
 from casino.readmodels.projections import TableStatus, Takings
@@ -21,13 +21,17 @@ def test_a_tile_alerts_a_held_coup_a_card_incident_a_failed_verification_and_a_t
     now = 10_000.0
     assert _tile(phase="dealing", last_event_at=now - 5).alerts(now) == []
     held = _tile(phase="held", last_event_at=now)
+    held.status.coup = "BAC000-1-000007"
     held.view.result, held.incident, held.incident_at = "HELD misdraw", "card misdrawn at coup 7: 5H", now - 3600
-    assert held.alerts(now) == ["coup held: HELD misdraw", "card misdrawn at coup 7: 5H"]  # shown while held
+    held.incident_coup = 7
+    # Each with when it was recorded and its coup: shown while the coup is held.
+    assert held.alerts(now) == [Alert("coup held: HELD misdraw", now, 7), Alert("card misdrawn at coup 7: 5H", now - 3600, 7)]
     held.status.phase = "betting"
     assert held.alerts(now) == []  # ruled, and long ago
     failed = _tile(phase="finished", last_event_at=now - STALLED - 60)
-    failed.finding = "coup 12 failed verification"
-    assert failed.alerts(now) == ["coup 12 failed verification", "no event for 6 min mid-coup"]
+    failed.finding, failed.finding_at, failed.finding_coup = "coup 12 failed verification", now - 1, 12
+    assert [str(a) for a in failed.alerts(now)] == ["coup 12 failed verification", "no event for 6 min mid-coup"]
+    assert failed.alerts(now)[0] == Alert("coup 12 failed verification", now - 1, 12)
 
 
 def test_a_tiles_pace_is_coups_an_hour_over_the_last_quarter_hour_once_a_minute_is_seen() -> None:

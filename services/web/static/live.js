@@ -27,7 +27,7 @@ var said = null;
 function announce() {
   var region = document.getElementById("announcer");
   if (!region) { return; }
-  var now = new Set(Array.from(document.querySelectorAll(".tile .alert"), function (a) {
+  var now = new Set(Array.from(document.querySelectorAll(".tile .alert .said"), function (a) {
     return a.closest(".tile").dataset.table + ": " + a.textContent;
   }));
   if (said !== null) {

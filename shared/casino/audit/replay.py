@@ -366,13 +366,13 @@ _DESCRIBE: dict[type, Callable[[Any], str]] = {
                                   f"{e.read}): to the discard rack"),
     shoe.CardRefused: lambda e: f"{e.card} reported (report {e.read}) and refused: {e.why}",
     CardIncident: lambda e: (("between coups, " if not e.coup else "") + f"held for a supervisor's ruling: {e.what}"
-                             + (f"; house rule {e.setting} = {e.house_rule.replace('_', ' ')}" if e.setting else "")),
+                             + (f"; house rule {e.setting.replace('_', ' ')} = {e.house_rule.replace('_', ' ')}" if e.setting else "")),
     CardKeyed: lambda e: f"{e.card} keyed in by {e.dealer or 'nobody named'} for report {e.read}, to be confirmed",
-    CoupRuled: lambda e: ("ruled" + (f" by {e.setting}" if e.setting else "") + ": " + {
+    CoupRuled: lambda e: ("ruled" + (f" by {e.setting.replace('_', ' ')}" if e.setting else "") + ": " + {
         "go_on": "the card stays out, the coup is dealt on" if e.coup else "the card stays out, the table goes on",
         "void": "the coup is void, every stake returned",
         "end_shoe": ("the coup is void, every stake returned, and " if e.coup else "") + "the shoe is ended",
-        "confirm": f"confirms the card keyed in for report {e.read}"}.get(e.ruling, e.ruling)),
+        "confirm": f"confirms the card keyed in for report {e.read}"}.get(e.ruling, e.ruling.replace("_", " "))),
     TableClosed: lambda e: (f"the table closed ({e.clause}): {e.reason}; {e.awaiting} incidents closed with it"
                             + (", the coup held for compliance" if e.coup else "") + f", shoe {e.shoe} ended"),
     TableReopened: lambda e: (f"the table reopened by {e.supervisor}; {e.reported} cards reported while it was "

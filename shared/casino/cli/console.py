@@ -45,7 +45,8 @@ class TableView:
         if len(hands) > HANDS:
             hands = hands[:HANDS - 1] + "~"
         dealt = f"{100 * self.position / self.shoe_cards:3.0f}%" if self.shoe_cards else "  -"
-        return (f"{self.name[:10]:<10} {self.coup.rpartition('-')[2].lstrip('0'):>5} {self.procedure[:9]:<9} "
+        procedure = self.procedure.replace("_", " ")  # method_a: method a
+        return (f"{self.name[:10]:<10} {self.coup.rpartition('-')[2].lstrip('0'):>5} {procedure[:9]:<9} "
                 f"{hands:<{HANDS}} {self.result[:12]:<12} {self.shoe.rpartition('-')[2] or '-':>4} {dealt:>5} "
                 f"{self.settled:>7} {money(self.house_net, self.currency, signed=True)[:16]:>16}")
 
@@ -131,7 +132,7 @@ class Console:
                 v.result = f"ruled: {RULING_WORDS.get(e.ruling, e.ruling)}"
                 if e.coup and e.ruling in ("void", "end_shoe"):
                     v.phase = "void"
-                self.rulings[f"{self.kinds.pop((v.name, e.read), '?')} {e.ruling}"] += 1
+                self.rulings[f"{self.kinds.pop((v.name, e.read), '?')} {e.ruling.replace('_', ' ')}"] += 1
                 self.shoes_ended += e.ruling == "end_shoe"
                 if e.coup and e.ruling in ("void", "end_shoe"):
                     self.voids[v.name] += 1
