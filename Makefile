@@ -22,11 +22,11 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy
 
-# On both cores, a worker taking tests from the other once out of its own;
-# tests/image runs with
-# `make image-test`, which makes the image first.
+# Three workers on the two cores (a test waits on its servers much of its
+# time), each taking another's tests once out of its own; tests/image runs
+# with `make image-test`, which makes the image first.
 unit: setup
-	$(BIN)/pytest --ignore=tests/image -n 2 --dist worksteal
+	$(BIN)/pytest --ignore=tests/image -n 3 --dist worksteal
 
 # Debian's packages the tests use: Prometheus and its promtool (the alert
 # rules' unit tests, and `make run ARGS=--observe`), Alertmanager (an alert
