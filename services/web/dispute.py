@@ -4,6 +4,7 @@ and which steps are its incidents."""
 
 from __future__ import annotations
 
+import re
 from typing import NamedTuple
 
 from casino.audit.replay import Card, CoupReplay, Step
@@ -13,6 +14,12 @@ from casino.rules.incidents import voided
 # The steps a coup's page marks as incidents: a card out of turn or refused, a card keyed in, a ruling, a hold.
 INCIDENTS = frozenset({"coup.card_incident", "coup.card_keyed", "coup.ruled", "coup.held", "shoe.card_refused",
                        "shoe.card_misdrawn", "shoe.cut_card_misplaced"})
+
+
+def unnamed(text: str, card: str) -> str:
+    """``text`` with ``card`` named in it as a whole word (``TC``, never the
+    ``TC`` of ``UTC``) put as a face-down card; a card read as nothing names nothing."""
+    return re.sub(rf"(?<!\w){re.escape(card)}(?!\w)", UNSEEN, text) if card else text
 
 
 def faces(r: CoupReplay, step: int) -> list[str]:
@@ -49,7 +56,7 @@ def as_of(r: CoupReplay, step: int) -> AsOf:
     steps = []
     for s in taken:
         position = getattr(s.data, "position", None)
-        steps.append((s, s.text.replace(unseen[position], UNSEEN) if position in unseen else s.text))
+        steps.append((s, unnamed(s.text, unseen[position]) if position in unseen else s.text))
     return AsOf(steps, list(zip(r.cards[:dealt], shown[:dealt], strict=True)),
                 any(s.type == "wager.book_closed" for s in taken), any(s.type == "settlement.coup_settled" for s in taken),
                 next((s for s in taken if voided(s.data)), None))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from services.web.clauses import Regulations, linked
+from services.web.dispute import unnamed
 from services.web.tiles import STALLED, Alert, Tile
 
 from casino.cli.console import TableView
@@ -56,3 +57,14 @@ def test_each_cited_clause_links_to_its_text_as_the_regulation_words_it() -> Non
     assert str(linked("000 8.19, 8.28 <b>")) == (
         '000 <a class="clause" href="/clause/000/8.19">8.19</a>, '
         '<a class="clause" href="/clause/000/8.28">8.28</a> &lt;b&gt;')
+
+
+def test_a_face_down_card_is_named_in_no_step_yet_its_letters_inside_other_words_stay() -> None:
+    """As of a step, a hole card's name (``TC``) is put as a face-down card
+    wherever a step names it, never inside another word (the ``TC`` of ``UTC``);
+    a card the record holds as nothing leaves the text as it is."""
+    assert unnamed("card 5 of the shoe: TC drawn at 10:00 UTC", "TC") == \
+        "card 5 of the shoe: a face-down card drawn at 10:00 UTC"
+    assert unnamed("TC (card 5 of the shoe) to the dealer", "TC") == "a face-down card (card 5 of the shoe) to the dealer"
+    assert unnamed("card 5 drawn", "") == "card 5 drawn"
+    assert unnamed("a+b drawn", "a+b") == "a face-down card drawn"  # read leniently: no pattern in the record's text
