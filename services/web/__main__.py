@@ -14,6 +14,7 @@ from casino.config.tables import load_tables
 from casino.nats import client as natsclient
 from services.web.accounts import ROLES, write_accounts
 from services.web.clauses import Regulations
+from services.web.guard import HEAD_WITHIN
 from services.web.guard import server as web_server
 from services.web.sessions import AccountsFile
 from services.web.site import Site, app
@@ -21,13 +22,13 @@ from services.web.streams import STREAMS_MOST, STREAMS_PER_ADDRESS, STREAMS_PER_
 
 
 async def serve(url: str, tables_file: Path, accounts_file: Path, regulations: Path, host: str, port: int,
-                forwarded_allow_ips: str, streams: int) -> None:
+                forwarded_allow_ips: str, streams: int, head_within: float) -> None:
     tables = load_tables(tables_file)
     nc = await natsclient.connect(url)
     site = Site(nc, {t: c.currency for t, c in tables.items()}, AccountsFile(accounts_file), Regulations(regulations),
                 streams)
     await site.start()
-    server = web_server(app(site), host, port, forwarded_allow_ips)
+    server = web_server(app(site), host, port, forwarded_allow_ips, head_within=head_within)
     try:
         await server.serve()
     finally:
@@ -55,6 +56,9 @@ def main() -> None:
                    help=f"live floor streams this instance serves at once (default {STREAMS_MOST}; "
                         f"{STREAMS_PER_SESSION} a session, {STREAMS_PER_ADDRESS} an address; at the bound the "
                         "oldest of the address holding the most is ended)")
+    p.add_argument("--head-within", type=float, default=HEAD_WITHIN,
+                   help=f"seconds a new connection may take to send its first request's head before it is closed "
+                        f"(default {HEAD_WITHIN:g})")
     args = p.parse_args()
     if args.nats is None:
         p.error("the web user's NATS URL: --nats or $CASINO_NATS_URL")
@@ -64,7 +68,7 @@ def main() -> None:
         Path(args.passwords).write_text(json.dumps(passwords, indent=2) + "\n")
         Path(args.passwords).chmod(0o600)
     asyncio.run(serve(args.nats, Path(args.tables), accounts, Path(args.regulations), args.http_host, args.http_port,
-                      args.forwarded_allow_ips, args.streams))
+                      args.forwarded_allow_ips, args.streams, args.head_within))
 
 
 if __name__ == "__main__":

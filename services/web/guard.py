@@ -201,11 +201,12 @@ class Deadlined(H11Protocol):
     close an idle one to make room for it, or close it."""
 
     bounds: Connections | None = None  # (uvicorn's own ``connections`` is the server's set of them)
+    head_within = HEAD_WITHIN
 
     def connection_made(self, transport: Any) -> None:
         super().connection_made(transport)
         self._socket, self._head, self._head_done = transport, b"", False
-        self._deadline = asyncio.get_running_loop().call_later(HEAD_WITHIN, self._too_slow)
+        self._deadline = asyncio.get_running_loop().call_later(self.head_within, self._too_slow)
         peer = transport.get_extra_info("peername")
         self._peer: Peer | None = (str(peer[0]), int(peer[1])) if peer and len(peer) >= 2 else None
         if self.bounds is not None and self._peer is not None and not self.bounds.made(self._peer, transport):
@@ -231,11 +232,11 @@ class Deadlined(H11Protocol):
 
 
 def server(app: Any, host: str, port: int, forwarded_allow_ips: str = "",
-           connections: Connections | None = None) -> uvicorn.Server:
+           connections: Connections | None = None, head_within: float = HEAD_WITHIN) -> uvicorn.Server:
     """The web's HTTP server: connections bounded by address and in all
     (``Connections``: an idle one closed first to make room; the process
     allowed the files for them), each request's head due within
-    ``HEAD_WITHIN`` seconds, an idle kept connection closed after 5 s. The
+    ``head_within`` seconds, an idle kept connection closed after 5 s. The
     client's address and scheme are taken from the X-Forwarded-For and
     -Proto headers of a proxy at ``forwarded_allow_ips`` alone (behind the
     Ingress: the sign-in limits count each browser, not the proxy); by
@@ -247,7 +248,7 @@ def server(app: Any, host: str, port: int, forwarded_allow_ips: str = "",
     wanted = connections.most + 1024 if hard == resource.RLIM_INFINITY else min(hard, connections.most + 1024)
     if soft != resource.RLIM_INFINITY and soft < wanted:
         resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
-    protocol = type("Bounded", (Deadlined,), {"bounds": connections})
+    protocol = type("Bounded", (Deadlined,), {"bounds": connections, "head_within": head_within})
     # uvicorn's bound counts connections and requests in hand: above what the connections' own bounds allow.
     tracked = Tracked(ProxyHeadersMiddleware(app, trusted_hosts=forwarded_allow_ips), connections)
     return uvicorn.Server(uvicorn.Config(tracked, host=host, port=port, log_level="warning", lifespan="off",
