@@ -31,6 +31,8 @@ async def test_a_tables_pit_display_shows_its_five_roads_readable_across_the_pit
         missing = await page.goto(f"{w.base}/table/J1/board")
         assert missing is not None and missing.status == 404
         await page.goto(f"{w.base}/")
+        road = await page.locator("#tile-B1 .small-road svg.road").bounding_box()  # the tile's own, at 1280 wide
+        assert road is not None and road["height"] / 6 >= 18, road
         await page.set_viewport_size({"width": 1920, "height": 1080})
         await page.click("#tile-B1 a[href='/table/B1/board']")
         await page.wait_for_url(f"{w.base}/table/B1/board")

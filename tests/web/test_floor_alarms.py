@@ -15,9 +15,17 @@ from services.web import floor as floor_module
 from casino.cli.run import default_tables
 from casino.cli.simulator import Simulator
 from casino.store import envelope, subjects
+from tests.e2e.casino import Casino
 from tests.web.test_pages import serving, signed_in
 
 pytestmark = pytest.mark.anyio
+
+
+async def coups_in_play(casino: Casino) -> int:
+    """Coups opened and not yet settled, from one reading's order: the settlements read before the openings."""
+    store = casino.store
+    settled = {subjects.tokens(m.subject)[2] for m in await store.read(f"{subjects.EVENTS}.*.*.*.settle")}
+    return len({subjects.tokens(m.subject)[2] for m in await store.read(f"{subjects.EVENTS}.*.*.*.coup")} - settled)
 
 
 async def test_a_floor_woken_mid_deal_raises_no_false_alarm_and_a_forged_coup_raises_one_at_its_settlement(
@@ -42,8 +50,10 @@ async def test_a_floor_woken_mid_deal_raises_no_false_alarm_and_a_forged_coup_ra
             dealing = asyncio.create_task(
                 Simulator(casino.nc, tables, seed=21 + spell, patience=40, every=1.0).run(4))  # type: ignore[arg-type]
             await asyncio.sleep(1.5)  # coups go on meanwhile, unread
-            settled_now = await casino.store.read(f"{subjects.EVENTS}.*.*.*.settle")  # before the openings
-            opened = await casino.store.read(f"{subjects.EVENTS}.*.*.*.coup")
+            deadline = time.monotonic() + 30
+            while not (playing := await coups_in_play(casino)):  # however slowly the simulator starts
+                assert time.monotonic() < deadline, "no coup in play"
+                await asyncio.sleep(0.1)
             await page.goto(f"{w.base}/")  # and the floor wakes in the middle of them
             deadline = time.monotonic() + 30
             while not site.floor.watchers:  # its live stream open (which wakes it again if it dozed meanwhile)
@@ -51,14 +61,15 @@ async def test_a_floor_woken_mid_deal_raises_no_false_alarm_and_a_forged_coup_ra
                 await asyncio.sleep(0.05)
             assert site.floor.awake
             wakes += 1
-            in_play += len({subjects.tokens(m.subject)[2] for m in opened}
-                           - {subjects.tokens(m.subject)[2] for m in settled_now})
+            in_play += playing
             await dealing
             await asyncio.sleep(1.0)
             assert await page.locator("section.tile.alerted").count() == 0
         await asyncio.sleep(1.0)
         settled = [m for m in await casino.store.read(f"{subjects.EVENTS}.*.*.*.settle")]
         assert len(settled) >= 200 and wakes >= 3 and in_play > 0, (len(settled), wakes, in_play)
+        print(f"{len(settled)} coups settled at {len(tables)} tables, the floor woken {wakes} times among "
+              f"{in_play} coups in play: {sum(1 for t in site.floor.tiles.values() if t.finding)} alarms")
         assert [t.finding for t in site.floor.tiles.values() if t.finding] == []
         assert await page.locator("section.tile.alerted").count() == 0
 
