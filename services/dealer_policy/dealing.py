@@ -195,14 +195,16 @@ class Dealing:
         try:
             t = self.t
             ask = commands.DrawCard(asked, t.name, t.coup, t.config.ruleset, step.first, step.due, step.run,
-                                    t.next_coup, t.last_read, unrecorded=bool(t.staged.steps))
+                                    t.next_coup, t.last_read, unrecorded=bool(t.staged.steps),
+                                    after_digest=t.after_digest)
             try:
                 return await t.cards.draw(self.peer, ask)
             except RuleViolation as exc:
                 if exc.clause != commands.RECORD_FIRST:
                     raise
             await self.flush()  # the shoe records this draw itself: the coup's steps before it are recorded first
-            return await t.cards.draw(self.peer, msgspec.structs.replace(ask, after=t.last_read, unrecorded=False))
+            return await t.cards.draw(self.peer, msgspec.structs.replace(ask, after=t.last_read, unrecorded=False,
+                                                                            after_digest=t.after_digest))
         except RuleViolation as exc:
             if exc.clause == ROUND:  # the shoe deals no round of this coup: a fault, for compliance
                 await self.flush()
@@ -263,7 +265,8 @@ class Dealing:
     def _end_round_command(self, unrecorded: bool = False) -> commands.EndRound:
         t = self.t
         return commands.EndRound(f"{t.coup}:end", t.name, t.coup, t.config.ruleset, _pickup(t.state),
-                                 next=f"{t.name}-{t.number + 1:06d}", after=t.last_read, unrecorded=unrecorded)
+                                 next=f"{t.name}-{t.number + 1:06d}", after=t.last_read, unrecorded=unrecorded,
+                                 after_digest=t.after_digest)
 
     def ask_end_round(self) -> None:
         """Ask the shoe to end the finished coup's round (its cards to the

@@ -92,7 +92,8 @@ async def _open(w: Dealing, cmd: commands.OpenCoup) -> None:
     # or its cut card out between coups: the round is then the next shoe's, as the shoe answers asked again).
     moved = t.shuffling or t.incidents.to_end is not None or (ended is not None and ended.shoe not in ("", t.shoe_seen))
     start = ended if ended is not None and ended.coup == coup and not moved else await w.ask_shoe(
-        commands.StartRound(f"{coup}:start", t.name, coup, t.config.ruleset, t.last_read, unrecorded=True))
+        commands.StartRound(f"{coup}:start", t.name, coup, t.config.ruleset, t.last_read, unrecorded=True,
+                            after_digest=t.after_digest))
     opening = t.game.opening(t.rules, t.config, coup, cmd.procedure, carry, start.shoe, cmd.supervisor)
     recorded = await _record_ruleset(w)
     voids_before, ruled_ended = incidents.carried(t.incidents, start.shoe)
@@ -128,7 +129,8 @@ async def _end_held(w: Dealing) -> None:
     if t.held and not t.held_recorded:
         await w.commit([CoupHeld(t.name, t.coup, t.held_seq, t.held)], f"{t.coup}:held", f"{t.coup}:held")
     reply = await w.peer.ask(subjects.command(t.name, "shoe"), commands.EndRound(
-        f"{t.coup}:end", t.name, t.coup, t.config.ruleset, (), held=True, after=t.last_read))
+        f"{t.coup}:end", t.name, t.coup, t.config.ruleset, (), held=True, after=t.last_read,
+        after_digest=t.after_digest))
     if not reply.ok:
         log.warning("table %s: held coup %s's round not ended at the shoe (%s)", t.name, t.coup, reply.reason)
 

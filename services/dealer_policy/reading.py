@@ -123,7 +123,8 @@ async def _take(w: Dealing, read: str, card: str, cut: bool, cause: str, command
     step = t.game.next_step(t.rules, t.state) if t.in_play and (confirmed or not t.finished) else None
     due = step is not None and step.kind == "draw"
     take = commands.TakeRead(READ + read, t.name, here, t.config.ruleset, read, card, cut, due,
-                             HOLDER_DRAWS.get(t.procedure, "setting shoe.misdraw"), after=t.last_read)
+                             HOLDER_DRAWS.get(t.procedure, "setting shoe.misdraw"), after=t.last_read,
+                             after_digest=t.after_digest)
     if due and step is not None and step.run is not None:  # a run's card: the coup's last may end its round
         take = msgspec.structs.replace(take, run=step.run, first=step.first, count=step.due, next=t.next_coup)
     reply = await _at_the_shoe(w, take)

@@ -33,6 +33,7 @@ from casino.store.envelope import (
     CoupConfigured,
     CoupHeld,
     carried_by,
+    step_digest,
 )
 from casino.store.eventstore import EventStore, Stored, latest_at_table
 from services.dealer_policy.sources import CardSource
@@ -86,6 +87,7 @@ class TableCoup(Held, kw_only=True):
     prelude_of: str = ""
     round_ended: str = ""  # the coup whose round's end at the shoe the table's coup records carry
     last_read: str = ""  # the shoe's last step the table's coup records carry (``carried_by``), told to the shoe
+    last_step: tuple[AnyEvent, ...] = ()  # what that step carries, its digest told to the shoe with it
     shoe_seen: str = ""  # the shoe in play, as the shoe service last named it (the first coup is filed under it)
     shuffling: bool = False  # the card-reading shoe waits for its shuffling machine's order of a new shoe
     awaiting_card: float = 0.0  # since when the coup has waited for its card-reading shoe's next card (0: it does not)
@@ -103,6 +105,11 @@ class TableCoup(Held, kw_only=True):
             return "is void by a supervisor's ruling: nothing more is dealt in it"
         first = self.incidents.first
         return f"waits for a ruling on report {first.read} ({first.what})" if first and first.coup else ""
+
+    @property
+    def after_digest(self) -> str:
+        """The digest of the step ``last_read`` names, as the record holds it (``envelope.step_digest``)."""
+        return step_digest(self.last_step)
 
     @property
     def finished(self) -> bool:
@@ -186,7 +193,9 @@ def fold(t: TableCoup, event: AnyEvent, causation: str) -> None:
     elif isinstance(event, incidents.EVENTS):  # services.dealer_policy.reading
         t.incidents = incidents.evolve(t.incidents, event)
     elif isinstance(event, CARRIED):  # the shoe's record of a step, carried: what the shoe is told confirms it
-        t.last_read = carried_by(event, causation)
+        step = carried_by(event, causation)
+        t.last_step = (*t.last_step, event) if step == t.last_read else (event,)
+        t.last_read = step
         t.round_ended = event.coup_id if isinstance(event, RoundEnded) else t.round_ended
     elif t.state is not None:
         t.state = t.game.evolve(t.state, event)

@@ -61,9 +61,16 @@ def carry_into(t: TableShoe, seq: int, batch: Batch) -> None:
         if isinstance(env.data, CARRIED):
             steps.setdefault(carried_by(env.data, env.causation), []).append((env.data, env.causation))
     for step, events in steps.items():
-        if step in t.given:  # given by this instance: confirmed
+        if step in t.given and given_of(t, step) == tuple(e for e, _ in events):  # given by this instance: confirmed
             t.pending = "" if t.pending == step else t.pending
             continue
+        if step in t.given or t.pending:
+            # Another's decision under this step's name, or another's step recorded before the one given
+            # here: what this instance gave was decided on a shoe the record does not hold.
+            log.warning("shoe %s: seq %d carries another instance's step %s (given here: %s): the shoe is folded "
+                        "again", t.state.shoe_id, seq, step, t.pending or step)
+            t.stale = True
+            return
         for e, causation in events:
             if (why := _not_given(t, e)) is not None:
                 log.warning("shoe %s: seq %d carries %s, %s: passed over", t.state.shoe_id, seq, type(e).__name__, why)
@@ -77,6 +84,8 @@ def _not_given(t: TableShoe, e: dealing_shoe.AnyShoeEvent) -> str | None:
     if e.shoe_id != t.state.shoe_id:
         return f"of shoe {e.shoe_id}, not the shoe in play"
     if isinstance(e, dealing_shoe.CardDrawn):
+        if e.coup_id != t.state.round:
+            return f"{e.card} for coup {e.coup_id}, not the round being dealt"
         if e.position != t.state.position or refused_why(t, e.card) is not None:
             return f"{e.card} at position {e.position}, not the shoe's next card"
     elif isinstance(e, dealing_shoe.RoundEnded) and e.coup_id != t.state.round:

@@ -87,7 +87,7 @@ async def take(shoes: Shoes, cmd: TakeRead) -> Reply:
     coup's record holds it (``TakeRead.after``), answering first with it
     (``Reply.earlier``) for the dealer-policy to record. The shoe never records a card it gave itself: a
     dealer-policy that took it may still record it."""
-    t = await shoes.confirmed(cmd.table, await shoes.table(cmd.table, cmd.ruleset), cmd.after)
+    t = await shoes.confirmed(cmd.table, await shoes.table(cmd.table, cmd.ruleset), cmd.after, cmd.after_digest)
     if (answered := _answer(t, cmd.read)) is not None:
         return answered
     if t.pending and cmd.coup == _coup_given(t, t.pending):

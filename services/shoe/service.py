@@ -47,7 +47,8 @@ class ShoeService(Shoes):
         return await handler(cmd)
 
     async def _start_round(self, cmd: StartRound) -> Reply:
-        t = await self.confirmed(cmd.table, await self.table(cmd.table, cmd.ruleset), cmd.after)
+        t = await self.confirmed(cmd.table, await self.table(cmd.table, cmd.ruleset), cmd.after,
+                                 cmd.after_digest)
         if t.state.round == cmd.coup and not t.state.active:
             # Started as the last round ended, and the shoe ended since (a ruling): the next filled first.
             await self.reshuffle(cmd.table, t, subjects.NO_COUP, cmd.id)
@@ -69,7 +70,8 @@ class ShoeService(Shoes):
         return Reply(True, coup=cmd.coup, shoe=t.state.shoe_id or "", carried=given_of(t, cmd.id))
 
     async def _end_round(self, cmd: EndRound) -> Reply:
-        t = await self.confirmed(cmd.table, await self.table(cmd.table, cmd.ruleset), cmd.after)
+        t = await self.confirmed(cmd.table, await self.table(cmd.table, cmd.ruleset), cmd.after,
+                                 cmd.after_digest)
         t = await self.settled(cmd.table, t)  # a card given the coup, and not in its record, is in none
         ended_in = t.state.shoe_id or ""
         # Else asked again (or ended by its run's draw), perhaps once the next round has started (a held
@@ -91,7 +93,8 @@ class ShoeService(Shoes):
         return Reply(True, coup=cmd.coup, shoe=ended_in, carried=carried)
 
     async def _draw(self, cmd: DrawCard) -> Reply:
-        t = await self.confirmed(cmd.table, await self.table(cmd.table, cmd.ruleset), cmd.after)
+        t = await self.confirmed(cmd.table, await self.table(cmd.table, cmd.ruleset), cmd.after,
+                                 cmd.after_digest)
         if t.pending != cmd.id or t.pending_draw != _asked(cmd):  # a step given, not in the coup's record: in none
             t = await self.settled(cmd.table, t)
         if t.state.round != cmd.coup:

@@ -20,10 +20,10 @@ from casino.rules import shoe as dealing_shoe
 from casino.rules.errors import RuleViolation
 from casino.rules.runs import Run, end_of
 from casino.store import subjects
-from casino.store.envelope import Batch
+from casino.store.envelope import Batch, step_digest
 from casino.store.eventstore import Appended, EventStore, Stored, latest_at_table
 from services.repository import Repository
-from services.shoe.carrying import carries_steps, carry_into
+from services.shoe.carrying import carries_steps, carry_into, given_of
 from services.shoe.held import TableShoe, fold
 from services.shoe.orders import OrderSource, OwnShuffle
 from services.shoe.secrets import SecretStore, ShuffleSource, secure_shuffle
@@ -66,13 +66,29 @@ class Shoes:
                     carry_into(t, msg.seq, msg.batch)
                 else:
                     await self._observe_into(t, msg.subject, msg.seq, msg.batch)
+            t.carried_seq = max(t.carried_seq, t.last_seq)  # no coup's step comes before its shoe's own messages
 
-    async def confirmed(self, table: str, t: TableShoe, after: str) -> TableShoe:
+    async def confirmed(self, table: str, t: TableShoe, after: str, digest: str = "") -> TableShoe:
         """The table's shoe once ``after`` (the shoe's last step the coup's
         record carries, as the dealer-policy read it) is known: the step given
         and pending confirmed by it, or, where it is no step this instance
         knows, the shoe folded again from the record (another instance gave
-        it, or it is staged and not yet recorded: folded again then too)."""
+        it, or it is staged and not yet recorded: folded again then too).
+
+        A step is named by what asked for it, so two instances asked alike
+        (a dealer-policy's stale ask, then its ask again) may give steps of
+        one name, each decided on its own shoe. The pending step is confirmed
+        by its name and its ``digest`` (``envelope.step_digest``, as the
+        record holds it) together: a step given here that differs from the
+        one recorded was decided on a shoe behind the record, and the shoe is
+        folded again (as ``carry_into`` finds it where the record comes first)."""
+        if after and after == t.pending and digest and digest != step_digest(given_of(t, after)):
+            log.warning("table %s: step %s was recorded as another instance decided it: the shoe is folded again "
+                        "from the record", table, after)
+            t.stale = True
+        if t.stale:
+            await self.rebuild(table)
+            t = self.tables[table]
         if not after or after in t.given or after in t.given_before:
             if after and after == t.pending:
                 t.pending = ""
@@ -86,6 +102,9 @@ class Shoes:
         it in the coup's record, or else it was never recorded and never will
         be (the coup has moved on under its guard), and the shoe is folded
         again from the record without it."""
+        if t.stale:
+            await self.rebuild(table)
+            return self.tables[table]
         if not t.pending:
             return t
         log.warning("table %s: step %s was given to a coup's append that is not confirmed: the shoe is folded again "

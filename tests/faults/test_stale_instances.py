@@ -32,7 +32,7 @@ from casino.rules.blackjack import messages as blackjack_messages
 from casino.rules.errors import RuleViolation
 from casino.rules.runs import DealerRun, TableauRun
 from casino.store import subjects
-from casino.store.envelope import Batch, CoupHeld
+from casino.store.envelope import Batch, CoupHeld, step_digest
 from casino.store.eventstore import Appended, Conflict, InMemoryEventStore
 from tests.faults.test_hostile_commands import TABLES, LocalPeer
 from tests.rules.stacking import blackjack, burn_cards, order
@@ -375,3 +375,46 @@ async def test_two_dealers_asking_one_card_for_different_steps_leave_each_shoe_i
     assert next_card.ok and next_card.positions == (hit_card.positions[0] + 1,), next_card
     held = given.tables["J"].state
     assert held.round == coup and held.layout == [*dealt.cards, *hit_card.cards, *next_card.cards]
+
+
+async def test_a_round_end_given_on_a_stale_shoe_under_the_name_another_instance_recorded_deals_no_card_twice() -> None:
+    """Two shoe instances, one behind the record. A dealer-policy that had not
+    seen the player's hit asks the round's end of the instance behind (its
+    append then fails its guard); asked again, the end comes from the other
+    instance and is recorded, under the same name. The next coup's deal,
+    asked of the instance behind, names that end and its digest as the
+    record's last step: the instance, finding that the end it gave is not
+    the one recorded, folds itself from the record and deals the card after
+    the hit, not the hit's card again."""
+    rules, store, secrets = "blackjack-003-no-hole-card", InMemoryEventStore(), MemorySecrets()
+
+    def shoe_instance() -> ShoeService:
+        return ShoeService(store, secrets, shuffle=lambda table, decks: (order(
+            decks, ["TS", "6H", "5D", "2C", "3S", "4H", "9D", "8C", "7H"], burn_cards(blackjack(rules).shoe)), "salt"))
+
+    ahead, behind = shoe_instance(), shoe_instance()
+    coup, next_coup, waiting = "J-000001", "J-000002", commands.Waiting("card")
+    started = await ahead.handle(commands.StartRound(id=f"{coup}:start", table="J", coup=coup, ruleset=rules))
+    deal = Step("draw", waiting, first=0, due=3)
+    dealt = await ahead.handle(commands.DrawCard(draw_id(coup, deal, next_coup), "J", coup, rules, 0, 3))
+    after_deal = await carried(ahead, dealt, draw_id(coup, deal, next_coup), "J", coup, started.coup)
+    await behind.table("J", rules)  # folded from the record as it stood: the deal, no hit
+    hit = Step("draw", waiting, first=3, due=1)
+    hit_card = await ahead.handle(commands.DrawCard(draw_id(coup, hit, next_coup), "J", coup, rules, 3, 1,
+                                                    None, next_coup, after_deal))
+    after_hit = await carried(ahead, hit_card, draw_id(coup, hit, next_coup), "J", coup, after_deal)
+
+    def end(after: str, pickup: tuple[str, ...]) -> commands.EndRound:
+        return commands.EndRound(f"{coup}:end", "J", coup, rules, pickup, next_coup, after=after, unrecorded=True)
+
+    stale = await behind.handle(end(after_deal, dealt.cards))  # given, and never recorded
+    assert stale.ok and stale.carried
+    ended = await ahead.handle(end(after_hit, (*dealt.cards, *hit_card.cards)))
+    after_end = await carried(ahead, ended, f"{coup}:end", "J", coup, after_hit)
+    assert after_end == f"{coup}:end" and stale.carried != ended.carried  # one name, two decisions
+    deal_next = Step("draw", waiting, first=0, due=2)
+    next_cards = await behind.handle(commands.DrawCard(draw_id(next_coup, deal_next, "J-000003"), "J", next_coup,
+                                                       rules, 0, 2, None, "J-000003", after_end,
+                                                       after_digest=step_digest(ended.carried)))
+    assert next_cards.ok and next_cards.positions[0] == hit_card.positions[0] + 1, next_cards
+    assert set(next_cards.cards).isdisjoint(hit_card.cards)

@@ -379,6 +379,7 @@ class StartRound(Command, frozen=True, tag="shoe.start_round"):
     ruleset: str
     after: str = ""
     unrecorded: bool = False
+    after_digest: str = ""  # ``envelope.step_digest`` of the step ``after`` names, as the record holds it
 
 
 class DrawCard(Command, frozen=True, tag="shoe.draw_card"):
@@ -405,6 +406,7 @@ class DrawCard(Command, frozen=True, tag="shoe.draw_card"):
     next: Token | None = None
     after: str = ""
     unrecorded: bool = False
+    after_digest: str = ""  # ``envelope.step_digest`` of the step ``after`` names, as the record holds it
 
 
 # A draw the shoe records in its own append (a reshuffle follows it) while the coup's steps before it are
@@ -432,6 +434,7 @@ class EndRound(Command, frozen=True, tag="shoe.end_round"):
     held: bool = False
     after: str = ""
     unrecorded: bool = False
+    after_digest: str = ""  # ``envelope.step_digest`` of the step ``after`` names, as the record holds it
 
 
 class TakeRead(Command, frozen=True, tag="shoe.take_read"):
@@ -464,6 +467,7 @@ class TakeRead(Command, frozen=True, tag="shoe.take_read"):
     count: int = 0
     next: Token | None = None
     after: str = ""
+    after_digest: str = ""  # ``envelope.step_digest`` of the step ``after`` names, as the record holds it
 
 
 class EndShoeNow(Command, frozen=True, tag="shoe.end_now"):

@@ -6,6 +6,8 @@ store never holds half of a decision. Each event has its own envelope.
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Sequence
 from datetime import datetime
 
 import msgspec
@@ -107,6 +109,13 @@ def carried_by(event: object, causation: str) -> str:
         if causation.startswith(prefix):
             return causation[len(prefix):]
     return causation
+
+
+def step_digest(events: Sequence[object]) -> str:
+    """A digest of what one of the shoe's steps decided (its carried events,
+    in order): two decisions under one name, a stale instance's and the one
+    recorded, differ in it (docs/architecture.md)."""
+    return hashlib.sha256(msgspec.msgpack.encode(list(events))).hexdigest()[:16] if events else ""
 
 # The schema version of each event type now written; a type not listed is at 1.
 VERSIONS: dict[str, int] = {"shoe.shuffled": 3, "baccarat.card_dealt": 2, "shoe.card_burned": 3, "shoe.card_drawn": 2,
