@@ -44,8 +44,8 @@ class TableShoe(Held, kw_only=True):
     pending: str = ""
     pending_draw: tuple[object, ...] = ()  # what the draw given and pending was asked for: another is not it
     carried_seq: int = 0  # the last coup message whose carried steps are folded
-    # A step recorded by another instance came before the step given and pending: that step was decided on a
-    # shoe the record had moved on from, and the shoe is folded again from the record at its next command.
+    # A step given here is not the one the record holds under its name, or another instance's step is recorded
+    # before the one pending: it was decided on a shoe behind the record, folded again at the next command.
     stale: bool = False
     went_on: str = ""  # the round the shoe in play was filled in the middle of (003 7.9): its coup's is another's
     orders: OrderSource  # where the table's shoe orders come from (picked once, from the tables file)

@@ -66,7 +66,6 @@ class Shoes:
                     carry_into(t, msg.seq, msg.batch)
                 else:
                     await self._observe_into(t, msg.subject, msg.seq, msg.batch)
-            t.carried_seq = max(t.carried_seq, t.last_seq)  # no coup's step comes before its shoe's own messages
 
     async def confirmed(self, table: str, t: TableShoe, after: str, digest: str = "") -> TableShoe:
         """The table's shoe once ``after`` (the shoe's last step the coup's
