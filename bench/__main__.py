@@ -102,9 +102,12 @@ QUICK: dict[str, Any] = {**SIZES, "rules_coups": 100, "scale_tables": [1, 4], "w
                                                 "most_steps": 1}}
 
 
-def measure_all(sizes: dict[str, Any], runs: int, seconds: float) -> tuple[dict[str, Any], dict[str, int]]:
+def measure_all(sizes: dict[str, Any], runs: int, seconds: float,
+                kept: Path | None = None) -> tuple[dict[str, Any], dict[str, int]]:
     """Every benchmark in turn, and the seconds each took. A size's ``runs``
-    bounds that benchmark's runs below the run's (its steps are minutes long)."""
+    bounds that benchmark's runs below the run's (its steps are minutes long).
+    Each benchmark's figures are written to ``kept`` as it ends, so that a run
+    that fails late keeps what it measured before."""
     def within(name: str) -> dict[str, Any]:
         return {"runs": min(runs, sizes[name].get("runs", runs)), **{k: v for k, v in sizes[name].items() if k != "runs"}}
 
@@ -134,6 +137,9 @@ def measure_all(sizes: dict[str, Any], runs: int, seconds: float) -> tuple[dict[
         started = time.perf_counter()
         results[name] = measure()
         took[name] = round(time.perf_counter() - started)
+        if kept is not None:
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            kept.write_text(json.dumps({"took_s_each": took, **results}, indent=2) + "\n", encoding="utf-8")
     return results, took
 
 
@@ -148,7 +154,8 @@ def main() -> None:
     out = Path(args.out or ("var/bench/quick.json" if args.quick else "var/bench/latest.json"))
     run = {**machine.provenance(), "runs": args.runs, "seconds": args.seconds, "quick": args.quick}
     start = time.perf_counter()
-    results, run["took_s_each"] = measure_all(QUICK if args.quick else SIZES, args.runs, args.seconds)
+    results, run["took_s_each"] = measure_all(QUICK if args.quick else SIZES, args.runs, args.seconds,
+                                              out.with_suffix(".partial.json"))
     run["took_s"] = round(time.perf_counter() - start)
     results = {"run": run, **results, "latency": pipeline.latency(results["pipeline"])}
     if args.quick:

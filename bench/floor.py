@@ -102,8 +102,15 @@ class WebProcess:
         return time.perf_counter() - started
 
     def stop(self) -> None:
+        """Stop the web; one that has not ended 10 s after SIGTERM (a machine
+        overloaded by a capacity step that did not hold) is killed, and said so."""
         self.proc.terminate()
-        self.proc.wait(10)
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            print(f"the web (pid {self.proc.pid}) had not ended 10 s after SIGTERM: killed", file=sys.stderr)
+            self.proc.kill()
+            self.proc.wait(10)
 
 
 

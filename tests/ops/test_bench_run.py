@@ -23,6 +23,9 @@ def test_the_whole_benchmark_runs_and_writes_every_figure_beside_its_ceiling(tmp
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
     figures = json.loads(out.read_text(encoding="utf-8"))
     assert figures["run"]["quick"] is True and figures["run"]["runs"] == 1 and figures["run"]["took_s"] > 0
+    # Each benchmark's figures kept as it ended: a run that fails late keeps the ones before.
+    kept = json.loads((tmp_path / "bench.partial.json").read_text(encoding="utf-8"))
+    assert set(kept["took_s_each"]) == set(figures["run"]["took_s_each"]) and kept["rules"] == figures["rules"]
 
     for key, ceiling in (("rules", "baseline_coups_per_s"), ("replay", "raw_coups_per_s"),
                          ("pipeline", "ceiling_coups_per_s")):
