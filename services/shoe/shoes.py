@@ -56,7 +56,7 @@ class Shoes:
         for name in within(self.tables, parts):
             del self.tables[name]
 
-    async def rebuild(self, table: str) -> None:
+    async def rebuild(self, table: str) -> TableShoe:
         """Fold one table's shoe from the stream, the table's lock held."""
         async with self.folding(table):
             t = self.tables[table] = self.tables[table].anew()
@@ -66,6 +66,7 @@ class Shoes:
                     carry_into(t, msg.seq, msg.batch)
                 else:
                     await self._observe_into(t, msg.subject, msg.seq, msg.batch)
+        return t
 
     async def confirmed(self, table: str, t: TableShoe, after: str, digest: str = "") -> TableShoe:
         """The table's shoe once ``after`` (the shoe's last step the coup's
@@ -86,14 +87,12 @@ class Shoes:
                         "from the record", table, after)
             t.stale = True
         if t.stale:
-            await self.rebuild(table)
-            t = self.tables[table]
+            t = await self.rebuild(table)
         if not after or after in t.given or after in t.given_before:
             if after and after == t.pending:
                 t.pending = ""
             return t
-        await self.rebuild(table)
-        return self.tables[table]
+        return await self.rebuild(table)
 
     async def settled(self, table: str, t: TableShoe) -> TableShoe:
         """The table's shoe with no step given and unconfirmed: a step that
@@ -101,15 +100,12 @@ class Shoes:
         it in the coup's record, or else it was never recorded and never will
         be (the coup has moved on under its guard), and the shoe is folded
         again from the record without it."""
-        if t.stale:
-            await self.rebuild(table)
-            return self.tables[table]
-        if not t.pending:
+        if not t.pending and not t.stale:
             return t
-        log.warning("table %s: step %s was given to a coup's append that is not confirmed: the shoe is folded again "
-                    "from the record", table, t.pending)
-        await self.rebuild(table)
-        return self.tables[table]
+        if not t.stale:  # a stale shoe has said why already
+            log.warning("table %s: step %s was given to a coup's append that is not confirmed: the shoe is folded "
+                        "again from the record", table, t.pending)
+        return await self.rebuild(table)
 
     async def _since_last_round_ended(self, table: str) -> tuple[list[Stored], int]:
         """The table's shoe events from the shoe in play back to the shoe where
