@@ -21,6 +21,7 @@ function keepFocus() {
 }
 document.addEventListener("htmx:afterSwap", keepFocus);
 document.addEventListener("htmx:oobAfterSwap", keepFocus);
+document.addEventListener("htmx:afterSettle", keepFocus);  // and once settled, where the swap's own steps moved it
 
 // A new alert on a tile is said aloud once, through the page's live region.
 var said = null;
