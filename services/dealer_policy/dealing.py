@@ -22,7 +22,7 @@ from casino.protocol.service import Peer, log
 from casino.rules.errors import RuleViolation
 from casino.rules.shoe import ROUND
 from casino.store import subjects
-from casino.store.envelope import CARRIED, AnyEvent, Batch
+from casino.store.envelope import AnyEvent, Batch
 from casino.store.eventstore import Conflict, EventStore, Stored
 from services.dealer_policy.sources import draw_id
 from services.dealer_policy.table import TableCoup, before_opening, follow, refused
@@ -167,10 +167,6 @@ class Dealing:
                 hand = step.waiting.hand
                 self.stage(self.decide(t.game.pass_cards(hand)), f"{t.coup}:pass:{hand}", f"{t.coup}:pass:{hand}")
                 continue
-            if step.kind == "draw" and self._carrying():
-                # The shoe's step before this one recorded first: what the shoe is told it holds (``after``) is
-                # then in the record, for whichever instance of the shoe service answers.
-                await self.flush()
             asked = draw_id(t.coup, step, t.next_coup)
             if step.kind == "draw" and (drawn := await self._draw(step, asked)) is not None:
                 if drawn.carried:  # the shoe's record of the draw, carried in the same append as the cards dealt
@@ -184,10 +180,6 @@ class Dealing:
                 return
             break
         await self.flush()
-
-    def _carrying(self) -> bool:
-        """Whether a step staged carries the shoe's record of a step of its own."""
-        return any(isinstance(e, CARRIED) for events, _, _, _ in self.t.staged.steps for e in events)
 
     async def _draw(self, step: Step, asked: str) -> commands.Reply | None:
         """The cards of a draw (``asked``: its id, ``sources.draw_id``) from the

@@ -71,7 +71,7 @@ class ShoeService(Shoes):
 
     async def _end_round(self, cmd: EndRound) -> Reply:
         t = await self.confirmed(cmd.table, await self.table(cmd.table, cmd.ruleset), cmd.after,
-                                 cmd.after_digest)
+                                 cmd.after_digest, cmd.unrecorded)
         t = await self.settled(cmd.table, t)  # a card given the coup, and not in its record, is in none
         ended_in = t.state.shoe_id or ""
         # Else asked again (or ended by its run's draw), perhaps once the next round has started (a held
@@ -94,7 +94,7 @@ class ShoeService(Shoes):
 
     async def _draw(self, cmd: DrawCard) -> Reply:
         t = await self.confirmed(cmd.table, await self.table(cmd.table, cmd.ruleset), cmd.after,
-                                 cmd.after_digest)
+                                 cmd.after_digest, cmd.unrecorded)
         if t.pending != cmd.id or t.pending_draw != _asked(cmd):  # a step given, not in the coup's record: in none
             t = await self.settled(cmd.table, t)
         if t.state.round != cmd.coup:

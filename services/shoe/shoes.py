@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from casino.config import rulesets
 from casino.metrics import Metrics, count_recorded
 from casino.nats.partitions import within
-from casino.protocol.commands import SHUFFLING_MACHINE, ShoeCommand
+from casino.protocol.commands import RECORD_FIRST, SHUFFLING_MACHINE, ShoeCommand
 from casino.protocol.service import Clock, TableLocks, log, utc_now
 from casino.rules import shoe as dealing_shoe
 from casino.rules.errors import RuleViolation
@@ -68,7 +68,8 @@ class Shoes:
                     await self._observe_into(t, msg.subject, msg.seq, msg.batch)
         return t
 
-    async def confirmed(self, table: str, t: TableShoe, after: str, digest: str = "") -> TableShoe:
+    async def confirmed(self, table: str, t: TableShoe, after: str, digest: str = "",
+                        staged: bool = False) -> TableShoe:
         """The table's shoe once ``after`` (the shoe's last step the coup's
         record carries, as the dealer-policy read it) is known: the step given
         and pending confirmed by it, or, where it is no step this instance
@@ -81,7 +82,15 @@ class Shoes:
         by its name and its ``digest`` (``envelope.step_digest``, as the
         record holds it) together: a step given here that differs from the
         one recorded was decided on a shoe behind the record, and the shoe is
-        folded again (as ``carry_into`` finds it where the record comes first)."""
+        folded again (as ``carry_into`` finds it where the record comes first).
+
+        ``staged``: the coup's steps before the command are staged at the
+        dealer-policy, not yet recorded (``DrawCard``'s and ``EndRound``'s
+        ``unrecorded``), so ``after`` may name a step staged with them. Given
+        here, it is pending, and the command's step follows it in the same
+        append. Given by another instance, this shoe cannot know the cards it
+        took: the command is refused (``RECORD_FIRST``), and asked again once
+        the dealer-policy has recorded it."""
         if after and after == t.pending and digest and digest != step_digest(given_of(t, after)):
             log.warning("table %s: step %s was recorded as another instance decided it: the shoe is folded again "
                         "from the record", table, after)
@@ -92,7 +101,11 @@ class Shoes:
             if after and after == t.pending:
                 t.pending = ""
             return t
-        return await self.rebuild(table)
+        t = await self.rebuild(table)
+        if staged and after not in t.given and after not in t.given_before:
+            raise RuleViolation(RECORD_FIRST, f"step {after} is in no record of table {table}'s shoe: the coup's "
+                                              "steps before this one are recorded first")
+        return t
 
     async def settled(self, table: str, t: TableShoe) -> TableShoe:
         """The table's shoe with no step given and unconfirmed: a step that

@@ -25,7 +25,7 @@ from casino.config.tables import TableConfig
 from casino.games import Step
 from casino.nats.partitions import PARTITIONS
 from casino.protocol import commands
-from casino.protocol.service import answer, decide
+from casino.protocol.service import Recorder, answer, decide
 from casino.rules import shoe as dealing_shoe
 from casino.rules import wagerbook
 from casino.rules.blackjack import messages as blackjack_messages
@@ -418,3 +418,51 @@ async def test_a_round_end_given_on_a_stale_shoe_under_the_name_another_instance
                                                        after_digest=step_digest(ended.carried)))
     assert next_cards.ok and next_cards.positions[0] == hit_card.positions[0] + 1, next_cards
     assert set(next_cards.cards).isdisjoint(hit_card.cards)
+
+
+async def test_a_draw_on_a_step_staged_and_not_recorded_is_given_by_the_instance_that_gave_it_alone() -> None:
+    """A dealer-policy asks the dealer's draw in the same append as a hit's
+    card, the hit's step staged and not yet recorded (``unrecorded``, and
+    ``after`` naming it). The shoe instance that gave the hit's card gives
+    the draw on top of it, and one append records both. Another instance,
+    which cannot know the card the hit took, refuses (``record first``)
+    rather than give it again; asked once the hit is recorded, it deals the
+    card after it."""
+    rules, store, secrets = "blackjack-003-no-hole-card", InMemoryEventStore(), MemorySecrets()
+
+    def shoe_instance() -> ShoeService:
+        return ShoeService(store, secrets, shuffle=lambda table, decks: (order(
+            decks, ["TS", "6H", "5D", "2C", "3S", "4H", "9D", "8C", "7H"], burn_cards(blackjack(rules).shoe)), "salt"))
+
+    gave, other = shoe_instance(), shoe_instance()
+    coup, next_coup, waiting = "J-000001", "J-000002", commands.Waiting("card")
+    started = await gave.handle(commands.StartRound(id=f"{coup}:start", table="J", coup=coup, ruleset=rules))
+    deal = Step("draw", waiting, first=0, due=3)
+    dealt = await gave.handle(commands.DrawCard(draw_id(coup, deal, next_coup), "J", coup, rules, 0, 3))
+    after_deal = await carried(gave, dealt, draw_id(coup, deal, next_coup), "J", coup, started.coup)
+    await other.table("J", rules)  # folded from the record: the deal
+    hit = Step("draw", waiting, first=3, due=1)
+    hit_id = draw_id(coup, hit, next_coup)
+    hit_card = await gave.handle(commands.DrawCard(hit_id, "J", coup, rules, 3, 1, None, next_coup, after_deal,
+                                                   unrecorded=True))
+    dealers = Step("draw", waiting, first=4, due=1)
+
+    def dealers_draw(after: str, unrecorded: bool) -> commands.DrawCard:
+        return commands.DrawCard(draw_id(coup, dealers, next_coup), "J", coup, rules, 4, 1, None, next_coup, after,
+                                 unrecorded=unrecorded, after_digest=step_digest(hit_card.carried))
+
+    with pytest.raises(RuleViolation) as refused:
+        await other.handle(dealers_draw(hit_id, unrecorded=True))
+    assert refused.value.clause == commands.RECORD_FIRST, refused.value
+    chained = await gave.handle(dealers_draw(hit_id, unrecorded=True))
+    assert chained.ok and chained.positions[0] == hit_card.positions[0] + 1 and chained.carried
+    # One append carries both steps, as the dealer-policy records them.
+    subject = subjects.event("J", hit_card.carried[0].shoe_id, coup, "coup")
+    last = await store.last(subject)
+    await Recorder(store, "dealer-policy").record(
+        subject, [*hit_card.carried, *chained.carried], expected=last.seq if last is not None else 0,
+        msg_id=f"{hit_id}:carried", table="J", shoe=hit_card.carried[0].shoe_id, coup=coup,
+        causation=[hit_id] * len(hit_card.carried) + [dealers_draw(hit_id, True).id] * len(chained.carried))
+    again = await other.handle(dealers_draw(hit_id, unrecorded=False))  # the hit recorded: the same card given
+    assert again.ok and again.cards == chained.cards and again.positions == chained.positions, again
+    assert set(again.cards).isdisjoint(hit_card.cards)

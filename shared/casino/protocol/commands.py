@@ -395,8 +395,11 @@ class DrawCard(Command, frozen=True, tag="shoe.draw_card"):
     shoe's follows at once (a reshuffle): it is answered ``carried``, for the
     coup's append, and ``after`` confirms it, as ``TakeRead``'s.
     ``unrecorded``: the coup's steps before the draw (its betting closed, a
-    choice) are staged, not yet recorded; a draw the shoe would record itself
-    is then refused (``RECORD_FIRST``): no card is recorded before them."""
+    choice, a draw given for the same append) are staged, not yet recorded;
+    a draw the shoe would record itself is then refused (``RECORD_FIRST``):
+    no card is recorded before them. So is one whose ``after`` names a step
+    the instance asked neither gave nor finds in the record (another
+    instance gave it, and this one cannot know the cards it took)."""
 
     coup: Token
     ruleset: str
