@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from casino.games import Coup, Step
+from casino.games import RESULTS, Coup, Step
 from casino.metrics import Metrics, count_recorded
 from casino.protocol import commands
 from casino.protocol.service import Peer, log
@@ -109,6 +109,7 @@ class Dealing:
         t.awaiting_card = 0.0  # the coup has moved: what it waits for, it waits for from now
         count_recorded(self.metrics, t.name, events, t.procedure)
         t.seen = max(t.seen, ack.seq)
+        await self._stake()  # the extra stakes of the choices this append recorded
 
     async def commit(self, events: list[AnyEvent], msg_id: str, causation: str, command: str = "",
                      shoe: str = "") -> None:
@@ -165,10 +166,13 @@ class Dealing:
             step = t.game.next_step(t.rules, t.state)
             if step.kind == "pass" and step.waiting.hand is not None:
                 hand = step.waiting.hand
-                self.stage(self.decide(t.game.pass_cards(hand)), f"{t.coup}:pass:{hand}", f"{t.coup}:pass:{hand}")
+                passed = self.decide(t.game.pass_cards(hand))
+                await self._booked_before(any(isinstance(e, RESULTS) for e in passed))
+                self.stage(passed, f"{t.coup}:pass:{hand}", f"{t.coup}:pass:{hand}")
                 continue
             asked = draw_id(t.coup, step, t.next_coup)
             if step.kind == "draw" and (drawn := await self._draw(step, asked)) is not None:
+                await self._booked_before(bool(t.extras) and self._settles(drawn))
                 if drawn.carried:  # the shoe's record of the draw, carried in the same append as the cards dealt
                     self.stage(list(drawn.carried), f"{t.coup}:drawn:{step.first}", asked)
                 for i, (card, position) in enumerate(zip(drawn.cards, drawn.positions, strict=True)):
@@ -204,14 +208,40 @@ class Dealing:
             raise
 
     async def _stake(self) -> None:
-        """Book the extra stakes of the coup's recorded decisions not yet
-        confirmed (after a restart, all of them: the wager book answers one
-        booked already as done), before the coup goes on."""
+        """Book the extra stakes (double, split, insurance) of the coup's
+        recorded choices not yet booked (after a restart, all of them: the
+        wager book answers one booked already as done). A choice staged is
+        booked once the append that carries it is recorded (``flush``): of
+        two terminals racing with different choices, the loser's is never
+        booked."""
         t = self.t
+        staged = {cause for _, _, cause, _ in t.staged.steps}
         for cause, extra in list(t.extras.items()):
-            if cause not in t.staked:
+            if cause not in t.staked and cause not in staged:
                 await self.peer.must(subjects.command(t.name, "book"), extra)
                 t.staked.add(cause)
+
+    async def _booked_before(self, settles: bool) -> None:
+        """Where a step of the dealer's settles the coup (``settles``: it holds
+        the result) and a choice staged before it calls for an extra stake not
+        yet booked, what is staged is recorded and the stake booked first: the
+        wager book holds every stake a coup played with before its result is
+        recorded (``games.payouts_of``)."""
+        t = self.t
+        if settles and any(cause not in t.staked for cause in t.extras):
+            await self.flush()
+            await self._stake()
+
+    def _settles(self, drawn: commands.Reply) -> bool:
+        """Whether the cards drawn, dealt, give the coup its result (decided on a copy)."""
+        t = self.t
+        state = t.game.copy(t.state)
+        for card, position in zip(drawn.cards, drawn.positions, strict=True):
+            deal = t.game.deal(card, position, t.game.next_step(t.rules, state).waiting.seat)
+            events, state = t.game.step(t.rules, state, deal)
+            if any(isinstance(e, RESULTS) for e in events):
+                return True
+        return False
 
     # ---- the other services ---------------------------------------------
 
@@ -307,15 +337,12 @@ async def _command(w: Dealing, cmd: commands.CoupCommand) -> None:
         w.stage(w.decide(closing), f"{t.coup}:close", cmd.id, commands.digest(cmd))
     else:
         w.stage(w.decide(t.game.from_terminal(cmd)), commands.write_id(t.coup, cmd.id), cmd.id, commands.digest(cmd))
-    # A choice that calls for an extra stake is recorded before the wager book
-    # books it (``Dealing._stake``): of two terminals racing with different
-    # choices, the loser's is never booked. Any other command is recorded with
-    # the dealer's steps after it, in one append: the cards it calls for are
-    # the shoe's record only once that append carries them (behind the betting
-    # closed, in the same message), and a draw the shoe gave for a choice
-    # never recorded is in no record (services.shoe.shoes, ``Shoes.settled``).
-    if cmd.id in t.extras:
-        await w.flush()
+    # The command is recorded with the dealer's steps after it, in one append:
+    # the cards it calls for are the shoe's record only once that append
+    # carries them (behind the betting closed, in the same message), and a
+    # draw the shoe gave for a choice never recorded is in no record
+    # (services.shoe.shoes, ``Shoes.settled``). An extra stake the choice
+    # calls for is booked once that append is recorded (``Dealing._stake``).
 
 
 def _pickup(state: Coup | None) -> tuple[str, ...]:

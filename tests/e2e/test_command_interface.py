@@ -4,8 +4,6 @@ rebuild from the stream after a restart and carry on."""
 
 from __future__ import annotations
 
-import asyncio
-
 import msgspec
 import nats
 import pytest
@@ -14,6 +12,7 @@ from casino.audit.audits import verify_history
 from casino.config.tables import TableConfig
 from casino.protocol import commands
 from casino.protocol.service import Peer
+from casino.rules import wagerbook
 from casino.rules.blackjack import messages as blackjack_messages
 from casino.rules.shoe import RoundEnded
 from casino.store import envelope, subjects
@@ -279,40 +278,46 @@ async def test_the_next_coups_round_starts_as_the_last_ends_and_its_opening_asks
 
 
 async def test_a_dealers_step_left_half_taken_is_taken_once_a_status_finds_it(nats_url: str) -> None:
-    """A hit is recorded with its card: with the shoe away it is refused,
-    and nothing is recorded. A double is recorded before its extra stake is
-    booked and its card drawn; with the shoe away the draw fails and the coup
-    waits on the dealer's own step, which no player's command will take (a
-    table that moved between instances as it stepped is left the same way).
-    A terminal's look at the table (a status) has the dealer-policy take it
-    as soon as the shoe answers."""
+    """A choice is recorded with its card: with the shoe away a hit and a
+    double are refused, and nothing is recorded. A double whose dealer's
+    cards settle the coup is recorded with its card, then its extra stake
+    booked, then the dealer's cards and the result: the wager book holds
+    every stake before the result. With the wager book away the booking
+    fails, and the coup waits on the dealer's own step, which no player's
+    command will take (a table that moved between instances as it stepped is
+    left the same way). A terminal's look at the table (a status) has the
+    dealer-policy take it as soon as the book answers."""
     async with Casino(nats_url, TABLES, SHOES) as casino:
         coup, _ = await first_decision(casino)
         dealer = casino.service("dealer-policy").service
-        patient, dealer.peer = dealer.peer, Peer(casino.nc, timeout=1, attempts=2)  # the shoe asked briefly
+        patient, dealer.peer = dealer.peer, Peer(casino.nc, timeout=1, attempts=2)  # the others asked briefly
         await casino.stop("shoe")
         before = await casino.store.read(subjects.coup_filter(coup))
-        hit = await casino.ask("BJ002", "coup", commands.Decide, coup=coup, seat=1, hand=0, action="hit")
-        assert not hit.ok and await casino.store.read(subjects.coup_filter(coup)) == before  # nothing recorded
-        double = await casino.ask("BJ002", "coup", commands.Decide, coup=coup, seat=1, hand=0, action="double")
-        assert not double.ok and double.clause != "protocol", double  # recorded, and its card not drawn
-        status = await casino.ask("BJ002", "coup", commands.Status)
-        assert status.waiting is not None and status.waiting.kind == "card"
-        dealt = await cards_dealt(casino, coup)
-        dealer.peer = patient
+        for action in ("hit", "double"):
+            refused = await casino.ask("BJ002", "coup", commands.Decide, coup=coup, seat=1, hand=0, action=action)
+            assert not refused.ok and await casino.store.read(subjects.coup_filter(coup)) == before, (action, refused)
         await casino.start("shoe")
-        for _ in range(100):
-            status = await casino.ask("BJ002", "coup", commands.Status)
-            if status.waiting is not None and status.waiting.kind != "card":
-                break
-            await asyncio.sleep(0.1)
-        assert status.waiting is not None and status.waiting.kind != "card", status
-        assert await cards_dealt(casino, coup) == dealt + 1  # the double's card
-
-
-async def cards_dealt(casino: Casino, coup: str) -> int:
-    stored = await casino.store.read(subjects.coup_filter(coup))
-    return sum(isinstance(e.data, blackjack_messages.CardDealt) for m in stored for e in m.batch.events)
+        for seat in (1, 3):
+            assert (await casino.ask("BJ002", "coup", commands.Decide, coup=coup, seat=seat, hand=0,
+                                     action="stand")).ok
+        await casino.stop("wager")
+        double = await casino.ask("BJ002", "coup", commands.Decide, coup=coup, seat=5, hand=0, action="double")
+        assert not double.ok and double.clause != "protocol", double  # recorded, its stake not booked
+        last = (await casino.store.read(subjects.coup_filter(coup)))[-1]
+        recorded = [type(e.data) for e in last.batch.events]
+        assert recorded[0] is blackjack_messages.DecisionTaken and blackjack_messages.CardDealt in recorded
+        assert blackjack_messages.CoupResulted not in recorded
+        status = await casino.ask("BJ002", "coup", commands.Status)
+        assert status.waiting is not None and (status.waiting.kind, status.waiting.seat) == ("card", None)
+        dealer.peer = patient
+        await casino.start("wager")
+        await casino.ask("BJ002", "coup", commands.Status)
+        await casino.settled(coup)
+        history = await casino.store.read(f"{subjects.EVENTS}.>")
+        seq_of = {type(e.data): m.seq for m in history for e in m.batch.events if subjects.tokens(m.subject)[2] == coup}
+        assert seq_of[wagerbook.ExtraPlaced] < seq_of[blackjack_messages.CoupResulted]
+        report = verify_history(history)
+        assert report.findings == [], report
 
 
 async def test_a_direction_from_a_supervisor_not_on_the_casinos_roster_is_refused_and_the_roster_is_recorded(
