@@ -377,6 +377,29 @@ async def test_two_dealers_asking_one_card_for_different_steps_leave_each_shoe_i
     assert held.round == coup and held.layout == [*dealt.cards, *hit_card.cards, *next_card.cards]
 
 
+NO_HOLE = "blackjack-003-no-hole-card"
+
+
+async def two_shoes_dealt() -> tuple[ShoeService, ShoeService, commands.Reply, str]:
+    """Two shoe instances of table J on one stacked one-deck shoe: coup
+    J-000001's initial deal given by the first and recorded, the second
+    folded from the record then; the deal, and its step's name."""
+    store, secrets = InMemoryEventStore(), MemorySecrets()
+
+    def shoe_instance() -> ShoeService:
+        return ShoeService(store, secrets, shuffle=lambda table, decks: (order(
+            decks, ["TS", "6H", "5D", "2C", "3S", "4H", "9D", "8C", "7H"], burn_cards(blackjack(NO_HOLE).shoe)), "salt"))
+
+    first, second = shoe_instance(), shoe_instance()
+    coup, next_coup = "J-000001", "J-000002"
+    started = await first.handle(commands.StartRound(id=f"{coup}:start", table="J", coup=coup, ruleset=NO_HOLE))
+    deal = draw_id(coup, Step("draw", commands.Waiting("card"), first=0, due=3), next_coup)
+    dealt = await first.handle(commands.DrawCard(deal, "J", coup, NO_HOLE, 0, 3))
+    after_deal = await carried(first, dealt, deal, "J", coup, started.coup)
+    await second.table("J", NO_HOLE)
+    return first, second, dealt, after_deal
+
+
 async def test_a_round_end_given_on_a_stale_shoe_under_the_name_another_instance_recorded_deals_no_card_twice() -> None:
     """Two shoe instances, one behind the record. A dealer-policy that had not
     seen the player's hit asks the round's end of the instance behind (its
@@ -386,19 +409,8 @@ async def test_a_round_end_given_on_a_stale_shoe_under_the_name_another_instance
     record's last step: the instance, finding that the end it gave is not
     the one recorded, folds itself from the record and deals the card after
     the hit, not the hit's card again."""
-    rules, store, secrets = "blackjack-003-no-hole-card", InMemoryEventStore(), MemorySecrets()
-
-    def shoe_instance() -> ShoeService:
-        return ShoeService(store, secrets, shuffle=lambda table, decks: (order(
-            decks, ["TS", "6H", "5D", "2C", "3S", "4H", "9D", "8C", "7H"], burn_cards(blackjack(rules).shoe)), "salt"))
-
-    ahead, behind = shoe_instance(), shoe_instance()
-    coup, next_coup, waiting = "J-000001", "J-000002", commands.Waiting("card")
-    started = await ahead.handle(commands.StartRound(id=f"{coup}:start", table="J", coup=coup, ruleset=rules))
-    deal = Step("draw", waiting, first=0, due=3)
-    dealt = await ahead.handle(commands.DrawCard(draw_id(coup, deal, next_coup), "J", coup, rules, 0, 3))
-    after_deal = await carried(ahead, dealt, draw_id(coup, deal, next_coup), "J", coup, started.coup)
-    await behind.table("J", rules)  # folded from the record as it stood: the deal, no hit
+    rules, coup, next_coup, waiting = NO_HOLE, "J-000001", "J-000002", commands.Waiting("card")
+    ahead, behind, dealt, after_deal = await two_shoes_dealt()  # the one behind folded from the deal, no hit
     hit = Step("draw", waiting, first=3, due=1)
     hit_card = await ahead.handle(commands.DrawCard(draw_id(coup, hit, next_coup), "J", coup, rules, 3, 1,
                                                     None, next_coup, after_deal))
@@ -428,19 +440,9 @@ async def test_a_draw_on_a_step_staged_and_not_recorded_is_given_by_the_instance
     which cannot know the card the hit took, refuses (``record first``)
     rather than give it again; asked once the hit is recorded, it deals the
     card after it."""
-    rules, store, secrets = "blackjack-003-no-hole-card", InMemoryEventStore(), MemorySecrets()
-
-    def shoe_instance() -> ShoeService:
-        return ShoeService(store, secrets, shuffle=lambda table, decks: (order(
-            decks, ["TS", "6H", "5D", "2C", "3S", "4H", "9D", "8C", "7H"], burn_cards(blackjack(rules).shoe)), "salt"))
-
-    gave, other = shoe_instance(), shoe_instance()
-    coup, next_coup, waiting = "J-000001", "J-000002", commands.Waiting("card")
-    started = await gave.handle(commands.StartRound(id=f"{coup}:start", table="J", coup=coup, ruleset=rules))
-    deal = Step("draw", waiting, first=0, due=3)
-    dealt = await gave.handle(commands.DrawCard(draw_id(coup, deal, next_coup), "J", coup, rules, 0, 3))
-    after_deal = await carried(gave, dealt, draw_id(coup, deal, next_coup), "J", coup, started.coup)
-    await other.table("J", rules)  # folded from the record: the deal
+    rules, coup, next_coup, waiting = NO_HOLE, "J-000001", "J-000002", commands.Waiting("card")
+    gave, other, _, after_deal = await two_shoes_dealt()
+    store = gave.store
     hit = Step("draw", waiting, first=3, due=1)
     hit_id = draw_id(coup, hit, next_coup)
     hit_card = await gave.handle(commands.DrawCard(hit_id, "J", coup, rules, 3, 1, None, next_coup, after_deal,
