@@ -7,6 +7,7 @@ cookie. Each entry lapses with the session (the bucket's age limit)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import secrets
@@ -70,6 +71,32 @@ class Sessions:
 
     def __init__(self, kv: Any, accounts: AccountsFile) -> None:
         self.kv, self.accounts = kv, accounts
+        self.reading: dict[str, asyncio.Future[bytes | None]] = {}  # each key's read under way
+
+    async def _entry(self, key: str) -> bytes | None:
+        """The bucket's entry for ``key`` (None if it has none). Requests that
+        ask for one key while it is being read share that read: a flood of
+        requests bearing one cookie costs the bucket one read at a time, not
+        one a request (each is then refused by its own bounds, not by the
+        bucket's timeouts)."""
+        reading = self.reading.get(key)
+        if reading is None:
+            reading = self.reading[key] = asyncio.ensure_future(self._read(key))
+            reading.add_done_callback(lambda done: self._read_done(key, done))
+        return await asyncio.shield(reading)
+
+    async def _read(self, key: str) -> bytes | None:
+        try:
+            entry = await self.kv.get(key)
+        except KeyNotFoundError:
+            return None
+        return entry.value or None
+
+    def _read_done(self, key: str, done: asyncio.Future[bytes | None]) -> None:
+        if self.reading.get(key) is done:
+            del self.reading[key]
+        if not done.cancelled():
+            done.exception()  # retrieved here too: every request that waited for it may have gone
 
     async def begin(self, user: str, role: str) -> str:
         """A new session for ``user``: its token, for the cookie."""
@@ -83,14 +110,11 @@ class Sessions:
         none (never given, ended, lapsed, or its password changed since)."""
         if not token or len(token) > 128 or not token.isascii():
             return None
-        try:
-            entry = await self.kv.get(_key(token))
-        except KeyNotFoundError:
-            return None
-        if not entry.value:
+        value = await self._entry(_key(token))
+        if value is None:
             return None
         try:
-            session = msgspec.json.decode(entry.value, type=Session)
+            session = msgspec.json.decode(value, type=Session)
         except msgspec.DecodeError:
             return None
         accounts = self.accounts.current()

@@ -10,12 +10,15 @@ import contextlib
 import re
 import time
 from pathlib import Path
+from typing import Any
 
+import nats
 import pytest
 from playwright.async_api import async_playwright
-from services.web.accounts import write_accounts
+from services.web.accounts import Accounts, write_accounts
 from services.web.connections import CONNECTIONS_MOST, CONNECTIONS_PER_ADDRESS
 from services.web.guard import CSP, HEAD_WITHIN, SignInLimits
+from services.web.sessions import AccountsFile, Sessions
 from services.web.streams import STREAMS_MOST, STREAMS_PER_SESSION
 
 from casino.cli.run import default_tables
@@ -325,3 +328,40 @@ async def test_bad_addresses_get_a_4xx_that_says_what_is_wrong(nats_url: str, tm
         assert big.status == 413 and b"a sign-in is a user and a password" in big.body
         for path in ("/coup/" + table + "/" + "9" * 30, "/shoe/..%2f..%2fetc", "/table/%00"):
             assert (await web.ask("GET", path, {"Cookie": cookie})).status in (400, 404), path
+
+
+class CountedReads:
+    """A key-value bucket (nats-py's) whose reads are counted."""
+
+    def __init__(self, kv: Any) -> None:
+        self.kv, self.reads = kv, 0
+
+    async def get(self, key: str) -> Any:
+        self.reads += 1
+        return await self.kv.get(key)
+
+    async def put(self, key: str, value: bytes) -> Any:
+        return await self.kv.put(key, value)
+
+    async def purge(self, key: str) -> Any:
+        return await self.kv.purge(key)
+
+
+async def test_requests_bearing_one_cookie_at_once_share_one_read_of_its_session(nats_url: str) -> None:
+    """3,000 requests bearing one session's cookie at once read its entry in
+    the sessions bucket once between them, not once each: a flood of one
+    cookie is refused by the web's own bounds, not by the bucket's timeouts
+    (which answered 500 on a busy machine). A read that comes after a
+    sign-out finds the session ended."""
+    nc = await nats.connect(nats_url)
+    try:
+        kv = CountedReads(await nc.jetstream().create_key_value(bucket="sessions-counted"))
+        accounts, _ = Accounts.made({"pit1": "pit"})
+        sessions = Sessions(kv, AccountsFile(accounts=accounts))
+        token = await sessions.begin("pit1", "pit")
+        answers = await asyncio.gather(*(sessions.who(token) for _ in range(3000)))
+        assert set(answers) == {("pit1", "pit")} and kv.reads == 1, kv.reads
+        await sessions.end(token)
+        assert await sessions.who(token) is None and kv.reads == 2
+    finally:
+        await nc.close()
