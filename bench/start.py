@@ -27,7 +27,7 @@ from services.shoe.held import TableShoe
 from services.shoe.secrets import JetStreamSecrets
 from services.shoe.service import ShoeService
 
-from bench.load import casino, stop_players
+from bench.load import casino, stop_players, warmed
 from casino.cli.run import SHORT, default_tables
 from casino.cli.simulator import Simulator
 from casino.config import rulesets
@@ -126,7 +126,7 @@ async def measure(tables_count: int, seconds: float, runs: int) -> dict[str, Any
     async with casino(tables) as (nc, _, _):
         sim = Simulator(nc, tables, seed=1, patience=40)
         task = asyncio.create_task(sim.run(None))
-        await asyncio.sleep(seconds)
+        await warmed(sim, seconds)  # ``seconds`` of dealing once the services deal, however busy the machine
         stop_players(sim, task)
         await asyncio.sleep(3)  # what is in flight lands (a coup left in hand stays so, for every fold alike)
         messages = (await nc.jetstream().stream_info("CASINO")).state.messages
