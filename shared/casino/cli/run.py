@@ -44,7 +44,9 @@ TABLES_FILE = ("shoe", "dealer_policy")  # the services given the tables file: w
 # and the shoe (a round's end, for a coup just dealt) as it finishes; then
 # settlement, once every result is written; the projections last, once they
 # have read every event, so the read models stop at the end of the stream.
-STOP_ORDER = ("web", "archiver", "dealer_policy", "wager", "shoe", "settlement", "projections")
+# The services stopped stage by stage, each stage's together: the dealer-policy while the shoe and the wager
+# book answer the rounds' ends it waits for, settlement once nothing more is dealt, the read models last.
+STOP_ORDER = (("web", "archiver"), ("dealer_policy",), ("wager", "shoe"), ("settlement",), ("projections",))
 WEB_PASSWORDS = "web-passwords.json"  # the web pages' users (pit, surveillance, compliance) and passwords
 SHORT = {"baccarat-000-methods": "BAC000", "baccarat-001-styles": "BAC001",
          "blackjack-002-hole-card": "BJ002", "blackjack-003-no-hole-card": "BJ003"}
@@ -354,17 +356,19 @@ def _listening(addresses: list[str], within: float = 30.0) -> None:
 
 
 def stop_services(procs: Processes, url: str, within: float = SERVICES_STOP_WITHIN) -> None:
-    """Each service stopped in ``STOP_ORDER``, the read models once they have
-    caught up (read through ``url``), all of it within ``within`` seconds: one
-    still running then is killed."""
+    """The services stopped stage by stage (``STOP_ORDER``), the read models
+    once they have caught up (read through ``url``), all of it within
+    ``within`` seconds: one still running then is killed. A stage's services
+    stop together, so that a slow machine spends the time once a stage,
+    not once a service."""
     deadline = time.monotonic() + within
-    for service in (s for s in STOP_ORDER if s in procs):
-        running = [c.process for c in procs[service]]
-        if service == "projections" and any(p.poll() is None for p in running):
+    for stage in STOP_ORDER:
+        running = [(service, c.process) for service in stage if service in procs for c in procs[service]]
+        if "projections" in stage and any(p.poll() is None for _, p in running):
             _read_models_caught_up(url, max(0.1, min(3.0, deadline - time.monotonic() - 1.0)))
-        for p in running:
+        for _, p in running:
             p.terminate()
-        for p in running:
+        for service, p in running:
             try:
                 p.wait(max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
