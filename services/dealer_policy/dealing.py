@@ -167,12 +167,14 @@ class Dealing:
             if step.kind == "pass" and step.waiting.hand is not None:
                 hand = step.waiting.hand
                 passed = self.decide(t.game.pass_cards(hand))
-                await self._booked_before(any(isinstance(e, RESULTS) for e in passed))
+                if self._unbooked() and any(isinstance(e, RESULTS) for e in passed):
+                    await self._booked_first()
                 self.stage(passed, f"{t.coup}:pass:{hand}", f"{t.coup}:pass:{hand}")
                 continue
             asked = draw_id(t.coup, step, t.next_coup)
             if step.kind == "draw" and (drawn := await self._draw(step, asked)) is not None:
-                await self._booked_before(bool(t.extras) and self._settles(drawn))
+                if self._unbooked() and self._settles(drawn):
+                    await self._booked_first()
                 if drawn.carried:  # the shoe's record of the draw, carried in the same append as the cards dealt
                     self.stage(list(drawn.carried), f"{t.coup}:drawn:{step.first}", asked)
                 for i, (card, position) in enumerate(zip(drawn.cards, drawn.positions, strict=True)):
@@ -221,16 +223,17 @@ class Dealing:
                 await self.peer.must(subjects.command(t.name, "book"), extra)
                 t.staked.add(cause)
 
-    async def _booked_before(self, settles: bool) -> None:
-        """Where a step of the dealer's settles the coup (``settles``: it holds
-        the result) and a choice staged before it calls for an extra stake not
-        yet booked, what is staged is recorded and the stake booked first: the
-        wager book holds every stake a coup played with before its result is
-        recorded (``games.payouts_of``)."""
-        t = self.t
-        if settles and any(cause not in t.staked for cause in t.extras):
-            await self.flush()
-            await self._stake()
+    def _unbooked(self) -> bool:
+        """Whether a choice of the coup's calls for an extra stake not yet booked."""
+        return any(cause not in self.t.staked for cause in self.t.extras)
+
+    async def _booked_first(self) -> None:
+        """Before a step of the dealer's that gives the coup its result, where
+        a choice calls for a stake not yet booked: what is staged recorded,
+        and the stake booked. The wager book holds every stake a coup played
+        with before its result is recorded (``games.payouts_of``)."""
+        await self.flush()
+        await self._stake()  # what the record held already, where nothing was staged
 
     def _settles(self, drawn: commands.Reply) -> bool:
         """Whether the cards drawn, dealt, give the coup its result (decided on a copy)."""
