@@ -9,10 +9,8 @@ the shoe in play, marked as not sealed."""
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,12 +19,12 @@ import nats
 import pytest
 
 from casino.audit import archive
+from casino.cli.run import projections_caught_up
 from casino.nats.provision import provision
 from casino.nats.server import NatsServer, free_port
-from casino.readmodels.projections import KvProjections
 from casino.rules.shoe import CardDrawn
 from casino.store.eventstore import Stored
-from casino.store.jetstream import STREAM, Undeclared, casino_named
+from casino.store.jetstream import Undeclared, casino_named
 from tests.archive.test_archiver import Casino, tables
 from tests.natsfixture import nats_server
 
@@ -59,7 +57,8 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
         try:
             await casino.deal(nc, 6)
             await casino.sealing(nc)
-            await read_models_caught_up(nc)  # what the live fold made, compared with a rebuild below
+            # What the live fold made, compared with a rebuild below, however busy the machine.
+            assert await projections_caught_up(nc, timeout=60), "the read models did not reach the stream's end"
         finally:
             await nc.close()
             await casino.stop()
@@ -67,16 +66,6 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
     with nats_server(tmp_path_factory.mktemp("nats")) as url:
         anyio.run(deal, url)
         yield Store(url, tmp)
-
-
-async def read_models_caught_up(nc: nats.NATS, within: float = 60.0) -> None:
-    """Until the projections have read every message of the stream (however busy the machine)."""
-    kv = await KvProjections(nc.jetstream()).open()
-    last = (await nc.jetstream().stream_info(STREAM)).state.last_seq
-    deadline = time.monotonic() + within
-    while (seq := await kv.seq()) < last:
-        assert time.monotonic() < deadline, f"the read models stop at {seq} of {last} after {within:.0f} s"
-        await asyncio.sleep(0.1)
 
 
 def refused(done: subprocess.CompletedProcess[str], status: int, *said: str) -> str:

@@ -40,12 +40,10 @@ from casino.store.jetstream import STREAM, JetStreamEventStore
 
 SERVICES = ("shoe", "wager", "dealer_policy", "settlement", "projections", "archiver")
 TABLES_FILE = ("shoe", "dealer_policy")  # the services given the tables file: where each table's cards come from
-# Stopped in this order: the archiver first (it seals only what is over); the dealer-policy next, which asks the wager service
-# and the shoe (a round's end, for a coup just dealt) as it finishes; then
-# settlement, once every result is written; the projections last, once they
-# have read every event, so the read models stop at the end of the stream.
-# The services stopped stage by stage, each stage's together: the dealer-policy while the shoe and the wager
-# book answer the rounds' ends it waits for, settlement once nothing more is dealt, the read models last.
+# Stopped stage by stage, each stage's services together: the web and the archiver first (it seals only what
+# is over); the dealer-policy next, which asks the wager service and the shoe (a round's end, for a coup just
+# dealt) as it finishes; then those two; then settlement, once every result is written; the projections last,
+# once they have read every event, so the read models stop at the end of the stream.
 STOP_ORDER = (("web", "archiver"), ("dealer_policy",), ("wager", "shoe"), ("settlement",), ("projections",))
 WEB_PASSWORDS = "web-passwords.json"  # the web pages' users (pit, surveillance, compliance) and passwords
 SHORT = {"baccarat-000-methods": "BAC000", "baccarat-001-styles": "BAC001",
@@ -181,7 +179,7 @@ async def _simulate(url: str, terminal_urls: dict[str, str], supervisor_url: str
     devices = {table: (await natsclient.connect(reader, **_quietly()), await natsclient.connect(shuffler, **_quietly()))
                for table, (reader, shuffler) in (device_urls or {}).items()}
     # A second run continues the same store: show where each table stands.
-    await _projections_caught_up(nc)
+    await projections_caught_up(nc)
     kv = await KvProjections(nc.jetstream()).open()
     takings = {key: msgspec.json.decode(value, type=Takings)
                for (_, key), value in (await kv.values(("takings", t) for t in tables)).items() if value}
@@ -202,7 +200,7 @@ async def _simulate(url: str, terminal_urls: dict[str, str], supervisor_url: str
         await Simulator(nc, tables, seed, console, terminals=terminals, supervisor=supervisor, every=pace,
                         devices=devices, faults=faults, physical=physical,
                         give_up_after=REFUSED_IN_A_ROW).run(coups)
-        await _projections_caught_up(nc)
+        await projections_caught_up(nc)
     finally:
         painter.cancel()
         with contextlib.suppress(asyncio.CancelledError):
@@ -269,13 +267,17 @@ def _run(main: Coroutine[Any, Any, None]) -> None:
         raise KeyboardInterrupt
 
 
-async def _projections_caught_up(nc: Client, timeout: float = 10) -> None:
-    """Let the read models reach the end of the stream before stopping."""
+async def projections_caught_up(nc: Client, timeout: float = 10) -> bool:
+    """Let the read models reach the end of the stream (as it is now) before
+    stopping, ``timeout`` seconds at most: whether they did."""
     kv = await KvProjections(nc.jetstream()).open()
     last = (await nc.jetstream().stream_info(STREAM)).state.last_seq
     deadline = time.monotonic() + timeout
-    while await kv.seq() < last and time.monotonic() < deadline:
+    while await kv.seq() < last:
+        if time.monotonic() >= deadline:
+            return False
         await asyncio.sleep(0.1)
+    return True
 
 
 def _read_models_caught_up(url: str, within: float) -> None:
@@ -285,7 +287,7 @@ def _read_models_caught_up(url: str, within: float) -> None:
         nc = await natsclient.connect(url, **{**_quietly(), "connect_timeout": 1, "max_reconnect_attempts": 0,
                                               "allow_reconnect": False})
         try:
-            await _projections_caught_up(nc, within)
+            await projections_caught_up(nc, within)
         finally:
             await nc.close()
 
